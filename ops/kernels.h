@@ -1,0 +1,263 @@
+/* ops/kernels.h — the contract every compute kernel follows.
+ *
+ * A kernel is a plain function over pointers, sizes and strides. It knows
+ * nothing of tensors, the autograd tape, arenas or nn: a reader can study
+ * one alone, and a benchmark can call it directly.
+ *
+ * Each kernel's type is a typedef (eo_k_*_fn). The CPU implementation is
+ * declared with that typedef below; the backend table (core/backend.h)
+ * holds one pointer of each type per device, and the CUDA backend fills
+ * the same slots with host functions that launch PTX. Pointers are
+ * therefore "addresses on the backend's device": host memory for the CPU,
+ * device addresses for CUDA.
+ *
+ * Conventions (all kernels):
+ *  - element type float32 unless the name says otherwise; indices int32;
+ *  - sizes and strides are counts of elements, never bytes;
+ *  - row-major: in [rows, cols] data the last index moves fastest;
+ *  - "+=" outputs (all gradients) accumulate: the caller zeroes them once,
+ *    which is what lets a tensor used twice receive both contributions;
+ *  - kernels never fail: the core validates shapes and index ranges
+ *    before calling, so a kernel has no status to return;
+ *  - `par` may be NULL (run on the calling thread); `ws` is caller-owned
+ *    scratch of at least the size the matching *_ws function returns. */
+#ifndef EO_KERNELS_H
+#define EO_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ops/parallel.h"
+
+/* ---- strided 4-D layout ------------------------------------------------
+ * Elementwise kernels walk a 4-D index space shape[0..3]; each operand
+ * has its own strides. Lower-rank data is padded with leading size-1
+ * axes. A stride of 0 repeats an element along that axis: that is how
+ * broadcasting is expressed, with no copy. */
+
+/* dst[i] = src[i] (bit copy of 4-byte elements; works for f32 and i32). */
+typedef void eo_k_copy32_fn(const int64_t shape[4], void *dst, const int64_t sd[4],
+                            const void *src, const int64_t ss[4]);
+/* dst[i] += src[i]. dst may have stride-0 axes: those sum over the axis
+ * (this is how a broadcast input's gradient is reduced to its shape). */
+typedef void eo_k_accumulate_fn(const int64_t shape[4], float *dst, const int64_t sd[4],
+                                const float *src, const int64_t ss[4]);
+/* x[0..n) = value. */
+typedef void eo_k_fill_fn(int64_t n, float *x, float value);
+
+/* ---- elementwise binary with broadcasting ------------------------------ */
+typedef enum eo_binop { EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_COUNT } eo_binop;
+
+/* out[i] = a[i] op b[i] over `shape`; out has no stride-0 axes. */
+typedef void eo_k_binary_fn(eo_binop op, const int64_t shape[4],
+                            float *out, const int64_t so[4],
+                            const float *a, const int64_t sa[4],
+                            const float *b, const int64_t sb[4]);
+/* Given dout (= dL/dout) over `shape`, da += dout * d(out)/da and
+ * db += dout * d(out)/db. da/db use stride 0 on the axes their input was
+ * broadcast along, so the sum over that axis happens here. da or db may
+ * be NULL (that input needs no gradient). a and b are the forward inputs
+ * (needed by MUL and DIV). */
+typedef void eo_k_binary_backward_fn(eo_binop op, const int64_t shape[4],
+                                     const float *dout, const int64_t sdo[4],
+                                     const float *a, const int64_t sa[4],
+                                     const float *b, const int64_t sb[4],
+                                     float *da, const int64_t sda[4],
+                                     float *db, const int64_t sdb[4]);
+
+/* ---- elementwise unary (contiguous) ------------------------------------
+ * GELU_TANH: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  — the tanh
+ *            approximation of Hendrycks & Gimpel, "Gaussian Error Linear
+ *            Units" (2016), used by GPT-2;
+ * GELU_ERF:  0.5 x (1 + erf(x / sqrt(2))), the exact form;
+ * SCALE:     y = alpha * x;  LOG of x <= 0 gives -inf / NaN as in libm
+ *            (the core checks the input domain). */
+typedef enum eo_unop {
+    EO_UN_RELU, EO_UN_GELU_TANH, EO_UN_GELU_ERF, EO_UN_TANH, EO_UN_SIGMOID,
+    EO_UN_EXP, EO_UN_LOG, EO_UN_SCALE, EO_UN_COUNT
+} eo_unop;
+
+typedef void eo_k_unary_fn(eo_unop op, int64_t n, const float *x, float *y, float alpha,
+                           const eo_par *par);
+/* dx += dy * f'(x). x is the forward input, y the forward output (kernels
+ * use whichever is cheaper: sigmoid and tanh and exp use y). */
+typedef void eo_k_unary_backward_fn(eo_unop op, int64_t n, const float *x, const float *y,
+                                    const float *dy, float *dx, float alpha,
+                                    const eo_par *par);
+
+/* ---- matmul --------------------------------------------------------------
+ * For each b in [0, batch):
+ *   C_b[M×N] = op(A_b) · op(B_b) + beta · C_b
+ * op(A) = A stored M×K (ta = 0, row stride lda >= K)
+ *       or Aᵀ with A stored K×M (ta = 1, lda >= M); likewise B (K×N / N×K).
+ * A_b = A + b*sa (sa = 0 shares one A across the batch: a weight); same
+ * for B and C. beta is 0 (C is only written; it may hold garbage) or 1
+ * (accumulate: used by backward). */
+typedef void eo_k_matmul_fn(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                            const float *A, int64_t lda, int64_t sa,
+                            const float *B, int64_t ldb, int64_t sb,
+                            float beta, float *C, int64_t ldc, int64_t sc,
+                            void *ws, const eo_par *par);
+/* Scratch bytes eo_k_matmul needs for these sizes and thread count. */
+typedef size_t eo_k_matmul_ws_fn(int64_t M, int64_t N, int64_t K, int nthreads);
+
+/* ---- reductions over one axis --------------------------------------------
+ * x is contiguous [outer, n, inner]; y is [outer, inner].
+ * MAX also writes, when argmax is not NULL, the index along n of the
+ * first maximum (NaN compares as larger than anything, so it propagates). */
+typedef enum eo_redop { EO_RED_SUM, EO_RED_MEAN, EO_RED_MAX, EO_RED_COUNT } eo_redop;
+
+typedef void eo_k_reduce_fn(eo_redop op, int64_t outer, int64_t n, int64_t inner,
+                            const float *x, float *y, int32_t *argmax, const eo_par *par);
+/* dx += broadcast of dy (SUM), dy / n (MEAN), or dy at argmax (MAX). */
+typedef void eo_k_reduce_backward_fn(eo_redop op, int64_t outer, int64_t n, int64_t inner,
+                                     const float *dy, const int32_t *argmax, float *dx,
+                                     const eo_par *par);
+/* out[0] = sum of x[i]^2, accumulated in double (gradient clipping). */
+typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out);
+
+/* ---- softmax / log_softmax over the last axis ----------------------------
+ * Max-subtracted: y = exp(x - max) / sum exp(x - max), so logits of ±1e4
+ * neither overflow nor underflow to NaN. A row whose entries are all -inf
+ * (a fully masked attention row) has no probability mass: softmax gives 0
+ * for every entry and log_softmax gives -inf; their gradients are 0. No
+ * NaN is produced for finite or -inf inputs. log != 0 selects log_softmax. */
+typedef void eo_k_softmax_fn(int log, int64_t rows, int64_t cols, const float *x, float *y,
+                             const eo_par *par);
+/* From the forward output y:
+ *   softmax:     dx += y * (dy - sum_j dy_j y_j)
+ *   log_softmax: dx += dy - exp(y) * sum_j dy_j   (0 where y = -inf) */
+typedef void eo_k_softmax_backward_fn(int log, int64_t rows, int64_t cols, const float *y,
+                                      const float *dy, float *dx, const eo_par *par);
+
+/* ---- cross-entropy over class indices -------------------------------------
+ * loss[0] = mean over rows r with target[r] != ignore_index of
+ *           lse_r - logits[r, target[r]],  lse_r = log sum_c exp(logits[r,c]).
+ * lse[r] is saved for the backward (any value for ignored rows). If every
+ * row is ignored, loss[0] = 0. Targets are in [0, cols) or ignore_index. */
+typedef void eo_k_cross_entropy_fn(int64_t rows, int64_t cols, const float *logits,
+                                   const int32_t *target, int32_t ignore_index,
+                                   float *lse, float *loss, const eo_par *par);
+/* dlogits[r,c] += dloss[0] / count * (softmax(logits)[r,c] - [c == target[r]])
+ * for non-ignored rows (count = their number); ignored rows get nothing. */
+typedef void eo_k_cross_entropy_backward_fn(int64_t rows, int64_t cols, const float *logits,
+                                            const int32_t *target, int32_t ignore_index,
+                                            const float *lse, const float *dloss,
+                                            float *dlogits, const eo_par *par);
+
+/* ---- layernorm over the last axis -------------------------------------------
+ * Ba, Kiros & Hinton, "Layer Normalization" (2016):
+ *   mean = (1/C) sum x,  var = (1/C) sum (x - mean)^2  (biased, as PyTorch),
+ *   rstd = 1 / sqrt(var + eps),  y = (x - mean) * rstd * w + b.
+ * The variance is taken around the mean (two passes, or Welford), never as
+ * E[x^2] - E[x]^2, so a row like 1e4 + small noise keeps its digits and a
+ * constant row gives y = b exactly. w and b may be NULL (no affine).
+ * mean and rstd ([rows]) are saved for the backward. */
+typedef void eo_k_layernorm_fn(int64_t rows, int64_t cols, const float *x, const float *w,
+                               const float *b, float eps, float *y, float *mean, float *rstd,
+                               const eo_par *par);
+/* xhat = (x - mean) * rstd, g = dy * w:
+ *   dx += rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
+ *   dw += sum_rows dy * xhat,   db += sum_rows dy.
+ * dx, dw, db may each be NULL. ws: eo_k_layernorm_backward_ws bytes. */
+typedef void eo_k_layernorm_backward_fn(int64_t rows, int64_t cols, const float *x,
+                                        const float *w, const float *mean, const float *rstd,
+                                        const float *dy, float *dx, float *dw, float *db,
+                                        void *ws, const eo_par *par);
+typedef size_t eo_k_layernorm_backward_ws_fn(int64_t rows, int64_t cols, int nthreads);
+
+/* ---- embedding -----------------------------------------------------------------
+ * out[i, :] = table[idx[i], :] for i in [0, n); table is [vocab, dim]. */
+typedef void eo_k_embedding_fn(int64_t n, int64_t dim, const float *table, const int32_t *idx,
+                               float *out, const eo_par *par);
+/* dtable[idx[i], :] += dout[i, :]; a repeated index receives every row. */
+typedef void eo_k_embedding_backward_fn(int64_t n, int64_t dim, const int32_t *idx,
+                                        const float *dout, float *dtable, const eo_par *par);
+
+/* ---- dropout (inverted) --------------------------------------------------------
+ * Element i is kept when u(seed, i) >= p, where u is a counter-based hash
+ * (SplitMix64 finaliser of seed ^ i, top 24 bits / 2^24) — so the mask is
+ * recomputed in the backward instead of stored, and does not depend on
+ * the thread count. y = keep ? x / (1 - p) : 0; p in [0, 1). */
+typedef void eo_k_dropout_fn(int64_t n, const float *x, float *y, float p, uint64_t seed,
+                             const eo_par *par);
+/* dx += keep ? dy / (1 - p) : 0 with the same mask. */
+typedef void eo_k_dropout_backward_fn(int64_t n, const float *dy, float *dx, float p,
+                                      uint64_t seed, const eo_par *par);
+
+/* ---- convolution helpers (NCHW) ----------------------------------------------
+ * im2col: for one image x [C, H, W], cols [C*kh*kw, OH*OW] with
+ * OH = (H + 2 pad - kh) / stride + 1 (likewise OW); row (c, i, j) holds
+ * the input pixel under kernel tap (i, j) for each output position, 0 in
+ * the padding. The convolution is then one matmul W[Cout, C*kh*kw]·cols. */
+typedef void eo_k_im2col_fn(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
+                            int64_t pad, int64_t stride, const float *x, float *cols);
+/* The adjoint: dx [C, H, W] += scatter of dcols (padding taps dropped). */
+typedef void eo_k_col2im_fn(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
+                            int64_t pad, int64_t stride, const float *dcols, float *dx);
+/* Max pool k×k, stride k, no padding, over planes [P, H, W] (P = N*C):
+ * y [P, H/k, W/k] (floor), arg = flat index in the plane of the max. */
+typedef void eo_k_maxpool2d_fn(int64_t P, int64_t H, int64_t W, int64_t k, const float *x,
+                               float *y, int32_t *arg, const eo_par *par);
+/* dx[p, arg] += dy[p, o]. */
+typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t k,
+                                        const float *dy, const int32_t *arg, float *dx,
+                                        const eo_par *par);
+
+/* ---- optimizer updates (in place) ------------------------------------------------
+ * SGD with momentum and weight decay, as PyTorch's torch.optim.SGD
+ * (dampening 0): d = g + wd*w; v = momentum*v + d; d = nesterov ? d +
+ * momentum*v : v (or d itself when momentum = 0; v may then be NULL);
+ * w -= lr * d. */
+typedef void eo_k_sgd_fn(int64_t n, float *w, const float *g, float *v, float lr,
+                         float momentum, float wd, int nesterov, const eo_par *par);
+/* AdamW, Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
+ * (ICLR 2019), Algorithm 2, with Adam's bias correction (Kingma & Ba 2015):
+ *   w -= lr * wd * w;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ *   w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps),
+ * t = step >= 1. Same order of operations as torch.optim.AdamW. */
+typedef void eo_k_adamw_fn(int64_t n, float *w, const float *g, float *m, float *v, float lr,
+                           float beta1, float beta2, float eps, float wd, int64_t step,
+                           const eo_par *par);
+
+/* ---- the CPU implementations ------------------------------------------------------ */
+eo_k_copy32_fn eo_k_copy32;
+eo_k_accumulate_fn eo_k_accumulate;
+eo_k_fill_fn eo_k_fill;
+eo_k_binary_fn eo_k_binary;
+eo_k_binary_backward_fn eo_k_binary_backward;
+eo_k_unary_fn eo_k_unary;
+eo_k_unary_backward_fn eo_k_unary_backward;
+eo_k_matmul_fn eo_k_matmul;
+eo_k_matmul_ws_fn eo_k_matmul_ws;
+eo_k_reduce_fn eo_k_reduce;
+eo_k_reduce_backward_fn eo_k_reduce_backward;
+eo_k_sumsq_fn eo_k_sumsq;
+eo_k_softmax_fn eo_k_softmax;
+eo_k_softmax_backward_fn eo_k_softmax_backward;
+eo_k_cross_entropy_fn eo_k_cross_entropy;
+eo_k_cross_entropy_backward_fn eo_k_cross_entropy_backward;
+eo_k_layernorm_fn eo_k_layernorm;
+eo_k_layernorm_backward_fn eo_k_layernorm_backward;
+eo_k_layernorm_backward_ws_fn eo_k_layernorm_backward_ws;
+eo_k_embedding_fn eo_k_embedding;
+eo_k_embedding_backward_fn eo_k_embedding_backward;
+eo_k_dropout_fn eo_k_dropout;
+eo_k_dropout_backward_fn eo_k_dropout_backward;
+eo_k_im2col_fn eo_k_im2col;
+eo_k_col2im_fn eo_k_col2im;
+eo_k_maxpool2d_fn eo_k_maxpool2d;
+eo_k_maxpool2d_backward_fn eo_k_maxpool2d_backward;
+eo_k_sgd_fn eo_k_sgd;
+eo_k_adamw_fn eo_k_adamw;
+
+/* The dropout keep-test, shared by the kernel, its backward and tests. */
+static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
+{
+    uint64_t z = seed ^ ((uint64_t)i * 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f) >= p;
+}
+
+#endif
