@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include "alloc/arena.h"
 
-static unsigned char buf[4096];
+static _Alignas(64) unsigned char buf[4096];
 
 START_TEST(aligns_every_request)
 {
