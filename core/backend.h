@@ -1,0 +1,59 @@
+/* core/backend.h — one table of kernels per device.
+ *
+ * The core never calls a kernel by name: it asks the backend of the
+ * tensors' device for the slot it needs. A NULL slot means "this backend
+ * cannot do that" and the op returns EO_ERR_UNSUPPORTED with the op and
+ * backend named — never a crash. The CPU table (core/backend_cpu.c) points
+ * at ops/; a CUDA table points at host functions that launch PTX. nn
+ * layers and optimizers only ever call ops, so they run on any backend
+ * unchanged. */
+#ifndef EO_BACKEND_H
+#define EO_BACKEND_H
+
+#include "core/everyo.h"
+#include "ops/kernels.h"
+
+typedef struct eo_backend {
+    const char *name;
+    eo_device device;
+    /* Memory movement for this device. Host pointers are CPU memory. */
+    eo_status (*upload)(eo_ctx *ctx, void *dst, const void *host_src, size_t bytes);
+    eo_status (*download)(eo_ctx *ctx, void *host_dst, const void *src, size_t bytes);
+    eo_status (*zero)(eo_ctx *ctx, void *dst, size_t bytes);
+    /* Wait for queued work; surfaces asynchronous errors as a status. */
+    eo_status (*sync)(eo_ctx *ctx);
+
+    eo_k_copy32_fn *copy32;
+    eo_k_accumulate_fn *accumulate;
+    eo_k_fill_fn *fill;
+    eo_k_binary_fn *binary;
+    eo_k_binary_backward_fn *binary_backward;
+    eo_k_unary_fn *unary;
+    eo_k_unary_backward_fn *unary_backward;
+    eo_k_matmul_fn *matmul;
+    eo_k_matmul_ws_fn *matmul_ws;
+    eo_k_reduce_fn *reduce;
+    eo_k_reduce_backward_fn *reduce_backward;
+    eo_k_sumsq_fn *sumsq;
+    eo_k_softmax_fn *softmax;
+    eo_k_softmax_backward_fn *softmax_backward;
+    eo_k_cross_entropy_fn *cross_entropy;
+    eo_k_cross_entropy_backward_fn *cross_entropy_backward;
+    eo_k_layernorm_fn *layernorm;
+    eo_k_layernorm_backward_fn *layernorm_backward;
+    eo_k_layernorm_backward_ws_fn *layernorm_backward_ws;
+    eo_k_embedding_fn *embedding;
+    eo_k_embedding_backward_fn *embedding_backward;
+    eo_k_dropout_fn *dropout;
+    eo_k_dropout_backward_fn *dropout_backward;
+    eo_k_im2col_fn *im2col;
+    eo_k_col2im_fn *col2im;
+    eo_k_maxpool2d_fn *maxpool2d;
+    eo_k_maxpool2d_backward_fn *maxpool2d_backward;
+    eo_k_sgd_fn *sgd;
+    eo_k_adamw_fn *adamw;
+} eo_backend;
+
+extern const eo_backend eo_backend_cpu;
+
+#endif

@@ -1,0 +1,66 @@
+/* core/backend_cpu.c — the CPU backend: host memory and the kernels of ops/.
+ *
+ * "Device" memory is host memory here, so moving data is memcpy and there
+ * is never anything to wait for. */
+#include <string.h>
+#include "core/backend.h"
+
+static eo_status cpu_copy(eo_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return EO_OK;
+}
+
+static eo_status cpu_zero(eo_ctx *ctx, void *dst, size_t bytes)
+{
+    (void)ctx;
+    if (bytes)
+        memset(dst, 0, bytes);
+    return EO_OK;
+}
+
+static eo_status cpu_sync(eo_ctx *ctx)
+{
+    (void)ctx;
+    return EO_OK;
+}
+
+const eo_backend eo_backend_cpu = {
+    .name = "cpu",
+    .device = EO_CPU,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .copy32 = eo_k_copy32,
+    .accumulate = eo_k_accumulate,
+    .fill = eo_k_fill,
+    .binary = eo_k_binary,
+    .binary_backward = eo_k_binary_backward,
+    .unary = eo_k_unary,
+    .unary_backward = eo_k_unary_backward,
+    .matmul = eo_k_matmul,
+    .matmul_ws = eo_k_matmul_ws,
+    .reduce = eo_k_reduce,
+    .reduce_backward = eo_k_reduce_backward,
+    .sumsq = eo_k_sumsq,
+    .softmax = eo_k_softmax,
+    .softmax_backward = eo_k_softmax_backward,
+    .cross_entropy = eo_k_cross_entropy,
+    .cross_entropy_backward = eo_k_cross_entropy_backward,
+    .layernorm = eo_k_layernorm,
+    .layernorm_backward = eo_k_layernorm_backward,
+    .layernorm_backward_ws = eo_k_layernorm_backward_ws,
+    .embedding = eo_k_embedding,
+    .embedding_backward = eo_k_embedding_backward,
+    .dropout = eo_k_dropout,
+    .dropout_backward = eo_k_dropout_backward,
+    .im2col = eo_k_im2col,
+    .col2im = eo_k_col2im,
+    .maxpool2d = eo_k_maxpool2d,
+    .maxpool2d_backward = eo_k_maxpool2d_backward,
+    .sgd = eo_k_sgd,
+    .adamw = eo_k_adamw,
+};

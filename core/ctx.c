@@ -1,0 +1,84 @@
+/* core/ctx.c — the context: arenas, grad mode, PRNG, step marks.
+ *
+ * Everything mutable lives in the context, so two contexts in one process
+ * (two models, two threads each with its own) never see each other. */
+#include <math.h>
+#include "core/internal.h"
+
+eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
+                      size_t step_bytes)
+{
+    if (!ctx || !persist_buf || !step_buf)
+        return EO_ERR_ARG;
+    /* Zero the struct without memset's help being required of the caller. */
+    eo_ctx zero = {0};
+    *ctx = zero;
+    eo_arena_init(&ctx->persist, persist_buf, persist_bytes, "persistent");
+    eo_arena_init(&ctx->step, step_buf, step_bytes, "step");
+    ctx->backend[EO_CPU] = &eo_backend_cpu;
+    ctx->grad_enabled = 1;
+    ctx->training = 1;
+    ctx->par.nthreads = 1;
+    eo_seed(ctx, 0);
+    return EO_OK;
+}
+
+const char *eo_last_error(const eo_ctx *ctx) { return ctx ? ctx->err : "no context"; }
+
+void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par)
+{
+    if (!ctx)
+        return;
+    if (par.nthreads < 1)
+        par.nthreads = 1;
+    ctx->par = par;
+}
+
+int eo_set_grad(eo_ctx *ctx, int enabled)
+{
+    int old = ctx->grad_enabled;
+    ctx->grad_enabled = enabled != 0;
+    return old;
+}
+
+eo_mark eo_mark_get(const eo_ctx *ctx)
+{
+    eo_mark m = { eo_arena_mark_get(&ctx->step), eo_arena_mark_get(&ctx->dev_step), ctx->tape };
+    return m;
+}
+
+void eo_rewind(eo_ctx *ctx, eo_mark m)
+{
+    eo_arena_rewind(&ctx->step, m.host);
+    eo_arena_rewind(&ctx->dev_step, m.dev);
+    ctx->tape = m.tape;
+}
+
+/* ---- PCG32 (XSH-RR): 64-bit LCG state, output permuted to 32 bits. ---- */
+void eo_seed(eo_ctx *ctx, uint64_t seed)
+{
+    ctx->rng_state = 0;
+    ctx->rng_inc = (seed << 1u) | 1u; /* the stream: any odd increment */
+    eo_rand_u32(ctx);
+    ctx->rng_state += 0x853c49e6748fea9bULL ^ seed;
+    eo_rand_u32(ctx);
+}
+
+uint32_t eo_rand_u32(eo_ctx *ctx)
+{
+    uint64_t old = ctx->rng_state;
+    ctx->rng_state = old * 6364136223846793005ULL + ctx->rng_inc;
+    uint32_t xorshifted = (uint32_t)(((old >> 18u) ^ old) >> 27u);
+    uint32_t rot = (uint32_t)(old >> 59u);
+    return (xorshifted >> rot) | (xorshifted << ((-rot) & 31));
+}
+
+float eo_rand_uniform(eo_ctx *ctx) { return (float)(eo_rand_u32(ctx) >> 8) * (1.0f / 16777216.0f); }
+
+float eo_rand_normal(eo_ctx *ctx)
+{
+    /* Box–Muller; 1 - u keeps the log's argument in (0, 1]. */
+    float u1 = 1.0f - eo_rand_uniform(ctx);
+    float u2 = eo_rand_uniform(ctx);
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2);
+}

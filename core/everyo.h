@@ -1,0 +1,268 @@
+/* core/everyo.h — the public API of EveryO: context, tensors, ops with
+ * autograd, nn layers and optimizers.
+ *
+ * Reading guide
+ *  - Every fallible call returns eo_status (alloc/status.h). On failure
+ *    eo_last_error(ctx) holds one line naming the op, the shapes and what
+ *    was expected, and the context stays usable: nothing is half-written
+ *    that a later call could trip on.
+ *  - Memory comes from two arenas the caller hands to eo_ctx_init():
+ *      persistent — parameters, their gradients, optimizer state;
+ *      step       — activations, saved values, the tape, scratch;
+ *    the step arena is rewound after every training step (eo_rewind), so
+ *    steady-state training allocates nothing. The library never calls
+ *    malloc.
+ *  - Ops allocate their output from the step arena and, when grad mode is
+ *    on and an input requires grad, append a node to the tape. Backward
+ *    walks the tape in reverse (it is already in topological order).
+ *  - Shapes are written outermost first: a batch of N rows of C features
+ *    is [N, C]. Ranks 0..4. Strides count elements; a stride of 0 marks a
+ *    broadcast axis.
+ *
+ * Statuses common to every op below (not repeated on each):
+ *   EO_ERR_ARG    a required pointer is NULL or a value is out of range;
+ *   EO_ERR_DTYPE  an input is not the dtype stated;
+ *   EO_ERR_DEVICE inputs live on different devices;
+ *   EO_ERR_OOM    the step arena is full (message: bytes needed and left);
+ *   EO_ERR_UNSUPPORTED the tensors' backend has no kernel for the op. */
+#ifndef EVERYO_H
+#define EVERYO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "alloc/arena.h"
+#include "alloc/status.h"
+#include "ops/parallel.h"
+
+#define EO_MAX_RANK 4
+
+typedef enum eo_dtype { EO_F32, EO_I32, EO_BF16, EO_F16, EO_DTYPE_COUNT } eo_dtype;
+typedef enum eo_device { EO_CPU, EO_CUDA, EO_DEVICE_COUNT } eo_device;
+/* Which arena a new tensor's memory comes from. */
+typedef enum eo_lifetime { EO_STEP, EO_PERSIST } eo_lifetime;
+
+struct eo_node;
+struct eo_backend;
+
+/* A tensor is a view: a data pointer plus shape and strides. Several
+ * tensors may view the same memory (reshape, permute, slice). Fields are
+ * readable; create and change tensors only through the API. */
+typedef struct eo_tensor {
+    void *data;                    /* first element (host or device address) */
+    eo_dtype dtype;
+    eo_device device;
+    int rank;                      /* 0..EO_MAX_RANK */
+    int64_t shape[EO_MAX_RANK];
+    int64_t stride[EO_MAX_RANK];   /* in elements */
+    struct eo_tensor *grad;        /* dL/dthis, contiguous, same shape; NULL until needed */
+    struct eo_node *node;          /* the op that made it; NULL for a leaf */
+    uint8_t requires_grad;
+    uint8_t lifetime;              /* eo_lifetime of the data */
+    const char *name;              /* parameters: the checkpoint key */
+} eo_tensor;
+
+/* ---- context ------------------------------------------------------------ */
+
+typedef struct eo_ctx {
+    eo_arena persist, step;        /* host arenas (metadata always; data for CPU tensors) */
+    eo_arena dev_persist, dev_step;/* device arenas (data of CUDA tensors) */
+    const struct eo_backend *backend[EO_DEVICE_COUNT];
+    void *cuda;                    /* the CUDA backend's state, when opened */
+    struct eo_node *tape;          /* last recorded node (nodes link backwards) */
+    int grad_enabled;              /* record the tape? */
+    int training;                  /* nn mode: dropout active when 1 */
+    eo_par par;                    /* threading hook; run == NULL: one thread */
+    uint64_t rng_state, rng_inc;   /* PCG32 */
+    eo_status last_status;
+    char err[320];
+} eo_ctx;
+
+/* Set up a context over two caller-owned buffers (host memory). Grad mode
+ * on, training mode on, no threads, PRNG seeded with 0.
+ * Returns EO_ERR_ARG for a NULL ctx or buffer. */
+eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
+                      void *step_buf, size_t step_bytes);
+
+/* The message of the last failure ("" if none). Never NULL. */
+const char *eo_last_error(const eo_ctx *ctx);
+
+/* Install a threading hook (see ops/parallel.h); a zeroed eo_par means one thread. */
+void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par);
+
+/* Seed the context's generator: PCG32 (O'Neill, "PCG: A Family of Simple
+ * Fast Space-Efficient Statistically Good Algorithms for Random Number
+ * Generation", 2014), XSH-RR output, 64-bit state. */
+void eo_seed(eo_ctx *ctx, uint64_t seed);
+uint32_t eo_rand_u32(eo_ctx *ctx);
+float eo_rand_uniform(eo_ctx *ctx);        /* [0, 1), 24 random bits */
+float eo_rand_normal(eo_ctx *ctx);         /* N(0, 1), Box–Muller */
+
+/* Grad mode: eo_set_grad(ctx, 0) records no tape (evaluation); returns the
+ * previous setting so it can be restored. */
+int eo_set_grad(eo_ctx *ctx, int enabled);
+
+/* A point in the step arenas and the tape, and the way back to it. Use one
+ * per training step: mark before the forward, rewind after the update. */
+typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mark;
+eo_mark eo_mark_get(const eo_ctx *ctx);
+void eo_rewind(eo_ctx *ctx, eo_mark m);
+
+/* ---- tensors ------------------------------------------------------------- */
+
+/* A new contiguous tensor, uninitialised, on `device`, with data from the
+ * arena of `life`. shape may be NULL when rank is 0 (a scalar).
+ * Returns EO_ERR_AXIS (rank outside 0..4), EO_ERR_SHAPE (negative size or
+ * too many elements), EO_ERR_OOM, EO_ERR_DEVICE (no such backend opened). */
+eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                        int rank, const int64_t *shape, eo_tensor **out);
+/* Same, filled with zeros. */
+eo_status eo_tensor_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                          int rank, const int64_t *shape, eo_tensor **out);
+/* A CPU tensor that views caller memory (not copied, not owned). */
+eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *shape,
+                         void *data, eo_tensor **out);
+
+int64_t eo_numel(const eo_tensor *t);
+int eo_is_contiguous(const eo_tensor *t);
+size_t eo_dtype_size(eo_dtype dt);
+const char *eo_dtype_name(eo_dtype dt);
+
+/* A parameter: a persistent F32 leaf that requires grad, with its
+ * gradient (zeroed) allocated beside it in the persistent arena. `name`
+ * must outlive the tensor (it becomes the checkpoint key). */
+eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank,
+                       const int64_t *shape, eo_tensor **out);
+
+/* Copy between devices; the only way data crosses. Returns a new tensor
+ * in the step arena (or persistent, by `life`), contiguous. */
+eo_status eo_to_device(eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lifetime life,
+                       eo_tensor **out);
+/* Copy a tensor's elements into host memory `dst` (numel * dtype size bytes). */
+eo_status eo_read(eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes);
+/* Copy host memory into a contiguous tensor (numel * dtype size bytes). */
+eo_status eo_write(eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes);
+/* x[...] = value for a contiguous F32 tensor. */
+eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value);
+
+/* ---- views (differentiable; no copy when the layout allows) ------------- */
+
+/* New shape with the same number of elements (one entry may be -1: inferred).
+ * A view when x is contiguous, else a contiguous copy.
+ * EO_ERR_SHAPE when the element counts differ. */
+eo_status eo_reshape(eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, eo_tensor **out);
+/* out axis i is x axis perm[i]. EO_ERR_AXIS for a bad permutation. */
+eo_status eo_permute(eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out);
+/* Swap two axes (negative axes count from the end). */
+eo_status eo_transpose(eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tensor **out);
+/* x[..., start:start+len, ...] along `axis`. EO_ERR_SHAPE if out of range. */
+eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t len,
+                   eo_tensor **out);
+/* A contiguous copy of x (x itself, not a copy, when already contiguous). */
+eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+
+/* ---- elementwise ---------------------------------------------------------- */
+
+/* out = a op b, F32, with NumPy broadcasting: shapes are aligned at the
+ * right and each pair of sizes must be equal or one of them 1.
+ * EO_ERR_SHAPE otherwise. The gradient of a broadcast input is summed
+ * over the axes it was broadcast along. */
+eo_status eo_add(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+eo_status eo_sub(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+eo_status eo_mul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+
+/* out = s * x. */
+eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
+/* Elementwise activations, F32, any shape. GELU is the tanh approximation
+ * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
+ * eo_log of a non-positive element returns EO_ERR_NUMERIC (CPU). */
+eo_status eo_relu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_gelu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_gelu_erf(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_tanh(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_sigmoid(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_exp(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_log(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+
+/* ---- matmul ------------------------------------------------------------- */
+
+/* out = op(a) · op(b), F32. op(a) is a or, with ta, a with its last two
+ * axes swapped (no copy). op(a) is [..., M, K], op(b) is [..., K, N];
+ * out is [..., M, N]. Batch axes (all but the last two, rank <= 4) are
+ * broadcast: b may be 2-D (a weight shared by every batch entry).
+ * EO_ERR_SHAPE when K differs or the batch axes do not broadcast. */
+eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_tensor **out);
+
+/* ---- reductions -------------------------------------------------------- */
+
+/* Sum, mean or max over `axis` (negative counts from the end); keepdim
+ * keeps it as size 1. The max's gradient goes to the first maximum.
+ * EO_ERR_AXIS for an axis out of range. */
+eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
+eo_status eo_mean(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
+eo_status eo_max(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
+/* Sum of every element: a scalar (rank 0). */
+eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+
+/* ---- softmax, losses, normalisation -------------------------------------- */
+
+/* Over the last axis, max-subtracted. A row that is all -inf (e.g. a
+ * fully masked attention row) gives 0 (softmax) or -inf (log_softmax) and
+ * a zero gradient, never NaN. */
+eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+
+/* Mean cross-entropy of logits [N, C] (F32) against class indices
+ * target [N] (I32) — rows whose target equals ignore_index are skipped;
+ * with none left the loss is 0. Out: a scalar. Computed through
+ * log-sum-exp so logits of ±1e4 are fine. EO_ERR_SHAPE for mismatched N,
+ * EO_ERR_ARG for a target outside [0, C) other than ignore_index (CPU). */
+eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
+                           int32_t ignore_index, eo_tensor **out);
+
+/* Layer normalisation over the last axis (Ba, Kiros & Hinton 2016):
+ * y = (x - mean) / sqrt(var + eps) * w + b, var biased, computed around
+ * the mean so rows like 1e4 + noise keep their precision. w and b are
+ * [C] or NULL. EO_ERR_SHAPE when w or b is not [C]. */
+eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
+                       eo_tensor **out);
+
+/* Rows of table [V, D] (F32) picked by idx (I32, any shape S): out is
+ * [S..., D]. The backward adds each output row into its table row, so a
+ * repeated index gets every contribution. EO_ERR_ARG for an index outside
+ * [0, V) (CPU). */
+eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out);
+
+/* Inverted dropout: each element kept with probability 1 - p and scaled
+ * by 1/(1-p); the mask is a pure function of (seed, index), see
+ * ops/kernels.h. p in [0, 1), else EO_ERR_ARG. */
+eo_status eo_dropout(eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out);
+
+/* Join n tensors (1 <= n <= 16) along `axis`; all other sizes must match
+ * (EO_ERR_SHAPE). */
+eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor **out);
+
+/* ---- convolution ------------------------------------------------------------ */
+
+/* 2-D convolution (cross-correlation, as PyTorch), x [N, C, H, W],
+ * w [Co, C, kh, kw], bias [Co] or NULL, zero padding `pad`, stride
+ * `stride`: out [N, Co, OH, OW], OH = (H + 2 pad - kh) / stride + 1.
+ * Computed as im2col + matmul. */
+eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
+                    int stride, eo_tensor **out);
+/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k]. */
+eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
+
+/* ---- autograd ------------------------------------------------------------- */
+
+/* Backpropagate from a scalar `loss` (numel 1): every tensor on the path
+ * that requires grad receives dL/dtensor in its .grad, accumulated (+=)
+ * into leaves (parameters) and written afresh into intermediate tensors,
+ * so calling it twice adds the parameter gradients twice and nothing else.
+ * Runs with grad mode off. EO_ERR_STATE when loss is not a scalar or does
+ * not require grad. */
+eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss);
+
+/* ---- parameters, nn, optimizers: see core/nn.h and core/optim.h ---------- */
+
+#endif

@@ -1,0 +1,110 @@
+/* core/internal.h — what the op files in core/ share: the tape node,
+ * op ids generated from ops.def, error reporting, allocation helpers.
+ * Not part of the public API. */
+#ifndef EO_INTERNAL_H
+#define EO_INTERNAL_H
+
+#include <stdarg.h>
+#include "core/everyo.h"
+#include "core/backend.h"
+
+/* Op ids, one per line of ops.def. */
+typedef enum eo_op_id {
+#define EO_OP(ID, name) EO_OP_##ID,
+#include "core/ops.def"
+#undef EO_OP
+    EO_OP_COUNT
+} eo_op_id;
+
+extern const char *const eo_op_names[EO_OP_COUNT];
+
+/* What a view op did, so its backward can do the same to the gradient. */
+typedef enum { EO_VIEW_RESHAPE, EO_VIEW_PERMUTE, EO_VIEW_SLICE } eo_view_kind;
+
+/* Op parameters: a small typed union, one member per op family. */
+typedef union eo_op_params {
+    struct { eo_view_kind kind; int perm[EO_MAX_RANK]; int axis; int64_t start; } view;
+    struct { int axis; } concat;
+    struct { float s; } scale;
+    struct { int ta, tb; } matmul;
+    struct { int axis; } reduce;
+    struct { int32_t ignore_index; } ce;
+    struct { float eps; } ln;
+    struct { float p; uint64_t seed; } dropout;
+    struct { int kh, kw, pad, stride; } conv;
+    struct { int k; } pool;
+} eo_op_params;
+
+#define EO_NODE_MAX_IN 16 /* concat takes up to 16 inputs */
+
+/* One recorded op. Nodes live in the step arena and link to the previous
+ * node, so the tape is already in execution (topological) order and
+ * backward is a single reverse walk. */
+typedef struct eo_node {
+    struct eo_node *prev;
+    eo_op_id op;
+    int n_in;
+    eo_tensor *in[EO_NODE_MAX_IN];
+    eo_tensor *out;
+    eo_tensor *saved[3];   /* values the backward needs (mean, rstd, argmax, ...) */
+    eo_op_params p;
+} eo_node;
+
+/* Backward rules, one per op, named from ops.def. A rule reads
+ * n->out->grad and adds into the .grad of each input that requires grad
+ * (allocated on first use by eo_grad_of). */
+#define EO_OP(ID, name) eo_status eo_bwd_##name(eo_ctx *ctx, eo_node *n);
+#include "core/ops.def"
+#undef EO_OP
+
+/* ---- errors --------------------------------------------------------------
+ * eo_fail formats into ctx->err and returns `s`. Formatting is our own
+ * (the library has no printf): %s %d %u %ld %lld %zu %f and %T, which
+ * prints a tensor's shape and dtype as "[2x3 f32]" (NULL prints "NULL"). */
+eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...);
+size_t eo_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
+size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
+
+/* Propagate a failing status. */
+#define EO_CHECK(expr) do { eo_status eo_s_ = (expr); if (eo_s_ != EO_OK) return eo_s_; } while (0)
+
+/* ---- helpers ------------------------------------------------------------- */
+const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t);
+/* Step-arena scratch on t's device (for kernel workspaces). */
+eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out);
+/* Reserve host memory for a metadata struct from the step arena. */
+eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out);
+
+/* Validate an op's inputs: non-NULL, dtype, same device as the first. */
+eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
+eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
+/* A kernel slot that is NULL means unsupported. */
+eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be);
+#define EO_NEED_KERNEL(ctx, op, be, slot) \
+    do { if (!(be)->slot) return eo_unsupported(ctx, op, be); } while (0)
+
+/* A fresh output tensor like the given shape, F32, in the step arena on dev. */
+eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const int64_t *shape,
+                     eo_tensor **out);
+/* Contiguous strides for shape. */
+void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride);
+/* Pad shape/strides to 4-D on the left (size 1, stride 0). */
+void eo_pad4(const eo_tensor *t, int64_t shape[4], int64_t stride[4]);
+
+/* Does this op need a tape node? (grad mode on and some input requires grad) */
+int eo_needs_grad(const eo_ctx *ctx, eo_tensor *const *in, int n);
+/* Append a node for `out` (marks out->requires_grad). */
+eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_tensor *out,
+                    eo_node **node);
+/* The gradient buffer of t, zero-filled on first use (step arena unless
+ * it was allocated with the parameter). */
+eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g);
+
+/* Normalise a possibly negative axis for rank r; -1 if out of range. */
+int eo_axis(int axis, int rank);
+
+/* Shared forward for the elementwise unary ops (one place for all seven). */
+eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
+                      eo_tensor **out);
+
+#endif

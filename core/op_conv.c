@@ -1,0 +1,135 @@
+/* core/op_conv.c — 2-D convolution and max pooling (NCHW).
+ *
+ * A convolution is a matrix product in disguise: lay every k×k input
+ * patch out as a column (im2col), and the convolution becomes
+ * W[Co, C·k·k] · cols[C·k·k, OH·OW] for each image. So only im2col is a
+ * new differentiable op (its backward, col2im, scatters gradients back
+ * onto the pixels); the product and the bias are the ordinary matmul and
+ * broadcast add, with their ordinary backward. */
+#include "core/internal.h"
+
+static eo_status im2col(eo_ctx *ctx, eo_tensor *x, int kh, int kw, int pad, int stride,
+                        eo_tensor **out)
+{
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    int64_t OH = (H + 2 * pad - kh) / stride + 1, OW = (W + 2 * pad - kw) / stride + 1;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "conv2d", be, im2col);
+    int64_t shape[3] = { N, C * kh * kw, OH * OW };
+    eo_tensor *cols;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 3, shape, &cols));
+    for (int64_t n = 0; n < N; n++)
+        be->im2col(C, H, W, kh, kw, pad, stride, (const float *)x->data + n * C * H * W,
+                   (float *)cols->data + n * shape[1] * shape[2]);
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_IM2COL, &x, 1, cols, &nd));
+        nd->p.conv.kh = kh;
+        nd->p.conv.kw = kw;
+        nd->p.conv.pad = pad;
+        nd->p.conv.stride = stride;
+    }
+    *out = cols;
+    return EO_OK;
+}
+
+eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *cols = n->out, *g;
+    if (!x->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "conv2d", be, col2im);
+    EO_CHECK(eo_grad_of(ctx, x, &g));
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    int64_t per = cols->shape[1] * cols->shape[2];
+    for (int64_t i = 0; i < N; i++)
+        be->col2im(C, H, W, n->p.conv.kh, n->p.conv.kw, n->p.conv.pad, n->p.conv.stride,
+                   (const float *)cols->grad->data + i * per, (float *)g->data + i * C * H * W);
+    return EO_OK;
+}
+
+eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
+                    int stride, eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "conv2d: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "conv2d", x, EO_F32));
+    EO_CHECK(eo_expect(ctx, "conv2d", w, EO_F32));
+    EO_CHECK(eo_same_device(ctx, "conv2d", x, w));
+    if (x->rank != 4 || w->rank != 4 || w->shape[1] != x->shape[1])
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "conv2d: expected x [N, C, H, W] and w [Co, C, kh, kw], got %T and %T",
+                       x, w);
+    if (pad < 0 || stride < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "conv2d: pad %d must be >= 0 and stride %d >= 1", pad,
+                       stride);
+    int64_t Co = w->shape[0], kh = w->shape[2], kw = w->shape[3];
+    int64_t H = x->shape[2], Wd = x->shape[3];
+    if (H + 2 * pad < kh || Wd + 2 * pad < kw)
+        return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: kernel %T larger than padded input %T", w,
+                       x);
+    if (bias) {
+        EO_CHECK(eo_expect(ctx, "conv2d", bias, EO_F32));
+        if (bias->rank != 1 || bias->shape[0] != Co)
+            return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: bias must be [%lld], got %T",
+                           (long long)Co, bias);
+    }
+    int64_t OH = (H + 2 * pad - kh) / stride + 1, OW = (Wd + 2 * pad - kw) / stride + 1;
+    eo_tensor *cols = NULL, *w2 = NULL, *y = NULL;
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    EO_CHECK(im2col(ctx, x, (int)kh, (int)kw, pad, stride, &cols));
+    int64_t wshape[2] = { Co, w->shape[1] * kh * kw };
+    EO_CHECK(eo_reshape(ctx, w, 2, wshape, &w2));
+    EO_CHECK(eo_matmul(ctx, w2, cols, 0, 0, &y)); /* [N, Co, OH*OW] */
+    if (bias) {
+        eo_tensor *b2;
+        int64_t bshape[2] = { Co, 1 };
+        EO_CHECK(eo_reshape(ctx, bias, 2, bshape, &b2));
+        EO_CHECK(eo_add(ctx, y, b2, &y));
+    }
+    int64_t oshape[4] = { x->shape[0], Co, OH, OW };
+    return eo_reshape(ctx, y, 4, oshape, out);
+}
+
+/* ---- max pooling ------------------------------------------------------------ */
+
+eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "maxpool2d", x, EO_F32));
+    if (x->rank != 4 || k < 1 || x->shape[2] < k || x->shape[3] < k)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "maxpool2d: expected x [N, C, H, W] with H, W >= k = %d, got %T", k, x);
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d);
+    int64_t P = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
+    int64_t shape[4] = { x->shape[0], x->shape[1], H / k, W / k };
+    eo_tensor *y, *arg;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 4, shape, &y));
+    EO_CHECK(eo_new_out(ctx, x->device, EO_I32, 4, shape, &arg));
+    be->maxpool2d(P, H, W, k, x->data, y->data, arg->data, &ctx->par);
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_MAXPOOL2D, &x, 1, y, &nd));
+        nd->saved[0] = arg;
+        nd->p.pool.k = k;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_maxpool2d(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *g;
+    if (!x->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d_backward);
+    EO_CHECK(eo_grad_of(ctx, x, &g));
+    be->maxpool2d_backward(x->shape[0] * x->shape[1], x->shape[2], x->shape[3], n->p.pool.k,
+                           n->out->grad->data, n->saved[0]->data, g->data, &ctx->par);
+    return EO_OK;
+}

@@ -1,0 +1,161 @@
+/* core/op_elementwise.c — add, sub, mul, div with broadcasting; scale and
+ * the unary activations.
+ *
+ * Broadcasting follows NumPy: align shapes at the right, and an axis of
+ * size 1 stretches to match the other. No data is copied: the stretched
+ * operand simply gets stride 0 on that axis. The backward uses the same
+ * trick in reverse — the input's gradient buffer is given stride 0 on the
+ * broadcast axes, so "+=" there sums over them, which is exactly the
+ * reduction the chain rule asks for. */
+#include "core/internal.h"
+
+static const eo_binop binop_of[EO_OP_COUNT] = {
+    [EO_OP_ADD] = EO_BIN_ADD, [EO_OP_SUB] = EO_BIN_SUB,
+    [EO_OP_MUL] = EO_BIN_MUL, [EO_OP_DIV] = EO_BIN_DIV,
+};
+
+/* 4-D strides of t seen through the broadcast shape `shape` (0 where t has
+ * size 1 and the output more). */
+static void broadcast_strides(const eo_tensor *t, const int64_t shape[4], int64_t st[4])
+{
+    int64_t ts[4];
+    eo_pad4(t, ts, st);
+    for (int i = 0; i < 4; i++)
+        if (ts[i] != shape[i])
+            st[i] = 0;
+}
+
+static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo_tensor **out)
+{
+    const char *op = eo_op_names[id];
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_CHECK(eo_expect(ctx, op, a, EO_F32));
+    EO_CHECK(eo_expect(ctx, op, b, EO_F32));
+    EO_CHECK(eo_same_device(ctx, op, a, b));
+    int64_t sa4[4], sb4[4], ta[4], tb[4], shape[4];
+    eo_pad4(a, sa4, ta);
+    eo_pad4(b, sb4, tb);
+    for (int i = 0; i < 4; i++) {
+        if (sa4[i] != sb4[i] && sa4[i] != 1 && sb4[i] != 1)
+            return eo_fail(ctx, EO_ERR_SHAPE,
+                           "%s: shapes %T and %T do not broadcast (sizes must match or be 1)",
+                           op, a, b);
+        shape[i] = sa4[i] == 1 ? sb4[i] : sa4[i];
+    }
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    const eo_backend *be = eo_backend_of(ctx, a);
+    EO_NEED_KERNEL(ctx, op, be, binary);
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, a->device, EO_F32, rank, shape + 4 - rank, &y));
+    int64_t sa[4], sb[4], sy[4];
+    broadcast_strides(a, shape, sa);
+    broadcast_strides(b, shape, sb);
+    eo_pad4(y, shape, sy);
+    be->binary(binop_of[id], shape, y->data, sy, a->data, sa, b->data, sb);
+    eo_tensor *in[2] = { a, b };
+    if (eo_needs_grad(ctx, in, 2))
+        EO_CHECK(eo_record(ctx, id, in, 2, y, NULL));
+    *out = y;
+    return EO_OK;
+}
+
+static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *a = n->in[0], *b = n->in[1], *y = n->out, *ga = NULL, *gb = NULL;
+    const eo_backend *be = eo_backend_of(ctx, y);
+    EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, binary_backward);
+    if (a->requires_grad)
+        EO_CHECK(eo_grad_of(ctx, a, &ga));
+    if (b->requires_grad)
+        EO_CHECK(eo_grad_of(ctx, b, &gb));
+    int64_t shape[4], sy[4], sa[4], sb[4], sga[4] = {0}, sgb[4] = {0};
+    eo_pad4(y, shape, sy);
+    broadcast_strides(a, shape, sa);
+    broadcast_strides(b, shape, sb);
+    if (ga)
+        broadcast_strides(ga, shape, sga);
+    if (gb)
+        broadcast_strides(gb, shape, sgb);
+    be->binary_backward(binop_of[n->op], shape, y->grad->data, sy, a->data, sa, b->data, sb,
+                        ga ? ga->data : NULL, sga, gb ? gb->data : NULL, sgb);
+    return EO_OK;
+}
+
+eo_status eo_add(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out) { return binary(ctx, EO_OP_ADD, a, b, out); }
+eo_status eo_sub(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out) { return binary(ctx, EO_OP_SUB, a, b, out); }
+eo_status eo_mul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out) { return binary(ctx, EO_OP_MUL, a, b, out); }
+eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out) { return binary(ctx, EO_OP_DIV, a, b, out); }
+eo_status eo_bwd_add(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
+eo_status eo_bwd_sub(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
+eo_status eo_bwd_mul(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
+eo_status eo_bwd_div(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
+
+/* ---- unary ---------------------------------------------------------------- */
+
+static const eo_unop unop_of[EO_OP_COUNT] = {
+    [EO_OP_SCALE] = EO_UN_SCALE, [EO_OP_RELU] = EO_UN_RELU, [EO_OP_GELU] = EO_UN_GELU_TANH,
+    [EO_OP_GELU_ERF] = EO_UN_GELU_ERF, [EO_OP_TANH] = EO_UN_TANH,
+    [EO_OP_SIGMOID] = EO_UN_SIGMOID, [EO_OP_EXP] = EO_UN_EXP, [EO_OP_LOG] = EO_UN_LOG,
+};
+
+eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
+                      eo_tensor **out)
+{
+    const char *op = eo_op_names[id];
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_CHECK(eo_expect(ctx, op, x, EO_F32));
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, op, be, unary);
+    int64_t n = eo_numel(x);
+    if (k == EO_UN_LOG && x->device == EO_CPU) {
+        const float *v = x->data;
+        for (int64_t i = 0; i < n; i++)
+            if (!(v[i] > 0.0f))
+                return eo_fail(ctx, EO_ERR_NUMERIC,
+                               "log: element %lld of %T is %f; log needs positive input",
+                               (long long)i, x, (double)v[i]);
+    }
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
+    be->unary(k, n, x->data, y->data, alpha, &ctx->par);
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, id, &x, 1, y, &nd));
+        nd->p.scale.s = alpha;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+static eo_status unary_backward(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *y = n->out, *g;
+    if (!x->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, y);
+    EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, unary_backward);
+    EO_CHECK(eo_grad_of(ctx, x, &g));
+    be->unary_backward(unop_of[n->op], eo_numel(x), x->data, y->data, y->grad->data, g->data,
+                       n->p.scale.s, &ctx->par);
+    return EO_OK;
+}
+
+eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_SCALE, EO_UN_SCALE, s, x, out); }
+eo_status eo_relu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_RELU, EO_UN_RELU, 0, x, out); }
+eo_status eo_gelu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_GELU, EO_UN_GELU_TANH, 0, x, out); }
+eo_status eo_gelu_erf(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_GELU_ERF, EO_UN_GELU_ERF, 0, x, out); }
+eo_status eo_tanh(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_TANH, EO_UN_TANH, 0, x, out); }
+eo_status eo_sigmoid(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_SIGMOID, EO_UN_SIGMOID, 0, x, out); }
+eo_status eo_exp(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_EXP, EO_UN_EXP, 0, x, out); }
+eo_status eo_log(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return eo_unary_op(ctx, EO_OP_LOG, EO_UN_LOG, 0, x, out); }
+eo_status eo_bwd_scale(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_relu(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_gelu(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_gelu_erf(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_tanh(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_sigmoid(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_exp(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }
+eo_status eo_bwd_log(eo_ctx *ctx, eo_node *n) { return unary_backward(ctx, n); }

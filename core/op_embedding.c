@@ -1,0 +1,90 @@
+/* core/op_embedding.c — embedding lookup and dropout: the two ops whose
+ * second input is not differentiable (indices, a seed). */
+#include "core/internal.h"
+
+eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "embedding: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "embedding", table, EO_F32));
+    EO_CHECK(eo_expect(ctx, "embedding", idx, EO_I32));
+    EO_CHECK(eo_same_device(ctx, "embedding", table, idx));
+    if (table->rank != 2 || idx->rank > EO_MAX_RANK - 1)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "embedding: expected table [V, D] and indices of rank <= 3, got %T, %T",
+                       table, idx);
+    int64_t V = table->shape[0], D = table->shape[1], n = eo_numel(idx);
+    EO_CHECK(eo_contiguous(ctx, table, &table));
+    EO_CHECK(eo_contiguous(ctx, idx, &idx));
+    if (idx->device == EO_CPU) {
+        const int32_t *ix = idx->data;
+        for (int64_t i = 0; i < n; i++)
+            if (ix[i] < 0 || ix[i] >= V)
+                return eo_fail(ctx, EO_ERR_ARG,
+                               "embedding: index %d at position %lld is outside [0, %lld)",
+                               (int)ix[i], (long long)i, (long long)V);
+    }
+    const eo_backend *be = eo_backend_of(ctx, table);
+    EO_NEED_KERNEL(ctx, "embedding", be, embedding);
+    int64_t shape[EO_MAX_RANK];
+    for (int i = 0; i < idx->rank; i++)
+        shape[i] = idx->shape[i];
+    shape[idx->rank] = D;
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, table->device, EO_F32, idx->rank + 1, shape, &y));
+    be->embedding(n, D, table->data, idx->data, y->data, &ctx->par);
+    eo_tensor *in[2] = { table, idx };
+    if (eo_needs_grad(ctx, in, 1))
+        EO_CHECK(eo_record(ctx, EO_OP_EMBEDDING, in, 2, y, NULL));
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_embedding(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *table = n->in[0], *idx = n->in[1], *g;
+    if (!table->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, table);
+    EO_NEED_KERNEL(ctx, "embedding", be, embedding_backward);
+    EO_CHECK(eo_grad_of(ctx, table, &g));
+    be->embedding_backward(eo_numel(idx), table->shape[1], idx->data, n->out->grad->data,
+                           g->data, &ctx->par);
+    return EO_OK;
+}
+
+eo_status eo_dropout(eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "dropout: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "dropout", x, EO_F32));
+    if (!(p >= 0.0f && p < 1.0f))
+        return eo_fail(ctx, EO_ERR_ARG, "dropout: p must be in [0, 1), got %f", (double)p);
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "dropout", be, dropout);
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
+    be->dropout(eo_numel(x), x->data, y->data, p, seed, &ctx->par);
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_DROPOUT, &x, 1, y, &nd));
+        nd->p.dropout.p = p;
+        nd->p.dropout.seed = seed;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_dropout(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *g;
+    if (!x->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "dropout", be, dropout_backward);
+    EO_CHECK(eo_grad_of(ctx, x, &g));
+    be->dropout_backward(eo_numel(x), n->out->grad->data, g->data, n->p.dropout.p,
+                         n->p.dropout.seed, &ctx->par);
+    return EO_OK;
+}

@@ -1,0 +1,76 @@
+/* core/op_layernorm.c — layer normalisation over the last axis.
+ *
+ * Fused rather than composed from mean/sub/mul: the forward keeps only
+ * the per-row mean and 1/std (two floats a row), and the backward is one
+ * pass instead of the half-dozen a composed graph would record. The tests
+ * check it against the composition of primitive ops. */
+#include "core/internal.h"
+
+eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
+                       eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "layernorm: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "layernorm", x, EO_F32));
+    if (x->rank < 1)
+        return eo_fail(ctx, EO_ERR_AXIS, "layernorm: needs rank >= 1, got %T", x);
+    if (!(eps > 0.0f))
+        return eo_fail(ctx, EO_ERR_ARG, "layernorm: eps must be > 0, got %f", (double)eps);
+    int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
+    eo_tensor *aff[2] = { w, b };
+    for (int i = 0; i < 2; i++) {
+        if (!aff[i])
+            continue;
+        EO_CHECK(eo_expect(ctx, "layernorm", aff[i], EO_F32));
+        EO_CHECK(eo_same_device(ctx, "layernorm", x, aff[i]));
+        if (aff[i]->rank != 1 || aff[i]->shape[0] != cols)
+            return eo_fail(ctx, EO_ERR_SHAPE, "layernorm: %s must be [%lld] for x %T, got %T",
+                           i ? "bias" : "weight", (long long)cols, x, aff[i]);
+        EO_CHECK(eo_contiguous(ctx, aff[i], &aff[i]));
+    }
+    w = aff[0];
+    b = aff[1];
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "layernorm", be, layernorm);
+    eo_tensor *y, *mean, *rstd;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 1, &rows, &mean));
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 1, &rows, &rstd));
+    be->layernorm(rows, cols, x->data, w ? w->data : NULL, b ? b->data : NULL, eps, y->data,
+                  mean->data, rstd->data, &ctx->par);
+    eo_tensor *in[3] = { x, w, b };
+    if (eo_needs_grad(ctx, in, 3)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_LAYERNORM, in, 3, y, &nd));
+        nd->saved[0] = mean;
+        nd->saved[1] = rstd;
+        nd->p.ln.eps = eps;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_layernorm(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    eo_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "layernorm", be, layernorm_backward);
+    if (x->requires_grad) EO_CHECK(eo_grad_of(ctx, x, &gx));
+    if (w && w->requires_grad) EO_CHECK(eo_grad_of(ctx, w, &gw));
+    if (b && b->requires_grad) EO_CHECK(eo_grad_of(ctx, b, &gb));
+    int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
+    eo_arena *ar = x->device == EO_CPU ? &ctx->step : &ctx->dev_step;
+    eo_arena_mark m = eo_arena_mark_get(ar);
+    void *ws = NULL;
+    size_t bytes = be->layernorm_backward_ws
+                       ? be->layernorm_backward_ws(rows, cols, eo_par_threads(&ctx->par))
+                       : 0;
+    EO_CHECK(eo_scratch(ctx, x->device, bytes, &ws));
+    be->layernorm_backward(rows, cols, x->data, w ? w->data : NULL, n->saved[0]->data,
+                           n->saved[1]->data, n->out->grad->data, gx ? gx->data : NULL,
+                           gw ? gw->data : NULL, gb ? gb->data : NULL, ws, &ctx->par);
+    eo_arena_rewind(ar, m);
+    return EO_OK;
+}

@@ -1,0 +1,218 @@
+/* core/op_matmul.c — (batched) matrix product and its backward.
+ *
+ * The kernel multiplies row-major matrices, each optionally read
+ * transposed. So a transposed *view* (e.g. kᵀ in attention, made by
+ * eo_transpose) costs no copy: its last two strides say it is column-
+ * major, and we just flip the kernel's transpose flag for it.
+ *
+ * Backward, for C = op(A)·op(B) with dC = dL/dC:
+ *   d op(A) = dC · op(B)ᵀ,   d op(B) = op(A)ᵀ · dC.
+ * When the user asked for Aᵀ, the gradient buffer holds A's own layout,
+ * so we store (d op(A))ᵀ = op(B) · dCᵀ instead; likewise for B. Every case
+ * is one more call of the same kernel with flags flipped.
+ *
+ * A 2-D operand shared by a batch (a weight, batch stride 0) receives the
+ * sum of the per-batch gradients. When the other operand's batch is
+ * stored as one tall matrix we fold the batch into the inner dimension
+ * and do it in a single call; otherwise one call per batch entry, adding. */
+#include "core/internal.h"
+
+/* One matmul operand as the kernel sees it. */
+typedef struct {
+    const float *p;
+    int64_t ld;  /* row stride of the stored matrix */
+    int64_t bs;  /* batch stride (0: shared) */
+    int t;       /* stored transposed relative to the logical matrix */
+} mm_operand;
+
+static mm_operand flip(mm_operand o)
+{
+    o.t = !o.t;
+    return o;
+}
+
+/* Describe tensor x (logically transposed when `t`) as a kernel operand.
+ * Fails with 0 when its layout has no unit stride in the last two axes or
+ * its batch axes do not collapse to a single stride. */
+static int describe(const eo_tensor *x, int t, mm_operand *o)
+{
+    int r = x->rank;
+    int64_t rows = x->shape[r - 2], cols = x->shape[r - 1];
+    int64_t s0 = x->stride[r - 2], s1 = x->stride[r - 1];
+    o->p = x->data;
+    if (s1 == 1 || cols == 1) {           /* row-major */
+        o->ld = s0 > cols ? s0 : cols;
+        o->t = t;
+    } else if (s0 == 1 || rows == 1) {    /* column-major: a transposed view */
+        o->ld = s1 > rows ? s1 : rows;
+        o->t = !t;
+    } else {
+        return 0;
+    }
+    /* Batch axes: sizes > 1 must nest (outer stride = inner stride * size). */
+    o->bs = 0;
+    int64_t expect = -1;
+    for (int i = r - 3; i >= 0; i--) {
+        if (x->shape[i] == 1)
+            continue;
+        if (expect >= 0 && x->stride[i] != expect)
+            return 0;
+        if (expect < 0)
+            o->bs = x->stride[i];
+        expect = x->stride[i] * x->shape[i];
+    }
+    return 1;
+}
+
+/* C_b = X_b · Y_b (+ C_b when beta = 1) for b < batch; C batch stride sc.
+ * A shared C (sc = 0) with batch > 1 is accumulated one entry at a time. */
+static eo_status mm(eo_ctx *ctx, const eo_backend *be, int64_t batch, int64_t M, int64_t N,
+                    int64_t K, mm_operand X, mm_operand Y, float *C, int64_t ldc, int64_t sc,
+                    float beta)
+{
+    eo_arena *ar = (be->device == EO_CPU) ? &ctx->step : &ctx->dev_step;
+    eo_arena_mark m = eo_arena_mark_get(ar);
+    size_t bytes = be->matmul_ws ? be->matmul_ws(M, N, K, eo_par_threads(&ctx->par)) : 0;
+    void *ws = NULL;
+    EO_CHECK(eo_scratch(ctx, be->device, bytes, &ws));
+    if (sc == 0 && batch > 1) {
+        for (int64_t b = 0; b < batch; b++) {
+            be->matmul(X.t, Y.t, 1, M, N, K, X.p + b * X.bs, X.ld, 0, Y.p + b * Y.bs, Y.ld, 0,
+                       b ? 1.0f : beta, C, ldc, 0, ws, &ctx->par);
+        }
+    } else {
+        be->matmul(X.t, Y.t, batch, M, N, K, X.p, X.ld, X.bs, Y.p, Y.ld, Y.bs, beta, C, ldc, sc,
+                   ws, &ctx->par);
+    }
+    eo_arena_rewind(ar, m); /* the workspace lives for this call only */
+    return EO_OK;
+}
+
+/* Product of the batch axes (all but the last two). */
+static int64_t batch_of(const eo_tensor *x)
+{
+    int64_t b = 1;
+    for (int i = 0; i < x->rank - 2; i++)
+        b *= x->shape[i];
+    return b;
+}
+
+/* Can the batch of a row-major operand be read as one tall matrix? */
+static int stacks(mm_operand o, int64_t rows)
+{
+    return !o.t && o.bs == rows * o.ld;
+}
+
+eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "matmul: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "matmul", a, EO_F32));
+    EO_CHECK(eo_expect(ctx, "matmul", b, EO_F32));
+    EO_CHECK(eo_same_device(ctx, "matmul", a, b));
+    if (a->rank < 2 || b->rank < 2)
+        return eo_fail(ctx, EO_ERR_AXIS, "matmul: operands need rank >= 2, got %T and %T", a, b);
+    int ra = a->rank, rb = b->rank;
+    int64_t M = ta ? a->shape[ra - 1] : a->shape[ra - 2];
+    int64_t K = ta ? a->shape[ra - 2] : a->shape[ra - 1];
+    int64_t Kb = tb ? b->shape[rb - 1] : b->shape[rb - 2];
+    int64_t N = tb ? b->shape[rb - 2] : b->shape[rb - 1];
+    if (K != Kb)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "matmul: inner sizes differ: %T%s · %T%s gives K = %lld vs %lld", a,
+                       ta ? "ᵀ" : "", b, tb ? "ᵀ" : "", (long long)K, (long long)Kb);
+    /* Batch axes: equal, or one operand 2-D (shared by the batch). */
+    const eo_tensor *big = ra >= rb ? a : b;
+    if (ra > 2 && rb > 2) {
+        int same = ra == rb;
+        for (int i = 0; same && i < ra - 2; i++)
+            same = a->shape[i] == b->shape[i];
+        if (!same)
+            return eo_fail(ctx, EO_ERR_SHAPE,
+                           "matmul: batch axes of %T and %T differ (they must match, or one "
+                           "operand must be 2-D)",
+                           a, b);
+    }
+    const eo_backend *be = eo_backend_of(ctx, a);
+    EO_NEED_KERNEL(ctx, "matmul", be, matmul);
+
+    mm_operand A, B;
+    if (!describe(a, ta, &A)) {
+        EO_CHECK(eo_contiguous(ctx, a, &a));
+        describe(a, ta, &A);
+    }
+    if (!describe(b, tb, &B)) {
+        EO_CHECK(eo_contiguous(ctx, b, &b));
+        describe(b, tb, &B);
+    }
+    int64_t shape[EO_MAX_RANK];
+    int rank = big->rank;
+    for (int i = 0; i < rank - 2; i++)
+        shape[i] = big->shape[i];
+    shape[rank - 2] = M;
+    shape[rank - 1] = N;
+    eo_tensor *c;
+    EO_CHECK(eo_new_out(ctx, a->device, EO_F32, rank, shape, &c));
+    int64_t batch = batch_of(big);
+    if (batch > 1 && rb == 2 && stacks(A, M))   /* x[B,T,C] · W: one tall matmul */
+        EO_CHECK(mm(ctx, be, 1, batch * M, N, K, A, B, c->data, N, 0, 0.0f));
+    else
+        EO_CHECK(mm(ctx, be, batch, M, N, K, A, B, c->data, N, M * N, 0.0f));
+
+    eo_tensor *in[2] = { a, b };
+    if (eo_needs_grad(ctx, in, 2)) {
+        eo_node *n;
+        EO_CHECK(eo_record(ctx, EO_OP_MATMUL, in, 2, c, &n));
+        n->p.matmul.ta = ta;
+        n->p.matmul.tb = tb;
+    }
+    *out = c;
+    return EO_OK;
+}
+
+eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *a = n->in[0], *b = n->in[1], *c = n->out;
+    int ta = n->p.matmul.ta, tb = n->p.matmul.tb;
+    const eo_backend *be = eo_backend_of(ctx, c);
+    int rc = c->rank;
+    int64_t M = c->shape[rc - 2], N = c->shape[rc - 1];
+    int64_t K = ta ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
+    int64_t batch = batch_of(c);
+    mm_operand A, B, dC = { c->grad->data, N, M * N, 0 };
+    describe(a, ta, &A); /* the forward made both describable */
+    describe(b, tb, &B);
+    if (a->rank == 2) A.bs = 0;
+    if (b->rank == 2) B.bs = 0;
+
+    if (a->requires_grad) {
+        eo_tensor *ga;
+        EO_CHECK(eo_grad_of(ctx, a, &ga));
+        int64_t sc = a->rank == 2 ? 0 : M * K;
+        if (!ta) /* ga[M,K] = dC · op(B)ᵀ */
+            EO_CHECK(mm(ctx, be, batch, M, K, N, dC, flip(B), ga->data, K, sc, 1.0f));
+        else     /* ga[K,M] = op(B) · dCᵀ */
+            EO_CHECK(mm(ctx, be, batch, K, M, N, B, flip(dC), ga->data, M, sc, 1.0f));
+    }
+    if (b->requires_grad) {
+        eo_tensor *gb;
+        EO_CHECK(eo_grad_of(ctx, b, &gb));
+        int shared = b->rank == 2 && batch > 1;
+        if (shared && stacks(A, M)) {
+            /* Fold the batch into the inner dimension: one call. */
+            mm_operand As = A, dCs = dC;
+            As.bs = dCs.bs = 0;
+            if (!tb) /* gb[K,N] = op(A)ᵀ · dC over all rows */
+                EO_CHECK(mm(ctx, be, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, 1.0f));
+            else     /* gb[N,K] = dCᵀ · op(A) */
+                EO_CHECK(mm(ctx, be, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, 1.0f));
+        } else {
+            int64_t sc = shared ? 0 : K * N;
+            if (!tb)
+                EO_CHECK(mm(ctx, be, batch, K, N, M, flip(A), dC, gb->data, N, sc, 1.0f));
+            else
+                EO_CHECK(mm(ctx, be, batch, N, K, M, flip(dC), A, gb->data, K, sc, 1.0f));
+        }
+    }
+    return EO_OK;
+}

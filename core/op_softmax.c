@@ -1,0 +1,104 @@
+/* core/op_softmax.c — softmax and log_softmax over the last axis, and the
+ * cross-entropy loss.
+ *
+ * Cross-entropy is its own fused op rather than log_softmax followed by a
+ * gather: its backward is simply softmax minus the one-hot target, and it
+ * only needs to keep one number per row (the log-sum-exp) instead of a
+ * whole probability matrix. The tests check it against the composition. */
+#include "core/internal.h"
+
+static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out)
+{
+    const char *op = eo_op_names[id];
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_CHECK(eo_expect(ctx, op, x, EO_F32));
+    if (x->rank < 1)
+        return eo_fail(ctx, EO_ERR_AXIS, "%s: needs rank >= 1, got %T", op, x);
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, op, be, softmax);
+    int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
+    be->softmax(id == EO_OP_LOG_SOFTMAX, rows, cols, x->data, y->data, &ctx->par);
+    if (eo_needs_grad(ctx, &x, 1))
+        EO_CHECK(eo_record(ctx, id, &x, 1, y, NULL));
+    *out = y;
+    return EO_OK;
+}
+
+static eo_status softmax_backward(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *y = n->out, *g;
+    if (!x->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, softmax_backward);
+    EO_CHECK(eo_grad_of(ctx, x, &g));
+    int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
+    be->softmax_backward(n->op == EO_OP_LOG_SOFTMAX, rows, cols, y->data, y->grad->data,
+                         g->data, &ctx->par);
+    return EO_OK;
+}
+
+eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return softmax(ctx, EO_OP_SOFTMAX, x, out); }
+eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return softmax(ctx, EO_OP_LOG_SOFTMAX, x, out); }
+eo_status eo_bwd_softmax(eo_ctx *ctx, eo_node *n) { return softmax_backward(ctx, n); }
+eo_status eo_bwd_log_softmax(eo_ctx *ctx, eo_node *n) { return softmax_backward(ctx, n); }
+
+eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
+                           int32_t ignore_index, eo_tensor **out)
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "cross_entropy: NULL output pointer");
+    EO_CHECK(eo_expect(ctx, "cross_entropy", logits, EO_F32));
+    EO_CHECK(eo_expect(ctx, "cross_entropy", target, EO_I32));
+    EO_CHECK(eo_same_device(ctx, "cross_entropy", logits, target));
+    if (logits->rank != 2 || target->rank != 1 || target->shape[0] != logits->shape[0])
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "cross_entropy: expected logits [N, C] and target [N], got %T and %T",
+                       logits, target);
+    int64_t rows = logits->shape[0], cols = logits->shape[1];
+    EO_CHECK(eo_contiguous(ctx, logits, &logits));
+    EO_CHECK(eo_contiguous(ctx, target, &target));
+    if (target->device == EO_CPU) {
+        const int32_t *t = target->data;
+        for (int64_t r = 0; r < rows; r++)
+            if (t[r] != ignore_index && (t[r] < 0 || t[r] >= cols))
+                return eo_fail(ctx, EO_ERR_ARG,
+                               "cross_entropy: target[%lld] = %d is outside [0, %lld) and is "
+                               "not the ignore index %d",
+                               (long long)r, (int)t[r], (long long)cols, (int)ignore_index);
+    }
+    const eo_backend *be = eo_backend_of(ctx, logits);
+    EO_NEED_KERNEL(ctx, "cross_entropy", be, cross_entropy);
+    eo_tensor *loss, *lse;
+    EO_CHECK(eo_new_out(ctx, logits->device, EO_F32, 0, NULL, &loss));
+    EO_CHECK(eo_new_out(ctx, logits->device, EO_F32, 1, &rows, &lse));
+    be->cross_entropy(rows, cols, logits->data, target->data, ignore_index, lse->data,
+                      loss->data, &ctx->par);
+    eo_tensor *in[2] = { logits, target };
+    if (eo_needs_grad(ctx, in, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_CROSS_ENTROPY, in, 2, loss, &nd));
+        nd->saved[0] = lse;
+        nd->p.ce.ignore_index = ignore_index;
+    }
+    *out = loss;
+    return EO_OK;
+}
+
+eo_status eo_bwd_cross_entropy(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *logits = n->in[0], *target = n->in[1], *g;
+    if (!logits->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, logits);
+    EO_NEED_KERNEL(ctx, "cross_entropy", be, cross_entropy_backward);
+    EO_CHECK(eo_grad_of(ctx, logits, &g));
+    be->cross_entropy_backward(logits->shape[0], logits->shape[1], logits->data, target->data,
+                               n->p.ce.ignore_index, n->saved[0]->data, n->out->grad->data,
+                               g->data, &ctx->par);
+    return EO_OK;
+}

@@ -1,0 +1,272 @@
+/* core/op_view.c — reshape, permute/transpose, slice, contiguous, concat.
+ *
+ * A view is new metadata over the same data: a shape, strides and a start
+ * offset. Views cost nothing, which is why attention can split heads with
+ * reshape + transpose instead of copying.
+ *
+ * The backward of every view is the same idea: take the input's gradient
+ * buffer (contiguous, the input's shape), apply the *same* view to it, and
+ * add the output's gradient into that view. Each output element lands
+ * exactly on the input element it was read from. */
+#include "core/internal.h"
+
+/* Apply view parameters `p` to `base`, giving `v` (metadata only). For a
+ * reshape, `shape` is the new shape; for a slice, shape[axis] is the new
+ * length. */
+static void view_of(const eo_tensor *base, const eo_op_params *p, int rank,
+                    const int64_t *shape, eo_tensor *v)
+{
+    *v = *base;
+    v->grad = NULL;
+    v->node = NULL;
+    v->requires_grad = 0;
+    v->name = NULL;
+    switch (p->view.kind) {
+    case EO_VIEW_RESHAPE:
+        v->rank = rank;
+        for (int i = 0; i < rank; i++)
+            v->shape[i] = shape[i];
+        eo_contiguous_strides(rank, v->shape, v->stride);
+        break;
+    case EO_VIEW_PERMUTE:
+        for (int i = 0; i < base->rank; i++) {
+            v->shape[i] = base->shape[p->view.perm[i]];
+            v->stride[i] = base->stride[p->view.perm[i]];
+        }
+        break;
+    case EO_VIEW_SLICE:
+        v->shape[p->view.axis] = shape[p->view.axis];
+        v->data = (char *)base->data +
+                  p->view.start * base->stride[p->view.axis] * (int64_t)eo_dtype_size(base->dtype);
+        break;
+    }
+}
+
+/* out += src elementwise, where out may be any strided view. */
+static eo_status accumulate_into(eo_ctx *ctx, const eo_tensor *dst, const eo_tensor *src)
+{
+    const eo_backend *be = eo_backend_of(ctx, dst);
+    EO_NEED_KERNEL(ctx, "accumulate", be, accumulate);
+    int64_t shape[4], sd[4], tmp[4], ss[4];
+    eo_pad4(dst, shape, sd);
+    eo_pad4(src, tmp, ss);
+    be->accumulate(shape, dst->data, sd, src->data, ss);
+    return EO_OK;
+}
+
+static eo_status make_view(eo_ctx *ctx, eo_tensor *x, eo_op_params p, int rank,
+                           const int64_t *shape, eo_tensor **out)
+{
+    eo_tensor *v;
+    EO_CHECK(eo_host_alloc(ctx, EO_STEP, sizeof *v, (void **)&v));
+    view_of(x, &p, rank, shape, v);
+    v->lifetime = EO_STEP;
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *n;
+        EO_CHECK(eo_record(ctx, EO_OP_VIEW, &x, 1, v, &n));
+        n->p = p;
+    }
+    *out = v;
+    return EO_OK;
+}
+
+eo_status eo_bwd_view(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *g, v;
+    if (!x->requires_grad)
+        return EO_OK;
+    EO_CHECK(eo_grad_of(ctx, x, &g));
+    view_of(g, &n->p, n->out->rank, n->out->shape, &v);
+    return accumulate_into(ctx, &v, n->out->grad);
+}
+
+eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out)
+{
+    if (!x || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "contiguous: NULL argument");
+    if (eo_is_contiguous(x)) {
+        *out = x;
+        return EO_OK;
+    }
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "contiguous", be, copy32);
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &y));
+    int64_t shape[4], sx[4], sy[4];
+    eo_pad4(x, shape, sx);
+    eo_pad4(y, shape, sy);
+    be->copy32(shape, y->data, sy, x->data, sx);
+    if (eo_needs_grad(ctx, &x, 1))
+        EO_CHECK(eo_record(ctx, EO_OP_COPY, &x, 1, y, NULL));
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *g;
+    if (!n->in[0]->requires_grad)
+        return EO_OK;
+    EO_CHECK(eo_grad_of(ctx, n->in[0], &g));
+    return accumulate_into(ctx, g, n->out->grad);
+}
+
+eo_status eo_reshape(eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, eo_tensor **out)
+{
+    if (!x || !out || (rank > 0 && !shape))
+        return eo_fail(ctx, EO_ERR_ARG, "reshape: NULL argument");
+    if (rank < 0 || rank > EO_MAX_RANK)
+        return eo_fail(ctx, EO_ERR_AXIS, "reshape: rank %d outside 0..%d", rank, EO_MAX_RANK);
+    int64_t s[EO_MAX_RANK], known = 1;
+    int infer = -1;
+    for (int i = 0; i < rank; i++) {
+        s[i] = shape[i];
+        if (s[i] == -1 && infer < 0)
+            infer = i;
+        else if (s[i] < 0)
+            return eo_fail(ctx, EO_ERR_SHAPE, "reshape: bad size %lld on axis %d",
+                           (long long)s[i], i);
+        else
+            known *= s[i];
+    }
+    int64_t n = eo_numel(x);
+    if (infer >= 0)
+        s[infer] = known ? n / known : 0;
+    int64_t total = 1;
+    for (int i = 0; i < rank; i++)
+        total *= s[i];
+    if (total != n)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "reshape: %T has %lld elements, the new shape has %lld", x, (long long)n,
+                       (long long)total);
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    eo_op_params p = {0};
+    p.view.kind = EO_VIEW_RESHAPE;
+    return make_view(ctx, x, p, rank, s, out);
+}
+
+eo_status eo_permute(eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out)
+{
+    if (!x || !perm || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL argument");
+    eo_op_params p = {0};
+    p.view.kind = EO_VIEW_PERMUTE;
+    int seen = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (perm[i] < 0 || perm[i] >= x->rank || (seen >> perm[i]) & 1)
+            return eo_fail(ctx, EO_ERR_AXIS, "permute: %T: entry %d (%d) is not a permutation",
+                           x, i, perm[i]);
+        seen |= 1 << perm[i];
+        p.view.perm[i] = perm[i];
+    }
+    return make_view(ctx, x, p, x->rank, x->shape, out);
+}
+
+eo_status eo_transpose(eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tensor **out)
+{
+    if (!x || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "transpose: NULL argument");
+    int a = eo_axis(axis0, x->rank), b = eo_axis(axis1, x->rank);
+    if (a < 0 || b < 0)
+        return eo_fail(ctx, EO_ERR_AXIS, "transpose: axes %d, %d out of range for %T", axis0,
+                       axis1, x);
+    int perm[EO_MAX_RANK];
+    for (int i = 0; i < EO_MAX_RANK; i++)
+        perm[i] = i;
+    perm[a] = b;
+    perm[b] = a;
+    return eo_permute(ctx, x, perm, out);
+}
+
+eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t len,
+                   eo_tensor **out)
+{
+    if (!x || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "slice: NULL argument");
+    int a = eo_axis(axis, x->rank);
+    if (a < 0)
+        return eo_fail(ctx, EO_ERR_AXIS, "slice: axis %d out of range for %T", axis, x);
+    if (start < 0 || len < 0 || start + len > x->shape[a])
+        return eo_fail(ctx, EO_ERR_SHAPE, "slice: [%lld, %lld) outside 0..%lld on axis %d of %T",
+                       (long long)start, (long long)(start + len), (long long)x->shape[a], a, x);
+    eo_op_params p = {0};
+    p.view.kind = EO_VIEW_SLICE;
+    p.view.axis = a;
+    p.view.start = start;
+    int64_t shape[EO_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+        shape[i] = x->shape[i];
+    shape[a] = len;
+    return make_view(ctx, x, p, x->rank, shape, out);
+}
+
+/* ---- concat: copy each input into its slice of the output ------------- */
+
+eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor **out)
+{
+    if (!xs || !out || n < 1 || n > EO_NODE_MAX_IN)
+        return eo_fail(ctx, EO_ERR_ARG, "concat: need 1..%d tensors, got %d", EO_NODE_MAX_IN, n);
+    for (int i = 0; i < n; i++)
+        if (!xs[i])
+            return eo_fail(ctx, EO_ERR_ARG, "concat: tensor %d is NULL", i);
+    const eo_tensor *x0 = xs[0];
+    int a = eo_axis(axis, x0->rank);
+    if (a < 0)
+        return eo_fail(ctx, EO_ERR_AXIS, "concat: axis %d out of range for %T", axis, x0);
+    int64_t shape[EO_MAX_RANK];
+    for (int i = 0; i < x0->rank; i++)
+        shape[i] = x0->shape[i];
+    shape[a] = 0;
+    for (int k = 0; k < n; k++) {
+        const eo_tensor *x = xs[k];
+        EO_CHECK(eo_same_device(ctx, "concat", x0, x));
+        if (x->dtype != x0->dtype || x->rank != x0->rank)
+            return eo_fail(ctx, EO_ERR_SHAPE, "concat: %T and %T differ in dtype or rank", x0, x);
+        for (int i = 0; i < x0->rank; i++)
+            if (i != a && x->shape[i] != x0->shape[i])
+                return eo_fail(ctx, EO_ERR_SHAPE,
+                               "concat: %T and %T differ on axis %d (joining along %d)", x0, x,
+                               i, a);
+        shape[a] += x->shape[a];
+    }
+    const eo_backend *be = eo_backend_of(ctx, x0);
+    EO_NEED_KERNEL(ctx, "concat", be, copy32);
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x0->device, x0->dtype, x0->rank, shape, &y));
+    eo_op_params p = {0};
+    p.view.kind = EO_VIEW_SLICE;
+    p.view.axis = a;
+    for (int k = 0; k < n; k++) {
+        eo_tensor part;
+        view_of(y, &p, y->rank, xs[k]->shape, &part);
+        int64_t sh[4], sd[4], ss[4];
+        eo_pad4(&part, sh, sd);
+        eo_pad4(xs[k], sh, ss);
+        be->copy32(sh, part.data, sd, xs[k]->data, ss);
+        p.view.start += xs[k]->shape[a];
+    }
+    if (eo_needs_grad(ctx, xs, n)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_CONCAT, xs, n, y, &nd));
+        nd->p.concat.axis = a;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_concat(eo_ctx *ctx, eo_node *n)
+{
+    eo_op_params p = {0};
+    p.view.kind = EO_VIEW_SLICE;
+    p.view.axis = n->p.concat.axis;
+    for (int k = 0; k < n->n_in; k++) {
+        eo_tensor *x = n->in[k], *g, part;
+        if (x->requires_grad) {
+            EO_CHECK(eo_grad_of(ctx, x, &g));
+            view_of(n->out->grad, &p, x->rank, x->shape, &part);
+            EO_CHECK(accumulate_into(ctx, g, &part));
+        }
+        p.view.start += x->shape[p.view.axis];
+    }
+    return EO_OK;
+}

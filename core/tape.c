@@ -1,0 +1,103 @@
+/* core/tape.c — define-by-run autograd.
+ *
+ * Every op that has an input requiring grad (while grad mode is on)
+ * appends a node to the tape: its op id, inputs, output and whatever the
+ * backward needs. Nodes are allocated in the step arena in execution
+ * order and each points to the one before, so the tape is a topological
+ * order for free and backward is one loop from the end: no recursion, no
+ * visited-set, no hashing.
+ *
+ * Gradients flow by accumulation (+=). A tensor used by two ops receives
+ * both contributions simply because both backward rules add into the same
+ * buffer; the buffer is zeroed once, when first needed. */
+#include "core/internal.h"
+
+const char *const eo_op_names[EO_OP_COUNT] = {
+#define EO_OP(ID, name) [EO_OP_##ID] = #name,
+#include "core/ops.def"
+#undef EO_OP
+};
+
+typedef eo_status (*eo_bwd_fn)(eo_ctx *ctx, eo_node *n);
+static const eo_bwd_fn backward_rules[EO_OP_COUNT] = {
+#define EO_OP(ID, name) [EO_OP_##ID] = eo_bwd_##name,
+#include "core/ops.def"
+#undef EO_OP
+};
+
+int eo_needs_grad(const eo_ctx *ctx, eo_tensor *const *in, int n)
+{
+    if (!ctx->grad_enabled)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->requires_grad)
+            return 1;
+    return 0;
+}
+
+eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_tensor *out,
+                    eo_node **node)
+{
+    eo_node *nd;
+    if (n > EO_NODE_MAX_IN)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: %d inputs, at most %d", eo_op_names[op], n,
+                       EO_NODE_MAX_IN);
+    EO_CHECK(eo_host_alloc(ctx, EO_STEP, sizeof *nd, (void **)&nd));
+    eo_node zero = {0};
+    *nd = zero;
+    nd->prev = ctx->tape;
+    nd->op = op;
+    nd->n_in = n;
+    for (int i = 0; i < n; i++)
+        nd->in[i] = in[i];
+    nd->out = out;
+    out->node = nd;
+    out->requires_grad = 1;
+    ctx->tape = nd;
+    if (node)
+        *node = nd;
+    return EO_OK;
+}
+
+eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
+{
+    if (!t->grad)
+        EO_CHECK(eo_tensor_zeros(ctx, EO_STEP, t->device, EO_F32, t->rank, t->shape, &t->grad));
+    *g = t->grad;
+    return EO_OK;
+}
+
+eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss)
+{
+    if (!ctx || !loss)
+        return ctx ? eo_fail(ctx, EO_ERR_ARG, "backward: NULL loss") : EO_ERR_ARG;
+    if (eo_numel(loss) != 1 || loss->dtype != EO_F32)
+        return eo_fail(ctx, EO_ERR_STATE, "backward: loss must be one f32 element, got %T",
+                       loss);
+    if (!loss->requires_grad || !loss->node)
+        return eo_fail(ctx, EO_ERR_STATE,
+                       "backward: loss %T does not require grad (no parameter on its path, or "
+                       "grad mode was off)",
+                       loss);
+
+    /* Intermediate gradients start from nothing on every call, so a second
+     * backward over the same tape only adds to the leaves again. */
+    for (eo_node *n = loss->node; n; n = n->prev)
+        n->out->grad = NULL;
+
+    eo_tensor *g;
+    EO_CHECK(eo_grad_of(ctx, loss, &g));
+    const eo_backend *be = eo_backend_of(ctx, loss);
+    EO_NEED_KERNEL(ctx, "backward", be, fill);
+    be->fill(1, g->data, 1.0f);
+
+    int was = eo_set_grad(ctx, 0); /* backward records nothing */
+    eo_status s = EO_OK;
+    for (eo_node *n = loss->node; n && s == EO_OK; n = n->prev) {
+        if (!n->out->grad) /* not on the loss's path */
+            continue;
+        s = backward_rules[n->op](ctx, n);
+    }
+    eo_set_grad(ctx, was);
+    return s;
+}

@@ -1,0 +1,269 @@
+/* core/tensor.c — making tensors, moving their data, and the checks every
+ * op shares.
+ *
+ * A tensor's metadata (this struct) always lives in host memory, in the
+ * arena of its lifetime; its data lives on its device — the same arena for
+ * CPU tensors, the matching device arena for CUDA tensors. */
+#include <string.h>
+#include "core/internal.h"
+
+size_t eo_dtype_size(eo_dtype dt)
+{
+    switch (dt) {
+    case EO_F32: case EO_I32: return 4;
+    case EO_BF16: case EO_F16: return 2;
+    default: return 0;
+    }
+}
+
+const char *eo_dtype_name(eo_dtype dt)
+{
+    switch (dt) {
+    case EO_F32: return "f32";
+    case EO_I32: return "i32";
+    case EO_BF16: return "bf16";
+    case EO_F16: return "f16";
+    default: return "?";
+    }
+}
+
+int64_t eo_numel(const eo_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= shape[i];
+    }
+}
+
+int eo_is_contiguous(const eo_tensor *t)
+{
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != s)
+            return 0;
+        s *= t->shape[i];
+    }
+    return 1;
+}
+
+void eo_pad4(const eo_tensor *t, int64_t shape[4], int64_t stride[4])
+{
+    int lead = 4 - t->rank;
+    for (int i = 0; i < 4; i++) {
+        shape[i] = i < lead ? 1 : t->shape[i - lead];
+        stride[i] = i < lead ? 0 : t->stride[i - lead];
+    }
+}
+
+int eo_axis(int axis, int rank)
+{
+    if (axis < 0)
+        axis += rank;
+    return (axis >= 0 && axis < rank) ? axis : -1;
+}
+
+const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t)
+{
+    return ctx->backend[t->device];
+}
+
+static eo_arena *data_arena(eo_ctx *ctx, eo_lifetime life, eo_device dev)
+{
+    if (dev == EO_CPU)
+        return life == EO_PERSIST ? &ctx->persist : &ctx->step;
+    return life == EO_PERSIST ? &ctx->dev_persist : &ctx->dev_step;
+}
+
+static eo_status arena_take(eo_ctx *ctx, eo_arena *a, size_t bytes, void **out)
+{
+    eo_status s = eo_arena_alloc(a, bytes, EO_ARENA_ALIGN, out);
+    if (s == EO_ERR_OOM)
+        return eo_fail(ctx, s, "arena '%s': need %zu bytes, %zu free (capacity %zu)", a->name,
+                       a->fail_need, a->fail_free, a->cap);
+    return s;
+}
+
+eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out)
+{
+    return arena_take(ctx, life == EO_PERSIST ? &ctx->persist : &ctx->step, bytes, out);
+}
+
+eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out)
+{
+    return arena_take(ctx, data_arena(ctx, EO_STEP, dev), bytes, out);
+}
+
+/* Validate a shape and make the metadata struct (no data yet). */
+static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                             int rank, const int64_t *shape, eo_tensor **out)
+{
+    if (!ctx || !out || (rank > 0 && !shape))
+        return ctx ? eo_fail(ctx, EO_ERR_ARG, "tensor_new: NULL argument") : EO_ERR_ARG;
+    *out = NULL;
+    if (rank < 0 || rank > EO_MAX_RANK)
+        return eo_fail(ctx, EO_ERR_AXIS, "tensor_new: rank %d outside 0..%d", rank, EO_MAX_RANK);
+    if ((unsigned)device >= EO_DEVICE_COUNT || !ctx->backend[device])
+        return eo_fail(ctx, EO_ERR_DEVICE, "tensor_new: device %d is not open", (int)device);
+    if (eo_dtype_size(dtype) == 0)
+        return eo_fail(ctx, EO_ERR_DTYPE, "tensor_new: unknown dtype %d", (int)dtype);
+    for (int64_t i = 0, n = 1; i < rank; i++) {
+        if (shape[i] < 0 || (shape[i] > 0 && n > ((int64_t)1 << 40) / shape[i]))
+            return eo_fail(ctx, EO_ERR_SHAPE, "tensor_new: bad size %lld on axis %d",
+                           (long long)shape[i], (int)i);
+        n *= shape[i];
+    }
+    eo_tensor *t;
+    EO_CHECK(eo_host_alloc(ctx, life, sizeof *t, (void **)&t));
+    eo_tensor zero = {0};
+    *t = zero;
+    t->dtype = dtype;
+    t->device = device;
+    t->rank = rank;
+    t->lifetime = (uint8_t)life;
+    for (int i = 0; i < rank; i++)
+        t->shape[i] = shape[i];
+    eo_contiguous_strides(rank, t->shape, t->stride);
+    *out = t;
+    return EO_OK;
+}
+
+eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                        int rank, const int64_t *shape, eo_tensor **out)
+{
+    eo_tensor *t;
+    EO_CHECK(tensor_meta(ctx, life, device, dtype, rank, shape, &t));
+    size_t bytes = (size_t)eo_numel(t) * eo_dtype_size(dtype);
+    EO_CHECK(arena_take(ctx, data_arena(ctx, life, device), bytes, &t->data));
+    *out = t;
+    return EO_OK;
+}
+
+eo_status eo_tensor_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                          int rank, const int64_t *shape, eo_tensor **out)
+{
+    EO_CHECK(eo_tensor_new(ctx, life, device, dtype, rank, shape, out));
+    return ctx->backend[device]->zero(ctx, (*out)->data,
+                                      (size_t)eo_numel(*out) * eo_dtype_size(dtype));
+}
+
+eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *shape,
+                         void *data, eo_tensor **out)
+{
+    if (!data)
+        return eo_fail(ctx, EO_ERR_ARG, "tensor_wrap: NULL data");
+    EO_CHECK(tensor_meta(ctx, EO_STEP, EO_CPU, dtype, rank, shape, out));
+    (*out)->data = data;
+    return EO_OK;
+}
+
+eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const int64_t *shape,
+                     eo_tensor **out)
+{
+    return eo_tensor_new(ctx, EO_STEP, dev, dt, rank, shape, out);
+}
+
+eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank,
+                       const int64_t *shape, eo_tensor **out)
+{
+    eo_tensor *t, *g;
+    EO_CHECK(eo_tensor_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &t));
+    EO_CHECK(eo_tensor_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &g));
+    t->requires_grad = 1;
+    t->grad = g;
+    t->name = name;
+    *out = t;
+    return EO_OK;
+}
+
+eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt)
+{
+    if (!t)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    if (t->dtype != dt)
+        return eo_fail(ctx, EO_ERR_DTYPE, "%s: expected %s, got %T", op, eo_dtype_name(dt), t);
+    return EO_OK;
+}
+
+eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b)
+{
+    if (a->device != b->device)
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: inputs on different devices: %T and %T", op, a,
+                       b);
+    return EO_OK;
+}
+
+eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be)
+{
+    return eo_fail(ctx, EO_ERR_UNSUPPORTED, "%s: not supported by the %s backend", op,
+                   be ? be->name : "missing");
+}
+
+/* ---- moving data --------------------------------------------------------- */
+
+static eo_status need_contiguous(eo_ctx *ctx, const char *op, const eo_tensor *x)
+{
+    if (!x)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    if (!eo_is_contiguous(x))
+        return eo_fail(ctx, EO_ERR_ARG, "%s: tensor %T is not contiguous (use eo_contiguous)",
+                       op, x);
+    return EO_OK;
+}
+
+eo_status eo_read(eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes)
+{
+    EO_CHECK(need_contiguous(ctx, "read", x));
+    size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
+    if (!dst || bytes != have)
+        return eo_fail(ctx, EO_ERR_ARG, "read: %T holds %zu bytes, asked for %zu", x, have,
+                       bytes);
+    return ctx->backend[x->device]->download(ctx, dst, x->data, bytes);
+}
+
+eo_status eo_write(eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes)
+{
+    EO_CHECK(need_contiguous(ctx, "write", x));
+    size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
+    if (!src || bytes != have)
+        return eo_fail(ctx, EO_ERR_ARG, "write: %T holds %zu bytes, given %zu", x, have, bytes);
+    return ctx->backend[x->device]->upload(ctx, x->data, src, bytes);
+}
+
+eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value)
+{
+    EO_CHECK(need_contiguous(ctx, "fill", x));
+    EO_CHECK(eo_expect(ctx, "fill", x, EO_F32));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "fill", be, fill);
+    be->fill(eo_numel(x), x->data, value);
+    return EO_OK;
+}
+
+eo_status eo_to_device(eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lifetime life,
+                       eo_tensor **out)
+{
+    EO_CHECK(need_contiguous(ctx, "to_device", x));
+    eo_tensor *y;
+    EO_CHECK(eo_tensor_new(ctx, life, device, x->dtype, x->rank, x->shape, &y));
+    size_t bytes = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
+    if (x->device == EO_CPU && device == EO_CPU)
+        memcpy(y->data, x->data, bytes);
+    else if (x->device == EO_CPU)
+        EO_CHECK(ctx->backend[device]->upload(ctx, y->data, x->data, bytes));
+    else if (device == EO_CPU)
+        EO_CHECK(ctx->backend[x->device]->download(ctx, y->data, x->data, bytes));
+    else
+        return eo_fail(ctx, EO_ERR_UNSUPPORTED, "to_device: device to device copy");
+    y->name = x->name;
+    *out = y;
+    return EO_OK;
+}

@@ -1,0 +1,137 @@
+/* tests/test_autograd.c — the tape itself: fan-out accumulation, backward
+ * twice, no-grad mode, broadcast reduction, errors that leave the context
+ * usable, and a small MLP that learns XOR through the public API. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+#include "core/everyo.h"
+#include "core/nn.h"
+#include "tests/gradcheck.h"
+
+static eo_tensor *scalar_param(eo_ctx *ctx, float v)
+{
+    eo_tensor *t;
+    ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "p", 0, NULL, &t), EO_OK);
+    *(float *)t->data = v;
+    return t;
+}
+
+START_TEST(fan_out_accumulates_and_backward_twice_adds_leaves_only)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_tensor *x = scalar_param(ctx, 3.0f), *y, *z;
+    /* z = x*x + x  →  dz/dx = 2x + 1 = 7 */
+    ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
+    ck_assert_int_eq(eo_add(ctx, y, x, &z), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, z), EO_OK);
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 7.0f, 1e-6f);
+    ck_assert_float_eq_tol(*(float *)y->grad->data, 1.0f, 1e-6f);
+    ck_assert_int_eq(eo_backward(ctx, z), EO_OK);
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 14.0f, 1e-6f); /* leaf: accumulated */
+    ck_assert_float_eq_tol(*(float *)y->grad->data, 1.0f, 1e-6f);  /* intermediate: fresh */
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(no_grad_mode_records_nothing)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_tensor *x = scalar_param(ctx, 2.0f), *y;
+    int was = eo_set_grad(ctx, 0);
+    ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
+    eo_set_grad(ctx, was);
+    ck_assert_ptr_null(y->node);
+    ck_assert_int_eq(y->requires_grad, 0);
+    ck_assert_int_eq(eo_backward(ctx, y), EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "does not require grad"));
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(broadcast_gradient_is_summed)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    int64_t sa[2] = { 3, 4 }, sb[1] = { 4 };
+    eo_tensor *a = eo_test_rand(ctx, 2, sa, -1, 1, 1, 1), *b, *y, *L;
+    ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "b", 1, sb, &b), EO_OK);
+    ck_assert_int_eq(eo_add(ctx, a, b, &y), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq_tol(((float *)b->grad->data)[i], 3.0f, 1e-6f);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(errors_name_the_op_and_leave_context_usable)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    int64_t s1[2] = { 2, 3 }, s2[2] = { 4, 5 };
+    eo_tensor *a = eo_test_rand(ctx, 2, s1, 0, 1, 1, 0), *b = eo_test_rand(ctx, 2, s2, 0, 1, 2, 0), *y;
+    ck_assert_int_eq(eo_add(ctx, a, b, &y), EO_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "add"));
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "[2x3 f32]"));
+    ck_assert_int_eq(eo_matmul(ctx, a, b, 0, 0, &y), EO_ERR_SHAPE);
+    ck_assert_int_eq(eo_sum(ctx, a, 2, 0, &y), EO_ERR_AXIS);
+    ck_assert_int_eq(eo_add(ctx, NULL, b, &y), EO_ERR_ARG);
+    int64_t huge[2] = { 1 << 20, 1 << 10 };
+    eo_tensor *h;
+    ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 2, huge, &h), EO_ERR_OOM);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "need 4294967"));
+    int64_t s3[2] = { 3, 2 };
+    eo_tensor *c = eo_test_rand(ctx, 2, s3, 0, 1, 3, 0);
+    ck_assert_int_eq(eo_matmul(ctx, a, c, 0, 0, &y), EO_OK); /* still usable */
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(mlp_learns_xor)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_seed(ctx, 42);
+    eo_params ps;
+    eo_sequential net;
+    eo_module l1, l2;
+    ck_assert_int_eq(eo_params_init(ctx, &ps, 8), EO_OK);
+    ck_assert_int_eq(eo_sequential_init(ctx, &net, 4), EO_OK);
+    ck_assert_int_eq(eo_linear_init(ctx, &ps, EO_CPU, "0", 2, 16, 1, EO_INIT_KAIMING_UNIFORM, &l1), EO_OK);
+    ck_assert_int_eq(eo_linear_init(ctx, &ps, EO_CPU, "2", 16, 2, 1, EO_INIT_KAIMING_UNIFORM, &l2), EO_OK);
+    eo_sequential_add(ctx, &net, l1);
+    eo_sequential_add(ctx, &net, eo_tanh_module());
+    eo_sequential_add(ctx, &net, l2);
+    eo_optimizer opt;
+    ck_assert_int_eq(eo_adamw_init(ctx, &opt, &ps, 0.05f, 0.9f, 0.999f, 1e-8f, 0.0f), EO_OK);
+    float xs[8] = { 0, 0, 0, 1, 1, 0, 1, 1 };
+    int32_t ys[4] = { 0, 1, 1, 0 };
+    int64_t sx[2] = { 4, 2 }, sy[1] = { 4 };
+    float loss = 1;
+    for (int step = 0; step < 300; step++) {
+        eo_mark m = eo_mark_get(ctx);
+        eo_tensor *x, *y, *logits, *L;
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, sx, xs, &x), EO_OK);
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, ys, &y), EO_OK);
+        ck_assert_int_eq(eo_params_zero_grad(ctx, &ps), EO_OK);
+        ck_assert_int_eq(eo_sequential_forward(ctx, &net, x, &logits), EO_OK);
+        ck_assert_int_eq(eo_cross_entropy(ctx, logits, y, -100, &L), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+        ck_assert_int_eq(eo_optimizer_step(ctx, &opt), EO_OK);
+        loss = *(float *)L->data;
+        eo_rewind(ctx, m);
+    }
+    ck_assert_float_lt(loss, 0.01f);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+Suite *eo_suite_autograd(void)
+{
+    Suite *s = suite_create("autograd");
+    TCase *tc = tcase_create("autograd");
+    tcase_add_test(tc, fan_out_accumulates_and_backward_twice_adds_leaves_only);
+    tcase_add_test(tc, no_grad_mode_records_nothing);
+    tcase_add_test(tc, broadcast_gradient_is_summed);
+    tcase_add_test(tc, errors_name_the_op_and_leave_context_usable);
+    tcase_add_test(tc, mlp_learns_xor);
+    suite_add_tcase(s, tc);
+    return s;
+}
