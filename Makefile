@@ -91,9 +91,9 @@ $(BUILD)/eo-tests: $(TEST_OBJS) $(TOOLLIB) $(LIB)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # ---- dependencies on a fresh Debian machine ---------------------------
-APT_TEST := check pkg-config zlib1g-dev
+APT_TEST := check pkg-config zlib1g-dev dataset-fashion-mnist
 deps:
-	@sh tools/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib" $(APT_TEST)
+	@sh tools/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
 
 # ---- tests -------------------------------------------------------------
 test: deps
@@ -130,3 +130,11 @@ lines:
 
 clean:
 	rm -rf build
+
+# ---- kernel benchmark ---------------------------------------------------------
+# Every kernel beside its references (naive C, OpenBLAS via dlopen, PyTorch
+# via tools/bench_torch.py), as a fraction of this machine's measured FMA
+# peak or copy bandwidth. ARGS: --quick, --threads 1,2, --csv FILE, --svg FILE.
+bench:
+	@$(MAKE) --no-print-directory $(BUILD)/eo-bench
+	./$(BUILD)/eo-bench $(ARGS)

@@ -1,0 +1,475 @@
+/* ops/matmul.c — the CPU matmul: C = op(A)·op(B) + beta·C, batched.
+ *
+ * Why it is built this way. A matmul does 2·M·N·K flops on M·K + K·N
+ * inputs, so it can run at the FMA units' speed only if each value loaded
+ * from memory is used many times while it sits in a register or a near
+ * cache. The classic answer (Goto & van de Geijn, "Anatomy of
+ * High-Performance Matrix Multiplication", ACM TOMS 2008) is followed:
+ *
+ *   for each NC-wide column block of B            (B block lives in L3)
+ *     for each KC-deep slice of K
+ *       pack B[KC x NC] into NR-wide slivers
+ *       for each MC-tall row block of A           (A block lives in L2)
+ *         pack A[MC x KC] into MR-tall slivers
+ *         for each NR sliver of B                 (B sliver lives in L1)
+ *           for each MR sliver of A
+ *             micro-kernel: C[MR x NR] += A sliver · B sliver
+ *
+ * The micro-kernel keeps an MR x NR tile of C in registers across the
+ * whole KC loop: per k it loads NR values of B and MR values of A and does
+ * MR·NR multiply-adds, so registers, not memory, feed the FMA units.
+ *
+ * Packing copies each block into exactly the order the micro-kernel reads
+ * it (contiguous, aligned). That is also where transposes and the leading
+ * dimensions are absorbed: after packing, all four (ta, tb) variants run
+ * the same micro-kernel at the same speed. Ragged edges (M or N not a
+ * multiple of the tile) are packed with zero padding, and the few edge
+ * tiles are computed into a small buffer and then copied out, so the
+ * micro-kernel itself never branches on sizes.
+ *
+ * Reproducibility. Every element of C is computed by one thread, from
+ * zero, over the same KC slices in the same order; so the result does not
+ * depend on how many threads ran it or on which tile an element fell into.
+ * The thread split is over whole (batch item, block of rows or columns)
+ * pieces of C, decided once per call. */
+#include "ops/kernels.h"
+#include "ops/matmul.h"
+
+#include <string.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define EO_MM_HAVE_SIMD 1
+#include <immintrin.h>
+#else
+#define EO_MM_HAVE_SIMD 0
+#endif
+
+enum { MR = EO_MM_MR, NR = EO_MM_NR };
+
+/* Cache blocking for a core with 32 KiB L1d and >= 512 KiB L2.
+ * KC: one B sliver (KC·NR·4 = 16 KiB) plus one A sliver (6 KiB) stay in
+ *     L1 with room to spare while the micro-kernel streams them.
+ * MC: the packed A block (MC·KC·4 = 144 KiB) sits in L2 with space left
+ *     for the B slivers passing through.
+ * NC: bounds the packed B block (KC·NC·4 = 2 MiB) held in L3; larger
+ *     only saves re-packing A, which is already a small cost.
+ * K is cut into equal slices no deeper than KC (784 → 4 x 196, not
+ * 3 x 256 + 16) so no slice is too shallow to amortise its C update. */
+enum { KC = 256, MC = 144, NC = 2048 };
+
+/* Up to this width of C block, untransposed A is not packed (mm_block). */
+enum { A_INPLACE_MAX_NC = 512 };
+
+/* Below this many multiply-adds (about 5 microseconds of one core) a
+ * matmul runs on the calling thread: waking workers would cost more than
+ * it saves. */
+#define PAR_MIN_FMAS (1 << 19)
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* ---------------------------------------------------------------------------
+ * Portable path: packing by plain element loops, and a micro-kernel the
+ * compiler may vectorise as it sees fit. */
+
+/* Pack rows [i0, i0+mc) and k [p0, p0+kc) of op(A) into MR-row slivers:
+ * dst[s*MR*kc + k*MR + r] = op(A)[i0 + s*MR + r][p0 + k], 0 past row mc. */
+static void pack_a_portable(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
+                            int64_t i0, int64_t p0, float *dst)
+{
+    for (int64_t s = 0; s < mc; s += MR) {
+        int64_t mr = min64(MR, mc - s);
+        for (int64_t k = 0; k < kc; k++) {
+            for (int64_t r = 0; r < mr; r++) {
+                int64_t i = i0 + s + r, p = p0 + k;
+                dst[k * MR + r] = ta ? A[p * lda + i] : A[i * lda + p];
+            }
+            for (int64_t r = mr; r < MR; r++)
+                dst[k * MR + r] = 0.0f;
+        }
+        dst += MR * kc;
+    }
+}
+
+/* Pack k [p0, p0+kc) and columns [j0, j0+nc) of op(B) into NR-column
+ * slivers: dst[s*NR*kc + k*NR + c] = op(B)[p0 + k][j0 + s*NR + c]. */
+static void pack_b_portable(int tb, int64_t kc, int64_t nc, const float *B, int64_t ldb,
+                            int64_t p0, int64_t j0, float *dst)
+{
+    for (int64_t s = 0; s < nc; s += NR) {
+        int64_t nr = min64(NR, nc - s);
+        for (int64_t k = 0; k < kc; k++) {
+            for (int64_t c = 0; c < nr; c++) {
+                int64_t j = j0 + s + c, p = p0 + k;
+                dst[k * NR + c] = tb ? B[j * ldb + p] : B[p * ldb + j];
+            }
+            for (int64_t c = nr; c < NR; c++)
+                dst[k * NR + c] = 0.0f;
+        }
+        dst += NR * kc;
+    }
+}
+
+void eo_mm_micro_portable(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
+                          float *c, int64_t ldc, int accumulate)
+{
+    float acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    for (int64_t k = 0; k < kc; k++, a += csa, b += NR)
+        for (int r = 0; r < MR; r++)
+            for (int j = 0; j < NR; j++)
+                acc[r][j] += a[r * rsa] * b[j];
+    for (int r = 0; r < MR; r++)
+        for (int j = 0; j < NR; j++)
+            c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
+}
+
+/* ---------------------------------------------------------------------------
+ * AVX2 + FMA path. */
+#if EO_MM_HAVE_SIMD
+
+/* Transpose the 8x8 block held in r[0..7] (row i in r[i]) in place.
+ * Three rounds, each halving the size of the blocks being swapped:
+ * interleave pairs of rows (unpack), then pairs of pairs (shuffle), then
+ * exchange 128-bit halves (permute2f128). */
+static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);     /* r0[0] r1[0] r0[1] r1[1] | [4].. */
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]); /* r0[2] r1[2] r0[3] r1[3] | [6].. */
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);     /* column 0 of 4 rows | col 4 */
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE); /* column 1 | 5 */
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44); /* column 2 | 6 */
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE); /* column 3 | 7 */
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* As pack_a_portable. Untransposed A is the hard case: the MR values
+ * needed per k sit in MR different rows, so eight k at a time are loaded
+ * as rows and turned into columns with one 8x8 transpose (two rows of
+ * zeros fill it out to 8). Transposed A already has them side by side. */
+static void pack_a_simd(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
+                        int64_t i0, int64_t p0, float *dst)
+{
+    for (int64_t s = 0; s < mc; s += MR, dst += MR * kc) {
+        int64_t mr = min64(MR, mc - s);
+        if (mr < MR) { /* the ragged last sliver: rare, keep it simple */
+            pack_a_portable(ta, mr, kc, A, lda, i0 + s, p0, dst);
+            continue;
+        }
+        if (ta) {
+            const float *src = A + p0 * lda + i0 + s;
+            for (int64_t k = 0; k < kc; k++, src += lda)
+                memcpy(dst + k * MR, src, MR * sizeof(float));
+            continue;
+        }
+        const float *src = A + (i0 + s) * lda + p0;
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int i = 0; i < MR; i++)
+                r[i] = _mm256_loadu_ps(src + i * lda + k);
+            r[6] = r[7] = _mm256_setzero_ps();
+            transpose8(r);
+            for (int j = 0; j < 8; j++) { /* 6 of each column's 8 lanes */
+                float *d = dst + (k + j) * MR;
+                _mm_storeu_ps(d, _mm256_castps256_ps128(r[j]));
+                _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(r[j], 1));
+            }
+        }
+        for (; k < kc; k++)
+            for (int i = 0; i < MR; i++)
+                dst[k * MR + i] = src[i * lda + k];
+    }
+}
+
+/* As pack_b_portable. Untransposed B has each sliver row contiguous (two
+ * vector copies per k); transposed B needs the 16 columns gathered, done
+ * as two 8x8 transposes per eight k. */
+static void pack_b_simd(int tb, int64_t kc, int64_t nc, const float *B, int64_t ldb,
+                        int64_t p0, int64_t j0, float *dst)
+{
+    for (int64_t s = 0; s < nc; s += NR, dst += NR * kc) {
+        int64_t nr = min64(NR, nc - s);
+        if (nr < NR) {
+            pack_b_portable(tb, kc, nr, B, ldb, p0, j0 + s, dst);
+            continue;
+        }
+        if (!tb) {
+            const float *src = B + p0 * ldb + j0 + s;
+            for (int64_t k = 0; k < kc; k++, src += ldb) {
+                _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src));
+                _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
+            }
+            continue;
+        }
+        const float *src = B + (j0 + s) * ldb + p0;
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            for (int half = 0; half < 2; half++) {
+                __m256 r[8];
+                for (int i = 0; i < 8; i++)
+                    r[i] = _mm256_loadu_ps(src + (half * 8 + i) * ldb + k);
+                transpose8(r);
+                for (int j = 0; j < 8; j++)
+                    _mm256_store_ps(dst + (k + j) * NR + half * 8, r[j]);
+            }
+        }
+        for (; k < kc; k++)
+            for (int c = 0; c < NR; c++)
+                dst[k * NR + c] = src[c * ldb + k];
+    }
+}
+
+/* The 6x16 tile: 12 accumulators. Per k: two aligned loads of B, six
+ * broadcasts of A, twelve FMAs. Accumulation starts from zero and C is
+ * added once at the end, exactly as in the portable kernel and the edge
+ * path, so every element sees the same sequence of roundings. */
+static void micro_simd(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
+                       float *c, int64_t ldc, int accumulate)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const float *a3 = a + 3 * rsa;
+    for (int64_t k = 0; k < kc; k++, a += csa, a3 += csa, b += NR) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+        x = _mm256_broadcast_ss(a);
+        c00 = _mm256_fmadd_ps(x, b0, c00);
+        c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(a + rsa);
+        c10 = _mm256_fmadd_ps(x, b0, c10);
+        c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(a + 2 * rsa);
+        c20 = _mm256_fmadd_ps(x, b0, c20);
+        c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(a3);
+        c30 = _mm256_fmadd_ps(x, b0, c30);
+        c31 = _mm256_fmadd_ps(x, b1, c31);
+        x = _mm256_broadcast_ss(a3 + rsa);
+        c40 = _mm256_fmadd_ps(x, b0, c40);
+        c41 = _mm256_fmadd_ps(x, b1, c41);
+        x = _mm256_broadcast_ss(a3 + 2 * rsa);
+        c50 = _mm256_fmadd_ps(x, b0, c50);
+        c51 = _mm256_fmadd_ps(x, b1, c51);
+    }
+    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                         {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int r = 0; r < MR; r++) {
+        float *cr = c + r * ldc;
+        if (accumulate) {
+            acc[r][0] = _mm256_add_ps(_mm256_loadu_ps(cr), acc[r][0]);
+            acc[r][1] = _mm256_add_ps(_mm256_loadu_ps(cr + 8), acc[r][1]);
+        }
+        _mm256_storeu_ps(cr, acc[r][0]);
+        _mm256_storeu_ps(cr + 8, acc[r][1]);
+    }
+}
+#endif /* EO_MM_HAVE_SIMD */
+
+int eo_mm_simd_compiled(void) { return EO_MM_HAVE_SIMD; }
+
+/* ---------------------------------------------------------------------------
+ * The blocked loops, shared by both paths. */
+
+typedef void pack_a_fn(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
+                       int64_t i0, int64_t p0, float *dst);
+typedef void pack_b_fn(int tb, int64_t kc, int64_t nc, const float *B, int64_t ldb,
+                       int64_t p0, int64_t j0, float *dst);
+
+typedef struct mm_impl {
+    pack_a_fn *pack_a;
+    pack_b_fn *pack_b;
+    eo_mm_micro_fn *micro;
+} mm_impl;
+
+/* Scratch of one thread: a packed A block then a packed B block, each
+ * starting on a 64-byte boundary (the B loads in the micro-kernel are
+ * aligned ones). */
+static size_t pack_a_floats(int64_t M, int64_t K)
+{
+    return (size_t)(round_up(min64(M, MC), MR) * min64(K, KC));
+}
+static size_t pack_b_floats(int64_t N, int64_t K)
+{
+    return (size_t)(round_up(min64(N, NC), NR) * min64(K, KC));
+}
+static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K)
+{
+    return align64(pack_a_floats(M, K) * sizeof(float)) +
+           align64(pack_b_floats(N, K) * sizeof(float));
+}
+
+size_t eo_k_matmul_ws(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+    if (M <= 0 || N <= 0 || K <= 0)
+        return 0;
+    if (nthreads < 1)
+        nthreads = 1;
+    /* +64: the caller's pointer is rounded up to a 64-byte boundary. */
+    return (size_t)nthreads * per_thread_bytes(M, N, K) + 64;
+}
+
+typedef struct mm_job {
+    const mm_impl *impl;
+    int ta, tb;
+    int64_t M, N, K;
+    const float *A;
+    int64_t lda, sa;
+    const float *B;
+    int64_t ldb, sb;
+    int accumulate; /* beta == 1 */
+    float *C;
+    int64_t ldc, sc;
+    unsigned char *ws; /* 64-byte aligned */
+    size_t ws_thread;
+    int64_t pieces;    /* each batch item's C is cut into this many pieces */
+    int split_n;       /* pieces are column blocks (else row blocks) */
+} mm_job;
+
+/* C[m0:m1, n0:n1] of one batch item, all of K. */
+static void mm_block(const mm_job *J, const float *A, const float *B, float *C, int64_t m0,
+                     int64_t m1, int64_t n0, int64_t n1, float *pa, float *pb)
+{
+    const mm_impl *im = J->impl;
+    const int64_t K = J->K, ldc = J->ldc;
+    const int64_t nk = (K + KC - 1) / KC;
+    for (int64_t jc = n0; jc < n1; jc += NC) {
+        int64_t nc = min64(NC, n1 - jc);
+        for (int64_t q = 0; q < nk; q++) {
+            int64_t p0 = K * q / nk, kc = K * (q + 1) / nk - p0;
+            int acc = q > 0 || J->accumulate;
+            im->pack_b(J->tb, kc, nc, B, J->ldb, p0, jc, pb);
+            for (int64_t ic = m0; ic < m1; ic += MC) {
+                int64_t mc = min64(MC, m1 - ic);
+                /* A narrow block of C reuses a packed A block too few
+                 * times to repay the packing, so there untransposed A
+                 * is read where it lies (the micro-kernel takes A's
+                 * strides); only a ragged last sliver is still packed,
+                 * to get its zero rows. Wide blocks pack: the packed
+                 * copy is contiguous, while rows of A that are a power
+                 * of two apart compete for the same cache sets. */
+                int64_t mfull = J->ta || nc >= A_INPLACE_MAX_NC ? 0 : mc / MR * MR;
+                im->pack_a(J->ta, mc - mfull, kc, A, J->lda, ic + mfull, p0, pa);
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int64_t nr = min64(NR, nc - jr);
+                    const float *bs = pb + jr * kc;
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        int64_t mr = min64(MR, mc - ir);
+                        const float *as = pa + (ir - mfull) * kc;
+                        int64_t rsa = 1, csa = MR;
+                        if (ir < mfull) {
+                            as = A + (ic + ir) * J->lda + p0;
+                            rsa = J->lda;
+                            csa = 1;
+                        }
+                        float *c = C + (ic + ir) * ldc + jc + jr;
+                        if (mr == MR && nr == NR) {
+                            im->micro(kc, as, rsa, csa, bs, c, ldc, acc);
+                            continue;
+                        }
+                        /* Edge tile: full tile into a buffer, then the
+                         * valid part out, with the same final addition. */
+                        float tile[MR * NR];
+                        im->micro(kc, as, rsa, csa, bs, tile, NR, 0);
+                        for (int64_t i = 0; i < mr; i++)
+                            for (int64_t j = 0; j < nr; j++)
+                                c[i * ldc + j] = acc ? c[i * ldc + j] + tile[i * NR + j]
+                                                     : tile[i * NR + j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Piece p of `pieces` along a dimension of `len`, cut on multiples of the
+ * tile size `unit` so that no thread gets a needlessly ragged tile. */
+static void piece_range(int64_t len, int64_t unit, int64_t p, int64_t pieces, int64_t *lo,
+                        int64_t *hi)
+{
+    int64_t units = (len + unit - 1) / unit;
+    *lo = min64(len, units * p / pieces * unit);
+    *hi = min64(len, units * (p + 1) / pieces * unit);
+}
+
+static void mm_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const mm_job *J = arg;
+    unsigned char *mine = J->ws + (size_t)worker * J->ws_thread;
+    float *pa = (float *)mine;
+    float *pb = (float *)(mine + align64(pack_a_floats(J->M, J->K) * sizeof(float)));
+    for (int64_t it = begin; it < end; it++) {
+        int64_t b = it / J->pieces, p = it % J->pieces;
+        int64_t m0 = 0, m1 = J->M, n0 = 0, n1 = J->N;
+        if (J->split_n)
+            piece_range(J->N, NR, p, J->pieces, &n0, &n1);
+        else
+            piece_range(J->M, MR, p, J->pieces, &m0, &m1);
+        if (m0 < m1 && n0 < n1)
+            mm_block(J, J->A + b * J->sa, J->B + b * J->sb, J->C + b * J->sc, m0, m1, n0, n1,
+                     pa, pb);
+    }
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static const mm_impl impl_portable = {pack_a_portable, pack_b_portable, eo_mm_micro_portable};
+#if EO_MM_HAVE_SIMD
+static const mm_impl impl_simd = {pack_a_simd, pack_b_simd, micro_simd};
+#else
+static const mm_impl impl_simd = {pack_a_portable, pack_b_portable, eo_mm_micro_portable};
+#endif
+
+void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+               const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
+               float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_par *par)
+{
+    if (batch <= 0 || M <= 0 || N <= 0)
+        return;
+    if (K <= 0) { /* an empty sum: C = beta·C */
+        if (beta == 0.0f)
+            for (int64_t b = 0; b < batch; b++)
+                for (int64_t i = 0; i < M; i++)
+                    memset(C + b * sc + i * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+    mm_job J = {path == EO_MM_PORTABLE ? &impl_portable : &impl_simd,
+                ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
+                (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64), per_thread_bytes(M, N, K),
+                1, 0};
+    /* Enough pieces that the batch x pieces items divide evenly among the
+     * threads (a batch of 128 needs no cutting; a single matrix is cut in
+     * t). Every piece packs all of the operand it does not cut: cutting
+     * N re-packs A (M·K values) per piece, cutting M re-packs B (K·N), so
+     * cut the longer side, if it has a tile for every piece. */
+    if ((double)batch * (double)M * (double)N * (double)K < PAR_MIN_FMAS)
+        par = NULL;
+    int t = eo_par_threads(par);
+    J.pieces = t / gcd64(batch, t);
+    J.split_n = M <= N ? (N + NR - 1) / NR >= J.pieces : (M + MR - 1) / MR < J.pieces;
+    eo_par_for(par, batch * J.pieces, mm_body, &J);
+}
+
+void eo_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                 const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
+                 float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_par *par)
+{
+    eo_mm_run(EO_MM_BEST, ta, tb, batch, M, N, K, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, ws,
+              par);
+}

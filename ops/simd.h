@@ -1,0 +1,235 @@
+/* ops/simd.h — the AVX2+FMA pieces shared by the row kernels (softmax,
+ * cross-entropy, layernorm, GELU): a vectorised expf, tail masks, lane
+ * reductions and the one-pass log-sum-exp of a row.
+ *
+ * Why a header of static inline functions: each kernel file compiles its
+ * own copy with its own flags, so nothing here costs a call, and nothing
+ * here exists unless the compiler was told the CPU has AVX2 and FMA
+ * (-march=native does; NATIVE=0 builds without). Every kernel keeps a
+ * portable scalar path beside its vector one, and the tests run both.
+ *
+ * Why our own expf: libm's expf is scalar, and the row kernels spend most
+ * of their arithmetic in exp. Eight lanes at once keeps them memory-bound. */
+#ifndef EO_SIMD_H
+#define EO_SIMD_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define EO_AVX2 1
+#include <immintrin.h>
+
+/* exp(x) for 8 floats.
+ *
+ * Method: x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2; then
+ * exp(x) = 2^n exp(r). ln2 is split into a float part and a tiny rest so
+ * r keeps its digits (the FMA forms n*ln2_hi exactly). exp(r) is its
+ * Taylor series to r^7: the first term left out is r^8/8! e^|r| <= 1.1e-8
+ * relative, under a fifth of an ulp; rounding in Horner's scheme adds
+ * about one ulp. 2^n is applied as two halves, 2^(n/2) 2^(n-n/2), so
+ * every factor is a normal float: results that are denormal (x below
+ * -87.3) are rounded once, by the last multiply, and x above 88.72
+ * overflows to +inf as it should.
+ *
+ * Error bound: at most 2 ulp against the exactly rounded exp over the
+ * whole float range (the test checks every 2^-10 step of [-104, 89] and
+ * random points, and measures about 1 ulp). Special values: -inf and
+ * x < -104 give +0, +inf gives +inf, NaN gives NaN. */
+static inline __m256 eo_v8_exp(__m256 x)
+{
+    /* Clamping keeps n within what the two 2^(n/2) factors can express;
+     * exp(-104) is below half the smallest denormal, so it rounds to 0.
+     * The constant is the first operand so a NaN x is what comes out. */
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* exp(x) for x <= 0 (and -inf), the case of every softmax and
+ * cross-entropy term once the row max is subtracted: about a third
+ * cheaper than eo_v8_exp.
+ *
+ * Same reduction and polynomial, so the same accuracy (at most 2 ulp)
+ * down to x = -87.33, where exp(x) reaches FLT_MIN, the smallest normal
+ * float. Below that the result is flushed to 0 instead of rounded to a
+ * denormal: an absolute error under 1.2e-38, invisible next to the 1 the
+ * row max contributes. That is what lets 2^n be built in one step: n is
+ * rounded by adding 1.5 * 2^23 (+ the exponent bias 127), which leaves
+ * n + 127 in the low bits of the sum, and a shift puts those bits in the
+ * exponent field. NaN gives NaN. Positive x is outside the contract. */
+static inline __m256 eo_v8_exp_neg(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.336544f); /* ln(FLT_MIN) */
+    const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f);
+    const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    const __m256 xc = _mm256_max_ps(lo, x);
+    const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+    const __m256 n = _mm256_sub_ps(t, magic);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
+    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, scale));
+}
+
+/* 1 / d for d >= 1: the 12-bit hardware estimate refined by one Newton
+ * step, within about 1 ulp, and several times cheaper than a division. */
+static inline __m256 eo_v8_recip(__m256 d)
+{
+    const __m256 r = _mm256_rcp_ps(d);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(2.0f)));
+}
+
+/* Mask whose first n lanes (n in [0, 8]) are on: for loading and storing
+ * the last, partial vector of a row. Tails go through the same vector
+ * code as the body, so an element's result does not depend on where a
+ * thread's chunk happens to end. */
+static inline __m256i eo_v8_mask(int64_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Masked load with `fill` in the lanes that are off. */
+static inline __m256 eo_v8_load_tail(const float *p, __m256i mask, float fill)
+{
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, mask),
+                            _mm256_castsi256_ps(mask));
+}
+
+static inline float eo_v8_hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float eo_v8_hmax(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* Max of a row (NaN-blind; -inf for an empty or all -inf row). */
+static inline float eo_v8_row_max(const float *x, int64_t n)
+{
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + j));
+        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + j + 8));
+        m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + j + 16));
+        m3 = _mm256_max_ps(m3, _mm256_loadu_ps(x + j + 24));
+    }
+    for (; j < n; j += 8)
+        m0 = _mm256_max_ps(m0, eo_v8_load_tail(x + j, eo_v8_mask(n - j), -INFINITY));
+    return eo_v8_hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+}
+
+/* sum_j exp(x_j - max), also storing each term in e[] unless e is NULL
+ * (softmax keeps them and scales them afterwards: one exp per element). */
+static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, float *e)
+{
+    const __m256 m = _mm256_set1_ps(max);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        const __m256 a = eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
+        const __m256 b = eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m));
+        if (e) {
+            _mm256_storeu_ps(e + j, a);
+            _mm256_storeu_ps(e + j + 8, b);
+        }
+        s0 = _mm256_add_ps(s0, a);
+        s1 = _mm256_add_ps(s1, b);
+    }
+    for (; j < n; j += 8) {
+        const __m256i k = eo_v8_mask(n - j);
+        const __m256 a = eo_v8_exp_neg(_mm256_sub_ps(eo_v8_load_tail(x + j, k, -INFINITY), m));
+        if (e)
+            _mm256_maskstore_ps(e + j, k, a);
+        s0 = _mm256_add_ps(s0, a);
+    }
+    return eo_v8_hsum(_mm256_add_ps(s0, s1));
+}
+
+/* Rows up to this many floats are read twice (max, then the sum of
+ * exps): the second read comes from L2, and each element costs one exp.
+ * Longer rows take the one-read online form below, which spends 1.25 exp
+ * per element to spare a second trip to memory. */
+#define EO_ROW_CACHED 32768
+
+/* A row's max m and s = sum_j exp(x_j - m), with one read of the row
+ * from memory.
+ *
+ * For long rows this is the online normaliser (Milakov & Gimelshein,
+ * 2018): each lane keeps a running max and a sum scaled to it; when the
+ * max grows, the sum is rescaled by exp(old - new), once per block of 32
+ * elements rather than once per element. Lanes start at -FLT_MAX, not
+ * -inf, so a -inf entry gives exp(-inf) = 0 rather than exp(NaN): a row
+ * of only -inf ends with s = 0 in both forms, which the callers turn into
+ * "no probability mass". */
+static inline void eo_v8_row_max_sumexp(const float *x, int64_t n, float *max_out, float *sum_out)
+{
+    if (n <= EO_ROW_CACHED) {
+        const float M = eo_v8_row_max(x, n);
+        *max_out = M;
+        *sum_out = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, n, M, NULL);
+        return;
+    }
+    __m256 m = _mm256_set1_ps(-FLT_MAX), s = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + 8);
+        const __m256 c = _mm256_loadu_ps(x + j + 16), d = _mm256_loadu_ps(x + j + 24);
+        const __m256 bm = _mm256_max_ps(m, _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d)));
+        const __m256 e = _mm256_add_ps(_mm256_add_ps(eo_v8_exp_neg(_mm256_sub_ps(a, bm)),
+                                                     eo_v8_exp_neg(_mm256_sub_ps(b, bm))),
+                                       _mm256_add_ps(eo_v8_exp_neg(_mm256_sub_ps(c, bm)),
+                                                     eo_v8_exp_neg(_mm256_sub_ps(d, bm))));
+        s = _mm256_fmadd_ps(s, eo_v8_exp_neg(_mm256_sub_ps(m, bm)), e);
+        m = bm;
+    }
+    for (; j < n; j += 8) {
+        const __m256 a = eo_v8_load_tail(x + j, eo_v8_mask(n - j), -INFINITY);
+        const __m256 bm = _mm256_max_ps(m, a);
+        s = _mm256_fmadd_ps(s, eo_v8_exp_neg(_mm256_sub_ps(m, bm)), eo_v8_exp_neg(_mm256_sub_ps(a, bm)));
+        m = bm;
+    }
+    const float M = eo_v8_hmax(m);
+    s = _mm256_mul_ps(s, eo_v8_exp_neg(_mm256_sub_ps(m, _mm256_set1_ps(M))));
+    *max_out = M;
+    *sum_out = eo_v8_hsum(s);
+}
+
+#endif /* AVX2 && FMA */
+#endif

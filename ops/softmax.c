@@ -1,0 +1,188 @@
+/* ops/softmax.c — softmax and log_softmax over the last axis, forward and
+ * backward.
+ *
+ * The forward reads each row from memory once and writes it once. With
+ * AVX2, a row that fits in L2 is walked three times (max; exp stored and
+ * summed; scaled), the later walks hitting cache, so each element costs
+ * one exp; a longer row takes the max and the sum in one read (the online
+ * normaliser of simd.h) and pays 2.25 exps per element to avoid a second
+ * trip to memory. log_softmax never stores exps: (x - max) - log(sum). Subtracting the max is what keeps logits of ±1e4
+ * finite. A row of only -inf has no mass: softmax writes 0 and
+ * log_softmax -inf, never 0/0.
+ *
+ * Rows are independent, so the thread hook gets whole rows; each row is
+ * computed the same way whoever computes it, and results do not depend on
+ * the thread count. */
+#include <math.h>
+#include "ops/grain.h"
+#include "ops/kernels.h"
+#include "ops/simd.h"
+
+typedef struct softmax_args {
+    int log;
+    int64_t cols;
+    const float *x, *y, *dy;
+    float *out;
+} softmax_args;
+
+/* A row with no probability mass: every entry -inf. */
+static void empty_row(int log, int64_t cols, float *y)
+{
+    for (int64_t j = 0; j < cols; j++)
+        y[j] = log ? -INFINITY : 0.0f;
+}
+
+#ifdef EO_AVX2
+/* y *= k over a row. */
+static void scale_row(int64_t cols, float *y, float k)
+{
+    const __m256 vk = _mm256_set1_ps(k);
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(y + j), vk));
+    for (; j < cols; j++)
+        y[j] *= k;
+}
+
+static void softmax_row(int log, int64_t cols, const float *x, float *y)
+{
+    float M, S;
+    if (!log && cols <= EO_ROW_CACHED) {
+        /* Short rows: exps stored as they are summed, then scaled in
+         * place while the row is still in cache: one exp per element. */
+        M = eo_v8_row_max(x, cols);
+        S = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, cols, M, y);
+        if (S > 0.0f)
+            scale_row(cols, y, 1.0f / S);
+        else
+            empty_row(log, cols, y);
+        return;
+    }
+    eo_v8_row_max_sumexp(x, cols, &M, &S);
+    if (!(S > 0.0f)) {
+        empty_row(log, cols, y);
+        return;
+    }
+    const __m256 vm = _mm256_set1_ps(M);
+    /* log: (x - M) - log S, not x - (M + log S), keeps the digits of the
+     * entries near the max. */
+    const __m256 k = _mm256_set1_ps(log ? logf(S) : 1.0f / S);
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j), vm);
+        _mm256_storeu_ps(y + j, log ? _mm256_sub_ps(d, k) : _mm256_mul_ps(eo_v8_exp_neg(d), k));
+    }
+    if (j < cols) {
+        const __m256i m = eo_v8_mask(cols - j);
+        const __m256 d = _mm256_sub_ps(_mm256_maskload_ps(x + j, m), vm);
+        _mm256_maskstore_ps(y + j, m, log ? _mm256_sub_ps(d, k) : _mm256_mul_ps(eo_v8_exp_neg(d), k));
+    }
+}
+
+static void softmax_backward_row(int log, int64_t cols, const float *y, const float *dy, float *dx)
+{
+    /* softmax needs sum dy*y, log_softmax sum dy. */
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= cols; j += 16) {
+        const __m256 g0 = _mm256_loadu_ps(dy + j), g1 = _mm256_loadu_ps(dy + j + 8);
+        acc0 = log ? _mm256_add_ps(acc0, g0) : _mm256_fmadd_ps(g0, _mm256_loadu_ps(y + j), acc0);
+        acc1 = log ? _mm256_add_ps(acc1, g1) : _mm256_fmadd_ps(g1, _mm256_loadu_ps(y + j + 8), acc1);
+    }
+    for (; j < cols; j += 8) {
+        const __m256i m = eo_v8_mask(cols - j);
+        const __m256 g = _mm256_maskload_ps(dy + j, m);
+        acc0 = log ? _mm256_add_ps(acc0, g) : _mm256_fmadd_ps(g, _mm256_maskload_ps(y + j, m), acc0);
+    }
+    const __m256 s = _mm256_set1_ps(eo_v8_hsum(_mm256_add_ps(acc0, acc1)));
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    for (j = 0; j < cols; j += 8) {
+        const __m256i m = eo_v8_mask(cols - j);
+        const int whole = j + 8 <= cols;
+        const __m256 yv = whole ? _mm256_loadu_ps(y + j) : _mm256_maskload_ps(y + j, m);
+        const __m256 g = whole ? _mm256_loadu_ps(dy + j) : _mm256_maskload_ps(dy + j, m);
+        const __m256 d = whole ? _mm256_loadu_ps(dx + j) : _mm256_maskload_ps(dx + j, m);
+        __m256 r;
+        if (log) {
+            const __m256 t = _mm256_fnmadd_ps(eo_v8_exp_neg(yv), s, g);
+            r = _mm256_add_ps(d, _mm256_blendv_ps(t, _mm256_setzero_ps(), _mm256_cmp_ps(yv, ninf, _CMP_EQ_OQ)));
+        } else {
+            r = _mm256_fmadd_ps(yv, _mm256_sub_ps(g, s), d);
+        }
+        if (whole)
+            _mm256_storeu_ps(dx + j, r);
+        else
+            _mm256_maskstore_ps(dx + j, m, r);
+    }
+}
+#else
+static void softmax_row(int log, int64_t cols, const float *x, float *y)
+{
+    float M = -INFINITY;
+    for (int64_t j = 0; j < cols; j++)
+        M = x[j] > M ? x[j] : M;
+    if (M == -INFINITY) {
+        empty_row(log, cols, y);
+        return;
+    }
+    float S = 0.0f;
+    if (log) {
+        for (int64_t j = 0; j < cols; j++)
+            S += expf(x[j] - M);
+        const float ls = logf(S);
+        for (int64_t j = 0; j < cols; j++)
+            y[j] = (x[j] - M) - ls;
+    } else {
+        for (int64_t j = 0; j < cols; j++) {
+            y[j] = expf(x[j] - M);
+            S += y[j];
+        }
+        const float inv = 1.0f / S;
+        for (int64_t j = 0; j < cols; j++)
+            y[j] *= inv;
+    }
+}
+
+static void softmax_backward_row(int log, int64_t cols, const float *y, const float *dy, float *dx)
+{
+    float s = 0.0f;
+    for (int64_t j = 0; j < cols; j++)
+        s += log ? dy[j] : dy[j] * y[j];
+    for (int64_t j = 0; j < cols; j++) {
+        if (log)
+            dx[j] += y[j] == -INFINITY ? 0.0f : dy[j] - expf(y[j]) * s;
+        else
+            dx[j] += y[j] * (dy[j] - s);
+    }
+}
+#endif
+
+static void softmax_body(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const softmax_args *a = arg;
+    for (int64_t r = r0; r < r1; r++)
+        softmax_row(a->log, a->cols, a->x + r * a->cols, a->out + r * a->cols);
+}
+
+static void softmax_backward_body(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const softmax_args *a = arg;
+    for (int64_t r = r0; r < r1; r++)
+        softmax_backward_row(a->log, a->cols, a->y + r * a->cols, a->dy + r * a->cols,
+                             a->out + r * a->cols);
+}
+
+void eo_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y, const eo_par *par)
+{
+    softmax_args a = {log, cols, x, NULL, NULL, y};
+    eo_par_for(eo_par_if(par, rows * cols), rows, softmax_body, &a);
+}
+
+void eo_k_softmax_backward(int log, int64_t rows, int64_t cols, const float *y, const float *dy,
+                           float *dx, const eo_par *par)
+{
+    softmax_args a = {log, cols, NULL, y, dy, dx};
+    eo_par_for(eo_par_if(par, rows * cols), rows, softmax_backward_body, &a);
+}

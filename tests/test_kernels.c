@@ -1,0 +1,1089 @@
+/* tests/test_kernels.c — every CPU kernel of ops/kernels.h except matmul,
+ * against straightforward double-precision references written here.
+ *
+ * Shapes are chosen to hit the edges: 1x1, odd sizes (3x7, 5x33), sizes
+ * that are not multiples of the 8-float vector width, so both the vector
+ * bodies and their masked tails are exercised. The same tests pass on the
+ * AVX2 build and on the portable one (make NATIVE=0), which is how the two
+ * paths are held to the same float32 tolerance.
+ *
+ * Numerics pinned here because they are easy to lose: a fully masked
+ * softmax row (zeros, or -inf for log, never NaN), logits of ±1e4, a
+ * layernorm row of 1e4 + noise, broadcast gradients summed through
+ * stride 0, and results that are bit-identical whether a kernel runs on
+ * one thread or on a split range (a fake hook runs the chunks serially,
+ * last chunk first). */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops/kernels.h"
+#include "ops/simd.h"
+
+#define PI 3.14159265358979323846
+
+/* ---- helpers ------------------------------------------------------------ */
+static uint64_t rng_state = 0x12345678abcdefull;
+
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static float *fill_rand(float *p, int64_t n, float scale)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = frand() * scale;
+    return p;
+}
+
+static float *alloc_f(int64_t n)
+{
+    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* |got - want| <= atol + rtol |want|, with a message naming the element. */
+static void check_close(const char *what, int64_t i, double got, double want, double rtol,
+                        double atol)
+{
+    const double err = fabs(got - want);
+    if (!(err <= atol + rtol * fabs(want)) && !(isinf(got) && got == want))
+        ck_abort_msg("%s[%lld]: got %.9g want %.9g", what, (long long)i, got, want);
+}
+
+static void check_all(const char *what, const float *got, const double *want, int64_t n,
+                      double rtol, double atol)
+{
+    for (int64_t i = 0; i < n; i++)
+        check_close(what, i, got[i], want[i], rtol, atol);
+}
+
+/* The fake thread hook: two chunks [0, n/2) and [n/2, n), as parallel.h
+ * prescribes for nthreads = 2, run serially and last chunk first, so any
+ * dependence on chunk order or on who ran what shows up. */
+static void fake_run(void *user, eo_par_body body, void *arg, int64_t n)
+{
+    (void)user;
+    const int64_t mid = n / 2;
+    if (mid < n)
+        body(arg, mid, n, 1);
+    if (0 < mid)
+        body(arg, 0, mid, 0);
+}
+static const eo_par fake_par = {fake_run, NULL, 2};
+
+static void check_same_bits(const char *what, const void *a, const void *b, size_t bytes)
+{
+    if (memcmp(a, b, bytes) != 0)
+        ck_abort_msg("%s: results differ between par = NULL and a split range", what);
+}
+
+/* ---- copy32, accumulate, fill -------------------------------------------- */
+static int64_t at4(const int64_t st[4], int64_t i, int64_t j, int64_t k, int64_t l)
+{
+    return i * st[0] + j * st[1] + k * st[2] + l * st[3];
+}
+
+START_TEST(copy32_strided)
+{
+    /* A transpose of [5, 33] into [33, 5], a broadcast source, and 1x1. */
+    float src[5 * 33], dst[5 * 33];
+    fill_rand(src, 5 * 33, 1.0f);
+    const int64_t shape[4] = {1, 1, 33, 5}, sd[4] = {0, 0, 5, 1}, ss[4] = {0, 0, 1, 33};
+    eo_k_copy32(shape, dst, sd, src, ss);
+    for (int i = 0; i < 33; i++)
+        for (int j = 0; j < 5; j++)
+            ck_assert(dst[i * 5 + j] == src[j * 33 + i]);
+
+    int32_t isrc[7] = {1, 2, 3, 4, 5, 6, 7}, idst[3 * 7];
+    const int64_t sh2[4] = {1, 3, 1, 7}, d2[4] = {0, 7, 7, 1}, s2[4] = {0, 0, 0, 1};
+    eo_k_copy32(sh2, idst, d2, isrc, s2);
+    for (int i = 0; i < 21; i++)
+        ck_assert_int_eq(idst[i], isrc[i % 7]);
+
+    const int64_t one[4] = {1, 1, 1, 1}, z[4] = {0, 0, 0, 0};
+    float a = 3.5f, b = 0.0f;
+    eo_k_copy32(one, &b, z, &a, z);
+    ck_assert(b == 3.5f);
+
+    /* A 4-D permutation with every axis > 1: [2,3,4,5] -> axes (3,1,0,2). */
+    float x[120], y[120];
+    fill_rand(x, 120, 1.0f);
+    const int64_t shp[4] = {5, 3, 2, 4}, sy[4] = {24, 8, 4, 1}, sx[4] = {1, 20, 60, 5};
+    eo_k_copy32(shp, y, sy, x, sx);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 2; k++)
+                for (int l = 0; l < 4; l++)
+                    ck_assert(y[at4(sy, i, j, k, l)] == x[at4(sx, i, j, k, l)]);
+}
+END_TEST
+
+START_TEST(accumulate_sums_broadcast_axes)
+{
+    /* src [4, 3, 5, 7]; dst [1, 3, 1, 7] (stride 0 on axes 0 and 2) and
+     * dst [4, 3, 5, 1] (stride 0 on the innermost axis). */
+    const int64_t shape[4] = {4, 3, 5, 7}, ss[4] = {105, 35, 7, 1};
+    float *src = fill_rand(alloc_f(420), 420, 1.0f);
+    float d1[21], d2[60];
+    double w1[21], w2[60];
+    for (int i = 0; i < 21; i++)
+        w1[i] = d1[i] = (float)i;
+    for (int i = 0; i < 60; i++)
+        w2[i] = d2[i] = -(float)i;
+    const int64_t s1[4] = {0, 7, 0, 1}, s2[4] = {15, 5, 1, 0};
+    eo_k_accumulate(shape, d1, s1, src, ss);
+    eo_k_accumulate(shape, d2, s2, src, ss);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 5; k++)
+                for (int l = 0; l < 7; l++) {
+                    const double v = src[at4(ss, i, j, k, l)];
+                    w1[at4(s1, i, j, k, l)] += v;
+                    w2[at4(s2, i, j, k, l)] += v;
+                }
+    check_all("acc bcast", d1, w1, 21, 1e-5, 1e-5);
+    check_all("acc inner", d2, w2, 60, 1e-5, 1e-5);
+
+    /* Plain contiguous += and a scalar source broadcast everywhere. */
+    float d3[37], s3[37];
+    double w3[37];
+    fill_rand(s3, 37, 1.0f);
+    for (int i = 0; i < 37; i++)
+        w3[i] = d3[i] = 1.0f;
+    const int64_t sh3[4] = {1, 1, 1, 37}, st3[4] = {0, 0, 0, 1}, z[4] = {0, 0, 0, 0};
+    eo_k_accumulate(sh3, d3, st3, s3, st3);
+    eo_k_accumulate(sh3, d3, st3, s3 + 3, z);
+    for (int i = 0; i < 37; i++)
+        w3[i] += (double)s3[i] + s3[3];
+    check_all("acc contiguous", d3, w3, 37, 1e-6, 1e-6);
+    free(src);
+}
+END_TEST
+
+START_TEST(fill_writes_n)
+{
+    float x[11];
+    for (int i = 0; i < 11; i++)
+        x[i] = 7.0f;
+    eo_k_fill(10, x, -2.5f);
+    for (int i = 0; i < 10; i++)
+        ck_assert(x[i] == -2.5f);
+    ck_assert(x[10] == 7.0f);
+}
+END_TEST
+
+/* ---- binary ------------------------------------------------------------- */
+static double ref_bin(eo_binop op, double a, double b)
+{
+    switch (op) {
+    case EO_BIN_ADD: return a + b;
+    case EO_BIN_SUB: return a - b;
+    case EO_BIN_MUL: return a * b;
+    default: return a / b;
+    }
+}
+
+/* shape [2, 3, 4, 5]; a is [2, 1, 4, 5], b is [1, 3, 1, 5]. */
+static const int64_t bshape[4] = {2, 3, 4, 5}, bso[4] = {60, 20, 5, 1};
+static const int64_t bsa[4] = {20, 0, 5, 1}, bsb[4] = {0, 5, 0, 1};
+
+START_TEST(binary_broadcast)
+{
+    float a[40], b[15], out[120];
+    fill_rand(a, 40, 2.0f);
+    fill_rand(b, 15, 1.0f);
+    for (int i = 0; i < 15; i++)
+        b[i] += b[i] < 0 ? -0.5f : 0.5f; /* away from 0 for DIV */
+    for (int op = 0; op < EO_BIN_COUNT; op++) {
+        eo_k_binary((eo_binop)op, bshape, out, bso, a, bsa, b, bsb);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int k = 0; k < 4; k++)
+                    for (int l = 0; l < 5; l++)
+                        check_close("binary", op, out[at4(bso, i, j, k, l)],
+                                    ref_bin((eo_binop)op, a[at4(bsa, i, j, k, l)],
+                                            b[at4(bsb, i, j, k, l)]),
+                                    1e-6, 1e-7);
+    }
+    /* 1x1, and a scalar b over an odd-length run. */
+    const int64_t one[4] = {1, 1, 1, 1}, z[4] = {0, 0, 0, 0};
+    float r;
+    eo_k_binary(EO_BIN_DIV, one, &r, z, a, z, b, z);
+    ck_assert(r == a[0] / b[0]);
+    const int64_t sh[4] = {1, 1, 3, 13}, s[4] = {0, 0, 13, 1};
+    float o2[39];
+    eo_k_binary(EO_BIN_SUB, sh, o2, s, a, s, b + 2, z);
+    for (int i = 0; i < 39; i++)
+        ck_assert(o2[i] == a[i] - b[2]);
+}
+END_TEST
+
+START_TEST(binary_backward_broadcast_accumulates)
+{
+    float a[40], b[15], dout[120];
+    fill_rand(a, 40, 2.0f);
+    fill_rand(b, 15, 1.0f);
+    fill_rand(dout, 120, 1.0f);
+    for (int i = 0; i < 15; i++)
+        b[i] += b[i] < 0 ? -0.5f : 0.5f;
+    for (int op = 0; op < EO_BIN_COUNT; op++) {
+        float da[40], db[15];
+        double wa[40], wb[15];
+        for (int i = 0; i < 40; i++)
+            wa[i] = da[i] = 0.25f; /* += : what was there stays */
+        for (int i = 0; i < 15; i++)
+            wb[i] = db[i] = -0.5f;
+        eo_k_binary_backward((eo_binop)op, bshape, dout, bso, a, bsa, b, bsb, da, bsa, db, bsb);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int k = 0; k < 4; k++)
+                    for (int l = 0; l < 5; l++) {
+                        const double g = dout[at4(bso, i, j, k, l)];
+                        const double x = a[at4(bsa, i, j, k, l)], y = b[at4(bsb, i, j, k, l)];
+                        double ga = g, gb = g;
+                        if (op == EO_BIN_SUB)
+                            gb = -g;
+                        else if (op == EO_BIN_MUL)
+                            ga = g * y, gb = g * x;
+                        else if (op == EO_BIN_DIV)
+                            ga = g / y, gb = -g * x / (y * y);
+                        wa[at4(bsa, i, j, k, l)] += ga;
+                        wb[at4(bsb, i, j, k, l)] += gb;
+                    }
+        check_all("binary_backward da", da, wa, 40, 1e-5, 1e-5);
+        check_all("binary_backward db", db, wb, 15, 1e-5, 1e-5);
+
+        /* da = NULL: db alone, same values. */
+        float db2[15];
+        for (int i = 0; i < 15; i++)
+            db2[i] = -0.5f;
+        eo_k_binary_backward((eo_binop)op, bshape, dout, bso, a, bsa, b, bsb, NULL, bsa, db2, bsb);
+        ck_assert(memcmp(db, db2, sizeof db) == 0);
+    }
+    /* x * x: both gradients land in the same buffer, 2 x dout. */
+    float x[37], d[37], gx[37];
+    fill_rand(x, 37, 1.0f);
+    fill_rand(d, 37, 1.0f);
+    memset(gx, 0, sizeof gx);
+    const int64_t sh[4] = {1, 1, 1, 37}, s[4] = {0, 0, 0, 1};
+    eo_k_binary_backward(EO_BIN_MUL, sh, d, s, x, s, x, s, gx, s, gx, s);
+    for (int i = 0; i < 37; i++)
+        check_close("x*x", i, gx[i], 2.0 * x[i] * d[i], 1e-6, 1e-7);
+}
+END_TEST
+
+/* ---- unary ------------------------------------------------------------- */
+static double ref_un(eo_unop op, double x, double alpha)
+{
+    const double k = sqrt(2.0 / PI);
+    switch (op) {
+    case EO_UN_RELU: return x > 0 ? x : 0;
+    case EO_UN_GELU_TANH: return 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x)));
+    case EO_UN_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case EO_UN_TANH: return tanh(x);
+    case EO_UN_SIGMOID: return 1 / (1 + exp(-x));
+    case EO_UN_EXP: return exp(x);
+    case EO_UN_LOG: return log(x);
+    default: return alpha * x;
+    }
+}
+
+static double ref_un_deriv(eo_unop op, double x, double alpha)
+{
+    const double k = sqrt(2.0 / PI);
+    switch (op) {
+    case EO_UN_RELU: return x > 0 ? 1 : 0;
+    case EO_UN_GELU_TANH: {
+        const double t = tanh(k * (x + 0.044715 * x * x * x));
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+    }
+    case EO_UN_GELU_ERF:
+        return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * PI);
+    case EO_UN_TANH: return 1 - tanh(x) * tanh(x);
+    case EO_UN_SIGMOID: {
+        const double s = 1 / (1 + exp(-x));
+        return s * (1 - s);
+    }
+    case EO_UN_EXP: return exp(x);
+    case EO_UN_LOG: return 1 / x;
+    default: return alpha;
+    }
+}
+
+START_TEST(unary_forward_backward)
+{
+    const int64_t sizes[] = {1, 7, 37, 4101};
+    for (int op = 0; op < EO_UN_COUNT; op++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            const int64_t n = sizes[s];
+            float *x = alloc_f(n), *y = alloc_f(n), *dy = alloc_f(n), *dx = alloc_f(n);
+            double *wy = malloc(sizeof(double) * n), *wdx = malloc(sizeof(double) * n);
+            fill_rand(x, n, 6.0f);
+            fill_rand(dy, n, 1.0f);
+            for (int64_t i = 0; i < n; i++) {
+                if (op == EO_UN_LOG)
+                    x[i] = fabsf(x[i]) + 1e-3f;
+                dx[i] = 0.5f;
+                wy[i] = ref_un((eo_unop)op, x[i], -1.5);
+                wdx[i] = 0.5 + dy[i] * ref_un_deriv((eo_unop)op, x[i], -1.5);
+            }
+            eo_k_unary((eo_unop)op, n, x, y, -1.5f, NULL);
+            check_all("unary", y, wy, n, 2e-6, 1e-6);
+            eo_k_unary_backward((eo_unop)op, n, x, y, dy, dx, -1.5f, NULL);
+            check_all("unary_backward", dx, wdx, n, 1e-5, 2e-6);
+            free(x), free(y), free(dy), free(dx), free(wy), free(wdx);
+        }
+}
+END_TEST
+
+START_TEST(gelu_extremes_finite)
+{
+    /* Far in the tails GELU is 0 or x; the rewrite must not make NaN. */
+    float x[9] = {-1e30f, -1e4f, -100.0f, -10.0f, 0.0f, 10.0f, 100.0f, 1e4f, 1e30f}, y[9];
+    float dy[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, dx[9] = {0};
+    eo_k_unary(EO_UN_GELU_TANH, 9, x, y, 0.0f, NULL);
+    eo_k_unary_backward(EO_UN_GELU_TANH, 9, x, y, dy, dx, 0.0f, NULL);
+    for (int i = 0; i < 9; i++) {
+        ck_assert_msg(isfinite(y[i]), "gelu(%g) = %g", x[i], y[i]);
+        ck_assert_float_eq_tol(y[i], x[i] > 0 ? x[i] : 0.0f, fabsf(x[i]) * 1e-6f + 1e-6f);
+        if (fabsf(x[i]) < 1e18f) /* x^2 overflows beyond */
+            ck_assert_float_eq_tol(dx[i], x[i] > 0 ? 1.0f : x[i] < 0 ? 0.0f : 0.5f, 1e-6f);
+    }
+}
+END_TEST
+
+/* ---- reductions ------------------------------------------------------- */
+START_TEST(reduce_sum_mean_max)
+{
+    const int64_t shapes[][3] = {{1, 1, 1}, {3, 7, 1}, {2, 5, 33}, {1, 1000, 1}, {2, 3, 70}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t O = shapes[s][0], N = shapes[s][1], I = shapes[s][2];
+        float *x = fill_rand(alloc_f(O * N * I), O * N * I, 1.0f);
+        float *y = alloc_f(O * I), *dy = fill_rand(alloc_f(O * I), O * I, 1.0f);
+        float *dx = alloc_f(O * N * I);
+        int32_t *arg = calloc((size_t)(O * I), sizeof *arg);
+        double *w = malloc(sizeof(double) * O * I), *wdx = malloc(sizeof(double) * O * N * I);
+        for (int op = 0; op < EO_RED_COUNT; op++) {
+            eo_k_reduce((eo_redop)op, O, N, I, x, y, arg, NULL);
+            for (int64_t i = 0; i < O * N * I; i++)
+                wdx[i] = dx[i] = 1.0f;
+            eo_k_reduce_backward((eo_redop)op, O, N, I, dy, arg, dx, NULL);
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t c = 0; c < I; c++) {
+                    double acc = 0, m = -INFINITY;
+                    int64_t k = 0;
+                    for (int64_t j = 0; j < N; j++) {
+                        const double v = x[(o * N + j) * I + c];
+                        acc += v;
+                        if (v > m)
+                            m = v, k = j;
+                    }
+                    const double g = dy[o * I + c];
+                    if (op == EO_RED_MAX) {
+                        w[o * I + c] = m;
+                        ck_assert_int_eq(arg[o * I + c], k);
+                        wdx[(o * N + k) * I + c] += g;
+                    } else {
+                        w[o * I + c] = op == EO_RED_SUM ? acc : acc / N;
+                        for (int64_t j = 0; j < N; j++)
+                            wdx[(o * N + j) * I + c] += op == EO_RED_SUM ? g : g / N;
+                    }
+                }
+            check_all("reduce", y, w, O * I, 1e-6, 1e-6);
+            check_all("reduce_backward", dx, wdx, O * N * I, 1e-6, 1e-6);
+        }
+        free(x), free(y), free(dy), free(dx), free(arg), free(w), free(wdx);
+    }
+}
+END_TEST
+
+START_TEST(reduce_max_first_and_nan)
+{
+    float x[6] = {1, 3, 3, -2, 0, 3}, y;
+    int32_t k;
+    eo_k_reduce(EO_RED_MAX, 1, 6, 1, x, &y, &k, NULL);
+    ck_assert(y == 3.0f);
+    ck_assert_int_eq(k, 1); /* the first of the ties */
+    x[2] = NAN;
+    x[4] = NAN;
+    eo_k_reduce(EO_RED_MAX, 1, 6, 1, x, &y, &k, NULL);
+    ck_assert(isnan(y));
+    ck_assert_int_eq(k, 2); /* the first NaN, which then stays */
+    eo_k_reduce(EO_RED_MAX, 1, 6, 1, x, &y, NULL, NULL); /* argmax optional */
+    ck_assert(isnan(y));
+}
+END_TEST
+
+START_TEST(sumsq_in_double)
+{
+    const int64_t n = 100003;
+    float *x = alloc_f(n);
+    double w = 0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (i % 2 ? 1e-3f : 1.0f) * (1.0f + frand() * 0.1f);
+        w += (double)x[i] * x[i];
+    }
+    float out;
+    eo_k_sumsq(n, x, &out);
+    ck_assert_double_eq_tol(out, w, w * 1e-7);
+    eo_k_sumsq(1, x, &out);
+    ck_assert(out == x[0] * x[0]);
+    eo_k_sumsq(0, x, &out);
+    ck_assert(out == 0.0f);
+    free(x);
+}
+END_TEST
+
+/* ---- softmax --------------------------------------------------------- */
+static void ref_softmax_row(int lg, int64_t C, const float *x, double *y)
+{
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < C; j++)
+        m = x[j] > m ? x[j] : m;
+    if (m == -INFINITY) {
+        for (int64_t j = 0; j < C; j++)
+            y[j] = lg ? -INFINITY : 0;
+        return;
+    }
+    for (int64_t j = 0; j < C; j++)
+        s += exp(x[j] - m);
+    for (int64_t j = 0; j < C; j++)
+        y[j] = lg ? (x[j] - m) - log(s) : exp(x[j] - m) / s;
+}
+
+/* Rows: random, scaled to ±1e4, all -inf, partly -inf. */
+static void softmax_inputs(int64_t R, int64_t C, float *x)
+{
+    fill_rand(x, R * C, 4.0f);
+    if (R > 1)
+        for (int64_t j = 0; j < C; j++)
+            x[1 * C + j] *= 2500.0f; /* ±1e4 */
+    if (R > 2)
+        for (int64_t j = 0; j < C; j++)
+            x[2 * C + j] = -INFINITY;
+    if (R > 3)
+        for (int64_t j = 0; j < C; j += 2)
+            x[3 * C + j] = -INFINITY;
+}
+
+START_TEST(softmax_forward_backward)
+{
+    const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {4, 1000}, {6, 8}, {4, 100}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int lg = 0; lg < 2; lg++) {
+            const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
+            float *x = alloc_f(n), *y = alloc_f(n), *dy = fill_rand(alloc_f(n), n, 1.0f);
+            float *dx = alloc_f(n);
+            double *w = malloc(sizeof(double) * n), *wdx = malloc(sizeof(double) * n);
+            softmax_inputs(R, C, x);
+            eo_k_softmax(lg, R, C, x, y, NULL);
+            for (int64_t r = 0; r < R; r++)
+                ref_softmax_row(lg, C, x + r * C, w + r * C);
+            for (int64_t i = 0; i < n; i++)
+                ck_assert_msg(!isnan(y[i]), "NaN at %lld", (long long)i);
+            /* log_softmax values are O(1e4) on the ±1e4 row: relative. */
+            check_all(lg ? "log_softmax" : "softmax", y, w, n, 2e-6, lg ? 2e-6 : 1e-7);
+
+            /* backward from the kernel's own y, in double */
+            for (int64_t r = 0; r < R; r++) {
+                double acc = 0;
+                for (int64_t j = 0; j < C; j++)
+                    acc += lg ? dy[r * C + j] : (double)dy[r * C + j] * y[r * C + j];
+                for (int64_t j = 0; j < C; j++) {
+                    const int64_t i = r * C + j;
+                    dx[i] = 0.25f;
+                    if (lg)
+                        wdx[i] = 0.25 + (y[i] == -INFINITY ? 0 : dy[i] - exp(y[i]) * acc);
+                    else
+                        wdx[i] = 0.25 + y[i] * (dy[i] - acc);
+                }
+            }
+            eo_k_softmax_backward(lg, R, C, y, dy, dx, NULL);
+            check_all("softmax_backward", dx, wdx, n, 1e-5, 1e-6);
+            if (R > 2)
+                for (int64_t j = 0; j < C; j++) /* the fully masked row: no gradient */
+                    ck_assert(dx[2 * C + j] == 0.25f);
+            free(x), free(y), free(dy), free(dx), free(w), free(wdx);
+        }
+}
+END_TEST
+
+/* ---- cross-entropy ------------------------------------------------------ */
+START_TEST(cross_entropy_forward_backward)
+{
+    const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {7, 1000}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
+        float *x = fill_rand(alloc_f(n), n, 3.0f), *lse = alloc_f(R), *dx = alloc_f(n);
+        int32_t *t = calloc((size_t)R, sizeof *t);
+        double *w = malloc(sizeof(double) * n);
+        if (R > 1)
+            for (int64_t j = 0; j < C; j++)
+                x[C + j] *= 1e4f / 3.0f; /* ±1e4 */
+        for (int64_t r = 0; r < R; r++)
+            t[r] = (int32_t)((r * 7 + 3) % C);
+        if (R > 2)
+            t[2] = -100; /* ignored */
+        float loss = -1.0f, dloss = 0.75f;
+        eo_k_cross_entropy(R, C, x, t, -100, lse, &loss, NULL);
+        ck_assert(isfinite(loss));
+        double sum = 0;
+        int64_t count = 0;
+        for (int64_t r = 0; r < R; r++) {
+            double m = -INFINITY, z = 0;
+            for (int64_t j = 0; j < C; j++)
+                m = x[r * C + j] > m ? x[r * C + j] : m;
+            for (int64_t j = 0; j < C; j++)
+                z += exp(x[r * C + j] - m);
+            const double l = m + log(z);
+            if (t[r] != -100) {
+                check_close("lse", r, lse[r], l, 1e-6, 1e-6);
+                sum += l - x[r * C + t[r]];
+                count++;
+            }
+            for (int64_t j = 0; j < C; j++)
+                w[r * C + j] = 0.5 + (t[r] == -100 ? 0.0 : 0.75 * (exp(x[r * C + j] - l) - (j == t[r])));
+        }
+        check_close("loss", 0, loss, sum / count, 1e-5, 1e-4);
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = 0.5f;
+        /* dloss / count scales every row */
+        for (int64_t i = 0; i < n; i++)
+            w[i] = 0.5 + (w[i] - 0.5) / count;
+        eo_k_cross_entropy_backward(R, C, x, t, -100, lse, &dloss, dx, NULL);
+        check_all("cross_entropy_backward", dx, w, n, 1e-5, 1e-6);
+        free(x), free(lse), free(dx), free(t), free(w);
+    }
+}
+END_TEST
+
+START_TEST(cross_entropy_all_ignored)
+{
+    float x[6] = {1, 2, 3, 4, 5, 6}, lse[2], loss = 5.0f, dloss = 1.0f, dx[6] = {0};
+    int32_t t[2] = {-1, -1};
+    eo_k_cross_entropy(2, 3, x, t, -1, lse, &loss, NULL);
+    ck_assert(loss == 0.0f);
+    eo_k_cross_entropy_backward(2, 3, x, t, -1, lse, &dloss, dx, NULL);
+    for (int i = 0; i < 6; i++)
+        ck_assert(dx[i] == 0.0f);
+}
+END_TEST
+
+/* ---- layernorm ---------------------------------------------------------- */
+static void ref_layernorm_row(int64_t C, const float *x, const float *w, const float *b,
+                              double eps, double *y, double *mean, double *rstd)
+{
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < C; j++)
+        m += x[j];
+    m /= C;
+    for (int64_t j = 0; j < C; j++)
+        v += (x[j] - m) * (x[j] - m);
+    const double rs = 1 / sqrt(v / C + eps);
+    for (int64_t j = 0; j < C; j++)
+        y[j] = (x[j] - m) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
+    *mean = m;
+    *rstd = rs;
+}
+
+START_TEST(layernorm_forward)
+{
+    const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {4, 1000}, {2, 8}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int affine = 0; affine < 2; affine++) {
+            const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
+            float *x = fill_rand(alloc_f(n), n, 3.0f), *y = alloc_f(n);
+            float *w = affine ? fill_rand(alloc_f(C), C, 2.0f) : NULL;
+            float *b = affine ? fill_rand(alloc_f(C), C, 1.0f) : NULL;
+            float *mean = alloc_f(R), *rstd = alloc_f(R);
+            double *wy = malloc(sizeof(double) * n), wm, wr;
+            for (int64_t j = 0; j < C; j++)
+                x[j] += 5.0f; /* an offset row */
+            eo_k_layernorm(R, C, x, w, b, 1e-5f, y, mean, rstd, NULL);
+            for (int64_t r = 0; r < R; r++) {
+                ref_layernorm_row(C, x + r * C, w, b, 1e-5, wy + r * C, &wm, &wr);
+                check_close("mean", r, mean[r], wm, 1e-6, 1e-6);
+                check_close("rstd", r, rstd[r], wr, 1e-5, 1e-6);
+            }
+            check_all("layernorm", y, wy, n, 1e-5, 1e-5);
+            free(x), free(y), free(w), free(b), free(mean), free(rstd), free(wy);
+        }
+}
+END_TEST
+
+START_TEST(layernorm_constant_and_offset_rows)
+{
+    enum { C = 77 };
+    float x[2 * C], w[C], b[C], y[2 * C], mean[2], rstd[2];
+    fill_rand(w, C, 2.0f);
+    fill_rand(b, C, 1.0f);
+    for (int j = 0; j < C; j++) {
+        x[j] = 3.25f;                      /* constant: y must be b exactly */
+        x[C + j] = 1e4f + frand();         /* a large offset and O(1) noise */
+    }
+    eo_k_layernorm(2, C, x, w, b, 1e-5f, y, mean, rstd, NULL);
+    for (int j = 0; j < C; j++)
+        ck_assert_msg(y[j] == b[j], "constant row: y[%d] = %.9g, b = %.9g", j, y[j], b[j]);
+    double wy[C], wm, wr;
+    ref_layernorm_row(C, x + C, NULL, NULL, 1e-5, wy, &wm, &wr);
+    eo_k_layernorm(1, C, x + C, NULL, NULL, 1e-5f, y, mean, rstd, NULL);
+    /* y is the noise in units of its own spread: an error of 1e-3 here is
+     * 1e-3 relative to the noise. E[x^2] - E[x]^2 in float fails this by
+     * orders of magnitude. */
+    check_all("layernorm 1e4 + noise", y, wy, C, 0, 1e-3);
+}
+END_TEST
+
+START_TEST(layernorm_backward)
+{
+    const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {4, 1000}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int affine = 0; affine < 2; affine++) {
+            const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
+            float *x = fill_rand(alloc_f(n), n, 3.0f), *y = alloc_f(n);
+            float *w = affine ? fill_rand(alloc_f(C), C, 2.0f) : NULL;
+            float *dy = fill_rand(alloc_f(n), n, 1.0f), *dx = alloc_f(n);
+            float *dw = alloc_f(C), *db = alloc_f(C), *mean = alloc_f(R), *rstd = alloc_f(R);
+            double *wdx = malloc(sizeof(double) * n), *wdw = calloc((size_t)C, sizeof(double));
+            double *wdb = calloc((size_t)C, sizeof(double));
+            void *ws = malloc(eo_k_layernorm_backward_ws(R, C, 1));
+            eo_k_layernorm(R, C, x, w, NULL, 1e-5f, y, mean, rstd, NULL);
+            for (int64_t i = 0; i < n; i++)
+                dx[i] = 0.5f;
+            for (int64_t j = 0; j < C; j++)
+                dw[j] = db[j] = 0.25f, wdw[j] = wdb[j] = 0.25;
+            eo_k_layernorm_backward(R, C, x, w, mean, rstd, dy, dx, dw, db, ws, NULL);
+            for (int64_t r = 0; r < R; r++) {
+                double mg = 0, mgx = 0;
+                const double mu = mean[r], rs = rstd[r];
+                for (int64_t j = 0; j < C; j++) {
+                    const double xh = (x[r * C + j] - mu) * rs, g = dy[r * C + j] * (w ? w[j] : 1);
+                    mg += g / C;
+                    mgx += g * xh / C;
+                    wdw[j] += dy[r * C + j] * xh;
+                    wdb[j] += dy[r * C + j];
+                }
+                for (int64_t j = 0; j < C; j++) {
+                    const double xh = (x[r * C + j] - mu) * rs, g = dy[r * C + j] * (w ? w[j] : 1);
+                    wdx[r * C + j] = 0.5 + rs * (g - mg - xh * mgx);
+                }
+            }
+            check_all("layernorm dx", dx, wdx, n, 1e-4, 1e-5);
+            check_all("layernorm dw", dw, wdw, C, 1e-5, 1e-5);
+            check_all("layernorm db", db, wdb, C, 1e-5, 1e-5);
+            /* Each output alone gives the same values. */
+            float *dx2 = alloc_f(n), *dw2 = alloc_f(C);
+            for (int64_t i = 0; i < n; i++)
+                dx2[i] = 0.5f;
+            for (int64_t j = 0; j < C; j++)
+                dw2[j] = 0.25f;
+            eo_k_layernorm_backward(R, C, x, w, mean, rstd, dy, dx2, NULL, NULL, NULL, NULL);
+            eo_k_layernorm_backward(R, C, x, w, mean, rstd, dy, NULL, dw2, NULL, ws, NULL);
+            ck_assert(memcmp(dx, dx2, sizeof(float) * n) == 0);
+            ck_assert(memcmp(dw, dw2, sizeof(float) * C) == 0);
+            free(x), free(y), free(w), free(dy), free(dx), free(dw), free(db), free(mean);
+            free(rstd), free(wdx), free(wdw), free(wdb), free(ws), free(dx2), free(dw2);
+        }
+}
+END_TEST
+
+/* ---- embedding, dropout ------------------------------------------------- */
+START_TEST(embedding_repeated_indices)
+{
+    enum { V = 5, D = 33, N = 7 };
+    float table[V * D], out[N * D], dout[N * D], dtable[V * D];
+    double want[V * D];
+    const int32_t idx[N] = {3, 0, 3, 4, 3, 1, 0};
+    fill_rand(table, V * D, 1.0f);
+    fill_rand(dout, N * D, 1.0f);
+    eo_k_embedding(N, D, table, idx, out, NULL);
+    for (int i = 0; i < N; i++)
+        ck_assert(memcmp(out + i * D, table + idx[i] * D, sizeof(float) * D) == 0);
+    for (int i = 0; i < V * D; i++)
+        want[i] = dtable[i] = 1.0f;
+    eo_k_embedding_backward(N, D, idx, dout, dtable, NULL);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < D; j++)
+            want[idx[i] * D + j] += dout[i * D + j];
+    check_all("embedding_backward", dtable, want, V * D, 1e-6, 1e-6);
+    for (int j = 0; j < D; j++)
+        ck_assert(dtable[2 * D + j] == 1.0f); /* row 2 was never used */
+}
+END_TEST
+
+START_TEST(dropout_mask_and_scale)
+{
+    const int64_t n = 100001;
+    const float p = 0.3f;
+    float *x = fill_rand(alloc_f(n), n, 1.0f), *y = alloc_f(n), *dy = fill_rand(alloc_f(n), n, 1.0f);
+    float *dx = alloc_f(n);
+    eo_k_dropout(n, x, y, p, 42, NULL);
+    for (int64_t i = 0; i < n; i++)
+        dx[i] = 0.5f;
+    eo_k_dropout_backward(n, dy, dx, p, 42, NULL);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int k = eo_dropout_keep(42, i, p);
+        kept += k;
+        ck_assert(y[i] == (k ? x[i] / (1.0f - p) : 0.0f));
+        ck_assert(dx[i] == (k ? 0.5f + dy[i] / (1.0f - p) : 0.5f));
+    }
+    const double frac = (double)kept / n;
+    ck_assert_msg(fabs(frac - 0.7) < 0.01, "kept fraction %g", frac);
+    /* Another seed gives another mask; p = 0 keeps everything as is. */
+    float *y2 = alloc_f(n);
+    eo_k_dropout(n, x, y2, p, 43, NULL);
+    ck_assert(memcmp(y, y2, sizeof(float) * n) != 0);
+    eo_k_dropout(n, x, y2, 0.0f, 43, NULL);
+    ck_assert(memcmp(x, y2, sizeof(float) * n) == 0);
+    free(x), free(y), free(dy), free(dx), free(y2);
+}
+END_TEST
+
+/* ---- convolution helpers ---------------------------------------------- */
+START_TEST(im2col_col2im_maxpool)
+{
+    enum { C = 2, H = 5, W = 7, KH = 3, KW = 2, PAD = 1, S = 2 };
+    const int OH = (H + 2 * PAD - KH) / S + 1, OW = (W + 2 * PAD - KW) / S + 1;
+    float x[C * H * W], cols[C * KH * KW * 4 * 4], dc[C * KH * KW * 4 * 4], dx[C * H * W];
+    double want[C * H * W];
+    ck_assert_int_eq(OH * OW, 12);
+    fill_rand(x, C * H * W, 1.0f);
+    fill_rand(dc, C * KH * KW * OH * OW, 1.0f);
+    eo_k_im2col(C, H, W, KH, KW, PAD, S, x, cols);
+    for (int i = 0; i < C * H * W; i++)
+        want[i] = dx[i] = 0.5f;
+    eo_k_col2im(C, H, W, KH, KW, PAD, S, dc, dx);
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < KH; i++)
+            for (int j = 0; j < KW; j++)
+                for (int oh = 0; oh < OH; oh++)
+                    for (int ow = 0; ow < OW; ow++) {
+                        const int row = (c * KH + i) * KW + j, o = row * OH * OW + oh * OW + ow;
+                        const int ih = oh * S - PAD + i, iw = ow * S - PAD + j;
+                        const int in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                        ck_assert(cols[o] == (in ? x[(c * H + ih) * W + iw] : 0.0f));
+                        if (in)
+                            want[(c * H + ih) * W + iw] += dc[o];
+                    }
+    check_all("col2im", dx, want, C * H * W, 1e-6, 1e-6);
+
+    /* max pool 2x2 over 3 planes of 5x7: a 2x3 output, the odd row and
+     * column dropped. */
+    enum { P = 3, K = 2 };
+    float xp[P * H * W], y[P * 2 * 3], dy[P * 2 * 3], dxp[P * H * W];
+    int32_t arg[P * 2 * 3];
+    fill_rand(xp, P * H * W, 1.0f);
+    fill_rand(dy, P * 6, 1.0f);
+    xp[0] = xp[1] = 5.0f; /* a tie: the first one wins */
+    eo_k_maxpool2d(P, H, W, K, xp, y, arg, NULL);
+    memset(dxp, 0, sizeof dxp);
+    eo_k_maxpool2d_backward(P, H, W, K, dy, arg, dxp, NULL);
+    double wdx[P * H * W] = {0};
+    for (int p = 0; p < P; p++)
+        for (int oh = 0; oh < 2; oh++)
+            for (int ow = 0; ow < 3; ow++) {
+                float m = -INFINITY;
+                int best = 0;
+                for (int u = 0; u < K; u++)
+                    for (int v = 0; v < K; v++) {
+                        const int at = (oh * K + u) * W + ow * K + v;
+                        if (xp[p * H * W + at] > m)
+                            m = xp[p * H * W + at], best = at;
+                    }
+                const int o = (p * 2 + oh) * 3 + ow;
+                ck_assert(y[o] == m);
+                ck_assert_int_eq(arg[o], best);
+                wdx[p * H * W + best] += dy[o];
+            }
+    ck_assert_int_eq(arg[0], 0);
+    check_all("maxpool_backward", dxp, wdx, P * H * W, 0, 0);
+}
+END_TEST
+
+/* ---- optimizers: one step, values worked out by hand ------------------- */
+START_TEST(sgd_one_step)
+{
+    /* w = 1, g = 0.5, v = 0.2, lr = 0.1, momentum 0.9, wd 0.01:
+     *   plain:    w = 1 - 0.1 * 0.5 = 0.95
+     *   wd:       d = 0.5 + 0.01 = 0.51, w = 1 - 0.051 = 0.949
+     *   momentum: v = 0.9 * 0.2 + 0.51 = 0.69, w = 1 - 0.069 = 0.931
+     *   nesterov: v = 0.69, d = 0.51 + 0.9 * 0.69 = 1.131, w = 0.8869 */
+    const float g[1] = {0.5f};
+    float w, v;
+    w = 1.0f;
+    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0, NULL);
+    ck_assert_float_eq_tol(w, 0.95f, 1e-7f);
+    w = 1.0f;
+    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.01f, 0, NULL);
+    ck_assert_float_eq_tol(w, 0.949f, 1e-7f);
+    w = 1.0f, v = 0.2f;
+    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.01f, 0, NULL);
+    ck_assert_float_eq_tol(w, 0.931f, 1e-7f);
+    ck_assert_float_eq_tol(v, 0.69f, 1e-7f);
+    w = 1.0f, v = 0.2f;
+    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.01f, 1, NULL);
+    ck_assert_float_eq_tol(w, 0.8869f, 1e-7f);
+    ck_assert_float_eq_tol(v, 0.69f, 1e-7f);
+}
+END_TEST
+
+START_TEST(adamw_one_step)
+{
+    /* w = 1, g = 0.5, m = 0.1, v = 0.04, lr = 0.01, b1 = 0.9, b2 = 0.999,
+     * eps = 1e-8, wd = 0.1, t = 3:
+     *   w = 1 * (1 - 0.01 * 0.1) = 0.999
+     *   m = 0.9 * 0.1 + 0.1 * 0.5 = 0.14
+     *   v = 0.999 * 0.04 + 0.001 * 0.25 = 0.04021
+     *   1 - b1^3 = 0.271,  1 - b2^3 = 0.002997001
+     *   w -= 0.01 / 0.271 * 0.14 / (sqrt(0.04021) / sqrt(0.002997001) + 1e-8)
+     *     = 0.999 - 0.00141037679 = 0.997589623 */
+    float w = 1.0f, m = 0.1f, v = 0.04f;
+    const float g = 0.5f;
+    eo_k_adamw(1, &w, &g, &m, &v, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 3, NULL);
+    ck_assert_float_eq_tol(m, 0.14f, 1e-7f);
+    ck_assert_float_eq_tol(v, 0.04021f, 1e-8f);
+    ck_assert_float_eq_tol(w, 0.997589623f, 1e-7f);
+    /* Step 1 without decay: the bias-corrected first step is lr * sign(g). */
+    w = 1.0f, m = 0.0f, v = 0.0f;
+    eo_k_adamw(1, &w, &g, &m, &v, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, NULL);
+    ck_assert_float_eq_tol(w, 0.99f, 1e-6f);
+}
+END_TEST
+
+/* ---- the same bits on one thread and on a split range -------------------- */
+START_TEST(row_kernels_independent_of_split)
+{
+    /* Big enough that every kernel hands its work to the hook. */
+    enum { R = 40, C = 1001, N = R * C };
+    float *x = fill_rand(alloc_f(N), N, 3.0f), *dy = fill_rand(alloc_f(N), N, 1.0f);
+    float *a = alloc_f(N), *b = alloc_f(N), *a2 = alloc_f(N), *b2 = alloc_f(N);
+    float *w = fill_rand(alloc_f(C), C, 1.0f), *bias = fill_rand(alloc_f(C), C, 1.0f);
+    float ma[R], mb[R], ra[R], rb[R];
+    int32_t t[R];
+    for (int r = 0; r < R; r++)
+        t[r] = r == 5 ? -1 : (r * 37) % C;
+    const eo_par *pars[2] = {NULL, &fake_par};
+
+    for (int lg = 0; lg < 2; lg++) {
+        eo_k_softmax(lg, R, C, x, a, pars[0]);
+        eo_k_softmax(lg, R, C, x, b, pars[1]);
+        check_same_bits("softmax", a, b, sizeof(float) * N);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_softmax_backward(lg, R, C, a, dy, a2, pars[0]);
+        eo_k_softmax_backward(lg, R, C, a, dy, b2, pars[1]);
+        check_same_bits("softmax_backward", a2, b2, sizeof(float) * N);
+    }
+
+    float la, lb, one = 1.0f;
+    eo_k_cross_entropy(R, C, x, t, -1, ra, &la, pars[0]);
+    eo_k_cross_entropy(R, C, x, t, -1, rb, &lb, pars[1]);
+    ck_assert(la == lb);
+    check_same_bits("cross_entropy lse", ra, rb, sizeof ra);
+    memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+    eo_k_cross_entropy_backward(R, C, x, t, -1, ra, &one, a2, pars[0]);
+    eo_k_cross_entropy_backward(R, C, x, t, -1, ra, &one, b2, pars[1]);
+    check_same_bits("cross_entropy_backward", a2, b2, sizeof(float) * N);
+
+    eo_k_layernorm(R, C, x, w, bias, 1e-5f, a, ma, ra, pars[0]);
+    eo_k_layernorm(R, C, x, w, bias, 1e-5f, b, mb, rb, pars[1]);
+    check_same_bits("layernorm", a, b, sizeof(float) * N);
+    check_same_bits("layernorm mean", ma, mb, sizeof ma);
+    check_same_bits("layernorm rstd", ra, rb, sizeof ra);
+    {
+        void *ws = malloc(eo_k_layernorm_backward_ws(R, C, 2));
+        float *dwa = alloc_f(C), *dwb = alloc_f(C), *dba = alloc_f(C), *dbb = alloc_f(C);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_layernorm_backward(R, C, x, w, ma, ra, dy, a2, dwa, dba, ws, pars[0]);
+        eo_k_layernorm_backward(R, C, x, w, ma, ra, dy, b2, dwb, dbb, ws, pars[1]);
+        check_same_bits("layernorm_backward dx", a2, b2, sizeof(float) * N);
+        /* dw, db: rows are grouped per worker, so only close (documented). */
+        for (int j = 0; j < C; j++) {
+            check_close("layernorm dw split", j, dwb[j], dwa[j], 1e-5, 1e-5);
+            check_close("layernorm db split", j, dbb[j], dba[j], 1e-5, 1e-5);
+        }
+        free(ws), free(dwa), free(dwb), free(dba), free(dbb);
+    }
+
+    const eo_unop ops[] = {EO_UN_GELU_TANH, EO_UN_GELU_ERF, EO_UN_SIGMOID, EO_UN_EXP, EO_UN_TANH};
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        eo_k_unary(ops[k], N, x, a, 0.0f, pars[0]);
+        eo_k_unary(ops[k], N, x, b, 0.0f, pars[1]);
+        check_same_bits("unary", a, b, sizeof(float) * N);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_unary_backward(ops[k], N, x, a, dy, a2, 0.0f, pars[0]);
+        eo_k_unary_backward(ops[k], N, x, a, dy, b2, 0.0f, pars[1]);
+        check_same_bits("unary_backward", a2, b2, sizeof(float) * N);
+    }
+
+    eo_k_dropout(N, x, a, 0.25f, 7, pars[0]);
+    eo_k_dropout(N, x, b, 0.25f, 7, pars[1]);
+    check_same_bits("dropout", a, b, sizeof(float) * N);
+    memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+    eo_k_dropout_backward(N, dy, a2, 0.25f, 7, pars[0]);
+    eo_k_dropout_backward(N, dy, b2, 0.25f, 7, pars[1]);
+    check_same_bits("dropout_backward", a2, b2, sizeof(float) * N);
+
+    {
+        enum { V = 13, D = 1000, NI = 40 };
+        int32_t idx[NI];
+        for (int i = 0; i < NI; i++)
+            idx[i] = (i * 5) % V; /* repeats */
+        eo_k_embedding(NI, D, x, idx, a, pars[0]);
+        eo_k_embedding(NI, D, x, idx, b, pars[1]);
+        check_same_bits("embedding", a, b, sizeof(float) * NI * D);
+        memset(a2, 0, sizeof(float) * V * D), memset(b2, 0, sizeof(float) * V * D);
+        eo_k_embedding_backward(NI, D, idx, dy, a2, pars[0]);
+        eo_k_embedding_backward(NI, D, idx, dy, b2, pars[1]);
+        check_same_bits("embedding_backward", a2, b2, sizeof(float) * V * D);
+    }
+
+    for (int nesterov = 0; nesterov < 2; nesterov++) {
+        memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_sgd(N, a, dy, a2, 0.1f, 0.9f, 0.01f, nesterov, pars[0]);
+        eo_k_sgd(N, b, dy, b2, 0.1f, 0.9f, 0.01f, nesterov, pars[1]);
+        check_same_bits("sgd", a, b, sizeof(float) * N);
+    }
+    {
+        float *ma2 = alloc_f(N), *mb2 = alloc_f(N);
+        memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_adamw(N, a, dy, ma2, a2, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, pars[0]);
+        eo_k_adamw(N, b, dy, mb2, b2, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, pars[1]);
+        check_same_bits("adamw", a, b, sizeof(float) * N);
+        free(ma2), free(mb2);
+    }
+
+    {
+        int32_t *ka = calloc(C, sizeof *ka), *kb = calloc(C, sizeof *kb);
+        eo_k_reduce(EO_RED_MAX, 1, R, C, x, a, ka, pars[0]);
+        eo_k_reduce(EO_RED_MAX, 1, R, C, x, b, kb, pars[1]);
+        check_same_bits("reduce max", a, b, sizeof(float) * C);
+        eo_k_reduce(EO_RED_SUM, R, C, 1, x, a, NULL, pars[0]);
+        eo_k_reduce(EO_RED_SUM, R, C, 1, x, b, NULL, pars[1]);
+        check_same_bits("reduce sum", a, b, sizeof(float) * R);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_reduce_backward(EO_RED_MEAN, R, C, 1, dy, NULL, a2, pars[0]);
+        eo_k_reduce_backward(EO_RED_MEAN, R, C, 1, dy, NULL, b2, pars[1]);
+        check_same_bits("reduce_backward", a2, b2, sizeof(float) * N);
+        free(ka), free(kb);
+    }
+    {
+        enum { P = 39, HW = 32 }; /* P * HW * HW fits in N */
+        int32_t *ka = calloc(P * 256, sizeof *ka), *kb = calloc(P * 256, sizeof *kb);
+        eo_k_maxpool2d(P, HW, HW, 2, x, a, ka, pars[0]);
+        eo_k_maxpool2d(P, HW, HW, 2, x, b, kb, pars[1]);
+        check_same_bits("maxpool", a, b, sizeof(float) * P * 256);
+        check_same_bits("maxpool arg", ka, kb, sizeof(int32_t) * P * 256);
+        memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+        eo_k_maxpool2d_backward(P, HW, HW, 2, dy, ka, a2, pars[0]);
+        eo_k_maxpool2d_backward(P, HW, HW, 2, dy, ka, b2, pars[1]);
+        check_same_bits("maxpool_backward", a2, b2, sizeof(float) * P * HW * HW);
+        free(ka), free(kb);
+    }
+    free(x), free(dy), free(a), free(b), free(a2), free(b2), free(w), free(bias);
+}
+END_TEST
+
+/* ---- the vectorised expf -------------------------------------------------- */
+#ifdef EO_AVX2
+/* Distance in units in the last place between two non-negative floats:
+ * their bit patterns are ordered like their values. */
+static int64_t ulp_dist(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    return ia > ib ? (int64_t)ia - ib : (int64_t)ib - ia;
+}
+
+static int64_t v8_exp_worst(const float *x, int64_t n, float *worst_x)
+{
+    int64_t worst = 0;
+    for (int64_t i = 0; i + 8 <= n; i += 8) {
+        float y[8];
+        _mm256_storeu_ps(y, eo_v8_exp(_mm256_loadu_ps(x + i)));
+        for (int k = 0; k < 8; k++) {
+            const float want = (float)exp((double)x[i + k]);
+            const int64_t d = ulp_dist(y[k], want);
+            if (d > worst)
+                worst = d, *worst_x = x[i + k];
+        }
+    }
+    return worst;
+}
+
+START_TEST(v8_exp_within_2ulp)
+{
+    /* Every 2^-10 step of [-104, 89]: the whole range where exp is neither
+     * 0 nor inf in float, denormal results included. */
+    const int64_t n = (int64_t)((89.0 + 104.0) * 1024) / 8 * 8;
+    float *x = alloc_f(n), wx = 0;
+    for (int64_t i = 0; i < n; i++)
+        x[i] = -104.0f + (float)i / 1024.0f;
+    int64_t worst = v8_exp_worst(x, n, &wx);
+    ck_assert_msg(worst <= 2, "eo_v8_exp: %lld ulp at x = %.9g", (long long)worst, wx);
+    for (int64_t i = 0; i < n; i++) /* random points, between the grid */
+        x[i] = frand() * 100.0f;
+    worst = v8_exp_worst(x, n, &wx);
+    ck_assert_msg(worst <= 2, "eo_v8_exp: %lld ulp at x = %.9g", (long long)worst, wx);
+    free(x);
+
+    const float sp[8] = {-INFINITY, -1e30f, -200.0f, -88.0f, 88.0f, 88.72283f, 89.0f, INFINITY};
+    float y[8];
+    _mm256_storeu_ps(y, eo_v8_exp(_mm256_loadu_ps(sp)));
+    ck_assert(y[0] == 0.0f && y[1] == 0.0f && y[2] == 0.0f);
+    ck_assert_int_le(ulp_dist(y[3], expf(-88.0f)), 2);
+    ck_assert_int_le(ulp_dist(y[4], expf(88.0f)), 2);
+    ck_assert_int_le(ulp_dist(y[5], (float)exp((double)sp[5])), 2);
+    ck_assert(isinf(y[6]) && isinf(y[7]));
+    const float nan8[8] = {NAN, 0.0f, -0.0f, 1.0f, -1.0f, 1e-30f, -1e-30f, 0.5f};
+    _mm256_storeu_ps(y, eo_v8_exp(_mm256_loadu_ps(nan8)));
+    ck_assert(isnan(y[0]));
+    ck_assert(y[1] == 1.0f && y[2] == 1.0f && y[5] == 1.0f && y[6] == 1.0f);
+    ck_assert_int_le(ulp_dist(y[3], expf(1.0f)), 1);
+}
+END_TEST
+#endif
+
+Suite *eo_suite_kernels(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("cpu");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, copy32_strided);
+    tcase_add_test(tc, accumulate_sums_broadcast_axes);
+    tcase_add_test(tc, fill_writes_n);
+    tcase_add_test(tc, binary_broadcast);
+    tcase_add_test(tc, binary_backward_broadcast_accumulates);
+    tcase_add_test(tc, unary_forward_backward);
+    tcase_add_test(tc, gelu_extremes_finite);
+    tcase_add_test(tc, reduce_sum_mean_max);
+    tcase_add_test(tc, reduce_max_first_and_nan);
+    tcase_add_test(tc, sumsq_in_double);
+    tcase_add_test(tc, softmax_forward_backward);
+    tcase_add_test(tc, cross_entropy_forward_backward);
+    tcase_add_test(tc, cross_entropy_all_ignored);
+    tcase_add_test(tc, layernorm_forward);
+    tcase_add_test(tc, layernorm_constant_and_offset_rows);
+    tcase_add_test(tc, layernorm_backward);
+    tcase_add_test(tc, embedding_repeated_indices);
+    tcase_add_test(tc, dropout_mask_and_scale);
+    tcase_add_test(tc, im2col_col2im_maxpool);
+    tcase_add_test(tc, sgd_one_step);
+    tcase_add_test(tc, adamw_one_step);
+    tcase_add_test(tc, row_kernels_independent_of_split);
+#ifdef EO_AVX2
+    tcase_add_test(tc, v8_exp_within_2ulp);
+#endif
+    suite_add_tcase(s, tc);
+    return s;
+}
