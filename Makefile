@@ -118,7 +118,8 @@ $(BUILD)/fs/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -ffreestanding -DEO_FREESTANDING -c $< -o $@
 check-freestanding: $(FS_OBJS)
-	@nm -u $(FS_OBJS) | awk 'NF==2 {print $$2}' | sort -u > $(BUILD)/fs/undefined.txt
+	@ld -r -o $(BUILD)/fs/all.o $(FS_OBJS)
+	@nm -u $(BUILD)/fs/all.o | awk 'NF==2 {print $$2}' | sort -u > $(BUILD)/fs/undefined.txt
 	@echo "undefined symbols of the library's objects:"; sed 's/^/  /' $(BUILD)/fs/undefined.txt
 	@bad=$$(grep -vxF $(foreach s,$(FS_ALLOWED),-e $(s)) $(BUILD)/fs/undefined.txt | grep -v '^_GLOBAL_OFFSET_TABLE_$$' || true); \
 	if [ -n "$$bad" ]; then echo "check-freestanding: FAILED, not allowed: $$bad"; exit 1; \

@@ -253,6 +253,35 @@ eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, in
 /* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k]. */
 eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
 
+/* ---- attention ---------------------------------------------------------------- */
+
+/* An additive causal mask [T, T] (F32, step arena): 0 where key j <= query
+ * i, -inf above the diagonal. Added to attention scores before softmax,
+ * it stops a position from seeing later ones. */
+eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out);
+
+/* An additive padding mask [B, 1, 1, T] (F32): 0 for real tokens, -inf
+ * where valid[b*T + t] == 0. Broadcasts over heads and query positions. */
+eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
+                          const uint8_t *valid, eo_tensor **out);
+
+/* Scaled dot-product attention (Vaswani et al., "Attention Is All You
+ * Need", 2017), composed from differentiable primitives:
+ *   out = softmax(q · kᵀ · scale + mask) · v
+ * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), mask NULL or
+ * additive, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
+ * mask (Tq == Tk). A query row whose keys are all masked gives zeros. */
+eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_tensor *mask,
+                       int causal, float scale, eo_tensor **out);
+
+/* The same function as one fused op: tiled over keys with an online
+ * softmax (Dao et al., "FlashAttention", 2022) so the [Tq, Tk] score
+ * matrix is never stored; the backward recomputes scores tile by tile
+ * from the saved per-row log-sum-exp. Matches eo_attention to float32
+ * tolerance. */
+eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                             eo_tensor *mask, int causal, float scale, eo_tensor **out);
+
 /* ---- autograd ------------------------------------------------------------- */
 
 /* Backpropagate from a scalar `loss` (numel 1): every tensor on the path

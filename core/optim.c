@@ -98,7 +98,7 @@ eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, fl
         EO_CHECK(s);
         total += part;
     }
-    float norm = (float)sqrt(total);
+    float norm = sqrtf((float)total);
     if (norm_out)
         *norm_out = norm;
     if (!isfinite(norm))

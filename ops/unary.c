@@ -42,40 +42,61 @@ static inline float gelu_s(float x)
     return 1.0f / (1.0f + expf(-2.0f * GELU_K * x * (1.0f + GELU_C * x * x)));
 }
 
-static float fwd1(eo_unop op, float x, float alpha)
+static inline float gelu_d(float x)
 {
-    switch (op) {
-    case EO_UN_RELU: return x < 0.0f ? 0.0f : x; /* NaN passes through */
-    case EO_UN_GELU_TANH: return x * gelu_s(x);
-    case EO_UN_GELU_ERF: return 0.5f * x * (1.0f + erff(x * INV_SQRT2));
-    case EO_UN_TANH: return tanhf(x);
-    case EO_UN_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case EO_UN_EXP: return expf(x);
-    case EO_UN_LOG: return logf(x);
-    case EO_UN_SCALE: return alpha * x;
-    default: return x;
+    const float s = gelu_s(x), du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+    return s + 2.0f * x * s * (1.0f - s) * du;
+}
+
+static inline float gelu_erf_d(float x)
+{
+    return 0.5f * (1.0f + erff(x * INV_SQRT2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x);
+}
+
+/* The op is fixed for a whole call, so the switch sits outside the loops:
+ * each case is a plain map the compiler can vectorise (relu, scale) or at
+ * least run without a branch per element. */
+#define EO_MAP(OP, STMT)                                                       \
+    case OP:                                                                   \
+        for (int64_t i = i0; i < i1; i++)                                      \
+            STMT;                                                              \
+        break
+
+static void unary_scalar(const unary_args *a, int64_t i0, int64_t i1)
+{
+    const float *x = a->x, al = a->alpha;
+    float *y = a->out;
+    switch (a->op) {
+    EO_MAP(EO_UN_RELU, y[i] = x[i] < 0.0f ? 0.0f : x[i]); /* NaN passes through */
+    EO_MAP(EO_UN_GELU_TANH, y[i] = x[i] * gelu_s(x[i]));
+    EO_MAP(EO_UN_GELU_ERF, y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * INV_SQRT2)));
+    EO_MAP(EO_UN_TANH, y[i] = tanhf(x[i]));
+    EO_MAP(EO_UN_SIGMOID, y[i] = 1.0f / (1.0f + expf(-x[i])));
+    EO_MAP(EO_UN_EXP, y[i] = expf(x[i]));
+    EO_MAP(EO_UN_LOG, y[i] = logf(x[i]));
+    EO_MAP(EO_UN_SCALE, y[i] = al * x[i]);
+    default: break;
     }
 }
 
-/* f'(x), from x or y. */
-static float deriv1(eo_unop op, float x, float y, float alpha)
+/* dx += dy * f'. Each case reads only the operand its derivative needs. */
+static void unary_backward_scalar(const unary_args *a, int64_t i0, int64_t i1)
 {
-    switch (op) {
-    case EO_UN_RELU: return x > 0.0f ? 1.0f : 0.0f;
-    case EO_UN_GELU_TANH: {
-        const float s = gelu_s(x), du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-        return s + 2.0f * x * s * (1.0f - s) * du;
-    }
-    case EO_UN_GELU_ERF:
-        return 0.5f * (1.0f + erff(x * INV_SQRT2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x);
-    case EO_UN_TANH: return 1.0f - y * y;
-    case EO_UN_SIGMOID: return y * (1.0f - y);
-    case EO_UN_EXP: return y;
-    case EO_UN_LOG: return 1.0f / x;
-    case EO_UN_SCALE: return alpha;
-    default: return 0.0f;
+    const float *x = a->x, *y = a->y, *dy = a->dy, al = a->alpha;
+    float *dx = a->out;
+    switch (a->op) {
+    EO_MAP(EO_UN_RELU, dx[i] += x[i] > 0.0f ? dy[i] : 0.0f);
+    EO_MAP(EO_UN_GELU_TANH, dx[i] += dy[i] * gelu_d(x[i]));
+    EO_MAP(EO_UN_GELU_ERF, dx[i] += dy[i] * gelu_erf_d(x[i]));
+    EO_MAP(EO_UN_TANH, dx[i] += dy[i] * (1.0f - y[i] * y[i]));
+    EO_MAP(EO_UN_SIGMOID, dx[i] += dy[i] * (y[i] * (1.0f - y[i])));
+    EO_MAP(EO_UN_EXP, dx[i] += dy[i] * y[i]);
+    EO_MAP(EO_UN_LOG, dx[i] += dy[i] / x[i]);
+    EO_MAP(EO_UN_SCALE, dx[i] += dy[i] * al);
+    default: break;
     }
 }
+#undef EO_MAP
 
 #ifdef EO_AVX2
 /* sigmoid(z) and e = exp(-|z|), with only a non-positive argument to exp:
@@ -164,8 +185,7 @@ static void unary_body(void *arg, int64_t b0, int64_t b1, int worker)
     if (unary_v8(a, i0, i1, 0))
         return;
 #endif
-    for (int64_t i = i0; i < i1; i++)
-        a->out[i] = fwd1(a->op, a->x[i], a->alpha);
+    unary_scalar(a, i0, i1);
 }
 
 static void unary_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
@@ -177,9 +197,7 @@ static void unary_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
     if (unary_v8(a, i0, i1, 1))
         return;
 #endif
-    for (int64_t i = i0; i < i1; i++)
-        a->out[i] += a->dy[i] * deriv1(a->op, a->x ? a->x[i] : 0.0f, a->y ? a->y[i] : 0.0f,
-                                       a->alpha);
+    unary_backward_scalar(a, i0, i1);
 }
 
 void eo_k_unary(eo_unop op, int64_t n, const float *x, float *y, float alpha, const eo_par *par)
