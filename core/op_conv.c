@@ -1,11 +1,14 @@
 /* core/op_conv.c — 2-D convolution and max pooling (NCHW).
  *
  * A convolution is a matrix product in disguise: lay every k×k input
- * patch out as a column (im2col), and the convolution becomes
- * W[Co, C·k·k] · cols[C·k·k, OH·OW] for each image. So only im2col is a
- * new differentiable op (its backward, col2im, scatters gradients back
- * onto the pixels); the product and the bias are the ordinary matmul and
- * broadcast add, with their ordinary backward. */
+ * patch of every image out as a column (im2col), and the convolution of
+ * the whole batch becomes one wide product
+ *     W[Co, C·k·k] · cols[C·k·k, N·OH·OW]  ->  [Co, N·OH·OW],
+ * followed by a transpose to [N, Co, OH, OW]. One wide matmul keeps the
+ * matmul kernel at full speed, where one small product per image would
+ * not. So only im2col is a new differentiable op (its backward, col2im,
+ * scatters gradients back onto the pixels); the product, the bias and the
+ * transpose are ordinary ops with their ordinary backward. */
 #include "core/internal.h"
 
 static eo_status im2col(eo_ctx *ctx, eo_tensor *x, int kh, int kw, int pad, int stride,
@@ -15,12 +18,10 @@ static eo_status im2col(eo_ctx *ctx, eo_tensor *x, int kh, int kw, int pad, int 
     int64_t OH = (H + 2 * pad - kh) / stride + 1, OW = (W + 2 * pad - kw) / stride + 1;
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "conv2d", be, im2col);
-    int64_t shape[3] = { N, C * kh * kw, OH * OW };
+    int64_t shape[2] = { C * kh * kw, N * OH * OW };
     eo_tensor *cols;
-    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 3, shape, &cols));
-    for (int64_t n = 0; n < N; n++)
-        be->im2col(C, H, W, kh, kw, pad, stride, (const float *)x->data + n * C * H * W,
-                   (float *)cols->data + n * shape[1] * shape[2]);
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 2, shape, &cols));
+    be->im2col(N, C, H, W, kh, kw, pad, stride, x->data, cols->data, &ctx->par);
     if (eo_needs_grad(ctx, &x, 1)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_IM2COL, &x, 1, cols, &nd));
@@ -35,17 +36,14 @@ static eo_status im2col(eo_ctx *ctx, eo_tensor *x, int kh, int kw, int pad, int 
 
 eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
 {
-    eo_tensor *x = n->in[0], *cols = n->out, *g;
+    eo_tensor *x = n->in[0], *g;
     if (!x->requires_grad)
         return EO_OK;
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "conv2d", be, col2im);
     EO_CHECK(eo_grad_of(ctx, x, &g));
-    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-    int64_t per = cols->shape[1] * cols->shape[2];
-    for (int64_t i = 0; i < N; i++)
-        be->col2im(C, H, W, n->p.conv.kh, n->p.conv.kw, n->p.conv.pad, n->p.conv.stride,
-                   (const float *)cols->grad->data + i * per, (float *)g->data + i * C * H * W);
+    be->col2im(x->shape[0], x->shape[1], x->shape[2], x->shape[3], n->p.conv.kh, n->p.conv.kw,
+               n->p.conv.pad, n->p.conv.stride, n->out->grad->data, g->data, &ctx->par);
     return EO_OK;
 }
 
@@ -81,14 +79,17 @@ eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, in
     EO_CHECK(im2col(ctx, x, (int)kh, (int)kw, pad, stride, &cols));
     int64_t wshape[2] = { Co, w->shape[1] * kh * kw };
     EO_CHECK(eo_reshape(ctx, w, 2, wshape, &w2));
-    EO_CHECK(eo_matmul(ctx, w2, cols, 0, 0, &y)); /* [N, Co, OH*OW] */
+    EO_CHECK(eo_matmul(ctx, w2, cols, 0, 0, &y)); /* [Co, N*OH*OW] */
     if (bias) {
         eo_tensor *b2;
         int64_t bshape[2] = { Co, 1 };
         EO_CHECK(eo_reshape(ctx, bias, 2, bshape, &b2));
         EO_CHECK(eo_add(ctx, y, b2, &y));
     }
-    int64_t oshape[4] = { x->shape[0], Co, OH, OW };
+    /* [Co, N, P] -> [N, Co, P] (a view), then the copy that makes it NCHW. */
+    int64_t s3[3] = { Co, x->shape[0], OH * OW }, oshape[4] = { x->shape[0], Co, OH, OW };
+    EO_CHECK(eo_reshape(ctx, y, 3, s3, &y));
+    EO_CHECK(eo_transpose(ctx, y, 0, 1, &y));
     return eo_reshape(ctx, y, 4, oshape, out);
 }
 

@@ -14,42 +14,62 @@
 #include "ops/grain.h"
 #include "ops/kernels.h"
 
-/* Walk every (tap row, output position) pair once; `x_at` is the input
- * pixel under it, or -1 in the padding. One loop serves both directions. */
-static void im2col_walk(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t pad,
-                        int64_t stride, const float *x, float *cols, const float *dcols, float *dx)
+/* Walk every (tap row, output position) pair of images [n0, n1) once;
+ * the input pixel under it is skipped in the padding. One loop serves
+ * both directions: cols != NULL gathers (im2col), else it scatters dcols
+ * into dx (col2im). Row r of cols has stride N*OH*OW: the batch's columns
+ * sit side by side so the convolution is a single wide matmul. */
+typedef struct conv_args {
+    int64_t N, C, H, W, kh, kw, pad, stride;
+    const float *x, *dcols;
+    float *cols, *dx;
+} conv_args;
+
+static void im2col_walk(void *arg, int64_t n0, int64_t n1, int worker)
 {
-    const int64_t OH = (H + 2 * pad - kh) / stride + 1, OW = (W + 2 * pad - kw) / stride + 1;
-    int64_t row = 0;
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t i = 0; i < kh; i++)
-            for (int64_t j = 0; j < kw; j++, row++) {
-                const int64_t base = row * OH * OW;
-                for (int64_t oh = 0; oh < OH; oh++) {
-                    const int64_t ih = oh * stride - pad + i;
-                    for (int64_t ow = 0; ow < OW; ow++) {
-                        const int64_t iw = ow * stride - pad + j, o = base + oh * OW + ow;
-                        const int inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                        const int64_t at = (c * H + ih) * W + iw;
-                        if (cols)
-                            cols[o] = inside ? x[at] : 0.0f;
-                        else if (inside)
-                            dx[at] += dcols[o];
+    (void)worker;
+    const conv_args *a = arg;
+    const int64_t H = a->H, W = a->W, stride = a->stride, pad = a->pad;
+    const int64_t OH = (H + 2 * pad - a->kh) / stride + 1, OW = (W + 2 * pad - a->kw) / stride + 1;
+    const int64_t P = OH * OW, ld = a->N * P;
+    for (int64_t n = n0; n < n1; n++) {
+        int64_t row = 0;
+        for (int64_t c = 0; c < a->C; c++)
+            for (int64_t i = 0; i < a->kh; i++)
+                for (int64_t j = 0; j < a->kw; j++, row++) {
+                    const int64_t base = row * ld + n * P;
+                    const int64_t plane = (n * a->C + c) * H * W;
+                    for (int64_t oh = 0; oh < OH; oh++) {
+                        const int64_t ih = oh * stride - pad + i;
+                        const int row_inside = ih >= 0 && ih < H;
+                        for (int64_t ow = 0; ow < OW; ow++) {
+                            const int64_t iw = ow * stride - pad + j, o = base + oh * OW + ow;
+                            const int inside = row_inside && iw >= 0 && iw < W;
+                            const int64_t at = plane + ih * W + iw;
+                            if (a->cols)
+                                a->cols[o] = inside ? a->x[at] : 0.0f;
+                            else if (inside)
+                                a->dx[at] += a->dcols[o];
+                        }
                     }
                 }
-            }
+    }
 }
 
-void eo_k_im2col(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t pad,
-                 int64_t stride, const float *x, float *cols)
+/* Images are independent in both directions (each writes its own columns,
+ * or its own dx plane), so the thread hook splits the batch. */
+void eo_k_im2col(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
+                 int64_t pad, int64_t stride, const float *x, float *cols, const eo_par *par)
 {
-    im2col_walk(C, H, W, kh, kw, pad, stride, x, cols, NULL, NULL);
+    conv_args a = { N, C, H, W, kh, kw, pad, stride, x, NULL, cols, NULL };
+    eo_par_for(eo_par_if(par, N * C * H * W * kh * kw), N, im2col_walk, &a);
 }
 
-void eo_k_col2im(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t pad,
-                 int64_t stride, const float *dcols, float *dx)
+void eo_k_col2im(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
+                 int64_t pad, int64_t stride, const float *dcols, float *dx, const eo_par *par)
 {
-    im2col_walk(C, H, W, kh, kw, pad, stride, NULL, NULL, dcols, dx);
+    conv_args a = { N, C, H, W, kh, kw, pad, stride, NULL, dcols, NULL, dx };
+    eo_par_for(eo_par_if(par, N * C * H * W * kh * kw), N, im2col_walk, &a);
 }
 
 /* ---- max pooling ------------------------------------------------------- */

@@ -185,15 +185,19 @@ typedef void eo_k_dropout_backward_fn(int64_t n, const float *dy, float *dx, flo
                                       uint64_t seed, const eo_par *par);
 
 /* ---- convolution helpers (NCHW) ----------------------------------------------
- * im2col: for one image x [C, H, W], cols [C*kh*kw, OH*OW] with
+ * im2col: for N images x [N, C, H, W], cols [C*kh*kw, N*OH*OW] with
  * OH = (H + 2 pad - kh) / stride + 1 (likewise OW); row (c, i, j) holds
- * the input pixel under kernel tap (i, j) for each output position, 0 in
- * the padding. The convolution is then one matmul W[Cout, C*kh*kw]·cols. */
-typedef void eo_k_im2col_fn(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
-                            int64_t pad, int64_t stride, const float *x, float *cols);
-/* The adjoint: dx [C, H, W] += scatter of dcols (padding taps dropped). */
-typedef void eo_k_col2im_fn(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
-                            int64_t pad, int64_t stride, const float *dcols, float *dx);
+ * the input pixel under kernel tap (i, j) for each image and output
+ * position (image n in columns [n*OH*OW, (n+1)*OH*OW)), 0 in the padding.
+ * The whole batch's convolution is then ONE matmul W[Cout, C*kh*kw]·cols,
+ * large enough to run the matmul kernel at full speed. */
+typedef void eo_k_im2col_fn(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh,
+                            int64_t kw, int64_t pad, int64_t stride, const float *x,
+                            float *cols, const eo_par *par);
+/* The adjoint: dx [N, C, H, W] += scatter of dcols (padding taps dropped). */
+typedef void eo_k_col2im_fn(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh,
+                            int64_t kw, int64_t pad, int64_t stride, const float *dcols,
+                            float *dx, const eo_par *par);
 /* Max pool k×k, stride k, no padding, over planes [P, H, W] (P = N*C):
  * y [P, H/k, W/k] (floor), arg = flat index in the plane of the max. */
 typedef void eo_k_maxpool2d_fn(int64_t P, int64_t H, int64_t W, int64_t k, const float *x,

@@ -757,10 +757,10 @@ START_TEST(im2col_col2im_maxpool)
     ck_assert_int_eq(OH * OW, 12);
     fill_rand(x, C * H * W, 1.0f);
     fill_rand(dc, C * KH * KW * OH * OW, 1.0f);
-    eo_k_im2col(C, H, W, KH, KW, PAD, S, x, cols);
+    eo_k_im2col(1, C, H, W, KH, KW, PAD, S, x, cols, NULL);
     for (int i = 0; i < C * H * W; i++)
         want[i] = dx[i] = 0.5f;
-    eo_k_col2im(C, H, W, KH, KW, PAD, S, dc, dx);
+    eo_k_col2im(1, C, H, W, KH, KW, PAD, S, dc, dx, NULL);
     for (int c = 0; c < C; c++)
         for (int i = 0; i < KH; i++)
             for (int j = 0; j < KW; j++)
