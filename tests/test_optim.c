@@ -1,0 +1,147 @@
+/* tests/test_optim.c — optimizer steps, gradient clipping and learning-
+ * rate schedules through the public API (core/nn.h), each against values
+ * worked out here from the papers' formulas in double precision. */
+#include <check.h>
+#include <math.h>
+#include "core/nn.h"
+#include "tests/gradcheck.h"
+
+/* One parameter of n elements with gradient g, in a list of its own. */
+static eo_tensor *one_param(eo_ctx *ctx, eo_params *ps, const float *w, const float *g, int n)
+{
+    eo_tensor *p;
+    int64_t shape[1] = { n };
+    ck_assert_int_eq(eo_params_init(ctx, ps, 1), EO_OK);
+    ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "p", 1, shape, &p), EO_OK);
+    ck_assert_int_eq(eo_params_add(ctx, ps, p), EO_OK);
+    for (int i = 0; i < n; i++) {
+        ((float *)p->data)[i] = w[i];
+        ((float *)p->grad->data)[i] = g[i];
+    }
+    return p;
+}
+
+START_TEST(sgd_plain_momentum_nesterov_weight_decay)
+{
+    /* torch.optim.SGD (dampening 0): d = g + wd w; v = mu v + d;
+     * d = nesterov ? d + mu v : v; w -= lr d. Two steps, same gradient. */
+    const float w0[3] = { 1.0f, -2.0f, 0.5f }, g[3] = { 0.5f, 0.25f, -1.0f };
+    const double lr = 0.1, mu = 0.9, wd = 0.01;
+    for (int variant = 0; variant < 3; variant++) { /* plain, momentum, nesterov */
+        eo_ctx *ctx = eo_test_ctx(1, 1);
+        eo_params ps;
+        eo_tensor *p = one_param(ctx, &ps, w0, g, 3);
+        eo_optimizer o;
+        double m = variant ? mu : 0.0;
+        ck_assert_int_eq(eo_sgd_init(ctx, &o, &ps, (float)lr, (float)m, (float)wd, variant == 2), EO_OK);
+        double w[3] = { w0[0], w0[1], w0[2] }, v[3] = { 0, 0, 0 };
+        for (int step = 0; step < 2; step++) {
+            ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_OK);
+            for (int i = 0; i < 3; i++) {
+                double d = g[i] + wd * w[i];
+                if (m > 0) {
+                    v[i] = m * v[i] + d;
+                    d = variant == 2 ? d + m * v[i] : v[i];
+                }
+                w[i] -= lr * d;
+                ck_assert_double_eq_tol(((float *)p->data)[i], w[i], 1e-6);
+            }
+        }
+        eo_test_ctx_free(ctx);
+    }
+    /* One value by hand: w 1, g 0.5, lr 0.1, wd 0.01, Nesterov 0.9:
+     * d = 0.51, v = 0.51, d + 0.9 v = 0.969, w = 1 - 0.0969 = 0.9031. */
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    eo_params ps;
+    float one = 1.0f, half = 0.5f;
+    eo_tensor *p = one_param(ctx, &ps, &one, &half, 1);
+    eo_optimizer o;
+    eo_sgd_init(ctx, &o, &ps, 0.1f, 0.9f, 0.01f, 1);
+    eo_optimizer_step(ctx, &o);
+    ck_assert_float_eq_tol(*(float *)p->data, 0.9031f, 1e-6f);
+    ck_assert_int_eq(eo_sgd_init(ctx, &o, &ps, 0.1f, 0.0f, 0.0f, 1), EO_ERR_ARG);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(adamw_two_steps_match_the_paper)
+{
+    /* Loshchilov & Hutter 2019, Algorithm 2, with Adam's bias correction:
+     * w -= lr wd w; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     * w -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps). */
+    const float w0[4] = { 1.0f, -0.5f, 2.0f, 0.0f }, g[4] = { 0.5f, -0.1f, 3.0f, 1e-4f };
+    const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    eo_params ps;
+    eo_tensor *p = one_param(ctx, &ps, w0, g, 4);
+    eo_optimizer o;
+    ck_assert_int_eq(eo_adamw_init(ctx, &o, &ps, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd), EO_OK);
+    double w[4], m[4] = { 0 }, v[4] = { 0 };
+    for (int i = 0; i < 4; i++)
+        w[i] = w0[i];
+    for (int t = 1; t <= 3; t++) {
+        ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_OK);
+        for (int i = 0; i < 4; i++) {
+            w[i] -= lr * wd * w[i];
+            m[i] = b1 * m[i] + (1 - b1) * g[i];
+            v[i] = b2 * v[i] + (1 - b2) * (double)g[i] * g[i];
+            double mh = m[i] / (1 - pow(b1, t)), vh = v[i] / (1 - pow(b2, t));
+            w[i] -= lr * mh / (sqrt(vh) + eps);
+            ck_assert_double_eq_tol(((float *)p->data)[i], w[i], 2e-6);
+        }
+    }
+    /* By hand, first step of element 0: w = 1 - 0.001 = 0.999, then the
+     * bias-corrected ratio is exactly g/|g| = 1, so w = 0.999 - 0.01. */
+    ck_assert_int_eq(o.step, 3);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(clip_grad_norm_scales_to_the_limit)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    eo_params ps;
+    const float w[2] = { 0, 0 }, g[2] = { 3.0f, 4.0f };
+    eo_tensor *p = one_param(ctx, &ps, w, g, 2);
+    float norm;
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 10.0f, &norm), EO_OK); /* under: unchanged */
+    ck_assert_float_eq_tol(norm, 5.0f, 1e-6f);
+    ck_assert_float_eq(((float *)p->grad->data)[0], 3.0f);
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_OK);
+    ck_assert_float_eq_tol(((float *)p->grad->data)[0], 3.0f / (5.0f + 1e-6f), 1e-6f);
+    ck_assert_float_eq_tol(((float *)p->grad->data)[1], 4.0f / (5.0f + 1e-6f), 1e-6f);
+    ((float *)p->grad->data)[0] = NAN;
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_ERR_NUMERIC);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(learning_rate_schedules)
+{
+    eo_lr_schedule c = { EO_LR_CONSTANT, 0.5f, 0, 0, 0, 0, 0 };
+    ck_assert_float_eq(eo_lr_at(&c, 1000), 0.5f);
+    eo_lr_schedule s = { EO_LR_STEP, 1.0f, 0, 0.1f, 10, 0, 0 };
+    ck_assert_float_eq_tol(eo_lr_at(&s, 9), 1.0f, 1e-7f);
+    ck_assert_float_eq_tol(eo_lr_at(&s, 10), 0.1f, 1e-7f);
+    ck_assert_float_eq_tol(eo_lr_at(&s, 25), 0.01f, 1e-8f);
+    eo_lr_schedule k = { EO_LR_COSINE, 1.0f, 0.0f, 0, 0, 10, 110 };
+    ck_assert_float_eq_tol(eo_lr_at(&k, 0), 0.1f, 1e-7f);  /* warm-up: (0+1)/10 */
+    ck_assert_float_eq_tol(eo_lr_at(&k, 9), 1.0f, 1e-7f);
+    ck_assert_float_eq_tol(eo_lr_at(&k, 10), 1.0f, 1e-6f); /* cosine starts at the peak */
+    ck_assert_float_eq_tol(eo_lr_at(&k, 60), 0.5f, 1e-6f); /* half way: (1 + cos(pi/2)) / 2 */
+    ck_assert_float_eq_tol(eo_lr_at(&k, 110), 0.0f, 1e-6f);
+    ck_assert_float_eq_tol(eo_lr_at(&k, 500), 0.0f, 1e-6f); /* clamped after the end */
+}
+END_TEST
+
+Suite *eo_suite_optim(void)
+{
+    Suite *s = suite_create("optim");
+    TCase *tc = tcase_create("optim");
+    tcase_add_test(tc, sgd_plain_momentum_nesterov_weight_decay);
+    tcase_add_test(tc, adamw_two_steps_match_the_paper);
+    tcase_add_test(tc, clip_grad_norm_scales_to_the_limit);
+    tcase_add_test(tc, learning_rate_schedules);
+    suite_add_tcase(s, tc);
+    return s;
+}
