@@ -60,7 +60,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 HOST_LIBS  := $(ZLIB_LIBS) -lpthread -ldl -lm
 
-.PHONY: all lib tools test train bench check-freestanding deps lines clean
+.PHONY: all lib tools test train bench bench-train check-freestanding deps lines clean
 all: lib tools lines
 
 lib: $(LIB)
@@ -139,3 +139,40 @@ clean:
 bench:
 	@$(MAKE) --no-print-directory $(BUILD)/eo-bench
 	./$(BUILD)/eo-bench $(ARGS)
+
+# ---- the main job beside PyTorch (tools/bench-train.sh) -------------------------
+BENCH_EPOCHS ?= 3
+bench-train: $(BUILD)/eo-train
+	sh tools/bench-train.sh ./$(BUILD)/eo-train $(BENCH_EPOCHS)
+
+# ---- CUDA / PTX ----------------------------------------------------------------
+# The CUDA backend's kernels are hand-written PTX in ptx/*.ptx. They are
+# compiled into the library as data: tools/ptx-embed.awk turns them into
+# character arrays in $(BUILD)/gen/ptx_embed.inc, which ops/cuda_ptx.c
+# includes. Only awk is needed, no CUDA toolkit; the driver JIT-compiles the
+# text at run time.
+#
+#   make ptx-check   assemble every ptx/*.ptx with ptxas for each target in
+#                    PTX_ARCHS; fail on errors, warnings, spills or stack use;
+#                    print registers and shared memory per kernel; check the
+#                    driver table's types against the toolkit's cuda.h.
+#                    Without ptxas it says it skipped and succeeds.
+PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
+$(PTX_EMBED): $(PTX_SRCS) tools/ptx-embed.awk
+	@mkdir -p $(dir $@)
+	LC_ALL=C awk -f tools/ptx-embed.awk $(PTX_SRCS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/ops/cuda_ptx.o $(BUILD)/fs/ops/cuda_ptx.o: $(PTX_EMBED)
+$(BUILD)/obj/ops/cuda_ptx.o: LANGFLAGS = $(LIB_CFLAGS) -I$(BUILD)/gen
+$(BUILD)/fs/ops/cuda_ptx.o: CFLAGS_BASE += -I$(BUILD)/gen
+
+PTXAS ?= $(shell command -v ptxas 2>/dev/null || { test -x /usr/local/cuda/bin/ptxas && echo /usr/local/cuda/bin/ptxas; })
+PTX_ARCHS ?= sm_80 sm_86 sm_89 sm_90 sm_120
+CUDA_INCLUDE ?= $(if $(PTXAS),$(abspath $(dir $(PTXAS))../include))
+.PHONY: ptx-check
+ptx-check:
+	@sh tools/ptx-check.sh "$(PTXAS)" "$(PTX_ARCHS)" $(PTX_SRCS)
+	@if [ -n "$(CUDA_INCLUDE)" ] && [ -f "$(CUDA_INCLUDE)/cuda.h" ]; then \
+	    $(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -DEO_CHECK_CUDA_ABI -I. \
+	        -I"$(CUDA_INCLUDE)" -fsyntax-only tests/cuda_abi.c && \
+	    echo "ptx-check: ops/cuda_driver.h matches $(CUDA_INCLUDE)/cuda.h"; \
+	else echo "ptx-check: cuda.h not found, driver ABI check skipped"; fi
