@@ -176,3 +176,26 @@ ptx-check:
 	        -I"$(CUDA_INCLUDE)" -fsyntax-only tests/cuda_abi.c && \
 	    echo "ptx-check: ops/cuda_driver.h matches $(CUDA_INCLUDE)/cuda.h"; \
 	else echo "ptx-check: cuda.h not found, driver ABI check skipped"; fi
+
+# ---- transformer: PyTorch parity fixtures and benchmark ----------------------
+# make fixtures           regenerate tests/fixtures/{gpt,vit}_parity.safetensors:
+#                         eo-transformer-fixture writes a tiny model's weights and
+#                         a batch, tools/ref_transformer.py (PyTorch, float64)
+#                         adds logits, loss and gradients. Needs REF_PYTHON with
+#                         torch; not run by CI (the fixtures are committed).
+# make bench-transformer  EveryO and PyTorch side by side at 1 and 2 threads: ms
+#                         per training step and loss/accuracy after BENCH_STEPS
+#                         steps for the char-GPT and the ViT. ARGS: e.g.
+#                         --models gpt --threads 2.
+REF_PYTHON ?= /usr/bin/python3
+BENCH_STEPS ?= 200
+.PHONY: fixtures bench-transformer
+fixtures: $(BUILD)/eo-transformer-fixture
+	@mkdir -p $(BUILD)/fixtures tests/fixtures
+	./$(BUILD)/eo-transformer-fixture gpt $(BUILD)/fixtures/gpt_init.safetensors
+	./$(BUILD)/eo-transformer-fixture vit $(BUILD)/fixtures/vit_init.safetensors
+	$(REF_PYTHON) tools/ref_transformer.py gpt $(BUILD)/fixtures/gpt_init.safetensors tests/fixtures/gpt_parity.safetensors
+	$(REF_PYTHON) tools/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
+
+bench-transformer: $(BUILD)/eo-train
+	$(REF_PYTHON) tools/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)

@@ -50,6 +50,9 @@ typedef struct eo_backend {
     eo_k_col2im_fn *col2im;
     eo_k_maxpool2d_fn *maxpool2d;
     eo_k_maxpool2d_backward_fn *maxpool2d_backward;
+    eo_k_attention_fn *attention;
+    eo_k_attention_backward_fn *attention_backward;
+    eo_k_attention_ws_fn *attention_ws;
     eo_k_sgd_fn *sgd;
     eo_k_adamw_fn *adamw;
 } eo_backend;

@@ -61,6 +61,9 @@ const eo_backend eo_backend_cpu = {
     .col2im = eo_k_col2im,
     .maxpool2d = eo_k_maxpool2d,
     .maxpool2d_backward = eo_k_maxpool2d_backward,
+    .attention = eo_k_attention,
+    .attention_backward = eo_k_attention_backward,
+    .attention_ws = eo_k_attention_ws,
     .sgd = eo_k_sgd,
     .adamw = eo_k_adamw,
 };

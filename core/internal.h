@@ -33,6 +33,7 @@ typedef union eo_op_params {
     struct { float p; uint64_t seed; } dropout;
     struct { int kh, kw, pad, stride; } conv;
     struct { int k; } pool;
+    struct { int causal; float scale; } attn;
 } eo_op_params;
 
 #define EO_NODE_MAX_IN 16 /* concat takes up to 16 inputs */

@@ -106,6 +106,9 @@ eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tenso
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
+    /* The domain check below reads the contiguous copy; if it fails, the
+     * copy and its tape node are undone so a failed call leaves nothing. */
+    eo_mark before = eo_mark_get(ctx);
     EO_CHECK(eo_contiguous(ctx, x, &x));
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, op, be, unary);
@@ -113,10 +116,13 @@ eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tenso
     if (k == EO_UN_LOG && x->device == EO_CPU) {
         const float *v = x->data;
         for (int64_t i = 0; i < n; i++)
-            if (!(v[i] > 0.0f))
-                return eo_fail(ctx, EO_ERR_NUMERIC,
-                               "log: element %lld of %T is %f; log needs positive input",
-                               (long long)i, x, (double)v[i]);
+            if (!(v[i] > 0.0f)) {
+                eo_status s = eo_fail(ctx, EO_ERR_NUMERIC,
+                                      "log: element %lld of %T is %f; log needs positive input",
+                                      (long long)i, x, (double)v[i]);
+                eo_rewind(ctx, before);
+                return s;
+            }
     }
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));

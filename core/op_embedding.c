@@ -14,7 +14,8 @@ eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor 
                        "embedding: expected table [V, D] and indices of rank <= 3, got %T, %T",
                        table, idx);
     int64_t V = table->shape[0], D = table->shape[1], n = eo_numel(idx);
-    EO_CHECK(eo_contiguous(ctx, table, &table));
+    /* Indices are checked before the table is copied, so a bad index
+     * leaves no copy (and no tape node) behind. */
     EO_CHECK(eo_contiguous(ctx, idx, &idx));
     if (idx->device == EO_CPU) {
         const int32_t *ix = idx->data;
@@ -24,6 +25,7 @@ eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor 
                                "embedding: index %d at position %lld is outside [0, %lld)",
                                (int)ix[i], (long long)i, (long long)V);
     }
+    EO_CHECK(eo_contiguous(ctx, table, &table));
     const eo_backend *be = eo_backend_of(ctx, table);
     EO_NEED_KERNEL(ctx, "embedding", be, embedding);
     int64_t shape[EO_MAX_RANK];

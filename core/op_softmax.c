@@ -60,7 +60,8 @@ eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
                        "cross_entropy: expected logits [N, C] and target [N], got %T and %T",
                        logits, target);
     int64_t rows = logits->shape[0], cols = logits->shape[1];
-    EO_CHECK(eo_contiguous(ctx, logits, &logits));
+    /* Targets are checked before the logits are copied, so a bad target
+     * leaves no copy (and no tape node) behind. */
     EO_CHECK(eo_contiguous(ctx, target, &target));
     if (target->device == EO_CPU) {
         const int32_t *t = target->data;
@@ -71,6 +72,7 @@ eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
                                "not the ignore index %d",
                                (long long)r, (int)t[r], (long long)cols, (int)ignore_index);
     }
+    EO_CHECK(eo_contiguous(ctx, logits, &logits));
     const eo_backend *be = eo_backend_of(ctx, logits);
     EO_NEED_KERNEL(ctx, "cross_entropy", be, cross_entropy);
     eo_tensor *loss, *lse;

@@ -140,6 +140,10 @@ eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtyp
                         int rank, const int64_t *shape, eo_tensor **out)
 {
     eo_tensor *t;
+    /* tensor_meta sees only the local &t, so the caller's `out` is checked
+     * here: a NULL out must be EO_ERR_ARG, not a store through NULL. */
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "tensor_new: NULL output pointer");
     EO_CHECK(tensor_meta(ctx, life, device, dtype, rank, shape, &t));
     size_t bytes = (size_t)eo_numel(t) * eo_dtype_size(dtype);
     EO_CHECK(arena_take(ctx, data_arena(ctx, life, device), bytes, &t->data));

@@ -99,9 +99,10 @@ static inline float grad_term(grad_kind k, float d, float a, float b)
 }
 
 /* g[j*sg] += term(dout[j*sd], a[j*sa], b[j*sb]) for j < n; a stride-0 g
- * (broadcast along this run) sums the run in a register first. */
-static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
-                     const float *a, int64_t sa, const float *b, int64_t sb)
+ * (broadcast along this run) sums the run in a register first. Inlined
+ * with a constant kind below, so each loop holds only its own term. */
+static inline void grad_run_k(grad_kind k, int64_t n, float *g, int64_t sg, const float *d,
+                              int64_t sd, const float *a, int64_t sa, const float *b, int64_t sb)
 {
     if (sg == 0) {
         float acc = 0.0f;
@@ -111,9 +112,25 @@ static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *
     } else if (sg == 1 && sd == 1 && sa == 1 && sb == 1) {
         for (int64_t j = 0; j < n; j++)
             g[j] += grad_term(k, d[j], a[j], b[j]);
+    } else if (sg == 1 && sd == 1) { /* a bias-like gradient, row by row */
+        for (int64_t j = 0; j < n; j++)
+            g[j] += grad_term(k, d[j], a[j * sa], b[j * sb]);
     } else {
         for (int64_t j = 0; j < n; j++)
             g[j * sg] += grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
+    }
+}
+
+static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
+                     const float *a, int64_t sa, const float *b, int64_t sb)
+{
+    switch (k) {
+    case G_DOUT: grad_run_k(G_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_NEG_DOUT: grad_run_k(G_NEG_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_MUL_B: grad_run_k(G_MUL_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_MUL_A: grad_run_k(G_MUL_A, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_DIV_B: grad_run_k(G_DIV_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    default: grad_run_k(G_DIV_AB, n, g, sg, d, sd, a, sa, b, sb); break;
     }
 }
 

@@ -1,9 +1,10 @@
 /* ops/cross_entropy.c — softmax cross-entropy over class indices, fused:
  * the probabilities are never stored.
  *
- * Forward: one read of each row gives its log-sum-exp (the online max and
- * sum of simd.h; two reads from cache on the scalar path), saved in lse[]
- * for the backward. The loss is then summed over rows on the calling
+ * Forward: one read of each row from memory gives its log-sum-exp
+ * (eo_v8_row_max_sumexp of simd.h: the max, then the sum of exps from
+ * cache, or both at once for very long rows), saved in lse[] for the
+ * backward. Ignored rows are skipped. The loss is then summed over rows on the calling
  * thread, in row order and in double, from lse[r] - logits[r, target[r]]:
  * rows may be computed by any thread, but the sum is always taken the
  * same way, so the loss does not depend on the thread count.

@@ -9,8 +9,8 @@
  *
  * Why local types: we cannot include <cuda.h> (it may not be installed),
  * so the few types we need are declared here with the same ABI as the
- * real ones (checked against cuda.h 13.0 by `make ptx-check`, which
- * compiles tests/cuda_abi.c against the toolkit header when present):
+ * real ones (checked against cuda.h by `make ptx-check`, which compiles
+ * tests/cuda_abi.c against the toolkit's header when it is installed):
  *   CUresult            an enum           -> int
  *   CUdevice            int               -> int
  *   CUdeviceptr         unsigned long long-> uint64_t (same size and
@@ -20,7 +20,9 @@
  *                       incomplete structs (an implementation such as the
  *                       interpreter may define them; the loader never
  *                       looks inside)
- *   CUjit_option, CUdevice_attribute, CUfunction_attribute  enums -> int.
+ *   CUjit_option, CUdevice_attribute, CUfunction_attribute  enums -> int
+ *                       (an enum has the size and calling convention of
+ *                       int on every platform CUDA supports).
  *
  * Each member has exactly the signature of the driver ABI version named
  * in its comment (the loader asks cuGetProcAddress for that version, see
@@ -33,7 +35,11 @@
 #include <stdint.h>
 #include "alloc/status.h"
 
-/* ---- driver types (ABI-compatible stand-ins for cuda.h's) --------------- */
+/* ---- driver types (ABI-compatible stand-ins for cuda.h's) ---------------
+ * tests/cuda_abi.c defines EO_CUDA_ABI_TYPES and maps these names onto
+ * cuda.h's own types instead, so that assigning the toolkit's functions
+ * to the table's members checks every signature. */
+#ifndef EO_CUDA_ABI_TYPES
 typedef int eo_cu_result;          /* CUresult */
 typedef int eo_cu_device;          /* CUdevice */
 typedef uint64_t eo_cu_deviceptr;  /* CUdeviceptr (64-bit device address) */
@@ -42,6 +48,10 @@ typedef struct eo_cu_module_st *eo_cu_module;     /* CUmodule */
 typedef struct eo_cu_function_st *eo_cu_function; /* CUfunction */
 typedef struct eo_cu_event_st *eo_cu_event;       /* CUevent */
 typedef struct eo_cu_stream_st *eo_cu_stream;     /* CUstream (NULL = default) */
+typedef int eo_cu_device_attribute;   /* CUdevice_attribute */
+typedef int eo_cu_function_attribute; /* CUfunction_attribute */
+typedef int eo_cu_jit_option;         /* CUjit_option */
+#endif
 
 /* ---- the constants we use (values from cuda.h) ---------------------------- */
 enum {
@@ -103,7 +113,8 @@ typedef struct eo_cuda_driver {
     eo_cu_result (*cuDriverGetVersion)(int *version);                     /* 2020 cuDriverGetVersion */
     eo_cu_result (*cuDeviceGet)(eo_cu_device *dev, int ordinal);          /* 2000 cuDeviceGet */
     eo_cu_result (*cuDeviceGetCount)(int *count);                         /* 2000 cuDeviceGetCount */
-    eo_cu_result (*cuDeviceGetAttribute)(int *value, int attrib, eo_cu_device dev); /* 2000 */
+    eo_cu_result (*cuDeviceGetAttribute)(int *value, eo_cu_device_attribute attrib,
+                                         eo_cu_device dev);               /* 2000 */
     eo_cu_result (*cuDeviceGetName)(char *name, int len, eo_cu_device dev);        /* 2000 */
     eo_cu_result (*cuDeviceTotalMem)(size_t *bytes, eo_cu_device dev);    /* 3020 cuDeviceTotalMem_v2 */
     eo_cu_result (*cuDevicePrimaryCtxRetain)(eo_cu_context *ctx, eo_cu_device dev); /* 7000 */
@@ -111,13 +122,14 @@ typedef struct eo_cuda_driver {
     eo_cu_result (*cuCtxSetCurrent)(eo_cu_context ctx);                   /* 4000 cuCtxSetCurrent */
     eo_cu_result (*cuCtxSynchronize)(void);               /* 2000 (not the 13000 form with a ctx) */
     eo_cu_result (*cuModuleLoadDataEx)(eo_cu_module *mod, const void *image, unsigned nopt,
-                                       int *options, void **values);      /* 2010 */
+                                       eo_cu_jit_option *options, void **values); /* 2010 */
     eo_cu_result (*cuModuleUnload)(eo_cu_module mod);                     /* 2000 */
     eo_cu_result (*cuModuleGetFunction)(eo_cu_function *fn, eo_cu_module mod,
                                         const char *name);                /* 2000 */
     eo_cu_result (*cuFuncGetParamInfo)(eo_cu_function fn, size_t index, size_t *offset,
                                        size_t *size);                     /* 12040, may be NULL */
-    eo_cu_result (*cuFuncGetAttribute)(int *value, int attrib, eo_cu_function fn); /* 2020 */
+    eo_cu_result (*cuFuncGetAttribute)(int *value, eo_cu_function_attribute attrib,
+                                       eo_cu_function fn);                /* 2020 */
     eo_cu_result (*cuLaunchKernel)(eo_cu_function fn, unsigned gx, unsigned gy, unsigned gz,
                                    unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                    eo_cu_stream stream, void **params, void **extra); /* 4000 */

@@ -264,4 +264,36 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
     return (float)(z >> 40) * (1.0f / 16777216.0f) >= p;
 }
 
+/* ---- attention (fused; ops/attention.c) ------------------------------------------
+ * Scaled dot-product attention over B*H independent heads, all operands
+ * contiguous: q, out [B, H, Tq, D]; k, v [B, H, Tk, D]; lse [B, H, Tq].
+ *   s_ij = scale * q_i · k_j + mask(b, h, i, j)   (-inf above the diagonal
+ *          when causal, which needs Tq == Tk),
+ *   out_i = sum_j softmax_j(s_i) v_j,   lse_i = log sum_j exp(s_ij).
+ * The mask is additive (0 to keep, -inf to hide) and optional (NULL); it
+ * is read at mask[b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]], stride 0 on the
+ * axes it is broadcast along. A row with every key at -inf gets out = 0
+ * and lse = -inf. The [Tq, Tk] scores are never stored: keys are visited
+ * in tiles with an online softmax. ws: eo_k_attention_ws bytes, for
+ * either direction. Results do not depend on the thread count. */
+typedef void eo_k_attention_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,
+                               const float *q, const float *k, const float *v,
+                               const float *mask, const int64_t ms[4], int causal, float scale,
+                               float *out, float *lse, void *ws, const eo_par *par);
+/* From the forward's inputs, out and lse, and dout = dL/dout:
+ * dq, dk, dv += their gradients and dmask += dL/ds (stride 0 on a
+ * broadcast axis sums over it; dms as ms). Any of dq, dk, dv, dmask may be
+ * NULL. Fully masked rows contribute nothing. */
+typedef void eo_k_attention_backward_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,
+                                        const float *q, const float *k, const float *v,
+                                        const float *mask, const int64_t ms[4], int causal,
+                                        float scale, const float *out, const float *lse,
+                                        const float *dout, float *dq, float *dk, float *dv,
+                                        float *dmask, const int64_t dms[4], void *ws,
+                                        const eo_par *par);
+typedef size_t eo_k_attention_ws_fn(int64_t Tq, int64_t Tk, int64_t D, int nthreads);
+eo_k_attention_fn eo_k_attention;
+eo_k_attention_backward_fn eo_k_attention_backward;
+eo_k_attention_ws_fn eo_k_attention_ws;
+
 #endif

@@ -31,56 +31,69 @@ typedef struct ln_args {
 } ln_args;
 
 #ifdef EO_AVX2
+/* Sums over a row of c = x - x0 (pass 1) or of (c - d)^2 (pass 2); lanes
+ * past the end are loaded as x0 and d so they add 0. */
+static inline __m256 ln_sum8(const float *x, int64_t j, int whole, __m256i m, __m256 x0, __m256 d,
+                             int squares, __m256 acc)
+{
+    const __m256 c = _mm256_sub_ps(eo_v8_ld(x + j, whole, m, 0.0f), x0);
+    const __m256 c2 = _mm256_sub_ps(c, d);
+    if (!whole) {
+        const __m256 keep = _mm256_castsi256_ps(m);
+        return squares ? _mm256_fmadd_ps(_mm256_and_ps(c2, keep), _mm256_and_ps(c2, keep), acc)
+                       : _mm256_add_ps(acc, _mm256_and_ps(c, keep));
+    }
+    return squares ? _mm256_fmadd_ps(c2, c2, acc) : _mm256_add_ps(acc, c);
+}
+
+/* y = ((x - x0) - d) * rstd * w + b for 8 columns. */
+static inline void ln_out8(const float *x, const float *w, const float *b, float *y, int64_t j,
+                           int whole, __m256i m, __m256 x0, __m256 d, __m256 rs)
+{
+    const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(eo_v8_ld(x + j, whole, m, 0.0f), x0), d), rs);
+    const __m256 wv = w ? eo_v8_ld(w + j, whole, m, 0.0f) : _mm256_set1_ps(1.0f);
+    const __m256 bv = b ? eo_v8_ld(b + j, whole, m, 0.0f) : _mm256_setzero_ps();
+    eo_v8_st(y + j, whole, m, _mm256_fmadd_ps(xh, wv, bv));
+}
+
 static void ln_row(const ln_args *a, int64_t r)
 {
     const int64_t C = a->cols;
-    const float *x = a->x + r * C;
+    const float *x = a->x + r * C, *w = a->w, *b = a->b;
     float *y = a->y + r * C;
-    const __m256 x0 = _mm256_set1_ps(x[0]), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const __m256 x0 = _mm256_set1_ps(x[0]), zero = _mm256_setzero_ps();
+    const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(C % 8);
+    const int64_t body = C - C % 8;
     __m256 s0 = zero, s1 = zero;
     int64_t j = 0;
-    for (; j + 16 <= C; j += 16) {
-        s0 = _mm256_add_ps(s0, _mm256_sub_ps(_mm256_loadu_ps(x + j), x0));
-        s1 = _mm256_add_ps(s1, _mm256_sub_ps(_mm256_loadu_ps(x + j + 8), x0));
+    for (; j + 16 <= body; j += 16) {
+        s0 = ln_sum8(x, j, 1, all, x0, zero, 0, s0);
+        s1 = ln_sum8(x, j + 8, 1, all, x0, zero, 0, s1);
     }
-    for (; j < C; j += 8) {
-        const __m256i m = eo_v8_mask(C - j);
-        s0 = _mm256_add_ps(s0, _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), x0),
-                                             _mm256_castsi256_ps(m)));
-    }
+    if (j < body)
+        s0 = ln_sum8(x, j, 1, all, x0, zero, 0, s0);
+    if (body < C)
+        s1 = ln_sum8(x, body, 0, tail, x0, zero, 0, s1);
     const float d = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
     const __m256 vd = _mm256_set1_ps(d);
     s0 = s1 = zero;
-    for (j = 0; j + 16 <= C; j += 16) {
-        const __m256 c0 = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), x0), vd);
-        const __m256 c1 = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), x0), vd);
-        s0 = _mm256_fmadd_ps(c0, c0, s0);
-        s1 = _mm256_fmadd_ps(c1, c1, s1);
+    for (j = 0; j + 16 <= body; j += 16) {
+        s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
+        s1 = ln_sum8(x, j + 8, 1, all, x0, vd, 1, s1);
     }
-    for (; j < C; j += 8) {
-        const __m256i m = eo_v8_mask(C - j);
-        const __m256 c = _mm256_and_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), x0), vd),
-                                       _mm256_castsi256_ps(m));
-        s0 = _mm256_fmadd_ps(c, c, s0);
-    }
+    if (j < body)
+        s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
+    if (body < C)
+        s1 = ln_sum8(x, body, 0, tail, x0, vd, 1, s1);
     const float var = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
     const float rs = 1.0f / sqrtf(var + a->eps);
     a->mean[r] = x[0] + d;
     a->rstd[r] = rs;
     const __m256 vr = _mm256_set1_ps(rs);
-    for (j = 0; j < C; j += 8) {
-        const __m256i m = eo_v8_mask(C - j);
-        const int whole = j + 8 <= C;
-        const __m256 xv = whole ? _mm256_loadu_ps(x + j) : _mm256_maskload_ps(x + j, m);
-        const __m256 wv = !a->w ? one : whole ? _mm256_loadu_ps(a->w + j) : _mm256_maskload_ps(a->w + j, m);
-        const __m256 bv = !a->b ? zero : whole ? _mm256_loadu_ps(a->b + j) : _mm256_maskload_ps(a->b + j, m);
-        const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(xv, x0), vd), vr);
-        const __m256 out = _mm256_fmadd_ps(xh, wv, bv);
-        if (whole)
-            _mm256_storeu_ps(y + j, out);
-        else
-            _mm256_maskstore_ps(y + j, m, out);
-    }
+    for (j = 0; j < body; j += 8)
+        ln_out8(x, w, b, y, j, 1, all, x0, vd, vr);
+    if (body < C)
+        ln_out8(x, w, b, y, body, 0, tail, x0, vd, vr);
 }
 #else
 static void ln_row(const ln_args *a, int64_t r)
@@ -118,6 +131,8 @@ static void ln_body(void *arg, int64_t r0, int64_t r1, int worker)
 void eo_k_layernorm(int64_t rows, int64_t cols, const float *x, const float *w, const float *b,
                     float eps, float *y, float *mean, float *rstd, const eo_par *par)
 {
+    if (cols <= 0)
+        return; /* no row has a mean; the core never asks */
     ln_args a = {0};
     a.cols = cols;
     a.x = x;
@@ -132,55 +147,55 @@ void eo_k_layernorm(int64_t rows, int64_t cols, const float *x, const float *w, 
 
 /* ---- backward ---------------------------------------------------------- */
 #ifdef EO_AVX2
+/* Pass 1 of the backward for 8 columns: accumulate g and g * xhat (lanes
+ * past the end load 0 and add 0), and this worker's dw, db partials. */
+static inline void lnb_sums8(const float *x, const float *dy, const float *w, float *dwp, float *dbp,
+                             int64_t j, int whole, __m256i m, __m256 mu, __m256 rs, __m256 *sg,
+                             __m256 *sgx)
+{
+    const __m256 g0 = eo_v8_ld(dy + j, whole, m, 0.0f);
+    const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(eo_v8_ld(x + j, whole, m, 0.0f), mu), rs);
+    const __m256 g = w ? _mm256_mul_ps(g0, eo_v8_ld(w + j, whole, m, 0.0f)) : g0;
+    *sg = _mm256_add_ps(*sg, g);
+    *sgx = _mm256_fmadd_ps(g, xh, *sgx);
+    if (dwp)
+        eo_v8_st(dwp + j, whole, m, _mm256_fmadd_ps(g0, xh, eo_v8_ld(dwp + j, whole, m, 0.0f)));
+    if (dbp)
+        eo_v8_st(dbp + j, whole, m, _mm256_add_ps(g0, eo_v8_ld(dbp + j, whole, m, 0.0f)));
+}
+
+/* Pass 2: dx += rstd * (g - mean(g) - xhat * mean(g xhat)). */
+static inline void lnb_dx8(const float *x, const float *dy, const float *w, float *dx, int64_t j,
+                           int whole, __m256i m, __m256 mu, __m256 rs, __m256 mg, __m256 mgx)
+{
+    const __m256 g0 = eo_v8_ld(dy + j, whole, m, 0.0f);
+    const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(eo_v8_ld(x + j, whole, m, 0.0f), mu), rs);
+    const __m256 g = w ? _mm256_mul_ps(g0, eo_v8_ld(w + j, whole, m, 0.0f)) : g0;
+    const __m256 t = _mm256_fnmadd_ps(xh, mgx, _mm256_sub_ps(g, mg));
+    eo_v8_st(dx + j, whole, m, _mm256_fmadd_ps(rs, t, eo_v8_ld(dx + j, whole, m, 0.0f)));
+}
+
 static void ln_backward_row(const ln_args *a, int64_t r, float *dwp, float *dbp)
 {
-    const int64_t C = a->cols;
-    const float *x = a->x + r * C, *dy = a->dy + r * C;
+    const int64_t C = a->cols, body = C - C % 8;
+    const float *x = a->x + r * C, *dy = a->dy + r * C, *w = a->w;
     const __m256 mu = _mm256_set1_ps(a->mean_in[r]), rs = _mm256_set1_ps(a->rstd_in[r]);
-    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(C % 8);
     __m256 sg = _mm256_setzero_ps(), sgx = _mm256_setzero_ps();
-    for (int64_t j = 0; j < C; j += 8) {
-        const __m256i m = eo_v8_mask(C - j);
-        const int whole = j + 8 <= C;
-        const __m256 xv = whole ? _mm256_loadu_ps(x + j) : _mm256_maskload_ps(x + j, m);
-        const __m256 g0 = whole ? _mm256_loadu_ps(dy + j) : _mm256_maskload_ps(dy + j, m);
-        const __m256 wv = !a->w ? one : whole ? _mm256_loadu_ps(a->w + j) : _mm256_maskload_ps(a->w + j, m);
-        const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(xv, mu), rs);
-        const __m256 g = _mm256_mul_ps(g0, wv);
-        sg = _mm256_add_ps(sg, g);
-        sgx = _mm256_fmadd_ps(g, xh, sgx);
-        if (whole) {
-            if (dwp)
-                _mm256_storeu_ps(dwp + j, _mm256_fmadd_ps(g0, xh, _mm256_loadu_ps(dwp + j)));
-            if (dbp)
-                _mm256_storeu_ps(dbp + j, _mm256_add_ps(g0, _mm256_loadu_ps(dbp + j)));
-        } else {
-            if (dwp)
-                _mm256_maskstore_ps(dwp + j, m, _mm256_fmadd_ps(g0, xh, _mm256_maskload_ps(dwp + j, m)));
-            if (dbp)
-                _mm256_maskstore_ps(dbp + j, m, _mm256_add_ps(g0, _mm256_maskload_ps(dbp + j, m)));
-        }
-    }
+    int64_t j;
+    for (j = 0; j < body; j += 8)
+        lnb_sums8(x, dy, w, dwp, dbp, j, 1, all, mu, rs, &sg, &sgx);
+    if (body < C)
+        lnb_sums8(x, dy, w, dwp, dbp, body, 0, tail, mu, rs, &sg, &sgx);
     if (!a->dx)
         return;
     float *dx = a->dx + r * C;
     const __m256 mg = _mm256_set1_ps(eo_v8_hsum(sg) / (float)C);
     const __m256 mgx = _mm256_set1_ps(eo_v8_hsum(sgx) / (float)C);
-    for (int64_t j = 0; j < C; j += 8) {
-        const __m256i m = eo_v8_mask(C - j);
-        const int whole = j + 8 <= C;
-        const __m256 xv = whole ? _mm256_loadu_ps(x + j) : _mm256_maskload_ps(x + j, m);
-        const __m256 g0 = whole ? _mm256_loadu_ps(dy + j) : _mm256_maskload_ps(dy + j, m);
-        const __m256 wv = !a->w ? one : whole ? _mm256_loadu_ps(a->w + j) : _mm256_maskload_ps(a->w + j, m);
-        const __m256 d = whole ? _mm256_loadu_ps(dx + j) : _mm256_maskload_ps(dx + j, m);
-        const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(xv, mu), rs);
-        const __m256 t = _mm256_fnmadd_ps(xh, mgx, _mm256_sub_ps(_mm256_mul_ps(g0, wv), mg));
-        const __m256 out = _mm256_fmadd_ps(rs, t, d);
-        if (whole)
-            _mm256_storeu_ps(dx + j, out);
-        else
-            _mm256_maskstore_ps(dx + j, m, out);
-    }
+    for (j = 0; j < body; j += 8)
+        lnb_dx8(x, dy, w, dx, j, 1, all, mu, rs, mg, mgx);
+    if (body < C)
+        lnb_dx8(x, dy, w, dx, body, 0, tail, mu, rs, mg, mgx);
 }
 #else
 static void ln_backward_row(const ln_args *a, int64_t r, float *dwp, float *dbp)

@@ -25,7 +25,12 @@
  * the same micro-kernel at the same speed. Ragged edges (M or N not a
  * multiple of the tile) are packed with zero padding, and the few edge
  * tiles are computed into a small buffer and then copied out, so the
- * micro-kernel itself never branches on sizes.
+ * micro-kernel itself never branches on sizes. One exception to packing:
+ * when the block of C is narrow, a packed A block would be reused too few
+ * times to repay the copy, so untransposed A is then read where it lies
+ * (the micro-kernel takes A's row and column strides, not a fixed layout).
+ * Small problems, such as the 64x64 products of attention heads, avoid
+ * most of the packing cost that way.
  *
  * Reproducibility. Every element of C is computed by one thread, from
  * zero, over the same KC slices in the same order; so the result does not
@@ -128,65 +133,80 @@ void eo_mm_micro_portable(int64_t kc, const float *a, int64_t rsa, int64_t csa, 
  * AVX2 + FMA path. */
 #if EO_MM_HAVE_SIMD
 
-/* Transpose the 8x8 block held in r[0..7] (row i in r[i]) in place.
- * Three rounds, each halving the size of the blocks being swapped:
- * interleave pairs of rows (unpack), then pairs of pairs (shuffle), then
- * exchange 128-bit halves (permute2f128). */
-static inline void transpose8(__m256 r[8])
+/* Load `rows` (<= 8) rows of 8 floats, src + i*ld, as an 8x8 block
+ * (missing rows are zeros), transpose it, and store column j (now 8
+ * values, one per row) at dst + j*ds: all of it (width 8) or its first
+ * six values (width 6, an A sliver). Three rounds, each halving the size
+ * of the blocks being swapped: interleave pairs of rows (unpack), then
+ * pairs of pairs (shuffle), then exchange 128-bit halves (permute2f128).
+ * Everything is a named local so the whole block stays in registers. */
+static inline void transpose8_store(const float *src, int64_t ld, int rows, float *dst,
+                                    int64_t ds, int width)
 {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);     /* r0[0] r1[0] r0[1] r1[1] | [4].. */
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]); /* r0[2] r1[2] r0[3] r1[3] | [6].. */
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);     /* column 0 of 4 rows | col 4 */
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE); /* column 1 | 5 */
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44); /* column 2 | 6 */
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE); /* column 3 | 7 */
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    const __m256 z = _mm256_setzero_ps();
+    __m256 r0 = _mm256_loadu_ps(src);
+    __m256 r1 = rows > 1 ? _mm256_loadu_ps(src + ld) : z;
+    __m256 r2 = rows > 2 ? _mm256_loadu_ps(src + 2 * ld) : z;
+    __m256 r3 = rows > 3 ? _mm256_loadu_ps(src + 3 * ld) : z;
+    __m256 r4 = rows > 4 ? _mm256_loadu_ps(src + 4 * ld) : z;
+    __m256 r5 = rows > 5 ? _mm256_loadu_ps(src + 5 * ld) : z;
+    __m256 r6 = rows > 6 ? _mm256_loadu_ps(src + 6 * ld) : z;
+    __m256 r7 = rows > 7 ? _mm256_loadu_ps(src + 7 * ld) : z;
+    /* t0 = r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5], t1 the same
+     * for elements 2, 3 | 6, 7; likewise t2..t7 for the other pairs. */
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    /* u0 = column 0 of rows 0-3 | column 4 of rows 0-3; u1 columns 1|5,
+     * u2 2|6, u3 3|7; u4..u7 the same for rows 4-7. */
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    __m256 col[8] = {
+        _mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+        _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+        _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+        _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31),
+    };
+    if (width == 8) {
+        for (int j = 0; j < 8; j++)
+            _mm256_storeu_ps(dst + j * ds, col[j]);
+    } else {
+        for (int j = 0; j < 8; j++) {
+            _mm_storeu_ps(dst + j * ds, _mm256_castps256_ps128(col[j]));
+            _mm_storel_pi((__m64 *)(dst + j * ds + 4), _mm256_extractf128_ps(col[j], 1));
+        }
     }
 }
 
 /* As pack_a_portable. Untransposed A is the hard case: the MR values
  * needed per k sit in MR different rows, so eight k at a time are loaded
- * as rows and turned into columns with one 8x8 transpose (two rows of
- * zeros fill it out to 8). Transposed A already has them side by side. */
+ * as rows and turned into columns with one 8x8 transpose (zero rows fill
+ * it out to 8, and supply the padding of a ragged last sliver).
+ * Transposed A already has them side by side. */
 static void pack_a_simd(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
                         int64_t i0, int64_t p0, float *dst)
 {
     for (int64_t s = 0; s < mc; s += MR, dst += MR * kc) {
         int64_t mr = min64(MR, mc - s);
-        if (mr < MR) { /* the ragged last sliver: rare, keep it simple */
-            pack_a_portable(ta, mr, kc, A, lda, i0 + s, p0, dst);
-            continue;
-        }
         if (ta) {
             const float *src = A + p0 * lda + i0 + s;
-            for (int64_t k = 0; k < kc; k++, src += lda)
-                memcpy(dst + k * MR, src, MR * sizeof(float));
+            for (int64_t k = 0; k < kc; k++, src += lda) {
+                memcpy(dst + k * MR, src, (size_t)mr * sizeof(float));
+                for (int64_t i = mr; i < MR; i++)
+                    dst[k * MR + i] = 0.0f;
+            }
             continue;
         }
         const float *src = A + (i0 + s) * lda + p0;
         int64_t k = 0;
-        for (; k + 8 <= kc; k += 8) {
-            __m256 r[8];
-            for (int i = 0; i < MR; i++)
-                r[i] = _mm256_loadu_ps(src + i * lda + k);
-            r[6] = r[7] = _mm256_setzero_ps();
-            transpose8(r);
-            for (int j = 0; j < 8; j++) { /* 6 of each column's 8 lanes */
-                float *d = dst + (k + j) * MR;
-                _mm_storeu_ps(d, _mm256_castps256_ps128(r[j]));
-                _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(r[j], 1));
-            }
-        }
+        for (; k + 8 <= kc; k += 8)
+            transpose8_store(src + k, lda, (int)mr, dst + k * MR, MR, 6);
         for (; k < kc; k++)
-            for (int i = 0; i < MR; i++)
-                dst[k * MR + i] = src[i * lda + k];
+            for (int64_t i = 0; i < MR; i++)
+                dst[k * MR + i] = i < mr ? src[i * lda + k] : 0.0f;
     }
 }
 
@@ -198,12 +218,14 @@ static void pack_b_simd(int tb, int64_t kc, int64_t nc, const float *B, int64_t 
 {
     for (int64_t s = 0; s < nc; s += NR, dst += NR * kc) {
         int64_t nr = min64(NR, nc - s);
-        if (nr < NR) {
-            pack_b_portable(tb, kc, nr, B, ldb, p0, j0 + s, dst);
-            continue;
-        }
         if (!tb) {
             const float *src = B + p0 * ldb + j0 + s;
+            if (nr < NR) {
+                for (int64_t k = 0; k < kc; k++, src += ldb)
+                    for (int64_t c = 0; c < NR; c++)
+                        dst[k * NR + c] = c < nr ? src[c] : 0.0f;
+                continue;
+            }
             for (int64_t k = 0; k < kc; k++, src += ldb) {
                 _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src));
                 _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
@@ -213,19 +235,29 @@ static void pack_b_simd(int tb, int64_t kc, int64_t nc, const float *B, int64_t 
         const float *src = B + (j0 + s) * ldb + p0;
         int64_t k = 0;
         for (; k + 8 <= kc; k += 8) {
-            for (int half = 0; half < 2; half++) {
-                __m256 r[8];
-                for (int i = 0; i < 8; i++)
-                    r[i] = _mm256_loadu_ps(src + (half * 8 + i) * ldb + k);
-                transpose8(r);
+            transpose8_store(src + k, ldb, nr < 8 ? (int)nr : 8, dst + k * NR, NR, 8);
+            if (nr > 8)
+                transpose8_store(src + 8 * ldb + k, ldb, (int)(nr - 8), dst + k * NR + 8, NR, 8);
+            else
                 for (int j = 0; j < 8; j++)
-                    _mm256_store_ps(dst + (k + j) * NR + half * 8, r[j]);
-            }
+                    _mm256_store_ps(dst + (k + j) * NR + 8, _mm256_setzero_ps());
         }
         for (; k < kc; k++)
-            for (int c = 0; c < NR; c++)
-                dst[k * NR + c] = src[c * ldb + k];
+            for (int64_t c = 0; c < NR; c++)
+                dst[k * NR + c] = c < nr ? src[c * ldb + k] : 0.0f;
     }
+}
+
+/* One row of a finished tile: C = acc, or C + acc. */
+static inline void store_row(float *c, __m256 lo, __m256 hi)
+{
+    _mm256_storeu_ps(c, lo);
+    _mm256_storeu_ps(c + 8, hi);
+}
+static inline void store_row_add(float *c, __m256 lo, __m256 hi)
+{
+    _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), lo));
+    _mm256_storeu_ps(c + 8, _mm256_add_ps(_mm256_loadu_ps(c + 8), hi));
 }
 
 /* The 6x16 tile: 12 accumulators. Per k: two aligned loads of B, six
@@ -259,16 +291,20 @@ static void micro_simd(int64_t kc, const float *a, int64_t rsa, int64_t csa, con
         c50 = _mm256_fmadd_ps(x, b0, c50);
         c51 = _mm256_fmadd_ps(x, b1, c51);
     }
-    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                         {c30, c31}, {c40, c41}, {c50, c51}};
-    for (int r = 0; r < MR; r++) {
-        float *cr = c + r * ldc;
-        if (accumulate) {
-            acc[r][0] = _mm256_add_ps(_mm256_loadu_ps(cr), acc[r][0]);
-            acc[r][1] = _mm256_add_ps(_mm256_loadu_ps(cr + 8), acc[r][1]);
-        }
-        _mm256_storeu_ps(cr, acc[r][0]);
-        _mm256_storeu_ps(cr + 8, acc[r][1]);
+    if (accumulate) {
+        store_row_add(c, c00, c01);
+        store_row_add(c + ldc, c10, c11);
+        store_row_add(c + 2 * ldc, c20, c21);
+        store_row_add(c + 3 * ldc, c30, c31);
+        store_row_add(c + 4 * ldc, c40, c41);
+        store_row_add(c + 5 * ldc, c50, c51);
+    } else {
+        store_row(c, c00, c01);
+        store_row(c + ldc, c10, c11);
+        store_row(c + 2 * ldc, c20, c21);
+        store_row(c + 3 * ldc, c30, c31);
+        store_row(c + 4 * ldc, c40, c41);
+        store_row(c + 5 * ldc, c50, c51);
     }
 }
 #endif /* EO_MM_HAVE_SIMD */
@@ -453,13 +489,13 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
                 ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
                 (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64), per_thread_bytes(M, N, K),
                 1, 0};
+    if ((double)batch * (double)M * (double)N * (double)K < PAR_MIN_FMAS)
+        par = NULL;
     /* Enough pieces that the batch x pieces items divide evenly among the
      * threads (a batch of 128 needs no cutting; a single matrix is cut in
      * t). Every piece packs all of the operand it does not cut: cutting
      * N re-packs A (M·K values) per piece, cutting M re-packs B (K·N), so
      * cut the longer side, if it has a tile for every piece. */
-    if ((double)batch * (double)M * (double)N * (double)K < PAR_MIN_FMAS)
-        par = NULL;
     int t = eo_par_threads(par);
     J.pieces = t / gcd64(batch, t);
     J.split_n = M <= N ? (N + NR - 1) / NR >= J.pieces : (M + MR - 1) / MR < J.pieces;

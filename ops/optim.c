@@ -4,6 +4,11 @@
  * Both follow PyTorch's formulas and order of operations (see kernels.h),
  * so a model trained here can be compared step by step with one trained
  * there. Elements are independent; the hook gets fixed blocks of them.
+ * The AVX2 loops do the same operations in the same order, as separate
+ * multiplies and adds (sqrt and division are correctly rounded in both),
+ * so they give the scalar loop's bits, provided the compiler does not fuse
+ * the scalar multiply-adds: GCC does not under -std=c11, and clang is told
+ * so by the pragma below.
  *
  * AdamW's bias corrections 1 - beta^t are computed once per call, in
  * double as PyTorch does on the host, by repeated squaring (t can be in
@@ -11,6 +16,11 @@
 #include <math.h>
 #include "ops/grain.h"
 #include "ops/kernels.h"
+#include "ops/simd.h"
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 #define BLOCK 4096
 
@@ -28,7 +38,22 @@ static void sgd_body(void *arg, int64_t b0, int64_t b1, int worker)
     (void)worker;
     const optim_args *a = arg;
     const int64_t i1 = b1 * BLOCK < a->n ? b1 * BLOCK : a->n;
-    for (int64_t i = b0 * BLOCK; i < i1; i++) {
+    int64_t i = b0 * BLOCK;
+#ifdef EO_AVX2
+    const __m256 wd = _mm256_set1_ps(a->wd), mom = _mm256_set1_ps(a->momentum);
+    const __m256 lr = _mm256_set1_ps(a->lr);
+    for (; i + 8 <= i1; i += 8) {
+        const __m256 w = _mm256_loadu_ps(a->w + i);
+        __m256 d = _mm256_add_ps(_mm256_loadu_ps(a->g + i), _mm256_mul_ps(wd, w));
+        if (a->momentum != 0.0f) {
+            const __m256 v = _mm256_add_ps(_mm256_mul_ps(mom, _mm256_loadu_ps(a->v + i)), d);
+            _mm256_storeu_ps(a->v + i, v);
+            d = a->nesterov ? _mm256_add_ps(d, _mm256_mul_ps(mom, v)) : v;
+        }
+        _mm256_storeu_ps(a->w + i, _mm256_sub_ps(w, _mm256_mul_ps(lr, d)));
+    }
+#endif
+    for (; i < i1; i++) {
         float d = a->g[i] + a->wd * a->w[i];
         if (a->momentum != 0.0f) {
             a->v[i] = a->momentum * a->v[i] + d;
@@ -62,7 +87,25 @@ static void adamw_body(void *arg, int64_t b0, int64_t b1, int worker)
     const optim_args *a = arg;
     const float decay = 1.0f - a->lr * a->wd;
     const int64_t i1 = b1 * BLOCK < a->n ? b1 * BLOCK : a->n;
-    for (int64_t i = b0 * BLOCK; i < i1; i++) {
+    int64_t i = b0 * BLOCK;
+#ifdef EO_AVX2
+    const __m256 b1v = _mm256_set1_ps(a->beta1), b2v = _mm256_set1_ps(a->beta2);
+    const __m256 c1 = _mm256_set1_ps(1.0f - a->beta1), c2 = _mm256_set1_ps(1.0f - a->beta2);
+    const __m256 dec = _mm256_set1_ps(decay), step = _mm256_set1_ps(a->step_size);
+    const __m256 bc2 = _mm256_set1_ps(a->bc2_sqrt), eps = _mm256_set1_ps(a->eps);
+    for (; i + 8 <= i1; i += 8) {
+        const __m256 g = _mm256_loadu_ps(a->g + i);
+        const __m256 m = _mm256_add_ps(_mm256_mul_ps(b1v, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
+        const __m256 v = _mm256_add_ps(_mm256_mul_ps(b2v, _mm256_loadu_ps(a->v + i)),
+                                       _mm256_mul_ps(_mm256_mul_ps(c2, g), g));
+        _mm256_storeu_ps(a->m + i, m);
+        _mm256_storeu_ps(a->v + i, v);
+        const __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), bc2), eps);
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(a->w + i), dec);
+        _mm256_storeu_ps(a->w + i, _mm256_sub_ps(w, _mm256_mul_ps(step, _mm256_div_ps(m, den))));
+    }
+#endif
+    for (; i < i1; i++) {
         const float g = a->g[i];
         const float m = a->beta1 * a->m[i] + (1.0f - a->beta1) * g;
         const float v = a->beta2 * a->v[i] + (1.0f - a->beta2) * g * g;

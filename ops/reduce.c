@@ -33,9 +33,28 @@ static inline int max_wins(float v, float m)
     return m == m && (v > m || v != v);
 }
 
+/* Sum of a contiguous run in double, with eight running sums so the adds
+ * do not wait on each other (one sum would be bound by add latency). */
+static double sum_run(const float *x, int64_t n)
+{
+    double acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += x[i + k];
+    for (; i < n; i++)
+        acc[0] += x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 static void reduce_slab(const reduce_args *a, const float *x, float *y, int32_t *arg)
 {
     const int64_t n = a->n, inner = a->inner;
+    if (inner == 1 && a->op != EO_RED_MAX) {
+        const double s = sum_run(x, n);
+        y[0] = (float)(a->op == EO_RED_MEAN ? s / (double)n : s);
+        return;
+    }
     for (int64_t c0 = 0; c0 < inner; c0 += TILE) {
         const int64_t w = inner - c0 < TILE ? inner - c0 : TILE;
         if (a->op == EO_RED_MAX) {
@@ -116,8 +135,7 @@ void eo_k_reduce_backward(eo_redop op, int64_t outer, int64_t n, int64_t inner, 
     eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_backward_body, &a);
 }
 
-/* Eight double accumulators so the loop vectorises without reassociating
- * one running sum (which the compiler may not do on its own). */
+/* Eight double accumulators, as in sum_run. */
 void eo_k_sumsq(int64_t n, const float *x, float *out)
 {
     double acc[8] = {0};
@@ -127,8 +145,5 @@ void eo_k_sumsq(int64_t n, const float *x, float *out)
             acc[k] += (double)x[i + k] * x[i + k];
     for (; i < n; i++)
         acc[0] += (double)x[i] * x[i];
-    double s = 0.0;
-    for (int k = 0; k < 8; k++)
-        s += acc[k];
-    out[0] = (float)s;
+    out[0] = (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
 }

@@ -21,22 +21,42 @@
 #define EO_AVX2 1
 #include <immintrin.h>
 
-/* exp(x) for 8 floats.
- *
+/* ---- exp -------------------------------------------------------------
  * Method: x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2; then
- * exp(x) = 2^n exp(r). ln2 is split into a float part and a tiny rest so
- * r keeps its digits (the FMA forms n*ln2_hi exactly). exp(r) is its
- * Taylor series to r^7: the first term left out is r^8/8! e^|r| <= 1.1e-8
- * relative, under a fifth of an ulp; rounding in Horner's scheme adds
- * about one ulp. 2^n is applied as two halves, 2^(n/2) 2^(n-n/2), so
- * every factor is a normal float: results that are denormal (x below
- * -87.3) are rounded once, by the last multiply, and x above 88.72
- * overflows to +inf as it should.
+ * exp(x) = 2^n exp(r). ln2 is split into a float part with trailing zero
+ * bits and a tiny rest, so r = x - n ln2 keeps its digits. exp(r) - 1 is
+ * its Taylor series to r^7: the first term left out is r^8/8! e^|r| <=
+ * 1.1e-8 relative, under a fifth of an ulp; rounding in Horner's scheme
+ * adds about one ulp. Keeping the series as q = exp(r) - 1 (rather than
+ * exp(r)) lets the same code give expm1 without cancellation. */
+static inline __m256 eo_v8_exp_reduce(__m256 x, __m256 n)
+{
+    const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    return _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
+}
+
+static inline __m256 eo_v8_expm1_series(__m256 r)
+{
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, r);
+}
+
+/* exp(x), the whole float range. 2^n is applied as two halves,
+ * 2^(n/2) 2^(n-n/2), so every factor is a normal float: results that are
+ * denormal (x below -87.3) are rounded by the last multiply, and x above
+ * 88.72 overflows to +inf as it should.
  *
  * Error bound: at most 2 ulp against the exactly rounded exp over the
- * whole float range (the test checks every 2^-10 step of [-104, 89] and
- * random points, and measures about 1 ulp). Special values: -inf and
- * x < -104 give +0, +inf gives +inf, NaN gives NaN. */
+ * whole range; the test checks every 2^-10 step of [-104, 89] and random
+ * points, and a sweep of every fourth float in that range measured at
+ * most 1 ulp. Special values: -inf and x < -104 give +0, +inf gives +inf,
+ * NaN gives NaN. */
 static inline __m256 eo_v8_exp(__m256 x)
 {
     /* Clamping keeps n within what the two 2^(n/2) factors can express;
@@ -46,57 +66,59 @@ static inline __m256 eo_v8_exp(__m256 x)
     x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256 q = eo_v8_expm1_series(eo_v8_exp_reduce(x, n));
     const __m256i ni = _mm256_cvtps_epi32(n);
     const __m256i n1 = _mm256_srai_epi32(ni, 1);
     const __m256i n2 = _mm256_sub_epi32(ni, n1);
     const __m256i bias = _mm256_set1_epi32(127);
     const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
     const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_mul_ps(_mm256_fmadd_ps(s1, q, s1), s2);
 }
 
 /* exp(x) for x <= 0 (and -inf), the case of every softmax and
  * cross-entropy term once the row max is subtracted: about a third
  * cheaper than eo_v8_exp.
  *
- * Same reduction and polynomial, so the same accuracy (at most 2 ulp)
- * down to x = -87.33, where exp(x) reaches FLT_MIN, the smallest normal
- * float. Below that the result is flushed to 0 instead of rounded to a
- * denormal: an absolute error under 1.2e-38, invisible next to the 1 the
- * row max contributes. That is what lets 2^n be built in one step: n is
- * rounded by adding 1.5 * 2^23 (+ the exponent bias 127), which leaves
- * n + 127 in the low bits of the sum, and a shift puts those bits in the
- * exponent field. NaN gives NaN. Positive x is outside the contract. */
-static inline __m256 eo_v8_exp_neg(__m256 x)
+ * Same reduction and series, so the same accuracy (at most 2 ulp) down
+ * to x = -87.33, where exp(x) reaches FLT_MIN, the smallest normal float.
+ * Below that the result is flushed to 0 instead of rounded to a denormal:
+ * an absolute error under 1.2e-38, invisible next to the 1 the row max
+ * contributes. That is what lets 2^n be built in one step: n is rounded
+ * by adding 1.5 * 2^23 (+ the exponent bias 127), which leaves n + 127 in
+ * the low bits of the sum, and a shift moves them into the exponent
+ * field. Returns q = exp(r) - 1 and s = 2^n, so exp(x) = s + s q and
+ * expm1(x) = s q + (s - 1); `tiny` marks x below the flush point. NaN
+ * gives NaN. Positive x is outside the contract. */
+static inline __m256 eo_v8_exp_neg_core(__m256 x, __m256 *s_out, __m256 *tiny_out)
 {
     const __m256 lo = _mm256_set1_ps(-87.336544f); /* ln(FLT_MIN) */
     const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f);
-    const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    *tiny_out = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     const __m256 xc = _mm256_max_ps(lo, x);
     const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
     const __m256 n = _mm256_sub_ps(t, magic);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
-    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, scale));
+    *s_out = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
+    return eo_v8_expm1_series(eo_v8_exp_reduce(xc, n));
+}
+
+static inline __m256 eo_v8_exp_neg(__m256 x)
+{
+    __m256 s, tiny;
+    const __m256 q = eo_v8_exp_neg_core(x, &s, &tiny);
+    return _mm256_andnot_ps(tiny, _mm256_fmadd_ps(s, q, s));
+}
+
+/* exp(x) - 1 for x <= 0, relative accuracy kept even as x -> 0 (where
+ * exp(x) - 1 would cancel): a sweep of every float in [-30, 0) measured
+ * at most 1 ulp. -1 below x = -87.33. For tanh. */
+static inline __m256 eo_v8_expm1_neg(__m256 x)
+{
+    __m256 s, tiny;
+    const __m256 q = eo_v8_exp_neg_core(x, &s, &tiny);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_blendv_ps(_mm256_fmadd_ps(s, q, _mm256_sub_ps(s, one)),
+                            _mm256_set1_ps(-1.0f), tiny);
 }
 
 /* 1 / d for d >= 1: the 12-bit hardware estimate refined by one Newton
@@ -121,6 +143,23 @@ static inline __m256 eo_v8_load_tail(const float *p, __m256i mask, float fill)
 {
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, mask),
                             _mm256_castsi256_ps(mask));
+}
+
+/* Load or store 8 floats, or only the lanes of m when !whole (masked-off
+ * loads read `fill`). Loops call these twice, for the whole vectors with
+ * whole = 1 and once for the tail with whole = 0, so after inlining each
+ * call is a single plain or masked instruction. */
+static inline __m256 eo_v8_ld(const float *p, int whole, __m256i m, float fill)
+{
+    return whole ? _mm256_loadu_ps(p) : eo_v8_load_tail(p, m, fill);
+}
+
+static inline void eo_v8_st(float *p, int whole, __m256i m, __m256 v)
+{
+    if (whole)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, m, v);
 }
 
 static inline float eo_v8_hsum(__m256 v)
@@ -182,11 +221,12 @@ static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, float
     return eo_v8_hsum(_mm256_add_ps(s0, s1));
 }
 
-/* Rows up to this many floats are read twice (max, then the sum of
- * exps): the second read comes from L2, and each element costs one exp.
+/* Rows up to this many floats (256 KiB) are read twice (max, then the
+ * sum of exps): the second read comes from L2 (from L3 where L2 is
+ * small), and each element costs one exp.
  * Longer rows take the one-read online form below, which spends 1.25 exp
  * per element to spare a second trip to memory. */
-#define EO_ROW_CACHED 32768
+#define EO_ROW_CACHED 65536
 
 /* A row's max m and s = sum_j exp(x_j - m), with one read of the row
  * from memory.

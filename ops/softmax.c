@@ -2,13 +2,16 @@
  * backward.
  *
  * The forward reads each row from memory once and writes it once. With
- * AVX2, a row that fits in L2 is walked three times (max; exp stored and
- * summed; scaled), the later walks hitting cache, so each element costs
- * one exp; a longer row takes the max and the sum in one read (the online
- * normaliser of simd.h) and pays 2.25 exps per element to avoid a second
- * trip to memory. log_softmax never stores exps: (x - max) - log(sum). Subtracting the max is what keeps logits of ±1e4
- * finite. A row of only -inf has no mass: softmax writes 0 and
- * log_softmax -inf, never 0/0.
+ * AVX2, a row of up to EO_ROW_CACHED floats is walked three times (max;
+ * exp stored and summed; scaled), the later walks hitting cache, so each
+ * element costs one exp, the dominant cost. A longer row takes the max
+ * and the sum in one read (the online normaliser of simd.h) and pays 2.25
+ * exps per element to avoid a second trip to memory. log_softmax never
+ * stores exps: y = (x - max) - log(sum). The scalar path is the plain
+ * three-pass form.
+ *
+ * Subtracting the max is what keeps logits of ±1e4 finite. A row of only
+ * -inf has no mass: softmax writes 0 and log_softmax -inf, never 0/0.
  *
  * Rows are independent, so the thread hook gets whole rows; each row is
  * computed the same way whoever computes it, and results do not depend on
@@ -79,41 +82,47 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y)
     }
 }
 
+/* dx += y (dy - s) (softmax) or dy - exp(y) s, 0 where y = -inf
+ * (log_softmax), for 8 columns. */
+static inline void smb_dx8(int log, const float *y, const float *dy, float *dx, int64_t j, int whole,
+                           __m256i m, __m256 s)
+{
+    const __m256 yv = eo_v8_ld(y + j, whole, m, 0.0f), g = eo_v8_ld(dy + j, whole, m, 0.0f);
+    const __m256 d = eo_v8_ld(dx + j, whole, m, 0.0f);
+    __m256 r;
+    if (log) {
+        const __m256 t = _mm256_fnmadd_ps(eo_v8_exp_neg(yv), s, g);
+        const __m256 masked = _mm256_cmp_ps(yv, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+        r = _mm256_add_ps(d, _mm256_andnot_ps(masked, t));
+    } else {
+        r = _mm256_fmadd_ps(yv, _mm256_sub_ps(g, s), d);
+    }
+    eo_v8_st(dx + j, whole, m, r);
+}
+
 static void softmax_backward_row(int log, int64_t cols, const float *y, const float *dy, float *dx)
 {
-    /* softmax needs sum dy*y, log_softmax sum dy. */
+    /* softmax needs s = sum dy*y, log_softmax s = sum dy. Lanes past the
+     * end load 0 and add 0. */
+    const int64_t body = cols - cols % 8;
+    const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(cols % 8);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t j = 0;
-    for (; j + 16 <= cols; j += 16) {
+    for (; j + 16 <= body; j += 16) {
         const __m256 g0 = _mm256_loadu_ps(dy + j), g1 = _mm256_loadu_ps(dy + j + 8);
         acc0 = log ? _mm256_add_ps(acc0, g0) : _mm256_fmadd_ps(g0, _mm256_loadu_ps(y + j), acc0);
         acc1 = log ? _mm256_add_ps(acc1, g1) : _mm256_fmadd_ps(g1, _mm256_loadu_ps(y + j + 8), acc1);
     }
     for (; j < cols; j += 8) {
-        const __m256i m = eo_v8_mask(cols - j);
-        const __m256 g = _mm256_maskload_ps(dy + j, m);
-        acc0 = log ? _mm256_add_ps(acc0, g) : _mm256_fmadd_ps(g, _mm256_maskload_ps(y + j, m), acc0);
+        const int whole = j + 8 <= cols;
+        const __m256 g = eo_v8_ld(dy + j, whole, tail, 0.0f);
+        acc0 = log ? _mm256_add_ps(acc0, g) : _mm256_fmadd_ps(g, eo_v8_ld(y + j, whole, tail, 0.0f), acc0);
     }
     const __m256 s = _mm256_set1_ps(eo_v8_hsum(_mm256_add_ps(acc0, acc1)));
-    const __m256 ninf = _mm256_set1_ps(-INFINITY);
-    for (j = 0; j < cols; j += 8) {
-        const __m256i m = eo_v8_mask(cols - j);
-        const int whole = j + 8 <= cols;
-        const __m256 yv = whole ? _mm256_loadu_ps(y + j) : _mm256_maskload_ps(y + j, m);
-        const __m256 g = whole ? _mm256_loadu_ps(dy + j) : _mm256_maskload_ps(dy + j, m);
-        const __m256 d = whole ? _mm256_loadu_ps(dx + j) : _mm256_maskload_ps(dx + j, m);
-        __m256 r;
-        if (log) {
-            const __m256 t = _mm256_fnmadd_ps(eo_v8_exp_neg(yv), s, g);
-            r = _mm256_add_ps(d, _mm256_blendv_ps(t, _mm256_setzero_ps(), _mm256_cmp_ps(yv, ninf, _CMP_EQ_OQ)));
-        } else {
-            r = _mm256_fmadd_ps(yv, _mm256_sub_ps(g, s), d);
-        }
-        if (whole)
-            _mm256_storeu_ps(dx + j, r);
-        else
-            _mm256_maskstore_ps(dx + j, m, r);
-    }
+    for (j = 0; j < body; j += 8)
+        smb_dx8(log, y, dy, dx, j, 1, all, s);
+    if (body < cols)
+        smb_dx8(log, y, dy, dx, body, 0, tail, s);
 }
 #else
 static void softmax_row(int log, int64_t cols, const float *x, float *y)

@@ -11,7 +11,9 @@
  * for negative x, where the tanh form loses every digit. With AVX2 the
  * exp is the vectorised one from simd.h, only ever called on -|2u| (so
  * it is the cheaper non-positive variant), and 1 / (1 + e) is a refined
- * reciprocal estimate instead of a division.
+ * reciprocal estimate instead of a division. tanh is likewise built from
+ * m = expm1(-2|x|) as -m / (2 + m), exact in relative terms near 0. Only
+ * GELU_ERF and LOG stay on libm (erff, logf), on every path.
  *
  * The work is split into fixed blocks of 4096 elements for the thread
  * hook; the vector code handles each block's tail with masks, so every
@@ -119,42 +121,64 @@ static inline __m256 gelu_2u8(__m256 x)
     return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f * GELU_K), x), inner);
 }
 
-/* One vector of the forward (dy, y, dx unused) or of the backward. */
-static inline __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 dy, __m256 dx)
+/* tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|), written with
+ * m = expm1(-2|x|) as -m / (2 + m), so small |x| keeps its digits. */
+static inline __m256 tanh8(__m256 x)
 {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 m = eo_v8_expm1_neg(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_or_ps(x, sign)));
+    const __m256 t = _mm256_div_ps(m, _mm256_sub_ps(_mm256_set1_ps(-2.0f), m)); /* tanh|x| */
+    return _mm256_or_ps(_mm256_andnot_ps(sign, t), _mm256_and_ps(x, sign));
+}
+
+/* One vector of the forward (dy, y, dx unused) or of the backward. */
+static inline __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 dy, __m256 dx,
+                            float alpha)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     __m256 e, q;
     if (!backward) {
-        if (op == EO_UN_GELU_TANH)
-            return _mm256_mul_ps(x, sigmoid8(gelu_2u8(x), &e, &q));
-        if (op == EO_UN_SIGMOID)
-            return sigmoid8(x, &e, &q);
-        return eo_v8_exp(x);
+        switch (op) {
+        case EO_UN_RELU: return _mm256_max_ps(zero, x); /* NaN passes through */
+        case EO_UN_GELU_TANH: return _mm256_mul_ps(x, sigmoid8(gelu_2u8(x), &e, &q));
+        case EO_UN_TANH: return tanh8(x);
+        case EO_UN_SIGMOID: return sigmoid8(x, &e, &q);
+        case EO_UN_EXP: return eo_v8_exp(x);
+        default: return _mm256_mul_ps(_mm256_set1_ps(alpha), x); /* SCALE */
+        }
     }
     __m256 d;
-    if (op == EO_UN_GELU_TANH) {
+    switch (op) {
+    case EO_UN_RELU:
+        return _mm256_add_ps(dx, _mm256_and_ps(_mm256_cmp_ps(x, zero, _CMP_GT_OQ), dy));
+    case EO_UN_GELU_TANH: {
         const __m256 s = sigmoid8(gelu_2u8(x), &e, &q);
         const __m256 s1s = _mm256_mul_ps(e, _mm256_mul_ps(q, q)); /* s (1 - s) */
         const __m256 du = _mm256_mul_ps(
             _mm256_set1_ps(2.0f * GELU_K),
-            _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_C), _mm256_mul_ps(x, x), _mm256_set1_ps(1.0f)));
+            _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_C), _mm256_mul_ps(x, x), one));
         d = _mm256_fmadd_ps(_mm256_mul_ps(x, s1s), du, s); /* s + 2 x s(1-s) u' */
-    } else {
-        d = op == EO_UN_SIGMOID ? _mm256_mul_ps(y, _mm256_sub_ps(_mm256_set1_ps(1.0f), y)) : y;
+        break;
+    }
+    case EO_UN_TANH: d = _mm256_fnmadd_ps(y, y, one); break;
+    case EO_UN_SIGMOID: d = _mm256_mul_ps(y, _mm256_sub_ps(one, y)); break;
+    case EO_UN_EXP: d = y; break;
+    default: d = _mm256_set1_ps(alpha); break; /* SCALE */
     }
     return _mm256_fmadd_ps(dy, d, dx);
 }
 
-/* The ops with a vector path: GELU (tanh), sigmoid, exp. Returns 0 when
- * op has none, so the caller falls back to the scalar loop. Only the
- * operands an op needs are loaded (GELU reads x; sigmoid and exp read y).
- * Whole vectors use plain loads; masked ones, slow on some CPUs, only
- * finish the block. */
-static int unary_v8(const unary_args *a, int64_t i0, int64_t i1, int backward)
+/* The vector loop over [i0, i1) for one op. Called below with op and
+ * backward as constants, so each copy is compiled with its branches on
+ * op folded away. Only the operands an op needs are loaded (backwards of
+ * tanh, sigmoid and exp read y, relu and GELU x, scale neither). Whole
+ * vectors use plain
+ * loads; masked ones, slow on some CPUs, only finish the block. */
+static inline void v8_loop(eo_unop op, int backward, const unary_args *a, int64_t i0, int64_t i1)
 {
-    const eo_unop op = a->op;
-    if (op != EO_UN_GELU_TANH && op != EO_UN_SIGMOID && op != EO_UN_EXP)
-        return 0;
-    const int need_x = !backward || op == EO_UN_GELU_TANH, need_y = backward && !need_x;
+    const int from_y = op == EO_UN_TANH || op == EO_UN_SIGMOID || op == EO_UN_EXP;
+    const int need_x = !backward || op == EO_UN_RELU || op == EO_UN_GELU_TANH;
+    const int need_y = backward && from_y;
     const __m256 z = _mm256_setzero_ps();
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
@@ -162,7 +186,7 @@ static int unary_v8(const unary_args *a, int64_t i0, int64_t i1, int backward)
         const __m256 y = need_y ? _mm256_loadu_ps(a->y + i) : z;
         const __m256 dy = backward ? _mm256_loadu_ps(a->dy + i) : z;
         const __m256 dx = backward ? _mm256_loadu_ps(a->out + i) : z;
-        _mm256_storeu_ps(a->out + i, unary8(op, backward, x, y, dy, dx));
+        _mm256_storeu_ps(a->out + i, unary8(op, backward, x, y, dy, dx, a->alpha));
     }
     if (i < i1) {
         const __m256i m = eo_v8_mask(i1 - i);
@@ -170,9 +194,32 @@ static int unary_v8(const unary_args *a, int64_t i0, int64_t i1, int backward)
         const __m256 y = need_y ? _mm256_maskload_ps(a->y + i, m) : z;
         const __m256 dy = backward ? _mm256_maskload_ps(a->dy + i, m) : z;
         const __m256 dx = backward ? _mm256_maskload_ps(a->out + i, m) : z;
-        _mm256_maskstore_ps(a->out + i, m, unary8(op, backward, x, y, dy, dx));
+        _mm256_maskstore_ps(a->out + i, m, unary8(op, backward, x, y, dy, dx, a->alpha));
     }
-    return 1;
+}
+
+/* Every op but GELU_ERF and LOG (left to libm's erff and logf) has a
+ * vector path; for those this returns 0 and the caller runs the scalar
+ * loop. */
+static int unary_v8(const unary_args *a, int64_t i0, int64_t i1, int backward)
+{
+#define EO_V8_CASE(OP)                                                         \
+    case OP:                                                                   \
+        if (backward)                                                          \
+            v8_loop(OP, 1, a, i0, i1);                                         \
+        else                                                                   \
+            v8_loop(OP, 0, a, i0, i1);                                         \
+        return 1
+    switch (a->op) {
+    EO_V8_CASE(EO_UN_RELU);
+    EO_V8_CASE(EO_UN_GELU_TANH);
+    EO_V8_CASE(EO_UN_TANH);
+    EO_V8_CASE(EO_UN_SIGMOID);
+    EO_V8_CASE(EO_UN_EXP);
+    EO_V8_CASE(EO_UN_SCALE);
+    default: return 0;
+    }
+#undef EO_V8_CASE
 }
 #endif
 

@@ -14,6 +14,7 @@
  * one thread or on a split range (a fake hook runs the chunks serially,
  * last chunk first). */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -355,6 +356,28 @@ START_TEST(gelu_extremes_finite)
         ck_assert_float_eq_tol(y[i], x[i] > 0 ? x[i] : 0.0f, fabsf(x[i]) * 1e-6f + 1e-6f);
         if (fabsf(x[i]) < 1e18f) /* x^2 overflows beyond */
             ck_assert_float_eq_tol(dx[i], x[i] > 0 ? 1.0f : x[i] < 0 ? 0.0f : 0.5f, 1e-6f);
+    }
+}
+END_TEST
+
+START_TEST(unary_backward_reads_only_what_it_needs)
+{
+    /* kernels.h lets a backward use x or y; these use one, and must not
+     * touch the other (the core may pass NULL for it). */
+    enum { N = 21 };
+    float x[N], y[N], dy[N], dx[N];
+    fill_rand(x, N, 2.0f), fill_rand(dy, N, 1.0f);
+    const struct { eo_unop op; int x, y; } uses[] = {
+        {EO_UN_RELU, 1, 0}, {EO_UN_GELU_TANH, 1, 0}, {EO_UN_TANH, 0, 1}, {EO_UN_SIGMOID, 0, 1},
+        {EO_UN_EXP, 0, 1}, {EO_UN_SCALE, 0, 0}};
+    for (size_t k = 0; k < sizeof uses / sizeof *uses; k++) {
+        eo_k_unary(uses[k].op, N, x, y, 3.0f, NULL);
+        memset(dx, 0, sizeof dx);
+        eo_k_unary_backward(uses[k].op, N, uses[k].x ? x : NULL, uses[k].y ? y : NULL, dy, dx,
+                            3.0f, NULL);
+        for (int i = 0; i < N; i++)
+            check_close("unary_backward", i, dx[i], dy[i] * ref_un_deriv(uses[k].op, x[i], 3.0),
+                        1e-5, 2e-6);
     }
 }
 END_TEST
@@ -775,6 +798,28 @@ START_TEST(im2col_col2im_maxpool)
                     }
     check_all("col2im", dx, want, C * H * W, 1e-6, 1e-6);
 
+    /* A batch of 2: image n fills columns [n*OH*OW, (n+1)*OH*OW) of each
+     * row, exactly as im2col of that image alone; col2im splits back. */
+    {
+        enum { R = C * KH * KW, P = 12 };
+        float x2[2 * C * H * W], c2[R * 2 * P], one[R * P], dx2[2 * C * H * W], d2[R * 2 * P];
+        fill_rand(x2, 2 * C * H * W, 1.0f);
+        eo_k_im2col(2, C, H, W, KH, KW, PAD, S, x2, c2, NULL);
+        for (int n = 0; n < 2; n++) {
+            eo_k_im2col(1, C, H, W, KH, KW, PAD, S, x2 + n * C * H * W, one, NULL);
+            for (int r = 0; r < R; r++)
+                ck_assert(memcmp(c2 + r * 2 * P + n * P, one + r * P, sizeof(float) * P) == 0);
+        }
+        for (int r = 0; r < R; r++)
+            for (int n = 0; n < 2; n++)
+                memcpy(d2 + r * 2 * P + n * P, dc + r * P, sizeof(float) * P);
+        memset(dx2, 0, sizeof dx2);
+        eo_k_col2im(2, C, H, W, KH, KW, PAD, S, d2, dx2, NULL);
+        for (int n = 0; n < 2; n++)
+            for (int i = 0; i < C * H * W; i++)
+                check_close("col2im batch", i, dx2[n * C * H * W + i], want[i] - 0.5, 1e-6, 1e-6);
+    }
+
     /* max pool 2x2 over 3 planes of 5x7: a 2x3 output, the odd row and
      * column dropped. */
     enum { P = 3, K = 2 };
@@ -805,6 +850,43 @@ START_TEST(im2col_col2im_maxpool)
             }
     ck_assert_int_eq(arg[0], 0);
     check_all("maxpool_backward", dxp, wdx, P * H * W, 0, 0);
+}
+END_TEST
+
+/* ---- optimizers ------------------------------------------------------------
+ * Many elements (the vector loop and its scalar tail) against the formulas
+ * of kernels.h in double. */
+START_TEST(optimizers_many_elements)
+{
+    enum { N = 37 };
+    float w[N], g[N], v[N], m[N];
+    double ww[N], wv[N], wm[N];
+    for (int nesterov = 0; nesterov < 2; nesterov++) {
+        fill_rand(w, N, 1.0f), fill_rand(g, N, 1.0f), fill_rand(v, N, 0.5f);
+        for (int i = 0; i < N; i++) {
+            double d = (double)g[i] + 0.01 * (double)w[i];
+            wv[i] = 0.9 * v[i] + d;
+            d = nesterov ? d + 0.9 * wv[i] : wv[i];
+            ww[i] = w[i] - 0.1 * d;
+        }
+        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nesterov, NULL);
+        check_all("sgd w", w, ww, N, 1e-6, 1e-6);
+        check_all("sgd v", v, wv, N, 1e-6, 1e-6);
+    }
+    fill_rand(w, N, 1.0f), fill_rand(g, N, 1.0f), fill_rand(m, N, 0.1f), fill_rand(v, N, 0.01f);
+    /* The hyperparameters as the kernel receives them: floats. */
+    const double b1 = 0.9f, b2 = 0.999f, lr = 1e-3f, wd = 0.1f, eps = 1e-8f;
+    for (int i = 0; i < N; i++) {
+        v[i] = fabsf(v[i]);
+        wm[i] = b1 * m[i] + (1 - b1) * g[i];
+        wv[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+        const double bc1 = 1 - pow(b1, 5), bc2 = 1 - pow(b2, 5);
+        ww[i] = w[i] * (1 - lr * wd) - lr / bc1 * wm[i] / (sqrt(wv[i]) / sqrt(bc2) + eps);
+    }
+    eo_k_adamw(N, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 5, NULL);
+    check_all("adamw w", w, ww, N, 1e-6, 1e-7);
+    check_all("adamw m", m, wm, N, 1e-6, 1e-7);
+    check_all("adamw v", v, wv, N, 1e-5, 1e-9);
 }
 END_TEST
 
@@ -1052,6 +1134,41 @@ START_TEST(v8_exp_within_2ulp)
     ck_assert_int_le(ulp_dist(y[3], expf(1.0f)), 1);
 }
 END_TEST
+
+START_TEST(v8_exp_neg_within_2ulp)
+{
+    /* The non-positive variant: the same 2 ulp while exp(x) >= FLT_MIN,
+     * then 0 (flushed, not denormal). */
+    const int64_t n = 105 * 1024;
+    float *x = alloc_f(n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = -(float)i / 1024.0f;
+    int64_t worst = 0;
+    float wx = 0;
+    for (int64_t i = 0; i < n; i += 8) {
+        float y[8];
+        _mm256_storeu_ps(y, eo_v8_exp_neg(_mm256_loadu_ps(x + i)));
+        for (int k = 0; k < 8; k++) {
+            const double want = exp((double)x[i + k]);
+            if (want < FLT_MIN) {
+                ck_assert_msg(y[k] == 0.0f || fabs(y[k] - want) < FLT_MIN, "x = %g", x[i + k]);
+                continue;
+            }
+            const int64_t d = ulp_dist(y[k], (float)want);
+            if (d > worst)
+                worst = d, wx = x[i + k];
+        }
+    }
+    ck_assert_msg(worst <= 2, "eo_v8_exp_neg: %lld ulp at x = %.9g", (long long)worst, wx);
+    free(x);
+    const float sp[8] = {-INFINITY, NAN, -0.0f, 0.0f, -1e-30f, -87.0f, -88.0f, -1e30f};
+    float y[8];
+    _mm256_storeu_ps(y, eo_v8_exp_neg(_mm256_loadu_ps(sp)));
+    ck_assert(y[0] == 0.0f && isnan(y[1]) && y[2] == 1.0f && y[3] == 1.0f && y[4] == 1.0f);
+    ck_assert_int_le(ulp_dist(y[5], (float)exp(-87.0)), 2);
+    ck_assert(y[6] == 0.0f && y[7] == 0.0f);
+}
+END_TEST
 #endif
 
 Suite *eo_suite_kernels(void)
@@ -1066,6 +1183,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, binary_backward_broadcast_accumulates);
     tcase_add_test(tc, unary_forward_backward);
     tcase_add_test(tc, gelu_extremes_finite);
+    tcase_add_test(tc, unary_backward_reads_only_what_it_needs);
     tcase_add_test(tc, reduce_sum_mean_max);
     tcase_add_test(tc, reduce_max_first_and_nan);
     tcase_add_test(tc, sumsq_in_double);
@@ -1080,9 +1198,11 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, im2col_col2im_maxpool);
     tcase_add_test(tc, sgd_one_step);
     tcase_add_test(tc, adamw_one_step);
+    tcase_add_test(tc, optimizers_many_elements);
     tcase_add_test(tc, row_kernels_independent_of_split);
 #ifdef EO_AVX2
     tcase_add_test(tc, v8_exp_within_2ulp);
+    tcase_add_test(tc, v8_exp_neg_within_2ulp);
 #endif
     suite_add_tcase(s, tc);
     return s;

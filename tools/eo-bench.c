@@ -101,6 +101,8 @@ static options opt = {{1, 2}, 2, 0, NULL, NULL, NULL, NULL, "tools/bench_torch.p
 /* ---- the machine's ceilings ---------------------------------------------- */
 
 static double fma_peak[MAX_THREADS + 1]; /* GFLOP/s, by thread count */
+/* The memcpy size: well beyond any cache, so it measures memory. */
+static int copy_mib(void) { return opt.quick ? 64 : 256; }
 static double copy_bw[MAX_THREADS + 1];  /* GB/s (bytes read + written) */
 static const char *peak_kind = "scalar";
 static volatile float sink;
@@ -185,14 +187,19 @@ static void copy_body(void *arg, int64_t begin, int64_t end, int worker)
 }
 
 /* Both ceilings for each thread count: the best of several tries (a
- * ceiling is a maximum; noise only ever lowers it). */
+ * ceiling is a maximum; noise only ever lowers it). The FMA tries are
+ * short (a few milliseconds, under a scheduler time slice) and many, so
+ * on a shared machine some of them run undisturbed. Called before and
+ * after the kernels, keeping the better figure, so a burst of load from
+ * another process at the start does not leave a ceiling too low. */
 static void measure_ceilings(eo_par *pars)
 {
 #if defined(__AVX2__) && defined(__FMA__)
     peak_kind = "AVX2 FMA";
 #endif
-    long iters = opt.quick ? 5000000 : 20000000;
-    size_t bytes = (opt.quick ? 64u : 256u) << 20;
+    long iters = 1000000;
+    int fma_tries = opt.quick ? 8 : 24;
+    size_t bytes = (size_t)copy_mib() << 20;
     char *src = xmalloc(bytes), *dst = xmalloc(bytes);
     memset(src, 1, bytes);
     memset(dst, 2, bytes);
@@ -200,14 +207,15 @@ static void measure_ceilings(eo_par *pars)
         int t = opt.threads[ti];
         eo_par *par = &pars[t];
         double best = 0;
-        for (int r = 0; r < 5; r++) {
+        for (int r = 0; r < fma_tries; r++) {
             double t0 = now_s();
             eo_par_for(par, t, peak_body, &iters);
             double rate = (double)FMA_FLOPS_PER_ITER * (double)iters * t / (now_s() - t0) / 1e9;
             if (rate > best)
                 best = rate;
         }
-        fma_peak[t] = best;
+        if (best > fma_peak[t])
+            fma_peak[t] = best;
         copy_job cj = {dst, src, bytes, t};
         best = 0;
         for (int r = 0; r < 5; r++) {
@@ -217,7 +225,8 @@ static void measure_ceilings(eo_par *pars)
             if (rate > best)
                 best = rate;
         }
-        copy_bw[t] = best;
+        if (best > copy_bw[t])
+            copy_bw[t] = best;
     }
     free(src);
     free(dst);
@@ -553,7 +562,7 @@ static void case_shape(const bcase *c, char *out, size_t cap)
     if (c->k == K_MATMUL) {
         char b[24] = "";
         if (c->batch > 1)
-            snprintf(b, sizeof b, "%lldx ", (long long)c->batch);
+            snprintf(b, sizeof b, "[%lld] ", (long long)c->batch);
         snprintf(out, cap, "%s%lldx%lld·%lldx%lld", b, (long long)c->M, (long long)c->K,
                  (long long)c->K, (long long)c->N);
     } else {
@@ -666,6 +675,8 @@ static void measure_row(row *R, const eo_par *par)
         snprintf(R->why[IMPL_NAIVE], sizeof R->why[0], "1 thread only");
     else if (R->is_flops && R->work > 2.2e9)
         snprintf(R->why[IMPL_NAIVE], sizeof R->why[0], "too slow at this size");
+    else if (R->is_flops && R->work > 1e9 && (R->c->ta || R->c->tb))
+        snprintf(R->why[IMPL_NAIVE], sizeof R->why[0], "slow; see the nn row");
     else
         have[IMPL_NAIVE] = 1;
     if (have[IMPL_BLAS] && blas_set_threads)
@@ -818,6 +829,11 @@ static double peak_of(const row *R)
 
 static void print_table(void)
 {
+    printf("\nmatmul shapes are M x K · K x N, [b] a batch of b; nn/nt/tn/tt say which of\n"
+           "A, B is stored transposed. A reference column is their time / ours: above 1\n"
+           "EveryO is faster. %%peak is of the FMA peak (matmul) or memcpy bandwidth\n"
+           "(measured on %d MiB; a kernel whose arrays partly fit in cache can exceed it).\n",
+           copy_mib());
     printf("\n%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "kernel", "shape", "thr",
            "EveryO ms", "rate", "%peak", "vs OpenBLAS", "vs PyTorch", "vs naive C");
     printf("%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",
@@ -843,7 +859,7 @@ static void print_table(void)
                 snprintf(cell, sizeof cell, "skipped (%s)", R->why[impl]);
             printf(" %-22s", cell);
         }
-        printf("\n");
+        printf(" %s\n", R->c->note ? R->c->note : "");
     }
 }
 
@@ -1073,11 +1089,6 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN));
 
     measure_ceilings(pars);
-    for (int ti = 0; ti < opt.nthreads; ti++) {
-        int t = opt.threads[ti];
-        printf("ceilings, %d thread(s): FMA peak %.1f GFLOP/s (%s), memcpy %.1f GB/s "
-               "(bytes read + written)\n", t, fma_peak[t], peak_kind, copy_bw[t]);
-    }
     load_blas();
     if (blas_sgemm)
         printf("BLAS: %s%s\n", blas_lib,
@@ -1115,6 +1126,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-bench: %s %s, %d thread(s)\n", rows[i].label, rows[i].shape,
                 rows[i].threads);
         measure_row(&rows[i], &pars[rows[i].threads]);
+    }
+    measure_ceilings(pars);
+    for (int ti = 0; ti < opt.nthreads; ti++) {
+        int t = opt.threads[ti];
+        printf("ceilings, %d thread(s): FMA peak %.1f GFLOP/s (%s), memcpy %.1f GB/s "
+               "(bytes read + written; best of before and after the kernels)\n",
+               t, fma_peak[t], peak_kind, copy_bw[t]);
     }
     print_table();
     if (opt.csv)

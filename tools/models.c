@@ -8,10 +8,14 @@ int eo_model_parse(const char *name)
 {
     if (strcmp(name, "mlp") == 0) return EO_MODEL_MLP;
     if (strcmp(name, "cnn") == 0) return EO_MODEL_CNN;
+    if (strcmp(name, "vit") == 0) return EO_MODEL_VIT;
     return -1;
 }
 
-const char *eo_model_name(eo_model_kind k) { return k == EO_MODEL_CNN ? "cnn" : "mlp"; }
+const char *eo_model_name(eo_model_kind k)
+{
+    return k == EO_MODEL_CNN ? "cnn" : k == EO_MODEL_VIT ? "vit" : "mlp";
+}
 
 #define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
 
@@ -19,6 +23,13 @@ eo_status eo_classifier_build(eo_ctx *ctx, eo_model_kind kind, eo_device dev, eo
 {
     eo_module l;
     m->kind = kind;
+    if (kind == EO_MODEL_VIT) {
+        const eo_vit_config vc = { 28, 4, 64, 4, 2, 10 };
+        TRY(eo_vit_build(ctx, dev, &vc, &m->vit));
+        m->params = m->vit.params;
+        m->net.count = 0;
+        return EO_OK;
+    }
     TRY(eo_params_init(ctx, &m->params, 16));
     TRY(eo_sequential_init(ctx, &m->net, 16));
     if (kind == EO_MODEL_MLP) {
@@ -47,6 +58,8 @@ eo_status eo_classifier_build(eo_ctx *ctx, eo_model_kind kind, eo_device dev, eo
 eo_status eo_classifier_forward(eo_ctx *ctx, const eo_classifier *m, eo_tensor *x,
                                 eo_tensor **logits)
 {
+    if (m->kind == EO_MODEL_VIT)
+        return eo_vit_forward(ctx, &m->vit, x, logits);
     if (m->kind == EO_MODEL_CNN) {
         int64_t s[4] = { x->shape[0], 1, 28, 28 };
         TRY(eo_reshape(ctx, x, 4, s, &x));

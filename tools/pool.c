@@ -1,19 +1,27 @@
 /* tools/pool.c — the persistent thread pool behind eo_par (see pool.h).
  *
- * How a run() hands out work: the job (body, arg, n) is written into the
- * pool, then a generation counter is bumped. Workers watch that counter:
- * first by spinning for a short while (a kernel usually follows another
- * within microseconds, and a spinning worker starts at once), then by
- * sleeping on a condition variable, so an idle pool costs no CPU. Each
- * worker runs its own fixed chunk, then decrements a pending count; the
- * last one to finish wakes the caller, who meanwhile did chunk 0.
+ * How a run() hands out work. The range [0, n) is cut into t chunks,
+ * chunk i = [n*i/t, n*(i+1)/t), always the same cut, and chunk i is always
+ * run with worker index i: that is what keeps kernel results independent
+ * of timing. Which *thread* runs a chunk, though, is decided by claiming:
+ * the caller takes chunk 0, then everyone takes the next unclaimed chunk
+ * from a shared counter until none are left. Normally each worker claims
+ * one chunk and the split is the plain static one; but when the machine
+ * is busy and a worker has not been scheduled yet, the caller simply
+ * claims that worker's chunk too, instead of waiting a whole time slice
+ * for it.
  *
- * The split is static (chunk i is always [n*i/t, n*(i+1)/t) on worker i),
- * which is what makes kernel results independent of timing. */
+ * Waking: the job (body, arg, n) is written into the pool, then a
+ * generation counter is bumped. Workers watch it, first by spinning a
+ * short while (a kernel usually follows another within microseconds, and
+ * a spinning worker starts at once), then by sleeping on a condition
+ * variable, so an idle pool costs no CPU. The caller, once no chunk is
+ * left to claim, waits the same way for the chunks others are running. */
 #include "tools/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -25,24 +33,28 @@
 #define EO_POOL_SPIN 4096
 
 struct eo_pool {
-    int nthreads;            /* workers in all, the caller included */
-    pthread_t *threads;      /* nthreads - 1 started threads */
-    int started;             /* how many of them were started (for cleanup) */
+    int nthreads;             /* workers in all, the caller included */
+    pthread_t *threads;       /* nthreads - 1 started threads */
+    int started;              /* how many of them were started (for cleanup) */
 
     pthread_mutex_t run_lock; /* serialises concurrent run() callers */
     pthread_mutex_t lock;     /* guards the sleeps on the two conditions */
     pthread_cond_t work;      /* signalled when `gen` moves */
     pthread_cond_t done;      /* signalled when `pending` reaches 0 */
 
-    /* The current job. Written by run() before `gen` is bumped, read by
-     * workers after they see the new `gen`; never written while a
-     * worker may still read it (run() waits for pending == 0 first). */
+    /* The current job. Written by run() before `claim` and `gen` are
+     * published, read by a thread only after it has claimed a chunk of
+     * this job; never rewritten while a chunk of it is still running. */
     eo_par_body body;
     void *arg;
     int64_t n;
 
     atomic_uint gen;          /* bumped once per job (and once to stop) */
-    atomic_int pending;       /* workers that have not finished this job */
+    /* (generation << 32) | next chunk to hand out. Tagging the counter
+     * with the generation lets a worker that wakes late tell a stale job
+     * from the current one in the same atomic step that claims a chunk. */
+    atomic_uint_fast64_t claim;
+    atomic_int pending;       /* chunks of the current job not finished */
     atomic_int stop;
 };
 
@@ -76,38 +88,53 @@ static unsigned wait_for_job(eo_pool *p, unsigned seen)
     return g;
 }
 
-typedef struct worker_start {
-    eo_pool *pool;
-    int id;
-} worker_start;
+/* The next unclaimed chunk of job `g`, or -1 when there is none (all
+ * handed out, or `g` is no longer the current job). */
+static int claim_chunk(eo_pool *p, unsigned g)
+{
+    uint_fast64_t cur = atomic_load_explicit(&p->claim, memory_order_acquire);
+    for (;;) {
+        if ((unsigned)(cur >> 32) != g || (int)(cur & 0xffffffffu) >= p->nthreads)
+            return -1;
+        if (atomic_compare_exchange_weak_explicit(&p->claim, &cur, cur + 1,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return (int)(cur & 0xffffffffu);
+    }
+}
+
+/* Run chunk c of the current job as worker c, then count it done. */
+static void run_chunk(eo_pool *p, int c)
+{
+    const int t = p->nthreads;
+    int64_t n = p->n, begin = n * c / t, end = n * (c + 1) / t;
+    const eo_pool *saved_pool = tl_pool;
+    int saved_worker = tl_worker;
+    tl_pool = p;
+    tl_worker = c;
+    if (begin < end)
+        p->body(p->arg, begin, end, c);
+    tl_pool = saved_pool;
+    tl_worker = saved_worker;
+    if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+        /* Under the lock, so the caller cannot check `pending` and then
+         * miss this signal before it starts waiting. */
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
 
 static void *worker_main(void *v)
 {
-    worker_start ws = *(worker_start *)v;
-    free(v);
-    eo_pool *p = ws.pool;
-    const int id = ws.id, t = p->nthreads;
-    tl_pool = p;
-    tl_worker = id;
-    /* Generation 0 means "no job yet". A worker that starts late still
-     * sees job 1 (gen is then 1, not 0), and job 2 cannot be published
-     * before this worker has finished job 1. */
-    unsigned seen = 0;
+    eo_pool *p = v;
+    unsigned seen = 0; /* generation 0 means "no job yet" */
     for (;;) {
         seen = wait_for_job(p, seen);
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             break;
-        int64_t n = p->n;
-        int64_t begin = n * id / t, end = n * (id + 1) / t;
-        if (begin < end)
-            p->body(p->arg, begin, end, id);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-            /* Under the lock, so the caller cannot check `pending` and
-             * then miss this signal before it starts waiting. */
-            pthread_mutex_lock(&p->lock);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->lock);
-        }
+        int c;
+        while ((c = claim_chunk(p, seen)) >= 0)
+            run_chunk(p, c);
     }
     return NULL;
 }
@@ -130,23 +157,19 @@ static void pool_run(void *user, eo_par_body body, void *arg, int64_t n)
     p->body = body;
     p->arg = arg;
     p->n = n;
-    atomic_store_explicit(&p->pending, t - 1, memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->pending, t, memory_order_relaxed);
+    /* Chunk 0 is the caller's: hand out from 1. */
+    atomic_store_explicit(&p->claim, ((uint_fast64_t)g << 32) | 1u, memory_order_release);
     pthread_mutex_lock(&p->lock);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    atomic_store_explicit(&p->gen, g, memory_order_release);
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->lock);
 
-    /* Chunk 0 on this thread, marked as worker 0 of this pool so a
-     * nested run() from the body stays inline. */
-    const eo_pool *saved_pool = tl_pool;
-    int saved_worker = tl_worker;
-    tl_pool = p;
-    tl_worker = 0;
-    int64_t end0 = n / t;
-    if (end0 > 0)
-        body(arg, 0, end0, 0);
-    tl_pool = saved_pool;
-    tl_worker = saved_worker;
+    run_chunk(p, 0);
+    int c;
+    while ((c = claim_chunk(p, g)) >= 0) /* chunks no worker has taken yet */
+        run_chunk(p, c);
 
     int spun = 0;
     while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0 &&
@@ -192,16 +215,11 @@ eo_pool *eo_pool_create(int nthreads)
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->gen, 0u);
+    atomic_init(&p->claim, 0u);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
     for (int i = 1; i < nthreads; i++) {
-        worker_start *ws = malloc(sizeof *ws);
-        if (ws) {
-            ws->pool = p;
-            ws->id = i;
-        }
-        if (!ws || pthread_create(&p->threads[p->started], NULL, worker_main, ws) != 0) {
-            free(ws);
+        if (pthread_create(&p->threads[p->started], NULL, worker_main, p) != 0) {
             eo_pool_destroy(p);
             return NULL;
         }

@@ -24,7 +24,10 @@ eo_pool *eo_pool_create(int nthreads);
 
 /* The hook to hand to kernels; valid until eo_pool_destroy. Chunks are
  * split exactly as parallel.h requires: chunk i = [n*i/t, n*(i+1)/t),
- * empty chunks are not called, and run() returns when all are done.
+ * always passed worker index i; empty chunks are not called, and run()
+ * returns when all are done. Which thread runs a chunk is not fixed: a
+ * chunk whose worker has not woken yet (a busy machine) is taken by a
+ * thread that is free, so one late thread does not stall the others.
  *
  * run() may be called from several threads: calls are serialised. A body
  * that itself calls run() (nested parallelism) gets its inner range run

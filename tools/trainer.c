@@ -39,8 +39,12 @@ void eo_train_defaults(eo_train_config *c, eo_model_kind model)
     c->seed = 1;
     c->threads = 2;
     c->persist_mb = 64;
-    c->step_mb = model == EO_MODEL_CNN ? 768 : 128;
-    if (model == EO_MODEL_CNN) {
+    c->step_mb = model == EO_MODEL_CNN ? 768 : model == EO_MODEL_VIT ? 1024 : 128;
+    if (model == EO_MODEL_VIT) {
+        c->epochs = 1;
+        c->lr = 1e-3f;
+        c->weight_decay = 0.01f;
+    } else if (model == EO_MODEL_CNN) {
         c->epochs = 3;
         c->lr = 1e-3f;
     } else {
@@ -186,13 +190,15 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                 c->threads == 1 ? "" : "s", (unsigned long long)c->seed);
 
     size_t steps = bat.nbatches, total = steps * (size_t)c->epochs;
+    if (c->max_steps && c->max_steps < total)
+        total = c->max_steps; /* the schedule ends where the run does */
     eo_lr_schedule sched = { (eo_lr_kind)c->schedule, c->lr, 0.0f, 0.1f,
                              (int64_t)(steps * 3 > 0 ? steps * 3 : 1), c->warmup, (int64_t)total };
     h.x = calloc((size_t)c->epochs + 1, sizeof(double));
     h.loss = calloc((size_t)c->epochs + 1, sizeof(double));
     h.acc = calloc((size_t)c->epochs + 1, sizeof(double));
     double train_time = 0;
-    size_t global = 0;
+    size_t global = 0, total_steps = 0;
     for (int e = 0; e < c->epochs; e++) {
         eo_batcher_epoch(&bat, (uint64_t)e);
         eo_progress pr;
@@ -200,8 +206,11 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             eo_progress_start(&pr, out, EO_PROGRESS_AUTO, e + 1, c->epochs, steps);
         double t0 = now(), sum = 0;
         size_t seen = 0;
+        size_t done_steps = 0;
         for (size_t i = 0; i < steps; i++, global++) {
             size_t rows;
+            if (c->max_steps && global >= c->max_steps)
+                break;
             s = eo_batcher_get(&bat, i, xb, yb, &rows, err, errlen);
             if (s != EO_OK)
                 goto done;
@@ -220,6 +229,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             }
             sum += loss;
             seen += rows;
+            done_steps++;
             if (log)
                 fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss, (double)opt.lr);
             if (!c->quiet && out)
@@ -227,14 +237,17 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         }
         double dt = now() - t0;
         train_time += dt;
+        total_steps += done_steps;
+        if (done_steps == 0)
+            done_steps = 1; /* only the means below divide by it */
         if (e == 0)
             r->step_high_epoch1 = eo_arena_high(&ctx.step);
         double acc;
         CORE(evaluate(&ctx, &m, &test, &acc));
         h.x[h.n] = e + 1;
-        h.loss[h.n] = sum / (double)steps;
+        h.loss[h.n] = sum / (double)done_steps;
         h.acc[h.n++] = acc;
-        r->last_loss = sum / (double)steps;
+        r->last_loss = sum / (double)done_steps;
         r->images_per_second = (double)seen / dt;
         if (out) {
             char extra[96];
@@ -243,7 +256,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                 eo_progress_finish(&pr, extra);
             else
                 fprintf(out, "epoch %d/%d loss %.4f %s %.1f s\n", e + 1, c->epochs,
-                        sum / (double)steps, extra, dt);
+                        sum / (double)done_steps, extra, dt);
         }
     }
     if (c->epochs == 0)
@@ -253,6 +266,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     if (c->epochs == 0 && out)
         fprintf(out, "test accuracy %.2f%%\n", 100.0 * r->test_accuracy);
     r->seconds_per_epoch = c->epochs ? train_time / c->epochs : 0;
+    r->ms_per_step = total_steps ? 1000.0 * train_time / (double)total_steps : 0;
     r->persist_high = eo_arena_high(&ctx.persist);
     r->step_high = eo_arena_high(&ctx.step);
     if (out)

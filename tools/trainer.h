@@ -26,6 +26,7 @@ typedef struct eo_train_config {
     int threads;
     size_t train_subset;      /* 0 = all */
     size_t test_subset;       /* 0 = all */
+    size_t max_steps;         /* stop after this many steps in all, then evaluate; 0 = off */
     const char *save;         /* safetensors path or NULL */
     const char *load;         /* safetensors path or NULL */
     const char *log;          /* per-step CSV or NULL */
@@ -39,6 +40,7 @@ typedef struct eo_train_result {
     double last_loss;         /* mean training loss of the last epoch */
     double seconds_per_epoch; /* mean wall time of the training part of an epoch */
     double images_per_second;
+    double ms_per_step;       /* mean wall time of one training step */
     size_t persist_high, step_high; /* arenas' high-water marks, bytes */
     size_t step_high_after_first;   /* step arena high-water after step 1 */
     size_t step_high_epoch1;        /* ... after every step of epoch 1 (before evaluation) */

@@ -1,0 +1,221 @@
+/* core/op_attention.c — scaled dot-product attention: the masks, the
+ * composed reference and the fused op.
+ *
+ * Masks are additive: a float added to the attention scores before the
+ * softmax, 0 where a key may be seen and -inf where it may not. Adding is
+ * what lets any number of masks (causal, padding, a learned bias) combine
+ * by broadcasting, with no boolean dtype. A query row whose keys are all
+ * -inf has no probability mass; the softmax kernel (and the fused kernel)
+ * gives that row zeros and a zero gradient instead of 0/0 = NaN.
+ *
+ * eo_attention is built only from differentiable primitives
+ *   s = q · kᵀ (matmul with tb = 1: the transposed view costs no copy),
+ *   s = scale * s, s = s + mask (broadcast), p = softmax(s), out = p · v,
+ * so it needs nothing of its own in autograd and serves as the reference.
+ * Its price is the [B, H, Tq, Tk] score and probability matrices, kept
+ * for the backward: quadratic in the sequence length.
+ *
+ * eo_attention_fused computes the same function in one op whose kernel
+ * (ops/attention.c) never stores those matrices; it keeps only the output
+ * and one log-sum-exp per query row. */
+#include <math.h>
+#include "core/internal.h"
+
+/* The additive causal mask, filled on the host; uploaded when `dev` is
+ * not the CPU (the host copy stays in the step arena until the rewind). */
+eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out)
+{
+    if (!ctx)
+        return EO_ERR_ARG;
+    if (!out || T < 0)
+        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: NULL output or T = %lld < 0",
+                       (long long)T);
+    int64_t shape[2] = { T, T };
+    eo_tensor *h;
+    EO_CHECK(eo_new_out(ctx, EO_CPU, EO_F32, 2, shape, &h));
+    float *m = h->data;
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = 0; j < T; j++)
+            m[i * T + j] = j <= i ? 0.0f : -INFINITY;
+    if (dev == EO_CPU) {
+        *out = h;
+        return EO_OK;
+    }
+    eo_tensor *d;
+    EO_CHECK(eo_new_out(ctx, dev, EO_F32, 2, shape, &d));
+    EO_CHECK(eo_write(ctx, d, m, (size_t)(T * T) * sizeof(float)));
+    *out = d;
+    return EO_OK;
+}
+
+eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
+                          const uint8_t *valid, eo_tensor **out)
+{
+    if (!ctx)
+        return EO_ERR_ARG;
+    if (!out || !valid || B < 0 || T < 0)
+        return eo_fail(ctx, EO_ERR_ARG,
+                       "padding_mask: NULL output or valid, or B = %lld, T = %lld < 0",
+                       (long long)B, (long long)T);
+    int64_t shape[4] = { B, 1, 1, T };
+    eo_tensor *h;
+    EO_CHECK(eo_new_out(ctx, EO_CPU, EO_F32, 4, shape, &h));
+    float *m = h->data;
+    for (int64_t i = 0; i < B * T; i++)
+        m[i] = valid[i] ? 0.0f : -INFINITY;
+    if (dev == EO_CPU) {
+        *out = h;
+        return EO_OK;
+    }
+    eo_tensor *d;
+    EO_CHECK(eo_new_out(ctx, dev, EO_F32, 4, shape, &d));
+    EO_CHECK(eo_write(ctx, d, m, (size_t)(B * T) * sizeof(float)));
+    *out = d;
+    return EO_OK;
+}
+
+/* Shapes shared by both forms: q [B,H,Tq,D], k and v [B,H,Tk,D], the mask
+ * broadcastable to [B,H,Tq,Tk] (never widening it), Tq == Tk if causal. */
+static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_tensor *k,
+                                 eo_tensor *v, eo_tensor *mask, int causal, float scale,
+                                 eo_tensor **out)
+{
+    if (!ctx)
+        return EO_ERR_ARG;
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_CHECK(eo_expect(ctx, op, q, EO_F32));
+    EO_CHECK(eo_expect(ctx, op, k, EO_F32));
+    EO_CHECK(eo_expect(ctx, op, v, EO_F32));
+    EO_CHECK(eo_same_device(ctx, op, q, k));
+    EO_CHECK(eo_same_device(ctx, op, q, v));
+    if (!(scale == scale) || scale - scale != 0.0f)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: scale must be finite, got %f", op, (double)scale);
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "%s: expected q [B,H,Tq,D], k and v [B,H,Tk,D], got %T, %T, %T", op, q,
+                       k, v);
+    for (int i = 0; i < 4; i++)
+        if (k->shape[i] != v->shape[i] || (i != 2 && q->shape[i] != k->shape[i]))
+            return eo_fail(ctx, EO_ERR_SHAPE,
+                           "%s: expected q [B,H,Tq,D], k and v [B,H,Tk,D], got %T, %T, %T",
+                           op, q, k, v);
+    if (causal && q->shape[2] != k->shape[2])
+        return eo_fail(ctx, EO_ERR_SHAPE, "%s: causal needs Tq == Tk, got q %T and k %T", op,
+                       q, k);
+    if (mask) {
+        EO_CHECK(eo_expect(ctx, op, mask, EO_F32));
+        EO_CHECK(eo_same_device(ctx, op, q, mask));
+        const int64_t want[4] = { q->shape[0], q->shape[1], q->shape[2], k->shape[2] };
+        int64_t ms[4], mst[4];
+        eo_pad4(mask, ms, mst);
+        for (int i = 0; i < 4; i++)
+            if (ms[i] != 1 && ms[i] != want[i])
+                return eo_fail(ctx, EO_ERR_SHAPE,
+                               "%s: mask %T does not broadcast to the scores [%lldx%lldx%lldx%lld]",
+                               op, mask, (long long)want[0], (long long)want[1],
+                               (long long)want[2], (long long)want[3]);
+    }
+    return EO_OK;
+}
+
+eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_tensor *mask,
+                       int causal, float scale, eo_tensor **out)
+{
+    EO_CHECK(check_attention(ctx, "attention", q, k, v, mask, causal, scale, out));
+    eo_tensor *s, *p;
+    EO_CHECK(eo_matmul(ctx, q, k, 0, 1, &s));
+    EO_CHECK(eo_scale(ctx, s, scale, &s));
+    if (causal) {
+        eo_tensor *cm;
+        EO_CHECK(eo_causal_mask(ctx, q->device, q->shape[2], &cm));
+        EO_CHECK(eo_add(ctx, s, cm, &s));
+    }
+    if (mask)
+        EO_CHECK(eo_add(ctx, s, mask, &s));
+    EO_CHECK(eo_softmax(ctx, s, &p));
+    return eo_matmul(ctx, p, v, 0, 0, out);
+}
+
+/* 4-D strides of the mask (or its gradient) over the scores [B,H,Tq,Tk]:
+ * 0 on the axes where it has size 1 and so is broadcast. */
+static void mask_strides(const eo_tensor *m, int64_t st[4])
+{
+    int64_t ms[4];
+    eo_pad4(m, ms, st);
+    for (int i = 0; i < 4; i++)
+        if (ms[i] == 1)
+            st[i] = 0;
+}
+
+eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                             eo_tensor *mask, int causal, float scale, eo_tensor **out)
+{
+    EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));
+    const eo_backend *be = eo_backend_of(ctx, q);
+    EO_NEED_KERNEL(ctx, "attention_fused", be, attention);
+    /* The kernel reads q, k, v as packed heads; a head-split view
+     * ([B,T,H,D] transposed) is copied here, and the copy's own tape
+     * node routes the gradient back to the view. The mask keeps its
+     * strides: broadcasting it costs nothing. */
+    EO_CHECK(eo_contiguous(ctx, q, &q));
+    EO_CHECK(eo_contiguous(ctx, k, &k));
+    EO_CHECK(eo_contiguous(ctx, v, &v));
+    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], Tk = k->shape[2];
+    const int64_t D = q->shape[3];
+    int64_t ms[4] = { 0, 0, 0, 0 };
+    if (mask)
+        mask_strides(mask, ms);
+    eo_tensor *o, *lse;
+    EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 4, q->shape, &o));
+    EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 3, q->shape, &lse));
+    eo_arena *ar = q->device == EO_CPU ? &ctx->step : &ctx->dev_step;
+    eo_arena_mark m = eo_arena_mark_get(ar);
+    void *ws = NULL;
+    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->par)) : 0;
+    EO_CHECK(eo_scratch(ctx, q->device, bytes, &ws));
+    be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
+                  causal, scale, o->data, lse->data, ws, &ctx->par);
+    eo_arena_rewind(ar, m); /* the tiles live for this call only */
+    eo_tensor *in[4] = { q, k, v, mask };
+    if (eo_needs_grad(ctx, in, 4)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_ATTENTION, in, 4, o, &nd));
+        nd->saved[0] = lse; /* [B,H,Tq]: all the backward keeps of the softmax */
+        nd->p.attn.causal = causal;
+        nd->p.attn.scale = scale;
+    }
+    *out = o;
+    return EO_OK;
+}
+
+eo_status eo_bwd_attention(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2], *mask = n->in[3], *o = n->out;
+    eo_tensor *gq = NULL, *gk = NULL, *gv = NULL, *gm = NULL;
+    const eo_backend *be = eo_backend_of(ctx, q);
+    EO_NEED_KERNEL(ctx, "attention_fused", be, attention_backward);
+    if (q->requires_grad) EO_CHECK(eo_grad_of(ctx, q, &gq));
+    if (k->requires_grad) EO_CHECK(eo_grad_of(ctx, k, &gk));
+    if (v->requires_grad) EO_CHECK(eo_grad_of(ctx, v, &gv));
+    if (mask && mask->requires_grad) EO_CHECK(eo_grad_of(ctx, mask, &gm));
+    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], Tk = k->shape[2];
+    const int64_t D = q->shape[3];
+    int64_t ms[4] = { 0, 0, 0, 0 }, gms[4] = { 0, 0, 0, 0 };
+    if (mask)
+        mask_strides(mask, ms);
+    if (gm)
+        mask_strides(gm, gms);
+    eo_arena *ar = q->device == EO_CPU ? &ctx->step : &ctx->dev_step;
+    eo_arena_mark m = eo_arena_mark_get(ar);
+    void *ws = NULL;
+    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->par)) : 0;
+    EO_CHECK(eo_scratch(ctx, q->device, bytes, &ws));
+    be->attention_backward(B, H, Tq, Tk, D, q->data, k->data, v->data,
+                           mask ? mask->data : NULL, ms, n->p.attn.causal, n->p.attn.scale,
+                           o->data, n->saved[0]->data, o->grad->data, gq ? gq->data : NULL,
+                           gk ? gk->data : NULL, gv ? gv->data : NULL, gm ? gm->data : NULL,
+                           gms, ws, &ctx->par);
+    eo_arena_rewind(ar, m);
+    return EO_OK;
+}

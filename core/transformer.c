@@ -1,0 +1,214 @@
+/* core/transformer.c — see transformer.h. Everything here is composed
+ * from public ops (matmul, views, layernorm, gelu, attention, embedding),
+ * so the backward is the ops' own and there is no kernel to keep in step
+ * with a second implementation. */
+#include <math.h>
+#include "core/internal.h"
+#include "core/transformer.h"
+
+#define NAME_MAX_LEN 64
+
+static eo_status normal_002(eo_ctx *ctx, eo_tensor *t) { return eo_init_param(ctx, t, 0.02f, 1); }
+
+eo_status eo_block_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                        int64_t n_embd, int64_t n_head, int causal, eo_block *b)
+{
+    if (!b || !prefix || n_embd < 1 || n_head < 1 || n_embd % n_head)
+        return eo_fail(ctx, EO_ERR_ARG, "block_init: d_model %lld must be a positive multiple "
+                                        "of heads %lld", (long long)n_embd, (long long)n_head);
+    char name[NAME_MAX_LEN];
+    const int64_t C = n_embd;
+    const float eps = EO_TRANSFORMER_LN_EPS;
+    eo_format(name, sizeof name, "%s.ln_1", prefix);
+    EO_CHECK(eo_layernorm_init(ctx, ps, dev, name, C, eps, &b->ln_1));
+    eo_format(name, sizeof name, "%s.attn.c_attn", prefix);
+    EO_CHECK(eo_linear_init(ctx, ps, dev, name, C, 3 * C, 1, EO_INIT_NORMAL_002, &b->attn.c_attn));
+    eo_format(name, sizeof name, "%s.attn.c_proj", prefix);
+    EO_CHECK(eo_linear_init(ctx, ps, dev, name, C, C, 1, EO_INIT_NORMAL_002, &b->attn.c_proj));
+    eo_format(name, sizeof name, "%s.ln_2", prefix);
+    EO_CHECK(eo_layernorm_init(ctx, ps, dev, name, C, eps, &b->ln_2));
+    eo_format(name, sizeof name, "%s.mlp.c_fc", prefix);
+    EO_CHECK(eo_linear_init(ctx, ps, dev, name, C, 4 * C, 1, EO_INIT_NORMAL_002, &b->c_fc));
+    eo_format(name, sizeof name, "%s.mlp.c_proj", prefix);
+    EO_CHECK(eo_linear_init(ctx, ps, dev, name, 4 * C, C, 1, EO_INIT_NORMAL_002, &b->c_proj));
+    b->attn.n_embd = C;
+    b->attn.n_head = n_head;
+    b->attn.causal = causal != 0;
+    b->attn.fused = 0;
+    return EO_OK;
+}
+
+eo_status eo_mha_forward(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **y)
+{
+    if (!a || !x || !y)
+        return eo_fail(ctx, EO_ERR_ARG, "mha: NULL argument");
+    if (x->rank != 3 || x->shape[2] != a->n_embd)
+        return eo_fail(ctx, EO_ERR_SHAPE, "mha: expected x [B, T, %lld], got %T",
+                       (long long)a->n_embd, x);
+    const int64_t B = x->shape[0], T = x->shape[1], C = a->n_embd, H = a->n_head, D = C / H;
+    eo_tensor *qkv, *q, *k, *v, *o;
+    EO_CHECK(eo_module_forward(ctx, &a->c_attn, x, &qkv));        /* [B, T, 3C] */
+    int64_t s4[4] = { B, T, 3 * H, D };
+    EO_CHECK(eo_reshape(ctx, qkv, 4, s4, &qkv));                   /* [B, T, 3H, D] view */
+    EO_CHECK(eo_slice(ctx, qkv, 2, 0, H, &q));                     /* [B, T, H, D] views */
+    EO_CHECK(eo_slice(ctx, qkv, 2, H, H, &k));
+    EO_CHECK(eo_slice(ctx, qkv, 2, 2 * H, H, &v));
+    EO_CHECK(eo_transpose(ctx, q, 1, 2, &q));                      /* [B, H, T, D] views */
+    EO_CHECK(eo_transpose(ctx, k, 1, 2, &k));
+    EO_CHECK(eo_transpose(ctx, v, 1, 2, &v));
+    const float scale = 1.0f / sqrtf((float)D);
+    if (a->fused)
+        EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
+    else
+        EO_CHECK(eo_attention(ctx, q, k, v, NULL, a->causal, scale, &o));
+    EO_CHECK(eo_transpose(ctx, o, 1, 2, &o));                      /* [B, T, H, D] */
+    int64_t s3[3] = { B, T, C };
+    EO_CHECK(eo_reshape(ctx, o, 3, s3, &o));                       /* the one copy */
+    return eo_module_forward(ctx, &a->c_proj, o, y);
+}
+
+eo_status eo_block_forward(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor **y)
+{
+    if (!b || !x || !y)
+        return eo_fail(ctx, EO_ERR_ARG, "block: NULL argument");
+    eo_tensor *h;
+    EO_CHECK(eo_module_forward(ctx, &b->ln_1, x, &h));
+    EO_CHECK(eo_mha_forward(ctx, &b->attn, h, &h));
+    EO_CHECK(eo_add(ctx, x, h, &x));
+    EO_CHECK(eo_module_forward(ctx, &b->ln_2, x, &h));
+    EO_CHECK(eo_module_forward(ctx, &b->c_fc, h, &h));
+    EO_CHECK(eo_gelu(ctx, h, &h));
+    EO_CHECK(eo_module_forward(ctx, &b->c_proj, h, &h));
+    return eo_add(ctx, x, h, y);
+}
+
+/* ---- GPT ------------------------------------------------------------------ */
+
+eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m)
+{
+    if (!cfg || !m || cfg->vocab < 1 || cfg->context < 1 || cfg->d_model < 1 ||
+        cfg->heads < 1 || cfg->layers < 1 || cfg->d_model % cfg->heads)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: need positive sizes and d_model divisible "
+                                        "by heads");
+    const int64_t C = cfg->d_model;
+    m->cfg = *cfg;
+    EO_CHECK(eo_params_init(ctx, &m->params, 5 + 12 * (int)cfg->layers));
+    int64_t se[2] = { cfg->vocab, C }, sp[2] = { cfg->context, C };
+    EO_CHECK(eo_param_named(ctx, &m->params, dev, "wte", "weight", 2, se, &m->wte));
+    EO_CHECK(normal_002(ctx, m->wte));
+    EO_CHECK(eo_param_named(ctx, &m->params, dev, "wpe", "weight", 2, sp, &m->wpe));
+    EO_CHECK(normal_002(ctx, m->wpe));
+    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_block) * (size_t)cfg->layers,
+                           (void **)&m->h));
+    for (int64_t i = 0; i < cfg->layers; i++) {
+        char name[NAME_MAX_LEN];
+        eo_format(name, sizeof name, "h.%lld", (long long)i);
+        EO_CHECK(eo_block_init(ctx, &m->params, dev, name, C, cfg->heads, 1, &m->h[i]));
+    }
+    EO_CHECK(eo_layernorm_init(ctx, &m->params, dev, "ln_f", C, EO_TRANSFORMER_LN_EPS, &m->ln_f));
+    return eo_linear_init(ctx, &m->params, dev, "lm_head", C, cfg->vocab, 0, EO_INIT_NORMAL_002,
+                          &m->lm_head);
+}
+
+void eo_gpt_set_fused(eo_gpt *m, int fused)
+{
+    for (int64_t i = 0; i < m->cfg.layers; i++)
+        m->h[i].attn.fused = fused != 0;
+}
+
+eo_status eo_gpt_forward(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor **logits)
+{
+    if (!m || !idx || !logits)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt: NULL argument");
+    if (idx->rank != 2 || idx->shape[1] > m->cfg.context || idx->shape[1] < 1)
+        return eo_fail(ctx, EO_ERR_SHAPE, "gpt: expected token ids [B, T] with 1 <= T <= %lld, "
+                                          "got %T", (long long)m->cfg.context, idx);
+    eo_tensor *x, *pos;
+    EO_CHECK(eo_embedding(ctx, m->wte, idx, &x));                   /* [B, T, C] */
+    /* Positions 0..T-1 are the first T rows of wpe: a slice is the same
+     * lookup as an embedding of [0, 1, ..., T-1], with no index tensor. */
+    EO_CHECK(eo_slice(ctx, m->wpe, 0, 0, idx->shape[1], &pos));     /* [T, C] */
+    EO_CHECK(eo_add(ctx, x, pos, &x));
+    for (int64_t i = 0; i < m->cfg.layers; i++)
+        EO_CHECK(eo_block_forward(ctx, &m->h[i], x, &x));
+    EO_CHECK(eo_module_forward(ctx, &m->ln_f, x, &x));
+    return eo_module_forward(ctx, &m->lm_head, x, logits);
+}
+
+eo_status eo_gpt_loss(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *targets,
+                      eo_tensor **logits, eo_tensor **loss)
+{
+    if (!targets || !loss)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL argument");
+    eo_tensor *lg, *l2, *t1;
+    EO_CHECK(eo_gpt_forward(ctx, m, idx, &lg));
+    if (logits)
+        *logits = lg;
+    int64_t s2[2] = { lg->shape[0] * lg->shape[1], m->cfg.vocab }, s1[1] = { -1 };
+    EO_CHECK(eo_reshape(ctx, lg, 2, s2, &l2));
+    EO_CHECK(eo_reshape(ctx, targets, 1, s1, &t1));
+    return eo_cross_entropy(ctx, l2, t1, -100, loss);
+}
+
+/* ---- ViT ------------------------------------------------------------------- */
+
+eo_status eo_vit_build(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_vit *m)
+{
+    if (!cfg || !m || cfg->patch < 1 || cfg->image < cfg->patch || cfg->image % cfg->patch ||
+        cfg->d_model < 1 || cfg->heads < 1 || cfg->layers < 1 || cfg->classes < 1 ||
+        cfg->d_model % cfg->heads)
+        return eo_fail(ctx, EO_ERR_ARG, "vit_build: need patch dividing image and d_model "
+                                        "divisible by heads");
+    const int64_t C = cfg->d_model, G = cfg->image / cfg->patch;
+    m->cfg = *cfg;
+    EO_CHECK(eo_params_init(ctx, &m->params, 7 + 12 * (int)cfg->layers));
+    EO_CHECK(eo_linear_init(ctx, &m->params, dev, "patch_embed", cfg->patch * cfg->patch, C, 1,
+                            EO_INIT_NORMAL_002, &m->patch_embed));
+    int64_t sp[2] = { G * G, C };
+    EO_CHECK(eo_param_new(ctx, dev, "pos_embed", 2, sp, &m->pos_embed));
+    EO_CHECK(eo_params_add(ctx, &m->params, m->pos_embed));
+    EO_CHECK(normal_002(ctx, m->pos_embed));
+    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_block) * (size_t)cfg->layers,
+                           (void **)&m->blocks));
+    for (int64_t i = 0; i < cfg->layers; i++) {
+        char name[NAME_MAX_LEN];
+        eo_format(name, sizeof name, "blocks.%lld", (long long)i);
+        EO_CHECK(eo_block_init(ctx, &m->params, dev, name, C, cfg->heads, 0, &m->blocks[i]));
+    }
+    EO_CHECK(eo_layernorm_init(ctx, &m->params, dev, "norm", C, EO_TRANSFORMER_LN_EPS, &m->norm));
+    return eo_linear_init(ctx, &m->params, dev, "head", C, cfg->classes, 1, EO_INIT_NORMAL_002,
+                          &m->head);
+}
+
+void eo_vit_set_fused(eo_vit *m, int fused)
+{
+    for (int64_t i = 0; i < m->cfg.layers; i++)
+        m->blocks[i].attn.fused = fused != 0;
+}
+
+eo_status eo_vit_forward(eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **logits)
+{
+    if (!m || !x || !logits)
+        return eo_fail(ctx, EO_ERR_ARG, "vit: NULL argument");
+    const int64_t S = m->cfg.image, P = m->cfg.patch, G = S / P;
+    if (x->rank != 2 || x->shape[1] != S * S)
+        return eo_fail(ctx, EO_ERR_SHAPE, "vit: expected images [B, %lld], got %T",
+                       (long long)(S * S), x);
+    const int64_t B = x->shape[0];
+    /* Patches without a rank-5 view: pixel (gi*P + di, gj*P + dj) of image
+     * b sits at [b*G + gi, di, gj, dj] of a [B*G, P, G, P] view; swapping
+     * the middle axes and flattening gives token gi*G + gj with features
+     * di*P + dj. */
+    eo_tensor *t;
+    int64_t s4[4] = { B * G, P, G, P }, s3[3] = { B, G * G, P * P };
+    EO_CHECK(eo_reshape(ctx, x, 4, s4, &t));
+    EO_CHECK(eo_transpose(ctx, t, 1, 2, &t));
+    EO_CHECK(eo_reshape(ctx, t, 3, s3, &t));                        /* [B, N, P*P] */
+    EO_CHECK(eo_module_forward(ctx, &m->patch_embed, t, &t));       /* [B, N, C] */
+    EO_CHECK(eo_add(ctx, t, m->pos_embed, &t));
+    for (int64_t i = 0; i < m->cfg.layers; i++)
+        EO_CHECK(eo_block_forward(ctx, &m->blocks[i], t, &t));
+    EO_CHECK(eo_module_forward(ctx, &m->norm, t, &t));
+    EO_CHECK(eo_mean(ctx, t, 1, 0, &t));                            /* [B, C] */
+    return eo_module_forward(ctx, &m->head, t, logits);
+}

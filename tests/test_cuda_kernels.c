@@ -1,0 +1,557 @@
+/* tests/test_cuda_kernels.c — every CUDA launcher against the CPU kernel
+ * with the same signature, run on the PTX interpreter's driver double.
+ *
+ * Why this way: the CPU kernels in ops/ are the reference; the CUDA
+ * backend must give the same numbers through the same eo_k_*_fn types.
+ * The interpreter executes the hand-written PTX warp by warp and checks
+ * every access, so an off-by-one, a race on shared memory or a divergent
+ * barrier fails here, on a machine without a GPU. Sizes are small and
+ * awkward (not multiples of the block or tile) so that every kernel's
+ * edge handling runs; the interpreter is slow, so they stay small.
+ *
+ * Tolerances: the PTX computes exp/log/tanh/erf with its own argument
+ * reductions (~2 ulp) and sums in a different order from the CPU, so
+ * results are compared with a small relative+absolute tolerance; the
+ * dropout mask and plain copies must match exactly. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops/cuda_backend.h"
+#include "ops/kernels.h"
+#include "tools/ptxsim_driver.h"
+
+static eo_cuda_driver D;
+static eo_cuda CU;
+
+static void setup(void)
+{
+    char err[2048] = "";
+    eo_ptxsim_driver_reset();
+    eo_ptxsim_driver(&D);
+    eo_status s = eo_cuda_open(&CU, &D, 0, err, sizeof err);
+    ck_assert_msg(s == EO_OK, "eo_cuda_open: %s", err);
+}
+
+static void teardown(void)
+{
+    eo_cuda_close(&CU);
+    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
+    eo_ptxsim_driver_reset();
+}
+
+/* ---- device buffers: every allocation is freed at the end of the test ---- */
+#define MAX_BUFS 32
+static eo_cu_deviceptr bufs[MAX_BUFS];
+static int nbufs;
+
+static void *dev_alloc(size_t bytes)
+{
+    eo_cu_deviceptr p = 0;
+    ck_assert_int_eq(eo_cuda_alloc_block(&CU, bytes, &p), EO_OK);
+    ck_assert_int_lt(nbufs, MAX_BUFS);
+    bufs[nbufs++] = p;
+    return (void *)(uintptr_t)p;
+}
+
+static void *up(const void *host, size_t bytes)
+{
+    void *d = dev_alloc(bytes);
+    ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d, host, bytes), EO_OK);
+    return d;
+}
+
+static void down(void *host, const void *dev, size_t bytes)
+{
+    char msg[1024];
+    ck_assert_int_eq(eo_cuda_sync(&CU), EO_OK);
+    eo_status s = eo_cuda_d2h(&CU, host, (eo_cu_deviceptr)(uintptr_t)dev, bytes);
+    eo_status e = eo_cuda_take_error(&CU, msg, sizeof msg);
+    const eo_px_fault *f = eo_ptxsim_last_fault();
+    ck_assert_msg(s == EO_OK && e == EO_OK, "device error: %s (fault: %s)", msg,
+                  f ? f->msg : "");
+}
+
+static void free_all(void)
+{
+    for (int i = 0; i < nbufs; i++)
+        eo_cuda_free_block(&CU, bufs[i]);
+    nbufs = 0;
+}
+
+/* ---- data --------------------------------------------------------------- */
+static uint64_t rng = 88172645463325252ull;
+static float frand(float lo, float hi)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) * (1.0 / 16777216.0));
+}
+static float *rand_buf(size_t n, float lo, float hi)
+{
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand(lo, hi);
+    return p;
+}
+static float *copy_buf(const float *x, size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    memcpy(p, x, n * sizeof *p);
+    return p;
+}
+
+static void near(const char *what, const float *got, const float *want, size_t n, float rtol,
+                 float atol)
+{
+    for (size_t i = 0; i < n; i++) {
+        float g = got[i], w = want[i];
+        if (isnan(w) && isnan(g))
+            continue;
+        if (isinf(w) && g == w)
+            continue;
+        ck_assert_msg(fabsf(g - w) <= atol + rtol * fabsf(w), "%s[%zu]: cuda %.9g, cpu %.9g",
+                      what, i, (double)g, (double)w);
+    }
+}
+
+/* Run `n` floats at dev back and compare with the CPU's result. */
+static void check_dev(const char *what, const void *dev, const float *want, size_t n, float rtol,
+                      float atol)
+{
+    float *got = malloc(n * sizeof *got);
+    down(got, dev, n * sizeof *got);
+    near(what, got, want, n, rtol, atol);
+    free(got);
+}
+
+/* ---- elementwise ----------------------------------------------------------- */
+START_TEST(fill_copy_accumulate)
+{
+    enum { N = 1000 };
+    float *d = dev_alloc(N * sizeof(float)), want[N];
+    eo_cuda_k_fill(N, d, 2.5f);
+    for (int i = 0; i < N; i++)
+        want[i] = 2.5f;
+    check_dev("fill", d, want, N, 0, 0);
+
+    /* strided copy: dst [2,3,4,5] contiguous, src a permuted view */
+    int64_t shape[4] = {2, 3, 4, 5}, sd[4] = {60, 20, 5, 1}, ss[4] = {1, 2, 6, 24};
+    float *src = rand_buf(120, -1, 1), cpu[120];
+    float *dsrc = up(src, sizeof cpu), *ddst = dev_alloc(sizeof cpu);
+    eo_k_copy32(shape, cpu, sd, src, ss);
+    eo_cuda_k_copy32(shape, ddst, sd, dsrc, ss);
+    check_dev("copy32 strided", ddst, cpu, 120, 0, 0);
+    eo_cuda_k_copy32(shape, ddst, sd, dsrc, sd); /* contiguous path */
+    check_dev("copy32 flat", ddst, src, 120, 0, 0);
+
+    /* accumulate into a broadcast destination [1,3,1,5] (stride 0 on axes 0, 2) */
+    int64_t sb[4] = {0, 5, 0, 1};
+    float acc[15], *a0 = rand_buf(15, -1, 1);
+    memcpy(acc, a0, sizeof acc);
+    float *dacc = up(a0, sizeof acc);
+    eo_k_accumulate(shape, acc, sb, src, sd);
+    eo_cuda_k_accumulate(shape, dacc, sb, dsrc, sd);
+    check_dev("accumulate broadcast", dacc, acc, 15, 1e-6f, 1e-6f);
+    eo_k_accumulate(shape, cpu, sd, src, sd); /* contiguous path: cpu holds the strided copy */
+    eo_cuda_k_accumulate(shape, ddst, sd, dsrc, sd);
+    float twice[120];
+    for (int i = 0; i < 120; i++)
+        twice[i] = src[i] + src[i];
+    check_dev("accumulate flat", ddst, twice, 120, 0, 0);
+    free(src);
+    free(a0);
+    free_all();
+}
+END_TEST
+
+START_TEST(binary_forward_backward)
+{
+    /* a [3,1,4,5] broadcast against b [1,2,4,1] -> out [3,2,4,5] */
+    int64_t shape[4] = {3, 2, 4, 5}, so[4] = {40, 20, 5, 1};
+    int64_t sa[4] = {20, 0, 5, 1}, sb[4] = {0, 4, 1, 0};
+    float *a = rand_buf(60, 0.5f, 2), *b = rand_buf(8, 0.5f, 2), *g = rand_buf(120, -1, 1);
+    float *da_ = up(a, 60 * 4), *db_ = up(b, 8 * 4), *dg = up(g, 120 * 4);
+    float *dout = dev_alloc(120 * 4);
+    for (int op = 0; op < EO_BIN_COUNT; op++) {
+        float out[120], ga[60] = {0}, gb[8] = {0};
+        eo_k_binary((eo_binop)op, shape, out, so, a, sa, b, sb);
+        eo_cuda_k_binary((eo_binop)op, shape, dout, so, da_, sa, db_, sb);
+        check_dev("binary", dout, out, 120, 1e-6f, 0);
+        float *dga = up(ga, sizeof ga), *dgb = up(gb, sizeof gb);
+        eo_k_binary_backward((eo_binop)op, shape, g, so, a, sa, b, sb, ga, sa, gb, sb);
+        eo_cuda_k_binary_backward((eo_binop)op, shape, dg, so, da_, sa, db_, sb, dga, sa, dgb, sb);
+        check_dev("binary_backward da", dga, ga, 60, 1e-5f, 1e-6f);
+        check_dev("binary_backward db", dgb, gb, 8, 1e-5f, 1e-5f);
+    }
+    free(a);
+    free(b);
+    free(g);
+    free_all();
+}
+END_TEST
+
+START_TEST(unary_forward_backward)
+{
+    enum { N = 700 };
+    float *x = rand_buf(N, -4, 4), *xp = rand_buf(N, 0.01f, 5), *dy = rand_buf(N, -1, 1);
+    x[0] = 0.0f, x[1] = 1e-4f, x[2] = -1e-4f, x[3] = 0.2f, x[4] = -20.0f, x[5] = 20.0f;
+    x[6] = NAN, x[7] = -0.0f, x[8] = 0.29f, x[9] = 0.31f; /* NaN; both sides of 0.3 */
+    float *dx = up(x, N * 4), *dxp = up(xp, N * 4), *ddy = up(dy, N * 4);
+    float *dyo = dev_alloc(N * 4);
+    for (int op = 0; op < EO_UN_COUNT; op++) {
+        const float *in = op == EO_UN_LOG ? xp : x;
+        float *din = op == EO_UN_LOG ? dxp : dx;
+        float y[N], g[N];
+        eo_k_unary((eo_unop)op, N, in, y, 0.75f, NULL);
+        eo_cuda_k_unary((eo_unop)op, N, din, dyo, 0.75f, NULL);
+        check_dev("unary", dyo, y, N, 4e-6f, 1e-6f);
+        for (int i = 0; i < N; i++)
+            g[i] = 0.125f;
+        float *dgo = up(g, sizeof g);
+        eo_k_unary_backward((eo_unop)op, N, in, y, dy, g, 0.75f, NULL);
+        eo_cuda_k_unary_backward((eo_unop)op, N, din, dyo, ddy, dgo, 0.75f, NULL);
+        check_dev("unary_backward", dgo, g, N, 2e-5f, 1e-6f);
+    }
+    free(x);
+    free(xp);
+    free(dy);
+    free_all();
+}
+END_TEST
+
+/* ---- matmul ---------------------------------------------------------------- */
+START_TEST(matmul_all_transposes)
+{
+    enum { B = 2, M = 37, N = 45, K = 29 };
+    float *A = rand_buf(B * M * K, -1, 1), *Bm = rand_buf(B * K * N, -1, 1);
+    float *C0 = rand_buf(B * M * N, -1, 1);
+    float *dA = up(A, sizeof(float) * B * M * K), *dB = up(Bm, sizeof(float) * B * K * N);
+    size_t wsb = eo_k_matmul_ws(M, N, K, 1);
+    void *ws = malloc(wsb ? wsb : 1);
+    for (int t = 0; t < 8; t++) {
+        int ta = t & 1, tb = (t >> 1) & 1, acc = t >> 2;
+        int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        int64_t sa = acc ? 0 : (int64_t)M * K; /* acc runs also share A across the batch */
+        float *C = copy_buf(C0, B * M * N);
+        float *dC = up(C0, sizeof(float) * B * M * N);
+        eo_k_matmul(ta, tb, B, M, N, K, A, lda, sa, Bm, ldb, (int64_t)K * N, acc ? 1.0f : 0.0f,
+                    C, N, (int64_t)M * N, ws, NULL);
+        eo_cuda_k_matmul(ta, tb, B, M, N, K, dA, lda, sa, dB, ldb, (int64_t)K * N,
+                         acc ? 1.0f : 0.0f, dC, N, (int64_t)M * N, NULL, NULL);
+        check_dev("matmul", dC, C, B * M * N, 1e-5f, 1e-5f);
+        free(C);
+    }
+    free(ws);
+    free(A);
+    free(Bm);
+    free(C0);
+    free_all();
+}
+END_TEST
+
+/* ---- reductions ---------------------------------------------------------------- */
+START_TEST(reduce_forward_backward)
+{
+    /* the last two take eo_reduce_rows (inner = 1, n >= 64) */
+    const int64_t cases[5][3] = {{3, 7, 5}, {4, 33, 1}, {1, 5, 300}, {5, 300, 1}, {2, 64, 1}};
+    for (int c = 0; c < 5; c++) {
+        int64_t o = cases[c][0], n = cases[c][1], in = cases[c][2];
+        size_t nx = (size_t)(o * n * in), ny = (size_t)(o * in);
+        float *x = rand_buf(nx, -3, 3), *dy = rand_buf(ny, -1, 1);
+        x[1] = NAN;
+        if (c == 3) {
+            x[2 * 300 + 200] = x[2 * 300 + 10] = 100.0f; /* a tie: the first index wins */
+            x[3 * 300 + 250] = x[3 * 300 + 40] = NAN;    /* the first NaN wins */
+            for (int j = 0; j < 300; j++)
+                x[4 * 300 + j] = -INFINITY;              /* all -inf: index 0 */
+        }
+        float *dxv = up(x, nx * 4), *ddy = up(dy, ny * 4);
+        for (int op = 0; op < EO_RED_COUNT; op++) {
+            float *y = malloc(ny * 4), *g = calloc(nx, 4);
+            int32_t *am = malloc(ny * 4), *amg = malloc(ny * 4);
+            float *dyo = dev_alloc(ny * 4), *dg = up(g, nx * 4);
+            int32_t *dam = dev_alloc(ny * 4);
+            eo_k_reduce((eo_redop)op, o, n, in, x, y, am, NULL);
+            eo_cuda_k_reduce((eo_redop)op, o, n, in, dxv, dyo, dam, NULL);
+            check_dev("reduce", dyo, y, ny, 1e-5f, 1e-5f);
+            if (op == EO_RED_MAX) {
+                down(amg, dam, ny * 4);
+                ck_assert_int_eq(memcmp(am, amg, ny * 4), 0);
+            }
+            eo_k_reduce_backward((eo_redop)op, o, n, in, dy, am, g, NULL);
+            eo_cuda_k_reduce_backward((eo_redop)op, o, n, in, ddy, dam, dg, NULL);
+            check_dev("reduce_backward", dg, g, nx, 1e-6f, 1e-7f);
+            free(y), free(g), free(am), free(amg);
+        }
+        free(x), free(dy);
+        free_all();
+    }
+    const int64_t sizes[3] = {0, 5000, 100003};
+    for (int c = 0; c < 3; c++) {
+        int64_t n = sizes[c];
+        float *x = rand_buf((size_t)n + 1, -2, 2), want, got;
+        float *dxv = up(x, (size_t)n * 4 + 4), *dout = dev_alloc(4);
+        eo_k_sumsq(n, x, &want);
+        eo_cuda_k_sumsq(n, dxv, dout);
+        down(&got, dout, 4);
+        ck_assert_float_eq_tol(got, want, 1e-6f * want + 1e-30f);
+        free(x);
+        free_all();
+    }
+}
+END_TEST
+
+/* ---- softmax, cross-entropy, layernorm -------------------------------------------- */
+START_TEST(softmax_forward_backward)
+{
+    enum { R = 5, C = 300 };
+    float *x = rand_buf(R * C, -10, 10), *dy = rand_buf(R * C, -1, 1);
+    for (int c = 0; c < C; c++)
+        x[2 * C + c] = -INFINITY; /* a fully masked row */
+    x[3 * C + 7] = -INFINITY;     /* one masked entry */
+    x[4 * C + 1] = 1e4f;          /* a huge logit */
+    float *dx = up(x, sizeof(float) * R * C), *ddy = up(dy, sizeof(float) * R * C);
+    float *dyo = dev_alloc(sizeof(float) * R * C);
+    for (int log = 0; log < 2; log++) {
+        float y[R * C], g[R * C];
+        eo_k_softmax(log, R, C, x, y, NULL);
+        eo_cuda_k_softmax(log, R, C, dx, dyo, NULL);
+        check_dev("softmax", dyo, y, R * C, 1e-5f, 1e-6f);
+        for (int i = 0; i < R * C; i++)
+            g[i] = 0.5f;
+        float *dg = up(g, sizeof g);
+        eo_k_softmax_backward(log, R, C, y, dy, g, NULL);
+        eo_cuda_k_softmax_backward(log, R, C, dyo, ddy, dg, NULL);
+        check_dev("softmax_backward", dg, g, R * C, 1e-4f, 1e-5f);
+    }
+    free(x), free(dy);
+    free_all();
+}
+END_TEST
+
+START_TEST(cross_entropy_forward_backward)
+{
+    enum { R = 9, C = 70 };
+    float *x = rand_buf(R * C, -5, 5);
+    int32_t t[R];
+    for (int r = 0; r < R; r++)
+        t[r] = (r * 13) % C;
+    t[2] = t[6] = -100; /* ignored rows */
+    float lse[R], loss, dl = 0.7f, g[R * C];
+    for (int i = 0; i < R * C; i++)
+        g[i] = 0.25f;
+    float *dx = up(x, sizeof(float) * R * C), *dlse = dev_alloc(sizeof lse);
+    float *dloss = dev_alloc(4), *ddl = up(&dl, 4), *dg = up(g, sizeof g);
+    int32_t *dt = up(t, sizeof t);
+    eo_k_cross_entropy(R, C, x, t, -100, lse, &loss, NULL);
+    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, dlse, dloss, NULL);
+    check_dev("cross_entropy loss", dloss, &loss, 1, 1e-5f, 1e-6f);
+    float glse[R];
+    down(glse, dlse, sizeof glse);
+    for (int r = 0; r < R; r++)
+        if (t[r] != -100)
+            ck_assert_float_eq_tol(glse[r], lse[r], 1e-5f * fabsf(lse[r]) + 1e-6f);
+    eo_k_cross_entropy_backward(R, C, x, t, -100, lse, &dl, g, NULL);
+    eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, dlse, ddl, dg, NULL);
+    check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+
+    int32_t all_ignored[R];
+    for (int r = 0; r < R; r++)
+        all_ignored[r] = -1;
+    int32_t *dti = up(all_ignored, sizeof all_ignored);
+    float zero = 0.0f;
+    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, dlse, dloss, NULL);
+    check_dev("cross_entropy all ignored", dloss, &zero, 1, 0, 0);
+    free(x);
+    free_all();
+}
+END_TEST
+
+START_TEST(layernorm_forward_backward)
+{
+    enum { R = 6, C = 300 };
+    float *x = rand_buf(R * C, -2, 2), *w = rand_buf(C, 0.5f, 1.5f), *b = rand_buf(C, -1, 1);
+    float *dy = rand_buf(R * C, -1, 1);
+    for (int c = 0; c < C; c++) {
+        x[C + c] = 0.3f;                  /* a constant row: y = b exactly */
+        x[2 * C + c] = 1e4f + x[2 * C + c] * 1e-2f; /* large offset, small noise */
+    }
+    float *dx = up(x, sizeof(float) * R * C), *dw_ = up(w, C * 4), *db_ = up(b, C * 4);
+    float *ddy = up(dy, sizeof(float) * R * C);
+    for (int affine = 0; affine < 2; affine++) {
+        const float *W = affine ? w : NULL, *Bb = affine ? b : NULL;
+        const float *dW = affine ? dw_ : NULL, *dB = affine ? db_ : NULL;
+        float y[R * C], mean[R], rstd[R];
+        float *dyo = dev_alloc(sizeof y), *dm = dev_alloc(sizeof mean), *dr = dev_alloc(sizeof rstd);
+        eo_k_layernorm(R, C, x, W, Bb, 1e-5f, y, mean, rstd, NULL);
+        eo_cuda_k_layernorm(R, C, dx, dW, dB, 1e-5f, dyo, dm, dr, NULL);
+        check_dev("layernorm y", dyo, y, R * C, 1e-5f, 1e-5f);
+        check_dev("layernorm mean", dm, mean, R, 1e-6f, 1e-6f);
+        check_dev("layernorm rstd", dr, rstd, R, 1e-5f, 0);
+        if (affine) {
+            float got[C];
+            down(got, (char *)dyo + sizeof(float) * C, sizeof got);
+            ck_assert_int_eq(memcmp(got, b, sizeof got), 0);
+        }
+        float gx[R * C], gw[C], gb[C];
+        for (int i = 0; i < R * C; i++)
+            gx[i] = 0.1f;
+        for (int i = 0; i < C; i++)
+            gw[i] = gb[i] = 0.2f;
+        float *dgx = up(gx, sizeof gx), *dgw = up(gw, sizeof gw), *dgb = up(gb, sizeof gb);
+        size_t wsb = eo_k_layernorm_backward_ws(R, C, 1);
+        void *ws = malloc(wsb ? wsb : 1);
+        eo_k_layernorm_backward(R, C, x, W, mean, rstd, dy, gx, gw, gb, ws, NULL);
+        eo_cuda_k_layernorm_backward(R, C, dx, dW, dm, dr, ddy, dgx, dgw, dgb, NULL, NULL);
+        free(ws);
+        check_dev("layernorm dx", dgx, gx, R * C, 2e-4f, 2e-5f);
+        check_dev("layernorm dw", dgw, gw, C, 1e-4f, 1e-5f);
+        check_dev("layernorm db", dgb, gb, C, 1e-5f, 1e-5f);
+    }
+    free(x), free(w), free(b), free(dy);
+    free_all();
+}
+END_TEST
+
+/* ---- embedding, dropout, optimizers, convolution ------------------------------------ */
+START_TEST(embedding_dropout)
+{
+    enum { V = 11, DIM = 37, NI = 9 };
+    float *table = rand_buf(V * DIM, -1, 1), *dout = rand_buf(NI * DIM, -1, 1);
+    int32_t idx[NI] = {3, 0, 10, 3, 3, 7, 1, 0, 9};
+    float out[NI * DIM], dtab[V * DIM] = {0};
+    float *dt = up(table, sizeof dtab), *ddo = up(dout, sizeof out), *dout_ = dev_alloc(sizeof out);
+    float *ddt = up(dtab, sizeof dtab);
+    int32_t *di = up(idx, sizeof idx);
+    eo_k_embedding(NI, DIM, table, idx, out, NULL);
+    eo_cuda_k_embedding(NI, DIM, dt, di, dout_, NULL);
+    check_dev("embedding", dout_, out, NI * DIM, 0, 0);
+    eo_k_embedding_backward(NI, DIM, idx, dout, dtab, NULL);
+    eo_cuda_k_embedding_backward(NI, DIM, di, ddo, ddt, NULL);
+    check_dev("embedding_backward", ddt, dtab, V * DIM, 1e-6f, 1e-6f);
+
+    enum { N = 2000 };
+    float *x = rand_buf(N, -1, 1), y[N], g[N];
+    for (int i = 0; i < N; i++)
+        g[i] = 1.0f;
+    float *dx = up(x, sizeof y), *dy = dev_alloc(sizeof y), *dg = up(g, sizeof g);
+    eo_k_dropout(N, x, y, 0.3f, 12345, NULL);
+    eo_cuda_k_dropout(N, dx, dy, 0.3f, 12345, NULL);
+    check_dev("dropout", dy, y, N, 0, 0);
+    eo_k_dropout_backward(N, x, g, 0.3f, 12345, NULL);
+    eo_cuda_k_dropout_backward(N, dx, dg, 0.3f, 12345, NULL);
+    check_dev("dropout_backward", dg, g, N, 0, 0);
+    free(table), free(dout), free(x);
+    free_all();
+}
+END_TEST
+
+START_TEST(optimizers)
+{
+    enum { N = 777 };
+    float *w0 = rand_buf(N, -1, 1), *g = rand_buf(N, -1, 1), *v0 = rand_buf(N, -0.1f, 0.1f);
+    float *m0 = rand_buf(N, -0.1f, 0.1f), *s0 = rand_buf(N, 0, 0.01f);
+    float *dg = up(g, N * 4);
+    for (int nest = 0; nest < 2; nest++) {
+        float *w = copy_buf(w0, N), *v = copy_buf(v0, N);
+        float *dw = up(w0, N * 4), *dv = up(v0, N * 4);
+        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nest, NULL);
+        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.01f, nest, NULL);
+        check_dev("sgd w", dw, w, N, 1e-6f, 1e-7f);
+        check_dev("sgd v", dv, v, N, 1e-6f, 1e-7f);
+        free(w), free(v);
+    }
+    float *w = copy_buf(w0, N), *m = copy_buf(m0, N), *s = copy_buf(s0, N);
+    float *dw = up(w0, N * 4), *dm = up(m0, N * 4), *ds = up(s0, N * 4);
+    eo_k_adamw(N, w, g, m, s, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7, NULL);
+    eo_cuda_k_adamw(N, dw, dg, dm, ds, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7, NULL);
+    check_dev("adamw w", dw, w, N, 1e-6f, 1e-7f);
+    check_dev("adamw m", dm, m, N, 1e-6f, 1e-8f);
+    check_dev("adamw v", ds, s, N, 1e-6f, 1e-9f);
+    free(w), free(m), free(s), free(w0), free(g), free(v0), free(m0), free(s0);
+    free_all();
+}
+END_TEST
+
+START_TEST(convolution_helpers)
+{
+    enum { NB = 2, C = 3, H = 7, W = 6, KH = 3, KW = 2, PAD = 1, S = 2 };
+    const int OH = (H + 2 * PAD - KH) / S + 1, OW = (W + 2 * PAD - KW) / S + 1;
+    size_t ncol = (size_t)C * KH * KW * NB * OH * OW, nx = (size_t)NB * C * H * W;
+    float *x = rand_buf(nx, -1, 1), *cols = malloc(ncol * 4), *dx = calloc(nx, 4);
+    float *dcols = rand_buf(ncol, -1, 1);
+    float *d_x = up(x, nx * 4), *d_cols = dev_alloc(ncol * 4), *d_dcols = up(dcols, ncol * 4);
+    float *d_dx = up(dx, nx * 4);
+    eo_k_im2col(NB, C, H, W, KH, KW, PAD, S, x, cols, NULL);
+    eo_cuda_k_im2col(NB, C, H, W, KH, KW, PAD, S, d_x, d_cols, NULL);
+    check_dev("im2col", d_cols, cols, ncol, 0, 0);
+    eo_k_col2im(NB, C, H, W, KH, KW, PAD, S, dcols, dx, NULL);
+    eo_cuda_k_col2im(NB, C, H, W, KH, KW, PAD, S, d_dcols, d_dx, NULL);
+    check_dev("col2im", d_dx, dx, nx, 1e-6f, 1e-6f);
+
+    enum { P = 4, PH = 9, PW = 8, K = 2 };
+    const int QH = PH / K, QW = PW / K;
+    float *px = rand_buf(P * PH * PW, -1, 1), *py = malloc(sizeof(float) * P * QH * QW);
+    int32_t *arg = malloc(sizeof(int32_t) * P * QH * QW), *garg = malloc(sizeof(int32_t) * P * QH * QW);
+    float *pdy = rand_buf((size_t)P * QH * QW, -1, 1), *pdx = calloc(P * PH * PW, 4);
+    float *d_px = up(px, sizeof(float) * P * PH * PW), *d_py = dev_alloc(sizeof(float) * P * QH * QW);
+    int32_t *d_arg = dev_alloc(sizeof(int32_t) * P * QH * QW);
+    float *d_pdy = up(pdy, sizeof(float) * P * QH * QW), *d_pdx = up(pdx, sizeof(float) * P * PH * PW);
+    eo_k_maxpool2d(P, PH, PW, K, px, py, arg, NULL);
+    eo_cuda_k_maxpool2d(P, PH, PW, K, d_px, d_py, d_arg, NULL);
+    check_dev("maxpool", d_py, py, (size_t)P * QH * QW, 0, 0);
+    down(garg, d_arg, sizeof(int32_t) * P * QH * QW);
+    ck_assert_int_eq(memcmp(garg, arg, sizeof(int32_t) * P * QH * QW), 0);
+    eo_k_maxpool2d_backward(P, PH, PW, K, pdy, arg, pdx, NULL);
+    eo_cuda_k_maxpool2d_backward(P, PH, PW, K, d_pdy, d_arg, d_pdx, NULL);
+    check_dev("maxpool_backward", d_pdx, pdx, (size_t)P * PH * PW, 0, 0);
+    free(x), free(cols), free(dx), free(dcols), free(px), free(py), free(arg), free(garg);
+    free(pdy), free(pdx);
+    free_all();
+}
+END_TEST
+
+/* ---- failures are recorded, not lost ---------------------------------------------------- */
+START_TEST(launch_failure_is_sticky)
+{
+    char msg[512];
+    float *d = dev_alloc(16 * sizeof(float));
+    /* 2^31 elements: beyond what the PTX indexes; recorded, not launched. */
+    eo_cuda_k_fill((int64_t)1 << 31, d, 1.0f);
+    eo_status s = eo_cuda_take_error(&CU, msg, sizeof msg);
+    ck_assert_int_eq(s, EO_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(msg, "fill") != NULL, "%s", msg);
+    /* A kernel that faults (write past the end) surfaces at the next sync. */
+    eo_cuda_k_fill(17, d, 1.0f);
+    s = eo_cuda_sync(&CU);
+    ck_assert_int_eq(s, EO_ERR_CUDA);
+    ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_ERR_CUDA);
+    ck_assert_msg(strstr(msg, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL, "%s", msg);
+    nbufs = 0; /* the context is poisoned; closing it frees everything */
+}
+END_TEST
+
+Suite *eo_suite_cuda_kernels(void)
+{
+    Suite *s = suite_create("cuda_kernels");
+    TCase *t = tcase_create("vs_cpu");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, fill_copy_accumulate);
+    tcase_add_test(t, binary_forward_backward);
+    tcase_add_test(t, unary_forward_backward);
+    tcase_add_test(t, matmul_all_transposes);
+    tcase_add_test(t, reduce_forward_backward);
+    tcase_add_test(t, softmax_forward_backward);
+    tcase_add_test(t, cross_entropy_forward_backward);
+    tcase_add_test(t, layernorm_forward_backward);
+    tcase_add_test(t, embedding_dropout);
+    tcase_add_test(t, optimizers);
+    tcase_add_test(t, convolution_helpers);
+    tcase_add_test(t, launch_failure_is_sticky);
+    suite_add_tcase(s, t);
+    return s;
+}

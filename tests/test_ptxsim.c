@@ -1,0 +1,667 @@
+/* tests/test_ptxsim.c — the PTX interpreter and its driver double.
+ *
+ * Two halves. Kernels that are right must give exact results (vector
+ * add, a shared-memory block reduction, a shuffle warp reduction,
+ * atomics, a divergent if/else that reconverges, instruction semantics).
+ * Kernels that are wrong on purpose (tests/ptx_broken/) must each be
+ * caught with the right kind of fault at the right line, reported the way
+ * the real driver reports it: the launch succeeds, the error surfaces at
+ * the next synchronisation, and the context stays poisoned until it is
+ * released. Each broken file marks the line the fault must name with an
+ * "// EXPECT <kind>" comment, so the expectation lives next to the bug.
+ *
+ * Paths are relative to the repository root, where the tests run. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tools/ptxsim_driver.h"
+
+static eo_cuda_driver D;
+static eo_cu_context ctx;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s (tests run from the repository root)", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* The line holding "// EXPECT <kind>" in a broken kernel. */
+static int expected_line(const char *path, const char *kind)
+{
+    char *s = slurp(path), marker[64];
+    snprintf(marker, sizeof marker, "// EXPECT %s", kind);
+    char *at = strstr(s, marker);
+    ck_assert_msg(at != NULL, "%s has no '%s' marker", path, marker);
+    int line = 1;
+    for (char *p = s; p < at; p++)
+        line += *p == '\n';
+    free(s);
+    return line;
+}
+
+static void ck_cu(eo_cu_result r, const char *what)
+{
+    const char *name = NULL;
+    D.cuGetErrorName(r, &name);
+    ck_assert_msg(r == EO_CUDA_SUCCESS, "%s: %s (%d)", what, name ? name : "?", r);
+}
+#define CK(call) ck_cu((call), #call)
+
+static void up(void)
+{
+    eo_ptxsim_driver_reset();
+    eo_ptxsim_driver(&D);
+    eo_cu_device dev;
+    CK(D.cuInit(0));
+    CK(D.cuDeviceGet(&dev, 0));
+    CK(D.cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(D.cuCtxSetCurrent(ctx));
+}
+
+static void down(void)
+{
+    eo_ptxsim_driver_reset();
+}
+
+static eo_cu_module load(const char *path)
+{
+    char *text = slurp(path);
+    char log[512] = "";
+    int opts[2] = {EO_CU_JIT_ERROR_LOG_BUFFER, EO_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+    eo_cu_module m = NULL;
+    eo_cu_result r = D.cuModuleLoadDataEx(&m, text, 2, opts, vals);
+    free(text);
+    ck_assert_msg(r == EO_CUDA_SUCCESS, "%s did not load: %s", path, log);
+    return m;
+}
+
+static eo_cu_function func(eo_cu_module m, const char *name)
+{
+    eo_cu_function f = NULL;
+    CK(D.cuModuleGetFunction(&f, m, name));
+    return f;
+}
+
+static eo_cu_deviceptr upload(const void *host, size_t bytes)
+{
+    eo_cu_deviceptr d = 0;
+    CK(D.cuMemAlloc(&d, bytes));
+    if (host)
+        CK(D.cuMemcpyHtoD(d, host, bytes));
+    else
+        CK(D.cuMemsetD32(d, 0, bytes / 4));
+    return d;
+}
+
+/* ---- kernels that are right -------------------------------------------------- */
+
+START_TEST(vector_add_exact)
+{
+    up();
+    enum { N = 1000 };
+    static float a[N], b[N], c[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (float)i * 0.5f;
+        b[i] = 1.0f / (float)(i + 1);
+    }
+    eo_cu_deviceptr da = upload(a, sizeof a), db = upload(b, sizeof b), dc = upload(NULL, sizeof c);
+    eo_cu_function f = func(load("tests/ptx_good/vector_add.ptx"), "vector_add");
+    unsigned n = N;
+    void *params[] = {&da, &db, &dc, &n};
+    CK(D.cuLaunchKernel(f, (N + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuCtxSynchronize());
+    CK(D.cuMemcpyDtoH(c, dc, sizeof c));
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(c[i] == a[i] + b[i], "c[%d] = %g", i, (double)c[i]);
+    CK(D.cuMemFree(da));
+    CK(D.cuMemFree(db));
+    CK(D.cuMemFree(dc));
+    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
+    down();
+}
+END_TEST
+
+START_TEST(block_reduce_exact)
+{
+    up();
+    enum { B = 4, T = 256 };
+    static float in[B * T];
+    float out[B], want[B] = {0};
+    for (int i = 0; i < B * T; i++) {
+        in[i] = (float)(i % 7) - 2.0f; /* small integers: every sum is exact */
+        want[i / T] += in[i];
+    }
+    eo_cu_deviceptr din = upload(in, sizeof in), dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/block_reduce.ptx"), "block_reduce");
+    void *params[] = {&din, &dout};
+    CK(D.cuLaunchKernel(f, B, 1, 1, T, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    for (int b = 0; b < B; b++)
+        ck_assert_msg(out[b] == want[b], "block %d: %g, want %g", b, (double)out[b], (double)want[b]);
+    int shared = 0;
+    CK(D.cuFuncGetAttribute(&shared, EO_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+    ck_assert_int_eq(shared, 1024);
+    down();
+}
+END_TEST
+
+START_TEST(warp_reduce_exact)
+{
+    up();
+    float in[64], out[2];
+    for (int i = 0; i < 64; i++)
+        in[i] = (float)i;
+    eo_cu_deviceptr din = upload(in, sizeof in), dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/warp_reduce.ptx"), "warp_reduce");
+    void *params[] = {&din, &dout};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    ck_assert_float_eq(out[0], 496.0f);  /* 0 + ... + 31 */
+    ck_assert_float_eq(out[1], 1520.0f); /* 32 + ... + 63 */
+    down();
+}
+END_TEST
+
+START_TEST(atomics_exact)
+{
+    up();
+    float in[128], sum = 0;
+    unsigned count = 0, maxes[2];
+    for (int i = 0; i < 128; i++)
+        in[i] = (float)i;
+    eo_cu_deviceptr din = upload(in, sizeof in), dsum = upload(NULL, 4), dcount = upload(NULL, 4),
+                    dmax = upload(NULL, 8);
+    eo_cu_function f = func(load("tests/ptx_good/atomics.ptx"), "atomics");
+    void *params[] = {&din, &dsum, &dcount, &dmax};
+    CK(D.cuLaunchKernel(f, 2, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(&sum, dsum, 4));
+    CK(D.cuMemcpyDtoH(&count, dcount, 4));
+    CK(D.cuMemcpyDtoH(maxes, dmax, 8));
+    ck_assert_float_eq(sum, 8128.0f);
+    ck_assert_uint_eq(count, 128);
+    ck_assert_uint_eq(maxes[0], 63);
+    ck_assert_uint_eq(maxes[1], 127);
+    down();
+}
+END_TEST
+
+START_TEST(divergent_if_else_reconverges)
+{
+    up();
+    int out[64];
+    eo_cu_deviceptr dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/diverge.ptx"), "diverge");
+    void *params[] = {&dout};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    for (int i = 0; i < 64; i++) {
+        int mine = i % 2 ? -i : 2 * i, j = i ^ 1, theirs = j % 2 ? -j : 2 * j;
+        ck_assert_int_eq(out[i], mine + theirs);
+    }
+    down();
+}
+END_TEST
+
+START_TEST(instruction_semantics)
+{
+    up();
+    static const int32_t want[34] = {
+        1, -1, 2, -2, -3, 3, 2147483647, 0, 1, -4, 1, -1, -3, -7, -7, 8, 31, 255,
+        -6, -1, 0x40e00000, 0x41000000, 0, 0x40200000, (int32_t)0xc0000000, 90, -7,
+        (int32_t)0xc0400000, 0x3f800000, 0x3f800001, 9, 0, 5, 5,
+    };
+    int32_t got[34];
+    eo_cu_module m = load("tests/ptx_good/alu.ptx");
+    eo_cu_deviceptr d = upload(NULL, sizeof got);
+    void *p1[] = {&d};
+    CK(D.cuLaunchKernel(func(m, "alu"), 1, 1, 1, 1, 1, 1, 0, NULL, p1, NULL));
+    CK(D.cuMemcpyDtoH(got, d, sizeof got));
+    for (int i = 0; i < 34; i++)
+        ck_assert_msg(got[i] == want[i], "check %d: got %d (0x%x), want %d", i, got[i],
+                      (unsigned)got[i], want[i]);
+    uint32_t lanes[32][4];
+    eo_cu_deviceptr dl = upload(NULL, sizeof lanes);
+    void *p2[] = {&dl};
+    CK(D.cuLaunchKernel(func(m, "warp_ops"), 1, 1, 1, 32, 1, 1, 0, NULL, p2, NULL));
+    CK(D.cuMemcpyDtoH(lanes, dl, sizeof lanes));
+    for (unsigned l = 0; l < 32; l++) {
+        ck_assert_uint_eq(lanes[l][0], (l ? l - 1 : 0) * 10); /* up 1: lane 0 keeps its own */
+        ck_assert_uint_eq(lanes[l][1], (l < 31 ? l + 1 : 31) * 10);
+        ck_assert_uint_eq(lanes[l][2], 50);
+        ck_assert_uint_eq(lanes[l][3], 0xaaaaaaaau);
+    }
+    down();
+}
+END_TEST
+
+/* ---- kernels that are wrong ------------------------------------------------------ */
+
+typedef struct broken {
+    const char *file, *kernel, *expect;
+    unsigned grid, block;
+    size_t buf_bytes[3]; /* device buffers for the leading pointer params */
+    unsigned scalars[3];  /* u32 params after the buffers */
+    int nbufs, nscalars;
+    eo_px_fault_kind kind;
+    eo_cu_result result;
+} broken;
+
+static const broken corpus[] = {
+    {"oob_off_by_one", "copy_n", "global-oob", 1, 64, {200, 200}, {50}, 2, 1,
+     EO_PX_FAULT_GLOBAL_OOB, EO_CUDA_ERROR_ILLEGAL_ADDRESS},
+    {"oob_wrong_stride", "scale_rows", "global-oob", 8, 4, {128}, {8, 4, 0x40000000}, 1, 3,
+     EO_PX_FAULT_GLOBAL_OOB, EO_CUDA_ERROR_ILLEGAL_ADDRESS},
+    {"race_no_barrier", "shift_left", "shared-race", 1, 64, {256, 256}, {0}, 2, 0,
+     EO_PX_FAULT_SHARED_RACE, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"divergent_barrier", "half_barrier", "divergent-barrier", 1, 32, {128}, {0}, 1, 0,
+     EO_PX_FAULT_DIVERGENT_BARRIER, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"barrier_two_sites", "two_sites", "divergent-barrier", 1, 32, {128}, {0}, 1, 0,
+     EO_PX_FAULT_DIVERGENT_BARRIER, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"shfl_unconverged", "half_warp_sum", "shfl-diverged", 1, 32, {128, 128}, {0}, 2, 0,
+     EO_PX_FAULT_SHFL_DIVERGED, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"uninit_register", "row_sum", "uninit-register", 1, 4, {64, 16}, {4}, 2, 1,
+     EO_PX_FAULT_UNINIT_REG, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"misaligned_vector", "sum4", "misaligned", 1, 4, {64, 16}, {0}, 2, 0,
+     EO_PX_FAULT_MISALIGNED, 716 /* CUDA_ERROR_MISALIGNED_ADDRESS */},
+    {"shared_oob", "stage", "shared-oob", 1, 64, {256}, {0}, 1, 0,
+     EO_PX_FAULT_SHARED_OOB, EO_CUDA_ERROR_ILLEGAL_ADDRESS},
+};
+
+START_TEST(broken_kernel_is_caught)
+{
+    const broken *b = &corpus[_i];
+    char path[128];
+    snprintf(path, sizeof path, "tests/ptx_broken/%s.ptx", b->file);
+    int line = expected_line(path, b->expect);
+    up();
+    eo_cu_function f = func(load(path), b->kernel);
+    eo_cu_deviceptr bufs[3];
+    void *params[6];
+    int np = 0;
+    for (int i = 0; i < b->nbufs; i++) {
+        bufs[i] = upload(NULL, b->buf_bytes[i]);
+        params[np++] = &bufs[i];
+    }
+    for (int i = 0; i < b->nscalars; i++)
+        params[np++] = (void *)&b->scalars[i];
+    /* As on a GPU: the launch is accepted, the fault arrives later. */
+    CK(D.cuLaunchKernel(f, b->grid, 1, 1, b->block, 1, 1, 0, NULL, params, NULL));
+    eo_cu_result r = D.cuCtxSynchronize();
+    const eo_px_fault *fl = eo_ptxsim_last_fault();
+    ck_assert_msg(r == b->result, "%s: cuCtxSynchronize gave %d, want %d (%s)", b->file, r,
+                  b->result, fl->msg);
+    ck_assert_msg(fl->kind == b->kind, "%s: fault '%s', want '%s': %s", b->file,
+                  eo_px_fault_name(fl->kind), eo_px_fault_name(b->kind), fl->msg);
+    ck_assert_msg(fl->line == line, "%s: fault at line %d, want %d: %s", b->file, fl->line, line,
+                  fl->msg);
+    ck_assert_str_eq(fl->kernel, b->kernel);
+    ck_assert_ptr_nonnull(strstr(fl->msg, b->kernel));
+    /* The context stays poisoned... */
+    eo_cu_deviceptr more;
+    ck_assert_int_eq(D.cuMemAlloc(&more, 16), b->result);
+    ck_assert_int_eq(D.cuCtxSynchronize(), b->result);
+    /* ...until the primary context is released, which frees everything. */
+    CK(D.cuDevicePrimaryCtxRelease(0));
+    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
+    CK(D.cuDevicePrimaryCtxRetain(&ctx, 0));
+    CK(D.cuCtxSetCurrent(ctx));
+    CK(D.cuMemAlloc(&more, 16));
+    CK(D.cuCtxSynchronize());
+    down();
+}
+END_TEST
+
+START_TEST(fault_surfaces_at_memcpy)
+{
+    up();
+    eo_cu_function f = func(load("tests/ptx_broken/oob_off_by_one.ptx"), "copy_n");
+    eo_cu_deviceptr in = upload(NULL, 40), out = upload(NULL, 40);
+    unsigned n = 10;
+    void *params[] = {&in, &out, &n};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    float host[10];
+    ck_assert_int_eq(D.cuMemcpyDtoH(host, out, sizeof host), EO_CUDA_ERROR_ILLEGAL_ADDRESS);
+    const eo_px_fault *fl = eo_ptxsim_last_fault();
+    ck_assert_uint_eq(fl->thread.x, 10); /* the first thread past the end */
+    ck_assert_uint_eq(fl->block.x, 0);
+    ck_assert_ptr_nonnull(strstr(fl->msg, "past the end"));
+    down();
+}
+END_TEST
+
+START_TEST(unsupported_instruction_rejected_at_load)
+{
+    const char *path = "tests/ptx_broken/unsupported_instruction.ptx";
+    int line = expected_line(path, "unsupported");
+    up();
+    char *text = slurp(path);
+    char log[256] = "", want[96];
+    int opts[2] = {EO_CU_JIT_ERROR_LOG_BUFFER, EO_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+    eo_cu_module m = NULL;
+    ck_assert_int_eq(D.cuModuleLoadDataEx(&m, text, 2, opts, vals), EO_CUDA_ERROR_INVALID_PTX);
+    snprintf(want, sizeof want, "line %d: unsupported instruction 'brev.b32'", line);
+    ck_assert_msg(strstr(log, want) != NULL, "log '%s' lacks '%s'", log, want);
+    ck_assert_uint_eq((uintptr_t)vals[1], strlen(log) + 1);
+    ck_assert_ptr_null(m);
+    free(text);
+    down();
+}
+END_TEST
+
+START_TEST(param_size_mismatch_is_visible)
+{
+    const char *path = "tests/ptx_broken/param_size_mismatch.ptx";
+    int line = expected_line(path, "param-size");
+    ck_assert_int_gt(line, 0);
+    up();
+    eo_cu_function f = func(load(path), "fill_u64n");
+    /* What a launcher written for (u64 out, u32 n, f32 value) means to pass. */
+    const size_t intended[3] = {8, 4, 4};
+    int mismatched = -1;
+    for (size_t i = 0; i < 3; i++) {
+        size_t off, size;
+        CK(D.cuFuncGetParamInfo(f, i, &off, &size));
+        if (size != intended[i] && mismatched < 0)
+            mismatched = (int)i;
+    }
+    ck_assert_int_eq(mismatched, 1);
+    size_t off, size;
+    ck_assert_int_eq(D.cuFuncGetParamInfo(f, 3, &off, &size), EO_CUDA_ERROR_INVALID_VALUE);
+    /* Through `extra` the buffer size is known, and 16 bytes is not the
+     * kernel's 20. */
+    unsigned char buf[16] = {0};
+    size_t bufsize = sizeof buf;
+    void *extra[] = {(void *)(uintptr_t)1, buf, (void *)(uintptr_t)2, &bufsize, NULL};
+    ck_assert_int_eq(D.cuLaunchKernel(f, 1, 1, 1, 4, 1, 1, 0, NULL, NULL, extra),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    /* No parameters at all, or both ways at once. */
+    ck_assert_int_eq(D.cuLaunchKernel(f, 1, 1, 1, 4, 1, 1, 0, NULL, NULL, NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    /* The right buffer (20 bytes, n at offset 8 as the PTX says) works. */
+    eo_cu_deviceptr out = upload(NULL, 16);
+    unsigned char good[20] = {0};
+    uint64_t n = 4;
+    float v = 1.5f, host[4];
+    memcpy(good, &out, 8);
+    memcpy(good + 8, &n, 8);
+    memcpy(good + 16, &v, 4);
+    size_t goodsize = sizeof good;
+    void *extra2[] = {(void *)(uintptr_t)1, good, (void *)(uintptr_t)2, &goodsize, NULL};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 4, 1, 1, 0, NULL, NULL, extra2));
+    CK(D.cuMemcpyDtoH(host, out, sizeof host));
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(host[i], 1.5f);
+    down();
+}
+END_TEST
+
+/* ---- the driver double's own rules ---------------------------------------------------- */
+
+START_TEST(driver_reports_an_sm80_device)
+{
+    eo_ptxsim_driver_reset();
+    eo_ptxsim_driver(&D);
+    int v = 0;
+    ck_assert_int_eq(D.cuDeviceGetCount(&v), EO_CUDA_ERROR_NOT_INITIALIZED);
+    CK(D.cuInit(0));
+    CK(D.cuDeviceGetCount(&v));
+    ck_assert_int_eq(v, 1);
+    static const int attr[][2] = {
+        {EO_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 8},
+        {EO_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+        {EO_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 108},
+        {EO_CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+        {EO_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+        {EO_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152},
+    };
+    for (size_t i = 0; i < sizeof attr / sizeof attr[0]; i++) {
+        CK(D.cuDeviceGetAttribute(&v, attr[i][0], 0));
+        ck_assert_int_eq(v, attr[i][1]);
+    }
+    eo_cu_deviceptr p;
+    ck_assert_int_eq(D.cuMemAlloc(&p, 4), EO_CUDA_ERROR_INVALID_CONTEXT); /* no context yet */
+    const char *s;
+    CK(D.cuGetErrorName(EO_CUDA_ERROR_ILLEGAL_ADDRESS, &s));
+    ck_assert_str_eq(s, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    ck_assert_int_eq(D.cuGetErrorName(12345, &s), EO_CUDA_ERROR_INVALID_VALUE);
+    down();
+}
+END_TEST
+
+START_TEST(driver_checks_handles_memory_and_config)
+{
+    up();
+    eo_cu_deviceptr p, q;
+    CK(D.cuMemAlloc(&p, 64));
+    CK(D.cuMemAlloc(&q, 64));
+    /* Device addresses are not host pointers and do not overlap. */
+    ck_assert_uint_ge(p, 0x00000d0000000000ull);
+    ck_assert_uint_ge(q, p + 64);
+    char host[80];
+    ck_assert_int_eq(D.cuMemcpyHtoD(p, host, 80), EO_CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(D.cuMemcpyDtoH(host, p + 32, 40), EO_CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(D.cuMemFree(p + 4), EO_CUDA_ERROR_INVALID_VALUE);
+    CK(D.cuMemsetD32(p, 0x3f800000u, 16));
+    CK(D.cuMemcpyDtoD(q, p, 64));
+    float f[16];
+    CK(D.cuMemcpyDtoH(f, q, 64));
+    ck_assert_float_eq(f[15], 1.0f);
+    CK(D.cuMemFree(p));
+    ck_assert_int_eq(D.cuMemFree(p), EO_CUDA_ERROR_INVALID_VALUE); /* double free */
+    eo_cu_module m = load("tests/ptx_good/vector_add.ptx");
+    eo_cu_function fn;
+    ck_assert_int_eq(D.cuModuleGetFunction(&fn, m, "nope"), EO_CUDA_ERROR_NOT_FOUND);
+    fn = func(m, "vector_add");
+    void *params[] = {&q, &q, &q, &(unsigned){16}};
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 2048, 1, 1, 0, NULL, params, NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 0, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 49153, NULL, params, NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    size_t off, size;
+    CK(D.cuFuncGetParamInfo(fn, 3, &off, &size));
+    ck_assert_uint_eq(off, 24);
+    ck_assert_uint_eq(size, 4);
+    /* Events: a fake clock that moves forward. */
+    eo_cu_event a, b;
+    CK(D.cuEventCreate(&a, 0));
+    CK(D.cuEventCreate(&b, 0));
+    CK(D.cuEventRecord(a, NULL));
+    CK(D.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuEventRecord(b, NULL));
+    CK(D.cuEventSynchronize(b));
+    float ms = -1;
+    CK(D.cuEventElapsedTime(&ms, a, b));
+    ck_assert_float_gt(ms, 0.0f);
+    CK(D.cuEventDestroy(a));
+    ck_assert_int_eq(D.cuEventDestroy(a), EO_CUDA_ERROR_INVALID_HANDLE);
+    CK(D.cuEventDestroy(b));
+    CK(D.cuModuleUnload(m));
+    ck_assert_int_eq(D.cuModuleUnload(m), EO_CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+                     EO_CUDA_ERROR_INVALID_HANDLE);
+    CK(D.cuMemFree(q));
+    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
+    down();
+}
+END_TEST
+
+START_TEST(endless_loop_hits_the_step_limit)
+{
+    static const char ptx[] =
+        ".version 7.0\n.target sm_80\n.address_size 64\n"
+        ".visible .entry spin()\n{\n"
+        "$L_top:\n"
+        "    bra.uni $L_top;\n" /* line 7 */
+        "}\n";
+    up();
+    eo_ptxsim_set_step_limit(10000);
+    eo_cu_module m;
+    CK(D.cuModuleLoadDataEx(&m, ptx, 0, NULL, NULL));
+    CK(D.cuLaunchKernel(func(m, "spin"), 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    ck_assert_int_eq(D.cuCtxSynchronize(), 702 /* CUDA_ERROR_LAUNCH_TIMEOUT */);
+    ck_assert_int_eq(eo_ptxsim_last_fault()->kind, EO_PX_FAULT_STEP_LIMIT);
+    ck_assert_int_eq(eo_ptxsim_last_fault()->line, 7);
+    eo_ptxsim_set_step_limit(0);
+    down();
+}
+END_TEST
+
+/* The interpreter without the driver: launch checks and the trace. */
+START_TEST(interpreter_api_and_trace)
+{
+    char *text = slurp("tests/ptx_good/vector_add.ptx");
+    eo_px_module *m = NULL;
+    char err[128];
+    ck_assert_int_eq(eo_px_module_load(text, strlen(text), &m, err, sizeof err), EO_OK);
+    free(text);
+    const eo_px_kernel *k = eo_px_module_kernel(m, "vector_add");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(eo_px_kernel_param_count(k), 4);
+    ck_assert_uint_eq(eo_px_kernel_param_bytes(k), 28);
+    eo_px_heap *h = eo_px_heap_new();
+    uint64_t a, c;
+    ck_assert_int_eq(eo_px_heap_alloc(h, 16, &a), EO_OK);
+    ck_assert_int_eq(eo_px_heap_alloc(h, 16, &c), EO_OK);
+    float *ha = eo_px_heap_span(h, a, 16);
+    for (int i = 0; i < 4; i++)
+        ha[i] = (float)i;
+    unsigned char params[28];
+    uint32_t n = 4;
+    memcpy(params, &a, 8);
+    memcpy(params + 8, &a, 8);
+    memcpy(params + 16, &c, 8);
+    memcpy(params + 24, &n, 4);
+    eo_px_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.grid = (eo_px_dim){1, 1, 1};
+    cfg.block = (eo_px_dim){4, 1, 1};
+    cfg.params = params;
+    cfg.params_size = 24; /* wrong: the kernel's parameters take 28 bytes */
+    eo_px_fault f;
+    ck_assert_int_eq(eo_px_run(k, h, &cfg, &f), EO_ERR_ARG);
+    cfg.params_size = 28;
+    cfg.trace = tmpfile();
+    ck_assert_ptr_nonnull(cfg.trace);
+    cfg.trace_block = 0;
+    cfg.trace_thread = 3;
+    ck_assert_int_eq(eo_px_run(k, h, &cfg, &f), EO_OK);
+    ck_assert_int_eq(f.kind, EO_PX_FAULT_NONE);
+    ck_assert_float_eq(((float *)eo_px_heap_span(h, c, 16))[3], 6.0f);
+    char log[8192];
+    rewind(cfg.trace);
+    size_t got = fread(log, 1, sizeof log - 1, cfg.trace);
+    log[got] = 0;
+    fclose(cfg.trace);
+    ck_assert_ptr_nonnull(strstr(log, "active 0000000f"));
+    ck_assert_ptr_nonnull(strstr(log, "add.rn.f32 %f3, %f1, %f2;"));
+    ck_assert_ptr_nonnull(strstr(log, "thread 3: %f3 = 0x40c00000 (6)"));
+    eo_px_heap_free(h);
+    eo_px_module_free(m);
+}
+END_TEST
+
+/* ---- the parser's refusals --------------------------------------------------------------- */
+
+START_TEST(parse_errors_name_the_line)
+{
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"    .reg .b32 %r<2>;\n    mov.u32 %r5, 1;\n", "line 7: unknown register '%r5'"},
+        {"    bra $L_nowhere;\n", "line 6: unknown label or symbol '$L_nowhere'"},
+        {"    .reg .b32 %r<2>;\n    tex.2d.v4.f32.s32 %r1, [t, {%r0, %r0}];\n",
+         "line 7: unsupported instruction 'tex.2d.v4.f32.s32'"},
+        {"    .reg .f16 %h<2>;\n", "line 6: unsupported type '.f16'"},
+        {"    .local .b8 buf[16];\n", "line 6: unsupported directive '.local'"},
+        {"    .reg .b32 %r<2>;\n    add.cc.u32 %r1, %r0, %r0;\n", "line 7: unsupported modifier '.cc'"},
+        {"    .reg .b32 %r<2>;\n    bar.sync 1;\n", "line 7: unsupported: barriers other than"},
+        {"    .reg .b32 %r<2>;\n    mov.u32 %r1, 1\n", "line 8: expected ',' or ';'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char ptx[512], err[256];
+        snprintf(ptx, sizeof ptx,
+                 ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n%s}\n",
+                 cases[i].body);
+        /* "{" is line 5, so the body starts on line 6. */
+        eo_px_module *m = NULL;
+        eo_status st = eo_px_module_load(ptx, strlen(ptx), &m, err, sizeof err);
+        ck_assert_msg(st != EO_OK, "case %zu loaded", i);
+        ck_assert_msg(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+                      cases[i].want);
+        ck_assert_ptr_null(m);
+    }
+}
+END_TEST
+
+/* Every shipped kernel in ptx/ must load in the interpreter: a kernel it
+ * cannot parse is a kernel no CPU test can cover. */
+START_TEST(every_shipped_kernel_loads)
+{
+    DIR *d = opendir("ptx");
+    if (!d)
+        return; /* no ptx/ folder yet */
+    char failures[2048] = "";
+    size_t used = 0;
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".ptx") != 0)
+            continue;
+        char path[512], err[256];
+        snprintf(path, sizeof path, "ptx/%s", e->d_name);
+        char *text = slurp(path);
+        eo_px_module *m = NULL;
+        if (eo_px_module_load(text, strlen(text), &m, err, sizeof err) != EO_OK && used < 1800)
+            used += (size_t)snprintf(failures + used, sizeof failures - used, "\n  %s: %s", path, err);
+        eo_px_module_free(m);
+        free(text);
+        count++;
+    }
+    closedir(d);
+    ck_assert_msg(used == 0, "%d kernel file(s) checked; these do not load:%s", count, failures);
+}
+END_TEST
+
+Suite *eo_suite_ptxsim(void)
+{
+    Suite *s = suite_create("ptxsim");
+    TCase *ok = tcase_create("correct kernels");
+    tcase_add_test(ok, vector_add_exact);
+    tcase_add_test(ok, block_reduce_exact);
+    tcase_add_test(ok, warp_reduce_exact);
+    tcase_add_test(ok, atomics_exact);
+    tcase_add_test(ok, divergent_if_else_reconverges);
+    tcase_add_test(ok, instruction_semantics);
+    tcase_add_test(ok, every_shipped_kernel_loads);
+    tcase_add_test(ok, interpreter_api_and_trace);
+    suite_add_tcase(s, ok);
+    TCase *bad = tcase_create("broken kernels");
+    tcase_add_loop_test(bad, broken_kernel_is_caught, 0, (int)(sizeof corpus / sizeof corpus[0]));
+    tcase_add_test(bad, fault_surfaces_at_memcpy);
+    tcase_add_test(bad, unsupported_instruction_rejected_at_load);
+    tcase_add_test(bad, param_size_mismatch_is_visible);
+    tcase_add_test(bad, endless_loop_hits_the_step_limit);
+    tcase_add_test(bad, parse_errors_name_the_line);
+    suite_add_tcase(s, bad);
+    TCase *drv = tcase_create("driver double");
+    tcase_add_test(drv, driver_reports_an_sm80_device);
+    tcase_add_test(drv, driver_checks_handles_memory_and_config);
+    suite_add_tcase(s, drv);
+    return s;
+}
