@@ -74,6 +74,7 @@ typedef struct eo_ctx {
     eo_par par;                    /* threading hook; run == NULL: one thread */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
+    const char *op;                /* the op running now, for messages */
     char err[320];
 } eo_ctx;
 

@@ -12,11 +12,12 @@
 static eo_status make_state(eo_ctx *ctx, const eo_params *ps, eo_tensor ***out)
 {
     eo_tensor **st;
+    ctx->op = "optimizer state";
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_tensor *) * (size_t)ps->count,
                            (void **)&st));
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *p = ps->items[i];
-        EO_CHECK(eo_tensor_zeros(ctx, EO_PERSIST, p->device, EO_F32, p->rank, p->shape, &st[i]));
+        EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, p->device, EO_F32, p->rank, p->shape, &st[i]));
     }
     *out = st;
     return EO_OK;

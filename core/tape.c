@@ -62,7 +62,7 @@ eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_te
 eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
 {
     if (!t->grad)
-        EO_CHECK(eo_tensor_zeros(ctx, EO_STEP, t->device, EO_F32, t->rank, t->shape, &t->grad));
+        EO_CHECK(eo_new_zeros(ctx, EO_STEP, t->device, EO_F32, t->rank, t->shape, &t->grad));
     *g = t->grad;
     return EO_OK;
 }
@@ -96,6 +96,7 @@ eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss)
     for (eo_node *n = loss->node; n && s == EO_OK; n = n->prev) {
         if (!n->out->grad) /* not on the loss's path */
             continue;
+        ctx->op = eo_op_names[n->op];
         s = backward_rules[n->op](ctx, n);
     }
     eo_set_grad(ctx, was);

@@ -87,7 +87,8 @@ static eo_status arena_take(eo_ctx *ctx, eo_arena *a, size_t bytes, void **out)
 {
     eo_status s = eo_arena_alloc(a, bytes, EO_ARENA_ALIGN, out);
     if (s == EO_ERR_OOM)
-        return eo_fail(ctx, s, "arena '%s': need %zu bytes, %zu free (capacity %zu)", a->name,
+        return eo_fail(ctx, s, "%s%sarena '%s': need %zu bytes, %zu free (capacity %zu)",
+                       ctx->op ? ctx->op : "", ctx->op ? ": " : "", a->name,
                        a->fail_need, a->fail_free, a->cap);
     return s;
 }
@@ -136,8 +137,10 @@ static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo
     return EO_OK;
 }
 
-eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
-                        int rank, const int64_t *shape, eo_tensor **out)
+/* The allocation behind eo_tensor_new and eo_new_out; an out-of-memory
+ * message names ctx->op, the op that asked. */
+static eo_status tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                            int rank, const int64_t *shape, eo_tensor **out)
 {
     eo_tensor *t;
     /* tensor_meta sees only the local &t, so the caller's `out` is checked
@@ -151,10 +154,28 @@ eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtyp
     return EO_OK;
 }
 
+eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                        int rank, const int64_t *shape, eo_tensor **out)
+{
+    if (ctx)
+        ctx->op = "tensor_new";
+    return tensor_new(ctx, life, device, dtype, rank, shape, out);
+}
+
+eo_status eo_new_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype, int rank,
+                       const int64_t *shape, eo_tensor **out)
+{
+    EO_CHECK(tensor_new(ctx, life, device, dtype, rank, shape, out));
+    return ctx->backend[device]->zero(ctx, (*out)->data,
+                                      (size_t)eo_numel(*out) * eo_dtype_size(dtype));
+}
+
 eo_status eo_tensor_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
                           int rank, const int64_t *shape, eo_tensor **out)
 {
-    EO_CHECK(eo_tensor_new(ctx, life, device, dtype, rank, shape, out));
+    if (ctx)
+        ctx->op = "tensor_zeros";
+    EO_CHECK(tensor_new(ctx, life, device, dtype, rank, shape, out));
     return ctx->backend[device]->zero(ctx, (*out)->data,
                                       (size_t)eo_numel(*out) * eo_dtype_size(dtype));
 }
@@ -172,15 +193,16 @@ eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *s
 eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const int64_t *shape,
                      eo_tensor **out)
 {
-    return eo_tensor_new(ctx, EO_STEP, dev, dt, rank, shape, out);
+    return tensor_new(ctx, EO_STEP, dev, dt, rank, shape, out);
 }
 
 eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank,
                        const int64_t *shape, eo_tensor **out)
 {
     eo_tensor *t, *g;
-    EO_CHECK(eo_tensor_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &t));
-    EO_CHECK(eo_tensor_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &g));
+    ctx->op = "param_new";
+    EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &t));
+    EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &g));
     t->requires_grad = 1;
     t->grad = g;
     t->name = name;
@@ -190,6 +212,7 @@ eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank
 
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt)
 {
+    ctx->op = op; /* every op validates first: later messages can name it */
     if (!t)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
     if (t->dtype != dt)

@@ -78,6 +78,14 @@ START_TEST(errors_name_the_op_and_leave_context_usable)
     eo_tensor *h;
     ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 2, huge, &h), EO_ERR_OOM);
     ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "need 4294967"));
+    /* An op's out-of-memory message names the op: b is a view of a small
+     * buffer, so only the [2 x 2^28] output cannot be allocated. */
+    float small[3];
+    int64_t wide[2] = { 3, (int64_t)1 << 28 };
+    eo_tensor *bw;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, wide, small, &bw), EO_OK);
+    ck_assert_int_eq(eo_matmul(ctx, a, bw, 0, 0, &y), EO_ERR_OOM);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "matmul: arena 'step': need"));
     int64_t s3[2] = { 3, 2 };
     eo_tensor *c = eo_test_rand(ctx, 2, s3, 0, 1, 3, 0);
     ck_assert_int_eq(eo_matmul(ctx, a, c, 0, 0, &y), EO_OK); /* still usable */
