@@ -104,6 +104,12 @@ eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_te
  * it was allocated with the parameter). */
 eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g);
 
+/* Like eo_grad_of, for a rule whose kernel can overwrite instead of add
+ * (matmul with beta = 0): a new buffer is left unzeroed and *beta is 0;
+ * an existing one must be added to and *beta is 1. Saves a memset of
+ * every fresh gradient the size of an activation. */
+eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *beta);
+
 /* Normalise a possibly negative axis for rank r; -1 if out of range. */
 int eo_axis(int axis, int rank);
 

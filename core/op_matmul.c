@@ -185,33 +185,34 @@ eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
     if (a->rank == 2) A.bs = 0;
     if (b->rank == 2) B.bs = 0;
 
+    float beta;
     if (a->requires_grad) {
         eo_tensor *ga;
-        EO_CHECK(eo_grad_of(ctx, a, &ga));
+        EO_CHECK(eo_grad_for_write(ctx, a, &ga, &beta));
         int64_t sc = a->rank == 2 ? 0 : M * K;
         if (!ta) /* ga[M,K] = dC · op(B)ᵀ */
-            EO_CHECK(mm(ctx, be, batch, M, K, N, dC, flip(B), ga->data, K, sc, 1.0f));
+            EO_CHECK(mm(ctx, be, batch, M, K, N, dC, flip(B), ga->data, K, sc, beta));
         else     /* ga[K,M] = op(B) · dCᵀ */
-            EO_CHECK(mm(ctx, be, batch, K, M, N, B, flip(dC), ga->data, M, sc, 1.0f));
+            EO_CHECK(mm(ctx, be, batch, K, M, N, B, flip(dC), ga->data, M, sc, beta));
     }
     if (b->requires_grad) {
         eo_tensor *gb;
-        EO_CHECK(eo_grad_of(ctx, b, &gb));
+        EO_CHECK(eo_grad_for_write(ctx, b, &gb, &beta));
         int shared = b->rank == 2 && batch > 1;
         if (shared && stacks(A, M)) {
             /* Fold the batch into the inner dimension: one call. */
             mm_operand As = A, dCs = dC;
             As.bs = dCs.bs = 0;
             if (!tb) /* gb[K,N] = op(A)ᵀ · dC over all rows */
-                EO_CHECK(mm(ctx, be, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, 1.0f));
+                EO_CHECK(mm(ctx, be, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, beta));
             else     /* gb[N,K] = dCᵀ · op(A) */
-                EO_CHECK(mm(ctx, be, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, 1.0f));
+                EO_CHECK(mm(ctx, be, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, beta));
         } else {
             int64_t sc = shared ? 0 : K * N;
             if (!tb)
-                EO_CHECK(mm(ctx, be, batch, K, N, M, flip(A), dC, gb->data, N, sc, 1.0f));
+                EO_CHECK(mm(ctx, be, batch, K, N, M, flip(A), dC, gb->data, N, sc, beta));
             else
-                EO_CHECK(mm(ctx, be, batch, N, K, M, flip(dC), A, gb->data, K, sc, 1.0f));
+                EO_CHECK(mm(ctx, be, batch, N, K, M, flip(dC), A, gb->data, K, sc, beta));
         }
     }
     return EO_OK;

@@ -67,6 +67,17 @@ eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
     return EO_OK;
 }
 
+eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *beta)
+{
+    *beta = 1.0f;
+    if (!t->grad) {
+        EO_CHECK(eo_new_out(ctx, t->device, EO_F32, t->rank, t->shape, &t->grad));
+        *beta = 0.0f;
+    }
+    *g = t->grad;
+    return EO_OK;
+}
+
 eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss)
 {
     if (!ctx || !loss)

@@ -37,19 +37,40 @@ static void im2col_walk(void *arg, int64_t n0, int64_t n1, int worker)
         for (int64_t c = 0; c < a->C; c++)
             for (int64_t i = 0; i < a->kh; i++)
                 for (int64_t j = 0; j < a->kw; j++, row++) {
-                    const int64_t base = row * ld + n * P;
+                    /* Output columns ow in [lo, hi) read inside the image;
+                     * the rest read padding. Working out that range once
+                     * per output row keeps the inner loop free of tests. */
+                    int64_t lo = 0, hi = OW;
+                    while (lo < OW && lo * stride - pad + j < 0)
+                        lo++;
+                    while (hi > lo && (hi - 1) * stride - pad + j >= W)
+                        hi--;
                     const int64_t plane = (n * a->C + c) * H * W;
                     for (int64_t oh = 0; oh < OH; oh++) {
                         const int64_t ih = oh * stride - pad + i;
-                        const int row_inside = ih >= 0 && ih < H;
-                        for (int64_t ow = 0; ow < OW; ow++) {
-                            const int64_t iw = ow * stride - pad + j, o = base + oh * OW + ow;
-                            const int inside = row_inside && iw >= 0 && iw < W;
-                            const int64_t at = plane + ih * W + iw;
+                        const int64_t o = row * ld + n * P + oh * OW;
+                        /* Input column of output column lo (>= 0 by the choice of lo). */
+                        const int64_t at = plane + ih * W + lo * stride - pad + j;
+                        if (ih < 0 || ih >= H || lo >= hi) { /* all padding */
                             if (a->cols)
-                                a->cols[o] = inside ? a->x[at] : 0.0f;
-                            else if (inside)
-                                a->dx[at] += a->dcols[o];
+                                for (int64_t ow = 0; ow < OW; ow++)
+                                    a->cols[o + ow] = 0.0f;
+                            continue;
+                        }
+                        if (a->cols) {
+                            float *dst = a->cols + o;
+                            const float *src = a->x + at;
+                            for (int64_t ow = 0; ow < lo; ow++)
+                                dst[ow] = 0.0f;
+                            for (int64_t ow = lo; ow < hi; ow++)
+                                dst[ow] = src[(ow - lo) * stride];
+                            for (int64_t ow = hi; ow < OW; ow++)
+                                dst[ow] = 0.0f;
+                        } else {
+                            const float *src = a->dcols + o;
+                            float *dst = a->dx + at;
+                            for (int64_t ow = lo; ow < hi; ow++)
+                                dst[(ow - lo) * stride] += src[ow];
                         }
                     }
                 }
