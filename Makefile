@@ -60,7 +60,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 HOST_LIBS  := $(ZLIB_LIBS) -lpthread -ldl -lm
 
-.PHONY: all lib tools test train bench bench-train check-freestanding deps lines clean
+.PHONY: all lib tools test test-cuda train bench bench-train check-freestanding deps lines clean
 all: lib tools lines
 
 lib: $(LIB)
@@ -199,3 +199,13 @@ fixtures: $(BUILD)/eo-transformer-fixture
 
 bench-transformer: $(BUILD)/eo-train
 	$(REF_PYTHON) tools/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
+
+# ---- the CUDA suites on a real GPU ------------------------------------------
+# `make test` runs them on the PTX interpreter; this runs the same suites
+# through libcuda.so.1 when a driver is installed, and says why not if not.
+CUDA_SUITES := cuda_load cuda_kernels cuda_ops
+test-cuda: deps
+	@$(MAKE) --no-print-directory $(BUILD)/eo-tests
+	@if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' || [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ]; then \
+	    for s in $(CUDA_SUITES); do EO_TEST_CUDA=real CK_RUN_SUITE=$$s ./$(BUILD)/eo-tests || exit 1; done; \
+	else echo "test-cuda: skipped: no CUDA driver on this machine (libcuda.so.1 not found); make test already ran these suites on the PTX interpreter"; fi

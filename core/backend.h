@@ -58,5 +58,6 @@ typedef struct eo_backend {
 } eo_backend;
 
 extern const eo_backend eo_backend_cpu;
+extern const eo_backend eo_backend_cuda;
 
 #endif

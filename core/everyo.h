@@ -108,6 +108,26 @@ typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mar
 eo_mark eo_mark_get(const eo_ctx *ctx);
 void eo_rewind(eo_ctx *ctx, eo_mark m);
 
+/* ---- CUDA ------------------------------------------------------------------
+ * Attach a CUDA device to the context: open device `device` through a
+ * driver table (NULL: load the real driver, dlopen("libcuda.so.1"); or a
+ * double such as the PTX interpreter's, see tools/ptxsim_driver.h), load
+ * the embedded PTX once, and carve two device arenas from one cuMemAlloc
+ * block each. Afterwards tensors made with device EO_CUDA live there and
+ * every op on them runs the PTX kernels. Kernel faults surface at the next
+ * copy to or from the host (eo_read, eo_write, eo_to_device).
+ * Returns EO_ERR_NO_DEVICE (no driver or no device, with the reason),
+ * EO_ERR_CUDA (driver error, its name and text in the message),
+ * EO_ERR_UNSUPPORTED (compute capability below 8.0), EO_ERR_STATE (already
+ * attached), EO_ERR_OOM. */
+struct eo_cuda_driver;
+eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
+                         size_t persist_bytes, size_t step_bytes);
+/* Free the device arenas and release the device. */
+void eo_cuda_detach(eo_ctx *ctx);
+/* The attached device's name ("" if none). */
+const char *eo_cuda_device_name(const eo_ctx *ctx);
+
 /* ---- tensors ------------------------------------------------------------- */
 
 /* A new contiguous tensor, uninitialised, on `device`, with data from the

@@ -6,7 +6,7 @@
 #include "core/internal.h"
 #include "core/transformer.h"
 
-#define NAME_MAX_LEN 64
+#define PARAM_NAME_LEN 64 /* "blocks.<i>.attn.c_attn" and the like, with room to spare */
 
 static eo_status normal_002(eo_ctx *ctx, eo_tensor *t) { return eo_init_param(ctx, t, 0.02f, 1); }
 
@@ -16,7 +16,7 @@ eo_status eo_block_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *p
     if (!b || !prefix || n_embd < 1 || n_head < 1 || n_embd % n_head)
         return eo_fail(ctx, EO_ERR_ARG, "block_init: d_model %lld must be a positive multiple "
                                         "of heads %lld", (long long)n_embd, (long long)n_head);
-    char name[NAME_MAX_LEN];
+    char name[PARAM_NAME_LEN];
     const int64_t C = n_embd;
     const float eps = EO_TRANSFORMER_LN_EPS;
     eo_format(name, sizeof name, "%s.ln_1", prefix);
@@ -101,7 +101,7 @@ eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_block) * (size_t)cfg->layers,
                            (void **)&m->h));
     for (int64_t i = 0; i < cfg->layers; i++) {
-        char name[NAME_MAX_LEN];
+        char name[PARAM_NAME_LEN];
         eo_format(name, sizeof name, "h.%lld", (long long)i);
         EO_CHECK(eo_block_init(ctx, &m->params, dev, name, C, cfg->heads, 1, &m->h[i]));
     }
@@ -171,7 +171,7 @@ eo_status eo_vit_build(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_block) * (size_t)cfg->layers,
                            (void **)&m->blocks));
     for (int64_t i = 0; i < cfg->layers; i++) {
-        char name[NAME_MAX_LEN];
+        char name[PARAM_NAME_LEN];
         eo_format(name, sizeof name, "blocks.%lld", (long long)i);
         EO_CHECK(eo_block_init(ctx, &m->params, dev, name, C, cfg->heads, 0, &m->blocks[i]));
     }

@@ -27,12 +27,14 @@ typedef struct ce_args {
     float scale;
 } ce_args;
 
-static float row_lse(int64_t cols, const float *x)
+/* next: the row after this one, for prefetching (see simd.h), or NULL. */
+static float row_lse(int64_t cols, const float *x, const float *next)
 {
     float M, S;
 #ifdef EO_AVX2
-    eo_v8_row_max_sumexp(x, cols, &M, &S);
+    eo_v8_row_max_sumexp(x, cols, &M, &S, next);
 #else
+    (void)next;
     M = -INFINITY;
     for (int64_t j = 0; j < cols; j++)
         M = x[j] > M ? x[j] : M;
@@ -48,8 +50,11 @@ static void ce_body(void *arg, int64_t r0, int64_t r1, int worker)
 {
     (void)worker;
     const ce_args *a = arg;
-    for (int64_t r = r0; r < r1; r++)
-        a->lse[r] = a->target[r] == a->ignore ? 0.0f : row_lse(a->cols, a->logits + r * a->cols);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->logits + r * a->cols;
+        a->lse[r] = a->target[r] == a->ignore ? 0.0f
+                                               : row_lse(a->cols, x, r + 1 < r1 ? x + a->cols : NULL);
+    }
 }
 
 void eo_k_cross_entropy(int64_t rows, int64_t cols, const float *logits, const int32_t *target,

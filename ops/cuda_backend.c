@@ -34,10 +34,14 @@ static const kinfo kernels[EO_CUK_COUNT] = {
 /* The launchers' device: the one documented global (see the header). */
 static eo_cuda *current;
 
-/* Scratch: [0, 256) one float for cross-entropy's backward scale,
- * [256, 256 + 8 KiB) up to 1024 double partial sums for eo_sumsq_part. */
+/* Scratch, one device allocation made at open:
+ *   [0, 256)           one float: cross-entropy's backward scale;
+ *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
+ *   [8448, +4 MiB)     the work buffer for two-stage sums
+ *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part). */
 enum { BLOCK = 256, MAX_GRID = 65535, SCRATCH_CE = 0, SCRATCH_SUMSQ = 256, SUMSQ_PARTS = 1024,
-       SCRATCH_BYTES = SCRATCH_SUMSQ + SUMSQ_PARTS * 8 };
+       SCRATCH_WORK = SCRATCH_SUMSQ + SUMSQ_PARTS * 8, WORK_BYTES = 4 << 20,
+       SCRATCH_BYTES = SCRATCH_WORK + WORK_BYTES };
 #define I32_MAX ((int64_t)2147483647)
 
 const char *eo_cuda_kernel_module(eo_cuda_kernel k)
@@ -680,8 +684,8 @@ void eo_cuda_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64
         !fits(cu, "matmul", M * ldc))
         return;
     int64_t gy = (M + 63) / 64, gx = (N + 63) / 64;
-    if (gy > MAX_GRID) {
-        fits(cu, "matmul (rows / 64 must stay below 65536)", I32_MAX + 1);
+    if (gy > MAX_GRID) { /* grid.y counts 64-row tiles */
+        fail_text(cu, EO_ERR_UNSUPPORTED, "matmul: M above 65535*64 rows", NULL, NULL);
         return;
     }
     uint32_t m = (uint32_t)M, n = (uint32_t)N, k = (uint32_t)K;
@@ -705,6 +709,36 @@ size_t eo_cuda_k_matmul_ws(int64_t M, int64_t N, int64_t K, int nthreads)
 }
 
 /* ---- reductions --------------------------------------------------------------------- */
+/* Sums and means with few outputs and a long reduced axis: cut the axis
+ * into R chunks reduced in parallel, then add each output's chunks in
+ * order (see reduce.ptx). R depends only on the sizes. Returns 0 when the
+ * one-pass kernels are the better choice. */
+static int reduce_two_stage(eo_cuda *cu, uint32_t op, int64_t outer, int64_t n, int64_t inner,
+                            uint64_t px, uint64_t py)
+{
+    int64_t outputs = outer * inner, R;
+    if (inner == 1)  /* a block per chunk of a row: chunks of at least 4096 */
+        R = outer < 512 && n >= 8192 ? n / 4096 : 1;
+    else             /* a thread per (output, chunk): chunks of at least 64 */
+        R = outputs < 16384 && n >= 128 ? n / 64 : 1;
+    int64_t fit = WORK_BYTES / (outputs * 8), cap = inner == 1 ? 1024 : 256;
+    R = R > cap ? cap : R;
+    R = R > fit ? fit : R;
+    if (R < 2)
+        return 0;
+    uint32_t chunk = (uint32_t)((n + R - 1) / R), nr = (uint32_t)((n + chunk - 1) / chunk);
+    uint32_t a = (uint32_t)outer, b = (uint32_t)n, c = (uint32_t)inner, tot = (uint32_t)outputs;
+    uint64_t pwork = cu->scratch + SCRATCH_WORK;
+    if (inner == 1)
+        LAUNCH(cu, EO_CUK_REDUCE_ROWS_PART, nr, a, 1, BLOCK, 1, &a, &b, &chunk, &px, &pwork);
+    else
+        LAUNCH(cu, EO_CUK_REDUCE_PART, (unsigned)((outputs + BLOCK - 1) / BLOCK), nr, 1, BLOCK, 1,
+               &a, &b, &c, &chunk, &px, &pwork);
+    LAUNCH(cu, EO_CUK_REDUCE_FINAL, grid_for(outputs), 1, 1, BLOCK, 1, &op, &tot, &nr, &b, &pwork,
+           &py);
+    return 1;
+}
+
 void eo_cuda_k_reduce(eo_redop op, int64_t outer, int64_t n, int64_t inner, const float *x,
                       float *y, int32_t *argmax, const eo_par *par)
 {
@@ -716,6 +750,8 @@ void eo_cuda_k_reduce(eo_redop op, int64_t outer, int64_t n, int64_t inner, cons
         return;
     uint32_t o = (uint32_t)op, a = (uint32_t)outer, b = (uint32_t)n, c = (uint32_t)inner;
     uint64_t px = dp(x), py = dp(y), pam = dp(argmax);
+    if (op != EO_RED_MAX && reduce_two_stage(cu, o, outer, n, inner, px, py))
+        return;
     if (inner == 1 && n >= 64) { /* long rows: a block per row, not a thread */
         LAUNCH(cu, EO_CUK_REDUCE_ROWS, a, 1, 1, BLOCK, 1, &o, &a, &b, &px, &py, &pam);
         return;
@@ -844,9 +880,26 @@ void eo_cuda_k_layernorm_backward(int64_t rows, int64_t cols, const float *x, co
     if (dx)
         LAUNCH(cu, EO_CUK_LAYERNORM_BWD_DX, r, 1, 1, BLOCK, 1, &r, &c, &px, &pw, &pm, &ps, &pdy,
                &pdx);
-    if (dw || db)
+    if (!dw && !db)
+        return;
+    /* dw, db are column sums over all rows. With many rows, cut the rows
+     * into R chunks (about 128 rows each, at most 64, as the work buffer
+     * allows) summed by separate blocks, then add the chunks in order. R
+     * depends only on the sizes, so the result repeats exactly. */
+    int64_t R = (rows + 127) / 128, fit = WORK_BYTES / (cols * 8);
+    R = R > 64 ? 64 : R;
+    R = R > fit ? fit : R;
+    if (R < 2) {
         LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB, grid_for(cols), 1, 1, BLOCK, 1, &r, &c, &px, &pm, &ps,
                &pdy, &pdw, &pdb);
+        return;
+    }
+    uint32_t chunk = (uint32_t)((rows + R - 1) / R), nr = (uint32_t)((rows + chunk - 1) / chunk);
+    uint64_t pwork = cu->scratch + SCRATCH_WORK;
+    LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB_PART, (unsigned)((cols + BLOCK - 1) / BLOCK), nr, 1, BLOCK,
+           1, &r, &c, &chunk, &px, &pm, &ps, &pdy, &pwork);
+    LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB_SUM, grid_for(cols), 1, 1, BLOCK, 1, &nr, &c, &pwork, &pdw,
+           &pdb);
 }
 
 size_t eo_cuda_k_layernorm_backward_ws(int64_t rows, int64_t cols, int nthreads)
@@ -997,6 +1050,86 @@ void eo_cuda_k_maxpool2d_backward(int64_t P, int64_t H, int64_t W, int64_t k, co
     uint64_t pdy = dp(dy), pa = dp(arg), pdx = dp(dx);
     LAUNCH(cu, EO_CUK_MAXPOOL_BWD, grid_for(total), 1, 1, BLOCK, 1, &v[0], &v[1], &v[2], &v[3],
            &v[4], &v[5], &pdy, &pa, &pdx);
+}
+
+/* ---- attention: one block per (query, head) ---------------------------------------------- */
+static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
+                      int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
+{
+    int64_t in[5] = {B, H, Tq, Tk, D};
+    for (int i = 0; i < 5; i++) {
+        if (!fits(cu, who, in[i]))
+            return 0;
+        v[i] = (uint32_t)in[i];
+    }
+    if (D > 256 || B * H > MAX_GRID || (causal && Tq != Tk)) {
+        fail_text(cu, EO_ERR_UNSUPPORTED, who,
+                  ": the CUDA kernel needs D <= 256, B*H <= 65535 and Tq == Tk when causal",
+                  NULL);
+        return 0;
+    }
+    if (!fits(cu, who, B * H * Tq * D) || !fits(cu, who, B * H * Tk * D))
+        return 0;
+    int64_t reach = 0;
+    for (int i = 0; i < 4; i++) {
+        int64_t s = ms ? ms[i] : 0, a = s < 0 ? -s : s;
+        if (!fits(cu, who, a))
+            return 0;
+        m[i] = (int32_t)s;
+        reach += a * (in[i] > 0 ? in[i] - 1 : 0); /* axes b, h, i, j: extents B, H, Tq, Tk */
+        if (!fits(cu, who, reach))
+            return 0;
+    }
+    return 1;
+}
+
+void eo_cuda_k_attention(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, const float *q,
+                         const float *k, const float *v, const float *mask, const int64_t ms[4],
+                         int causal, float scale, float *out, float *lse, void *ws,
+                         const eo_par *par)
+{
+    (void)ws, (void)par;
+    eo_cuda *cu = ready();
+    uint32_t s[5];
+    int32_t m[4];
+    if (!cu || !attn_sizes(cu, "attention", B, H, Tq, Tk, D, causal, mask ? ms : NULL, s, m) ||
+        B * H * Tq == 0)
+        return;
+    uint32_t c = causal != 0;
+    uint64_t pq = dp(q), pk = dp(k), pv = dp(v), pm = dp(mask), po = dp(out), pl = dp(lse);
+    LAUNCH(cu, EO_CUK_ATTN_FWD, s[2], (unsigned)(B * H), 1, BLOCK, 1, &s[0], &s[1], &s[2], &s[3],
+           &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl);
+}
+
+void eo_cuda_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,
+                                  const float *q, const float *k, const float *v,
+                                  const float *mask, const int64_t ms[4], int causal, float scale,
+                                  const float *out, const float *lse, const float *dout, float *dq,
+                                  float *dk, float *dv, float *dmask, const int64_t dms[4],
+                                  void *ws, const eo_par *par)
+{
+    (void)ws, (void)par;
+    eo_cuda *cu = ready();
+    uint32_t s[5];
+    int32_t m[4], dm[4];
+    if (!cu ||
+        !attn_sizes(cu, "attention_backward", B, H, Tq, Tk, D, causal, mask ? ms : NULL, s, m) ||
+        !attn_sizes(cu, "attention_backward", B, H, Tq, Tk, D, causal, dmask ? dms : NULL, s,
+                    dm) ||
+        B * H * Tq == 0 || (!dq && !dk && !dv && !dmask))
+        return;
+    uint32_t c = causal != 0;
+    uint64_t pq = dp(q), pk = dp(k), pv = dp(v), pm = dp(mask), po = dp(out), pl = dp(lse);
+    uint64_t pdo = dp(dout), pdq = dp(dq), pdk = dp(dk), pdv = dp(dv), pdm = dp(dmask);
+    LAUNCH(cu, EO_CUK_ATTN_BWD, s[2], (unsigned)(B * H), 1, BLOCK, 1, &s[0], &s[1], &s[2], &s[3],
+           &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl, &pdo,
+           &pdq, &pdk, &pdv, &pdm, &dm[0], &dm[1], &dm[2], &dm[3]);
+}
+
+size_t eo_cuda_k_attention_ws(int64_t Tq, int64_t Tk, int64_t D, int nthreads)
+{
+    (void)Tq, (void)Tk, (void)D, (void)nthreads;
+    return 0;
 }
 
 /* ---- optimizers ---------------------------------------------------------------------------- */

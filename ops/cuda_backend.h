@@ -57,7 +57,7 @@ typedef struct eo_cuda {
     int nmodules;
     eo_cu_module modules[EO_CUDA_MAX_MODULES];   /* in eo_ptx_get() order */
     eo_cu_function fn[EO_CUK_COUNT];             /* cached by kernel id */
-    eo_cu_deviceptr scratch;    /* 8.25 KiB for small results between launches */
+    eo_cu_deviceptr scratch;    /* ~4 MiB for results passed between launches */
     int is_open;
     /* The first failure since the last eo_cuda_take_error (EO_OK: none). */
     eo_status error;
@@ -110,10 +110,11 @@ const char *eo_cuda_kernel_params(eo_cuda_kernel k); /* "iiipp", see cuda_kernel
  * Same contracts as the CPU kernels in ops/kernels.h, over device
  * addresses; `par` is ignored and `ws` is unused (the *_ws functions
  * return 0). Element counts and in-tensor offsets must be below 2^31
- * (beyond that the launch records EO_ERR_UNSUPPORTED). Gradients that
- * several threads add to the same element (broadcast operands, repeated
- * embedding ids, col2im) use float atomics: their last bits may vary
- * from run to run. */
+ * (beyond that the launch records EO_ERR_UNSUPPORTED; attention also
+ * needs D <= 256 and B*H <= 65535). Gradients that several threads add to
+ * the same element (broadcast operands, repeated embedding ids, col2im,
+ * attention's dk/dv/dmask) use float atomics: their last bits may vary
+ * from run to run. Everything else is deterministic. */
 eo_k_copy32_fn eo_cuda_k_copy32;
 eo_k_accumulate_fn eo_cuda_k_accumulate;
 eo_k_fill_fn eo_cuda_k_fill;
@@ -141,6 +142,9 @@ eo_k_im2col_fn eo_cuda_k_im2col;
 eo_k_col2im_fn eo_cuda_k_col2im;
 eo_k_maxpool2d_fn eo_cuda_k_maxpool2d;
 eo_k_maxpool2d_backward_fn eo_cuda_k_maxpool2d_backward;
+eo_k_attention_fn eo_cuda_k_attention;
+eo_k_attention_backward_fn eo_cuda_k_attention_backward;
+eo_k_attention_ws_fn eo_cuda_k_attention_ws;
 eo_k_sgd_fn eo_cuda_k_sgd;
 eo_k_adamw_fn eo_cuda_k_adamw;
 

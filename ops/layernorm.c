@@ -2,12 +2,18 @@
  * backward.
  *
  * Forward, per row: the mean and the variance around it, then the output;
- * three passes over the row, but a row is a few KiB and stays in L1, so
- * memory sees one read and one write. The sums are taken of x - x[0]
- * rather than of x: for a row like 1e4 + noise the shifted values are
- * noise-sized, so float sums keep the noise's digits, and the centred
- * value (x - x[0]) - d is formed without the rounding of a stored mean.
- * A constant row gives exactly 0 there, hence y = b exactly.
+ * three passes over the row, but the later passes find it in cache, so
+ * memory sees one read and one write. The arithmetic is light, so the
+ * AVX2 path also hides memory latency by hand: while the variance pass
+ * runs from cache it asks for y's lines for writing, and while y is
+ * written it asks for the next row of x (the backward likewise asks for
+ * dx, then the next rows of x and dy).
+ *
+ * The sums are taken of x - x[0] rather than of x: for a row like
+ * 1e4 + noise the shifted values are noise-sized, so float sums keep the
+ * noise's digits, and the centred value (x - x[0]) - d is formed without
+ * the rounding of a stored mean. A constant row gives exactly 0 there,
+ * hence y = b exactly.
  *
  * Backward, per row: two sums (of g and of g * xhat), then dx. dw and db
  * are sums over all rows; each worker adds its rows into its own slice of
@@ -22,7 +28,7 @@
 #include "ops/simd.h"
 
 typedef struct ln_args {
-    int64_t cols;
+    int64_t rows, cols;
     const float *x, *w, *b, *mean_in, *rstd_in, *dy;
     float eps;
     float *y, *mean, *rstd, *dx;
@@ -78,6 +84,7 @@ static void ln_row(const ln_args *a, int64_t r)
     const __m256 vd = _mm256_set1_ps(d);
     s0 = s1 = zero;
     for (j = 0; j + 16 <= body; j += 16) {
+        __builtin_prefetch(y + j, 1, 2);
         s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
         s1 = ln_sum8(x, j + 8, 1, all, x0, vd, 1, s1);
     }
@@ -90,8 +97,12 @@ static void ln_row(const ln_args *a, int64_t r)
     a->mean[r] = x[0] + d;
     a->rstd[r] = rs;
     const __m256 vr = _mm256_set1_ps(rs);
-    for (j = 0; j < body; j += 8)
+    const float *next = r + 1 < a->rows ? x + C : NULL;
+    for (j = 0; j < body; j += 8) {
+        if (next && j % 16 == 0)
+            __builtin_prefetch(next + j, 0, 2);
         ln_out8(x, w, b, y, j, 1, all, x0, vd, vr);
+    }
     if (body < C)
         ln_out8(x, w, b, y, body, 0, tail, x0, vd, vr);
 }
@@ -134,6 +145,7 @@ void eo_k_layernorm(int64_t rows, int64_t cols, const float *x, const float *w, 
     if (cols <= 0)
         return; /* no row has a mean; the core never asks */
     ln_args a = {0};
+    a.rows = rows;
     a.cols = cols;
     a.x = x;
     a.w = w;
@@ -182,18 +194,27 @@ static void ln_backward_row(const ln_args *a, int64_t r, float *dwp, float *dbp)
     const __m256 mu = _mm256_set1_ps(a->mean_in[r]), rs = _mm256_set1_ps(a->rstd_in[r]);
     const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(C % 8);
     __m256 sg = _mm256_setzero_ps(), sgx = _mm256_setzero_ps();
+    float *dx = a->dx ? a->dx + r * C : NULL;
     int64_t j;
-    for (j = 0; j < body; j += 8)
+    for (j = 0; j < body; j += 8) {
+        if (dx && j % 16 == 0)
+            __builtin_prefetch(dx + j, 1, 2);
         lnb_sums8(x, dy, w, dwp, dbp, j, 1, all, mu, rs, &sg, &sgx);
+    }
     if (body < C)
         lnb_sums8(x, dy, w, dwp, dbp, body, 0, tail, mu, rs, &sg, &sgx);
-    if (!a->dx)
+    if (!dx)
         return;
-    float *dx = a->dx + r * C;
     const __m256 mg = _mm256_set1_ps(eo_v8_hsum(sg) / (float)C);
     const __m256 mgx = _mm256_set1_ps(eo_v8_hsum(sgx) / (float)C);
-    for (j = 0; j < body; j += 8)
+    const int more = r + 1 < a->rows;
+    for (j = 0; j < body; j += 8) {
+        if (more && j % 16 == 0) {
+            __builtin_prefetch(x + C + j, 0, 2);
+            __builtin_prefetch(dy + C + j, 0, 2);
+        }
         lnb_dx8(x, dy, w, dx, j, 1, all, mu, rs, mg, mgx);
+    }
     if (body < C)
         lnb_dx8(x, dy, w, dx, body, 0, tail, mu, rs, mg, mgx);
 }
@@ -250,6 +271,7 @@ void eo_k_layernorm_backward(int64_t rows, int64_t cols, const float *x, const f
     par = eo_par_if(par, rows * cols);
     const int nt = eo_par_threads(par);
     ln_args a = {0};
+    a.rows = rows;
     a.cols = cols;
     a.x = x;
     a.w = w;

@@ -193,11 +193,17 @@ static void pack_a_simd(int ta, int64_t mc, int64_t kc, const float *A, int64_t 
         int64_t mr = min64(MR, mc - s);
         if (ta) {
             const float *src = A + p0 * lda + i0 + s;
-            for (int64_t k = 0; k < kc; k++, src += lda) {
-                memcpy(dst + k * MR, src, (size_t)mr * sizeof(float));
-                for (int64_t i = mr; i < MR; i++)
-                    dst[k * MR + i] = 0.0f;
+            if (mr == MR) { /* six floats: one vector of four, then two */
+                for (int64_t k = 0; k < kc; k++, src += lda) {
+                    _mm_storeu_ps(dst + k * MR, _mm_loadu_ps(src));
+                    dst[k * MR + 4] = src[4];
+                    dst[k * MR + 5] = src[5];
+                }
+                continue;
             }
+            for (int64_t k = 0; k < kc; k++, src += lda)
+                for (int64_t i = 0; i < MR; i++)
+                    dst[k * MR + i] = i < mr ? src[i] : 0.0f;
             continue;
         }
         const float *src = A + (i0 + s) * lda + p0;

@@ -8,7 +8,8 @@
  * and the sum in one read (the online normaliser of simd.h) and pays 2.25
  * exps per element to avoid a second trip to memory. log_softmax never
  * stores exps: y = (x - max) - log(sum). The scalar path is the plain
- * three-pass form.
+ * three-pass form. While a row's exps are computed, the next row is
+ * prefetched (see eo_v8_row_sumexp).
  *
  * Subtracting the max is what keeps logits of ±1e4 finite. A row of only
  * -inf has no mass: softmax writes 0 and log_softmax -inf, never 0/0.
@@ -47,38 +48,96 @@ static void scale_row(int64_t cols, float *y, float k)
         y[j] *= k;
 }
 
-static void softmax_row(int log, int64_t cols, const float *x, float *y)
+/* The write pass of a long row, 8 columns: y = (x - M) - ls, or
+ * y = exp(x - M) * inv. Separate functions, so neither loop carries the
+ * other's arithmetic (a select between the two would compute both). */
+static inline void log_out8(const float *x, float *y, int64_t j, int whole, __m256i m, float M,
+                            float ls)
+{
+    const __m256 d = _mm256_sub_ps(eo_v8_ld(x + j, whole, m, 0.0f), _mm256_set1_ps(M));
+    eo_v8_st(y + j, whole, m, _mm256_sub_ps(d, _mm256_set1_ps(ls)));
+}
+
+static inline void exp_out8(const float *x, float *y, int64_t j, int whole, __m256i m, float M,
+                            float inv)
+{
+    const __m256 d = _mm256_sub_ps(eo_v8_ld(x + j, whole, m, 0.0f), _mm256_set1_ps(M));
+    eo_v8_st(y + j, whole, m, _mm256_mul_ps(eo_v8_exp_neg(d), _mm256_set1_ps(inv)));
+}
+
+/* log_softmax of a row that fits in cache: y = x - M is stored while the
+ * exps are summed, then shifted by log S in place. Writing y during the
+ * exp-bound pass, as softmax does, hides the cost of fetching y's lines
+ * for writing behind the arithmetic. */
+static void log_softmax_cached(int64_t cols, const float *x, float *y, const float *next)
+{
+    const float M = eo_v8_row_max(x, cols);
+    if (M == -INFINITY) {
+        empty_row(1, cols, y);
+        return;
+    }
+    const __m256 vm = _mm256_set1_ps(M);
+    __m256 s = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+        if (next && j % 16 == 0)
+            _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j), vm);
+        _mm256_storeu_ps(y + j, d);
+        s = _mm256_add_ps(s, eo_v8_exp_neg(d));
+    }
+    if (j < cols) {
+        const __m256i k = eo_v8_mask(cols - j);
+        const __m256 d = _mm256_sub_ps(eo_v8_load_tail(x + j, k, -INFINITY), vm);
+        _mm256_maskstore_ps(y + j, k, d);
+        s = _mm256_add_ps(s, eo_v8_exp_neg(d));
+    }
+    const float ls = logf(eo_v8_hsum(s));
+    for (j = 0; j + 8 <= cols; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_loadu_ps(y + j), _mm256_set1_ps(ls)));
+    for (; j < cols; j++)
+        y[j] -= ls;
+}
+
+static void softmax_row(int log, int64_t cols, const float *x, float *y, const float *next)
 {
     float M, S;
+    if (log && cols <= EO_ROW_CACHED) {
+        log_softmax_cached(cols, x, y, next);
+        return;
+    }
     if (!log && cols <= EO_ROW_CACHED) {
         /* Short rows: exps stored as they are summed, then scaled in
          * place while the row is still in cache: one exp per element. */
         M = eo_v8_row_max(x, cols);
-        S = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, cols, M, y);
+        S = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, cols, M, y, next);
         if (S > 0.0f)
             scale_row(cols, y, 1.0f / S);
         else
             empty_row(log, cols, y);
         return;
     }
-    eo_v8_row_max_sumexp(x, cols, &M, &S);
+    eo_v8_row_max_sumexp(x, cols, &M, &S, next);
     if (!(S > 0.0f)) {
         empty_row(log, cols, y);
         return;
     }
-    const __m256 vm = _mm256_set1_ps(M);
-    /* log: (x - M) - log S, not x - (M + log S), keeps the digits of the
-     * entries near the max. */
-    const __m256 k = _mm256_set1_ps(log ? logf(S) : 1.0f / S);
-    int64_t j = 0;
-    for (; j + 8 <= cols; j += 8) {
-        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j), vm);
-        _mm256_storeu_ps(y + j, log ? _mm256_sub_ps(d, k) : _mm256_mul_ps(eo_v8_exp_neg(d), k));
-    }
-    if (j < cols) {
-        const __m256i m = eo_v8_mask(cols - j);
-        const __m256 d = _mm256_sub_ps(_mm256_maskload_ps(x + j, m), vm);
-        _mm256_maskstore_ps(y + j, m, log ? _mm256_sub_ps(d, k) : _mm256_mul_ps(eo_v8_exp_neg(d), k));
+    const int64_t body = cols - cols % 8;
+    const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(cols % 8);
+    if (log) {
+        /* (x - M) - log S, not x - (M + log S), keeps the digits of the
+         * entries near the max. */
+        const float ls = logf(S);
+        for (int64_t j = 0; j < body; j += 8)
+            log_out8(x, y, j, 1, all, M, ls);
+        if (body < cols)
+            log_out8(x, y, body, 0, tail, M, ls);
+    } else {
+        const float inv = 1.0f / S;
+        for (int64_t j = 0; j < body; j += 8)
+            exp_out8(x, y, j, 1, all, M, inv);
+        if (body < cols)
+            exp_out8(x, y, body, 0, tail, M, inv);
     }
 }
 
@@ -125,8 +184,9 @@ static void softmax_backward_row(int log, int64_t cols, const float *y, const fl
         smb_dx8(log, y, dy, dx, body, 0, tail, s);
 }
 #else
-static void softmax_row(int log, int64_t cols, const float *x, float *y)
+static void softmax_row(int log, int64_t cols, const float *x, float *y, const float *next)
 {
+    (void)next; /* the scalar path leaves prefetching to the hardware */
     float M = -INFINITY;
     for (int64_t j = 0; j < cols; j++)
         M = x[j] > M ? x[j] : M;
@@ -171,7 +231,8 @@ static void softmax_body(void *arg, int64_t r0, int64_t r1, int worker)
     (void)worker;
     const softmax_args *a = arg;
     for (int64_t r = r0; r < r1; r++)
-        softmax_row(a->log, a->cols, a->x + r * a->cols, a->out + r * a->cols);
+        softmax_row(a->log, a->cols, a->x + r * a->cols, a->out + r * a->cols,
+                    r + 1 < r1 ? a->x + (r + 1) * a->cols : NULL);
 }
 
 static void softmax_backward_body(void *arg, int64_t r0, int64_t r1, int worker)

@@ -85,14 +85,16 @@ eo_tensor *ot_rand_nc(int rank, const int64_t *shape, float lo, float hi, unsign
 eo_tensor *ot_f32(int rank, const int64_t *shape, const float *vals)
 {
     eo_tensor *t = new_tensor(EO_F32, rank, shape);
-    memcpy(t->data, vals, sizeof(float) * (size_t)eo_numel(t));
+    if (eo_numel(t)) /* vals may be NULL for an empty tensor */
+        memcpy(t->data, vals, sizeof(float) * (size_t)eo_numel(t));
     return t;
 }
 
 eo_tensor *ot_i32(int rank, const int64_t *shape, const int32_t *vals)
 {
     eo_tensor *t = new_tensor(EO_I32, rank, shape);
-    memcpy(t->data, vals, sizeof(int32_t) * (size_t)eo_numel(t));
+    if (eo_numel(t))
+        memcpy(t->data, vals, sizeof(int32_t) * (size_t)eo_numel(t));
     return t;
 }
 

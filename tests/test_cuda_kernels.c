@@ -9,6 +9,9 @@
  * awkward (not multiples of the block or tile) so that every kernel's
  * edge handling runs; the interpreter is slow, so they stay small.
  *
+ * With EO_TEST_CUDA=real in the environment the suite runs on the
+ * machine's GPU through libcuda.so.1 instead (same comparisons).
+ *
  * Tolerances: the PTX computes exp/log/tanh/erf with its own argument
  * reductions (~2 ulp) and sums in a different order from the CPU, so
  * results are compared with a small relative+absolute tolerance; the
@@ -24,12 +27,22 @@
 
 static eo_cuda_driver D;
 static eo_cuda CU;
+/* EO_TEST_CUDA=real runs the same comparisons on the machine's GPU through
+ * libcuda.so.1 instead of the interpreter. */
+static int real_gpu;
 
 static void setup(void)
 {
     char err[2048] = "";
-    eo_ptxsim_driver_reset();
-    eo_ptxsim_driver(&D);
+    const char *mode = getenv("EO_TEST_CUDA");
+    real_gpu = mode && strcmp(mode, "real") == 0;
+    if (real_gpu) {
+        eo_status s = eo_cuda_driver_load(&D, err, sizeof err);
+        ck_assert_msg(s == EO_OK, "EO_TEST_CUDA=real: %s", err);
+    } else {
+        eo_ptxsim_driver_reset();
+        eo_ptxsim_driver(&D);
+    }
     eo_status s = eo_cuda_open(&CU, &D, 0, err, sizeof err);
     ck_assert_msg(s == EO_OK, "eo_cuda_open: %s", err);
 }
@@ -37,6 +50,10 @@ static void setup(void)
 static void teardown(void)
 {
     eo_cuda_close(&CU);
+    if (real_gpu) {
+        eo_cuda_driver_unload(&D);
+        return;
+    }
     ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
     eo_ptxsim_driver_reset();
 }
@@ -68,7 +85,7 @@ static void down(void *host, const void *dev, size_t bytes)
     ck_assert_int_eq(eo_cuda_sync(&CU), EO_OK);
     eo_status s = eo_cuda_d2h(&CU, host, (eo_cu_deviceptr)(uintptr_t)dev, bytes);
     eo_status e = eo_cuda_take_error(&CU, msg, sizeof msg);
-    const eo_px_fault *f = eo_ptxsim_last_fault();
+    const eo_px_fault *f = real_gpu ? NULL : eo_ptxsim_last_fault();
     ck_assert_msg(s == EO_OK && e == EO_OK, "device error: %s (fault: %s)", msg,
                   f ? f->msg : "");
 }
@@ -255,9 +272,11 @@ END_TEST
 /* ---- reductions ---------------------------------------------------------------- */
 START_TEST(reduce_forward_backward)
 {
-    /* the last two take eo_reduce_rows (inner = 1, n >= 64) */
-    const int64_t cases[5][3] = {{3, 7, 5}, {4, 33, 1}, {1, 5, 300}, {5, 300, 1}, {2, 64, 1}};
-    for (int c = 0; c < 5; c++) {
+    /* {5,300,1} and {2,64,1} take eo_reduce_rows (inner = 1, n >= 64); the
+     * last two sum in chunks (eo_reduce_rows_part / eo_reduce_part) */
+    const int64_t cases[7][3] = {{3, 7, 5},   {4, 33, 1},    {1, 5, 300}, {5, 300, 1},
+                                 {2, 64, 1}, {2, 20000, 1}, {3, 700, 5}};
+    for (int c = 0; c < 7; c++) {
         int64_t o = cases[c][0], n = cases[c][1], in = cases[c][2];
         size_t nx = (size_t)(o * n * in), ny = (size_t)(o * in);
         float *x = rand_buf(nx, -3, 3), *dy = rand_buf(ny, -1, 1);
@@ -370,12 +389,19 @@ START_TEST(cross_entropy_forward_backward)
 }
 END_TEST
 
+static void layernorm_case(int64_t R, int64_t C);
 START_TEST(layernorm_forward_backward)
 {
-    enum { R = 6, C = 300 };
+    layernorm_case(6, 300); /* long rows: one thread per column for dw, db */
+    layernorm_case(300, 40); /* many rows: dw, db summed in row chunks */
+}
+END_TEST
+
+static void layernorm_case(int64_t R, int64_t C)
+{
     float *x = rand_buf(R * C, -2, 2), *w = rand_buf(C, 0.5f, 1.5f), *b = rand_buf(C, -1, 1);
     float *dy = rand_buf(R * C, -1, 1);
-    for (int c = 0; c < C; c++) {
+    for (int64_t c = 0; c < C; c++) {
         x[C + c] = 0.3f;                  /* a constant row: y = b exactly */
         x[2 * C + c] = 1e4f + x[2 * C + c] * 1e-2f; /* large offset, small noise */
     }
@@ -384,37 +410,39 @@ START_TEST(layernorm_forward_backward)
     for (int affine = 0; affine < 2; affine++) {
         const float *W = affine ? w : NULL, *Bb = affine ? b : NULL;
         const float *dW = affine ? dw_ : NULL, *dB = affine ? db_ : NULL;
-        float y[R * C], mean[R], rstd[R];
-        float *dyo = dev_alloc(sizeof y), *dm = dev_alloc(sizeof mean), *dr = dev_alloc(sizeof rstd);
+        size_t n = (size_t)(R * C);
+        float *y = malloc(n * 4), *mean = malloc((size_t)R * 4), *rstd = malloc((size_t)R * 4);
+        float *dyo = dev_alloc(n * 4), *dm = dev_alloc((size_t)R * 4), *dr = dev_alloc((size_t)R * 4);
         eo_k_layernorm(R, C, x, W, Bb, 1e-5f, y, mean, rstd, NULL);
         eo_cuda_k_layernorm(R, C, dx, dW, dB, 1e-5f, dyo, dm, dr, NULL);
-        check_dev("layernorm y", dyo, y, R * C, 1e-5f, 1e-5f);
+        check_dev("layernorm y", dyo, y, n, 1e-5f, 1e-5f);
         check_dev("layernorm mean", dm, mean, R, 1e-6f, 1e-6f);
         check_dev("layernorm rstd", dr, rstd, R, 1e-5f, 0);
         if (affine) {
-            float got[C];
-            down(got, (char *)dyo + sizeof(float) * C, sizeof got);
-            ck_assert_int_eq(memcmp(got, b, sizeof got), 0);
+            float *got = malloc((size_t)C * 4);
+            down(got, (char *)dyo + sizeof(float) * C, (size_t)C * 4);
+            ck_assert_int_eq(memcmp(got, b, (size_t)C * 4), 0);
+            free(got);
         }
-        float gx[R * C], gw[C], gb[C];
-        for (int i = 0; i < R * C; i++)
+        float *gx = malloc(n * 4), *gw = malloc((size_t)C * 4), *gb = malloc((size_t)C * 4);
+        for (size_t i = 0; i < n; i++)
             gx[i] = 0.1f;
-        for (int i = 0; i < C; i++)
+        for (int64_t i = 0; i < C; i++)
             gw[i] = gb[i] = 0.2f;
-        float *dgx = up(gx, sizeof gx), *dgw = up(gw, sizeof gw), *dgb = up(gb, sizeof gb);
+        float *dgx = up(gx, n * 4), *dgw = up(gw, (size_t)C * 4), *dgb = up(gb, (size_t)C * 4);
         size_t wsb = eo_k_layernorm_backward_ws(R, C, 1);
         void *ws = malloc(wsb ? wsb : 1);
         eo_k_layernorm_backward(R, C, x, W, mean, rstd, dy, gx, gw, gb, ws, NULL);
         eo_cuda_k_layernorm_backward(R, C, dx, dW, dm, dr, ddy, dgx, dgw, dgb, NULL, NULL);
         free(ws);
-        check_dev("layernorm dx", dgx, gx, R * C, 2e-4f, 2e-5f);
+        check_dev("layernorm dx", dgx, gx, n, 2e-4f, 2e-5f);
         check_dev("layernorm dw", dgw, gw, C, 1e-4f, 1e-5f);
         check_dev("layernorm db", dgb, gb, C, 1e-5f, 1e-5f);
+        free(y), free(mean), free(rstd), free(gx), free(gw), free(gb);
     }
     free(x), free(w), free(b), free(dy);
     free_all();
 }
-END_TEST
 
 /* ---- embedding, dropout, optimizers, convolution ------------------------------------ */
 START_TEST(embedding_dropout)
@@ -514,6 +542,115 @@ START_TEST(convolution_helpers)
 }
 END_TEST
 
+/* ---- attention ------------------------------------------------------------------------ */
+static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int causal,
+                           int masked)
+{
+    size_t nq = (size_t)(B * H * Tq * D), nk = (size_t)(B * H * Tk * D);
+    size_t nl = (size_t)(B * H * Tq), nm = (size_t)(B * Tq * Tk);
+    float *q = rand_buf(nq, -1, 1), *k = rand_buf(nk, -1, 1), *v = rand_buf(nk, -1, 1);
+    float *dout = rand_buf(nq, -1, 1), *mask = NULL;
+    /* mask [B, 1, Tq, Tk], broadcast over heads; some keys hidden, and row
+     * 1 of image 0 hidden entirely */
+    int64_t ms[4] = {Tq * Tk, 0, Tk, 1};
+    if (masked) {
+        mask = rand_buf(nm, -0.5f, 0.5f);
+        for (size_t e = 0; e < nm; e += 7)
+            mask[e] = -INFINITY;
+        for (int64_t j = 0; j < Tk; j++)
+            mask[1 * Tk + j] = -INFINITY;
+    }
+    float scale = 1.0f / sqrtf((float)D);
+    float *out = malloc(nq * 4), *lse = malloc(nl * 4);
+    float *dq = calloc(nq, 4), *dk = calloc(nk, 4), *dv = calloc(nk, 4);
+    float *dmask = masked ? calloc(nm, 4) : NULL;
+    size_t wsb = eo_k_attention_ws(Tq, Tk, D, 1);
+    void *ws = malloc(wsb ? wsb : 1);
+    eo_k_attention(B, H, Tq, Tk, D, q, k, v, mask, ms, causal, scale, out, lse, ws, NULL);
+    eo_k_attention_backward(B, H, Tq, Tk, D, q, k, v, mask, ms, causal, scale, out, lse, dout, dq,
+                            dk, dv, dmask, ms, ws, NULL);
+    free(ws);
+
+    float *d_q = up(q, nq * 4), *d_k = up(k, nk * 4), *d_v = up(v, nk * 4);
+    float *d_mask = masked ? up(mask, nm * 4) : NULL, *d_dout = up(dout, nq * 4);
+    float *d_out = dev_alloc(nq * 4), *d_lse = dev_alloc(nl * 4);
+    eo_cuda_k_attention(B, H, Tq, Tk, D, d_q, d_k, d_v, d_mask, ms, causal, scale, d_out, d_lse,
+                        NULL, NULL);
+    check_dev("attention out", d_out, out, nq, 1e-5f, 1e-6f);
+    check_dev("attention lse", d_lse, lse, nl, 1e-5f, 1e-6f);
+    float *zq = calloc(nq, 4), *zk = calloc(nk, 4), *zm = calloc(nm, 4);
+    float *d_dq = up(zq, nq * 4), *d_dk = up(zk, nk * 4), *d_dv = up(zk, nk * 4);
+    float *d_dmask = masked ? up(zm, nm * 4) : NULL;
+    eo_cuda_k_attention_backward(B, H, Tq, Tk, D, d_q, d_k, d_v, d_mask, ms, causal, scale, d_out,
+                                 d_lse, d_dout, d_dq, d_dk, d_dv, d_dmask, ms, NULL, NULL);
+    check_dev("attention dq", d_dq, dq, nq, 1e-4f, 1e-5f);
+    check_dev("attention dk", d_dk, dk, nk, 1e-4f, 1e-5f);
+    check_dev("attention dv", d_dv, dv, nk, 1e-4f, 1e-5f);
+    if (masked)
+        check_dev("attention dmask", d_dmask, dmask, nm, 1e-4f, 1e-5f);
+    free(q), free(k), free(v), free(dout), free(mask), free(out), free(lse);
+    free(dq), free(dk), free(dv), free(dmask), free(zq), free(zk), free(zm);
+    free_all();
+}
+
+START_TEST(attention_forward_backward)
+{
+    attention_case(2, 3, 37, 37, 24, 1, 0); /* causal */
+    attention_case(2, 2, 5, 300, 16, 0, 1); /* two key tiles, a mask, a fully masked row */
+    attention_case(1, 2, 9, 9, 70, 1, 1);   /* causal and a mask */
+}
+END_TEST
+
+/* ---- degenerate sizes ---------------------------------------------------------------- */
+START_TEST(edge_cases)
+{
+    /* matmul with K = 0: C = 0 (beta 0) or C unchanged (beta 1) */
+    float c0[6] = {1, 2, 3, 4, 5, 6}, zeros[6] = {0}, one = 1.0f;
+    float *dC = up(c0, sizeof c0), *dA = up(&one, 4);
+    eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 1.0f, dC, 3, 0, NULL, NULL);
+    check_dev("matmul K=0 beta=1", dC, c0, 6, 0, 0);
+    eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 0.0f, dC, 3, 0, NULL, NULL);
+    check_dev("matmul K=0 beta=0", dC, zeros, 6, 0, 0);
+
+    /* binary backward wanting only db, with a, b read (mul) */
+    int64_t shape[4] = {1, 1, 3, 4}, s34[4] = {12, 12, 4, 1}, sb[4] = {0, 0, 0, 1};
+    float *a = rand_buf(12, -1, 1), *b = rand_buf(4, -1, 1), *g = rand_buf(12, -1, 1);
+    float gb[4] = {0};
+    float *d_a = up(a, 48), *d_b = up(b, 16), *d_g = up(g, 48), *d_gb = up(gb, 16);
+    eo_k_binary_backward(EO_BIN_MUL, shape, g, s34, a, s34, b, sb, NULL, s34, gb, sb);
+    eo_cuda_k_binary_backward(EO_BIN_MUL, shape, d_g, s34, d_a, s34, d_b, sb, NULL, s34, d_gb, sb);
+    check_dev("binary_backward db only", d_gb, gb, 4, 1e-6f, 1e-7f);
+
+    /* softmax over one column, layernorm over one column, reduce over n = 1 */
+    float x[5] = {3, -1, 0, 1e4f, -INFINITY}, y[5], ln_y[5], mean[5], rstd[5], r[5];
+    float *d_x = up(x, sizeof x), *d_y = dev_alloc(sizeof y), *d_m = dev_alloc(20);
+    float *d_r = dev_alloc(20);
+    for (int log = 0; log < 2; log++) {
+        eo_k_softmax(log, 5, 1, x, y, NULL);
+        eo_cuda_k_softmax(log, 5, 1, d_x, d_y, NULL);
+        check_dev("softmax cols=1", d_y, y, 5, 0, 0);
+    }
+    eo_k_layernorm(4, 1, x, NULL, NULL, 1e-5f, ln_y, mean, rstd, NULL);
+    eo_cuda_k_layernorm(4, 1, d_x, NULL, NULL, 1e-5f, d_y, d_m, d_r, NULL);
+    check_dev("layernorm cols=1", d_y, ln_y, 4, 0, 0);
+    eo_k_reduce(EO_RED_MEAN, 5, 1, 1, x, r, NULL, NULL);
+    eo_cuda_k_reduce(EO_RED_MEAN, 5, 1, 1, d_x, d_y, NULL, NULL);
+    check_dev("reduce n=1", d_y, r, 5, 0, 0);
+
+    /* dropout with p = 0 keeps everything */
+    eo_cuda_k_dropout(4, d_x, d_y, 0.0f, 7, NULL);
+    check_dev("dropout p=0", d_y, x, 4, 0, 0);
+    /* zero-sized launches are skipped, not errors */
+    eo_cuda_k_fill(0, d_y, 1.0f);
+    eo_cuda_k_unary(EO_UN_EXP, 0, d_x, d_y, 1.0f, NULL);
+    eo_cuda_k_softmax(0, 0, 5, d_x, d_y, NULL);
+    char msg[256];
+    ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_OK);
+    free(a), free(b), free(g);
+    free_all();
+}
+END_TEST
+
 /* ---- failures are recorded, not lost ---------------------------------------------------- */
 START_TEST(launch_failure_is_sticky)
 {
@@ -524,6 +661,8 @@ START_TEST(launch_failure_is_sticky)
     eo_status s = eo_cuda_take_error(&CU, msg, sizeof msg);
     ck_assert_int_eq(s, EO_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(msg, "fill") != NULL, "%s", msg);
+    if (real_gpu) /* a GPU need not fault one element past an allocation */
+        return;
     /* A kernel that faults (write past the end) surfaces at the next sync. */
     eo_cuda_k_fill(17, d, 1.0f);
     s = eo_cuda_sync(&CU);
@@ -551,6 +690,8 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, embedding_dropout);
     tcase_add_test(t, optimizers);
     tcase_add_test(t, convolution_helpers);
+    tcase_add_test(t, attention_forward_backward);
+    tcase_add_test(t, edge_cases);
     tcase_add_test(t, launch_failure_is_sticky);
     suite_add_tcase(s, t);
     return s;

@@ -283,9 +283,9 @@ END_TEST
 /* ---- the embedded PTX --------------------------------------------------------- */
 START_TEST(ptx_modules_embedded)
 {
-    static const char *const names[] = {"conv",      "cross_entropy", "dropout", "elementwise",
-                                        "embedding", "layernorm",     "matmul",  "optim",
-                                        "reduce",    "softmax"};
+    static const char *const names[] = {"attention", "conv",      "cross_entropy", "dropout",
+                                        "elementwise", "embedding", "layernorm",   "matmul",
+                                        "optim",       "reduce",    "softmax"};
     ck_assert_int_ge(eo_ptx_count(), (int)(sizeof names / sizeof names[0]));
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         ck_assert_msg(eo_ptx_find(names[i]) != NULL, "module %s missing", names[i]);

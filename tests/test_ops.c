@@ -1854,6 +1854,47 @@ START_TEST(every_op_has_a_forward_test_and_a_gradcheck)
 }
 END_TEST
 
+/* Empty tensors (a size-0 axis) go through every op that allows them:
+ * matmul with K = 0 must write zeros (its kernel is told C may hold
+ * garbage), reductions over nothing give 0 (sum) or an error (max), a
+ * loss over no rows is 0, and backward through all of it works. */
+START_TEST(empty_tensors)
+{
+    int64_t s03[2] = { 0, 3 }, s30[2] = { 3, 0 }, s40[2] = { 4, 0 }, s34[2] = { 3, 4 }, n0 = 0;
+    eo_tensor *a = grad_input(2, s03, -1, 1, 1), *b = grad_input(2, s30, -1, 1, 2);
+    eo_tensor *c = grad_input(2, s40, -1, 1, 3), *d = grad_input(2, s34, -1, 1, 4), *y, *L;
+    eo_tensor *t0 = ot_i32(1, &n0, NULL);
+    OT_OK(eo_matmul(ot_ctx, b, c, 0, 1, &y), "matmul [3x0] · [4x0]ᵀ");
+    double zeros[12] = { 0 };
+    ot_expect_close("matmul with K = 0", y, zeros, 0, 0);
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all");
+    OT_OK(eo_backward(ot_ctx, L), "backward through K = 0");
+    OT_OK(eo_matmul(ot_ctx, a, d, 0, 0, &y), "matmul [0x3] · [3x4]");
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all of [0x4]");
+    ck_assert_float_eq(*(float *)L->data, 0.0f);
+    OT_OK(eo_backward(ot_ctx, L), "backward through M = 0");
+    for (int i = 0; i < 12; i++)
+        ck_assert_float_eq(((float *)d->grad->data)[i], 0.0f);
+    OT_OK(eo_softmax(ot_ctx, a, &y), "softmax [0x3]");
+    OT_OK(eo_log_softmax(ot_ctx, b, &y), "log_softmax [3x0]");
+    OT_OK(eo_layernorm(ot_ctx, b, NULL, NULL, 1e-5f, &y), "layernorm [3x0]");
+    OT_OK(eo_sum(ot_ctx, b, 1, 0, &y), "sum [3x0] axis 1");
+    ot_expect_close("sum over an empty axis", y, zeros, 0, 0);
+    ck_assert_int_eq(eo_max(ot_ctx, a, 0, 0, &y), EO_ERR_SHAPE);
+    OT_OK(eo_max(ot_ctx, a, 1, 0, &y), "max [0x3] axis 1");
+    OT_OK(eo_cross_entropy(ot_ctx, a, t0, -100, &y), "cross_entropy of no rows");
+    ck_assert_float_eq(*(float *)y->data, 0.0f);
+    OT_OK(eo_embedding(ot_ctx, d, t0, &y), "embedding of no indices");
+    OT_OK(eo_dropout(ot_ctx, a, 0.5f, 1, &y), "dropout [0x3]");
+    eo_tensor *parts[3] = { a, a, a };
+    OT_OK(eo_concat(ot_ctx, parts, 3, 0, &y), "concat of empties");
+    int64_t sq[4] = { 1, 1, 2, 4 }, sk[4] = { 1, 1, 0, 4 };
+    eo_tensor *q = grad_input(4, sq, -1, 1, 5), *k = grad_input(4, sk, -1, 1, 6);
+    OT_OK(eo_attention_fused(ot_ctx, q, k, k, NULL, 0, 1, &y), "attention with no keys");
+    ot_expect_close("attention with no keys", y, zeros, 0, 0);
+}
+END_TEST
+
 START_TEST(op_forward)
 {
     if (harness[_i].fwd)
@@ -1877,6 +1918,7 @@ Suite *eo_suite_ops(void)
     tc = tcase_create("forward");
     tcase_add_checked_fixture(tc, ot_setup, ot_teardown);
     tcase_add_loop_test(tc, op_forward, 0, EO_OP_COUNT);
+    tcase_add_test(tc, empty_tensors);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     tc = tcase_create("gradcheck");

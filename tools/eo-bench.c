@@ -967,8 +967,9 @@ static void write_svg(const char *path)
 /* Shapes are written M x K · K x N. The small ones are the matmuls of the
  * models EveryO trains (BASELINES.md): the MLP 784-256-10 at batch 128,
  * the char-GPT (batch 32 x context 64 = 2048 rows, d 128, 4 heads of 32,
- * vocabulary 70) and the CNN's second convolution as im2col (one weight
- * shared by 128 images). */
+ * vocabulary 70) and the CNN's convolutions as im2col over the whole batch
+ * of 128 (28x28 and 14x14 images), plus the same convolution done image
+ * by image with one shared weight (batch stride 0). */
 static const bcase full_cases[] = {
     MM(0, 0, 1, 1024, 1024, 1024, "square"), MM(0, 1, 1, 1024, 1024, 1024, "square"),
     MM(1, 0, 1, 1024, 1024, 1024, "square"), MM(1, 1, 1, 1024, 1024, 1024, "square"),
@@ -985,7 +986,11 @@ static const bcase full_cases[] = {
     MM(0, 0, 1, 2048, 128, 70, "GPT head"),
     MM(0, 1, 128, 64, 32, 64, "attention Q·Kt"),
     MM(0, 0, 128, 64, 64, 32, "attention P·V"),
-    MMS(0, 0, 128, 64, 288, 196, "CNN conv2"),
+    MMS(0, 0, 128, 64, 288, 196, "conv2, one image at a time"),
+    MM(0, 0, 1, 32, 9, 100352, "CNN conv1 (im2col)"),
+    MM(0, 0, 1, 64, 288, 25088, "CNN conv2 (im2col)"),
+    MM(0, 1, 1, 64, 25088, 288, "CNN conv2 dW"),
+    MM(1, 0, 1, 288, 64, 25088, "CNN conv2 dcols"),
     ROWS(K_SOFTMAX, 4096, 1024), ROWS(K_LOG_SOFTMAX, 4096, 1024), ROWS(K_SOFTMAX_BWD, 4096, 1024),
     ROWS(K_LAYERNORM, 4096, 1024), ROWS(K_LAYERNORM_BWD, 4096, 1024), ROWS(K_GELU, 4096, 1024),
     ROWS(K_GELU_BWD, 4096, 1024), ROWS(K_XENT, 4096, 1024), ROWS(K_XENT_BWD, 4096, 1024),

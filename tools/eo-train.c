@@ -173,11 +173,9 @@ int main(int argc, char **argv)
         else if (OPT("--log")) c.log = v;
         else if (OPT("--plot")) c.plot = v;
         else if (OPT("--device")) {
-            if (strcmp(v, "cpu") != 0) {
-                fprintf(stderr, "eo-train: --device %s: the CUDA backend is not wired into the "
-                                "training tool yet (see README.md)\n", v);
-                return 1;
-            }
+            if (strcmp(v, "cuda") == 0) c.cuda = 1;
+            else if (strcmp(v, "cpu") == 0) c.cuda = 0;
+            else { fprintf(stderr, "eo-train: --device cpu|cuda, not '%s'\n", v); return 2; }
         }
         else if (strcmp(a, "--quiet") == 0) c.quiet = 1;
         else { fprintf(stderr, "eo-train: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }

@@ -1,6 +1,7 @@
 /* tools/models.c — see models.h. The layer indices in the parameter
  * names match torch.nn.Sequential's, so a checkpoint loads straight into
- * the equivalent PyTorch model. */
+ * the equivalent PyTorch model (the ViT's names are those of the ViT
+ * class in tools/ref_transformer.py). */
 #include <string.h>
 #include "tools/models.h"
 
@@ -26,8 +27,9 @@ eo_status eo_classifier_build(eo_ctx *ctx, eo_model_kind kind, eo_device dev, eo
     if (kind == EO_MODEL_VIT) {
         const eo_vit_config vc = { 28, 4, 64, 4, 2, 10 };
         TRY(eo_vit_build(ctx, dev, &vc, &m->vit));
-        m->params = m->vit.params;
-        m->net.count = 0;
+        m->params = m->vit.params; /* same array: checkpoints and optimizers see it */
+        m->net.mods = NULL;
+        m->net.count = m->net.cap = 0;
         return EO_OK;
     }
     TRY(eo_params_init(ctx, &m->params, 16));

@@ -53,6 +53,17 @@ void eo_train_defaults(eo_train_config *c, eo_model_kind model)
     }
 }
 
+/* A batch from host memory as a tensor on the model's device: a view of
+ * the host buffer on the CPU, a copy in the step arena on CUDA. */
+static eo_status batch_tensor(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank,
+                              const int64_t *shape, void *data, eo_tensor **out)
+{
+    TRY(eo_tensor_wrap(ctx, dt, rank, shape, data, out));
+    return dev == EO_CPU ? EO_OK : eo_to_device(ctx, *out, dev, EO_STEP, out);
+}
+
+static eo_device device_of(const eo_classifier *m) { return m->params.items[0]->device; }
+
 /* Fraction of `ds` classified correctly, in evaluation mode, no tape. */
 static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset *ds,
                           double *acc)
@@ -66,7 +77,7 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
         eo_mark mk = eo_mark_get(ctx);
         eo_tensor *x, *logits;
         int64_t shape[2] = { (int64_t)rows, (int64_t)ds->dim };
-        s = eo_tensor_wrap(ctx, EO_F32, 2, shape, ds->x + i * ds->dim, &x);
+        s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, ds->x + i * ds->dim, &x);
         if (s == EO_OK) s = eo_classifier_forward(ctx, m, x, &logits);
         if (s == EO_OK) s = eo_read(ctx, logits, host, rows * 10 * sizeof(float));
         for (size_t r = 0; r < rows && s == EO_OK; r++) {
@@ -91,8 +102,8 @@ static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *o
 {
     eo_tensor *x, *y, *logits, *L;
     int64_t sx[2] = { (int64_t)rows, 784 }, sy[1] = { (int64_t)rows };
-    TRY(eo_tensor_wrap(ctx, EO_F32, 2, sx, xb, &x));
-    TRY(eo_tensor_wrap(ctx, EO_I32, 1, sy, yb, &y));
+    TRY(batch_tensor(ctx, device_of(m), EO_F32, 2, sx, xb, &x));
+    TRY(batch_tensor(ctx, device_of(m), EO_I32, 1, sy, yb, &y));
     TRY(eo_params_zero_grad(ctx, &m->params));
     TRY(eo_classifier_forward(ctx, m, x, &logits));
     TRY(eo_cross_entropy(ctx, logits, y, -100, &L));
@@ -148,6 +159,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_ctx ctx;
     eo_classifier m;
     eo_optimizer opt;
+    int attached = 0;
     if (!pbuf || !sbuf || !xb || !yb) {
         snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", c->persist_mb,
                  c->step_mb);
@@ -159,7 +171,14 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
-    CORE(eo_classifier_build(&ctx, c->model, EO_CPU, &m));
+    if (c->cuda) {
+        /* Device arenas as large as the host ones; parameters, gradients,
+         * optimizer state and activations all stay on the GPU. */
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, c->persist_mb << 20, c->step_mb << 20));
+        attached = 1;
+        if (out) fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
+    }
+    CORE(eo_classifier_build(&ctx, c->model, c->cuda ? EO_CUDA : EO_CPU, &m));
     if (c->load) {
         s = eo_checkpoint_load(&ctx, &m.params, c->load, err, errlen);
         if (s != EO_OK)
@@ -290,6 +309,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         write_plot(c, &h, out);
 #undef CORE
 done:
+    if (attached)
+        eo_cuda_detach(&ctx);
     if (log)
         fclose(log);
     eo_batcher_free(&bat);
