@@ -1,4 +1,4 @@
-/* core/optim.c — SGD and AdamW steps, gradient clipping, learning-rate
+/* core/optimizer.c — SGD and AdamW steps, gradient clipping, learning-rate
  * schedules.
  *
  * The update arithmetic is in the kernels (ops/kernels.h states the exact
