@@ -23,10 +23,10 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: eo-train [options]\n"
             "  --model mlp|cnn|vit|gpt  network (default mlp); gpt: see --model gpt --help\n"
-            "  --epochs N             passes over the training set (mlp 15, cnn 3, vit 1)\n"
+            "  --epochs N             passes over the training set (mlp 15, cnn 4, vit 1)\n"
             "  --steps N              stop after N steps in all, then evaluate (off)\n"
             "  --batch N              images per step (128)\n"
-            "  --lr F                 peak learning rate (mlp 2e-3, cnn and vit 1e-3)\n"
+            "  --lr F                 peak learning rate (mlp and cnn 2e-3, vit 1e-3)\n"
             "  --optimizer sgd|adamw  (adamw)\n"
             "  --momentum F           SGD momentum (0.9); --nesterov for Nesterov\n"
             "  --weight-decay F       (0; vit 0.01)\n"

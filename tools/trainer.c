@@ -45,8 +45,8 @@ void eo_train_defaults(eo_train_config *c, eo_model_kind model)
         c->lr = 1e-3f;
         c->weight_decay = 0.01f;
     } else if (model == EO_MODEL_CNN) {
-        c->epochs = 3;
-        c->lr = 1e-3f;
+        c->epochs = 4;
+        c->lr = 2e-3f;
     } else {
         c->epochs = 15;
         c->lr = 2e-3f;
