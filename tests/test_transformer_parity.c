@@ -12,7 +12,8 @@
  *   gradients max |eo - ref| <= 1e-3 max |ref| per tensor (relative to
  *             the tensor's largest entry, so tiny entries of a large
  *             gradient are not held to a tolerance float32 cannot meet).
- * Run from the repository root (as `make test` does). */
+ * Both models run twice: with the composed eo_attention and with
+ * eo_attention_fused. Run from the repository root (as `make test` does). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,8 +47,8 @@ static void *copy_of(const eo_st_file *f, const char *name, eo_st_dtype dt, size
 }
 
 /* max |a - ref| <= tol * scale, with scale = max |ref| (at least floor). */
-static void compare(const char *what, const float *a, const float *ref, size_t n, double tol,
-                    double floor)
+static void compare(const char *how, const char *what, const float *a, const float *ref, size_t n,
+                    double tol, double floor)
 {
     double md = 0, mr = floor;
     size_t at = 0;
@@ -61,30 +62,31 @@ static void compare(const char *what, const float *a, const float *ref, size_t n
             mr = fabs(ref[i]);
     }
     if (getenv("EO_PARITY_VERBOSE")) /* the margins, for the README */
-        printf("%-40s max |diff| / scale = %.2e (tolerance %.0e)\n", what, md / mr, tol);
-    ck_assert_msg(md <= tol * mr, "%s: max |diff| %.3g at %zu (eo %.7g, torch %.7g), "
-                                  "allowed %.3g", what, md, at, (double)a[at], (double)ref[at],
+        printf("%-9s %-40s max |diff| / scale = %.2e (tolerance %.0e)\n", how, what, md / mr, tol);
+    ck_assert_msg(md <= tol * mr, "%s %s: max |diff| %.3g at %zu (eo %.7g, torch %.7g), "
+                                  "allowed %.3g", how, what, md, at, (double)a[at], (double)ref[at],
                   tol * mr);
 }
 
 /* Loss, logits and all gradients against the fixture. */
 static void check_all(eo_ctx *ctx, const eo_st_file *f, const eo_params *ps, eo_tensor *logits,
-                      eo_tensor *loss)
+                      eo_tensor *loss, int fused)
 {
+    const char *how = fused ? "fused" : "composed";
     size_t n;
     float l, *ref = copy_of(f, "out.loss", EO_ST_F32, &n);
     ck_assert_int_eq(eo_read(ctx, loss, &l, sizeof l), EO_OK);
     if (getenv("EO_PARITY_VERBOSE"))
-        printf("%-40s relative diff %.2e (tolerance 1e-04)\n", "loss",
+        printf("%-9s %-40s relative diff %.2e (tolerance 1e-04)\n", how, "loss",
                fabs((double)l - ref[0]) / fabs((double)ref[0]));
-    ck_assert_msg(fabsf(l - ref[0]) <= 1e-4f * fabsf(ref[0]), "loss %.7g, torch %.7g", (double)l,
-                  (double)ref[0]);
+    ck_assert_msg(fabsf(l - ref[0]) <= 1e-4f * fabsf(ref[0]), "%s: loss %.7g, torch %.7g", how,
+                  (double)l, (double)ref[0]);
     free(ref);
     ref = copy_of(f, "out.logits", EO_ST_F32, &n);
     ck_assert_int_eq((int64_t)n, eo_numel(logits));
     float *got = malloc(n * sizeof *got);
     ck_assert_int_eq(eo_read(ctx, logits, got, n * sizeof *got), EO_OK);
-    compare("logits", got, ref, n, 1e-4, 1.0);
+    compare(how, "logits", got, ref, n, 1e-4, 1.0);
     free(got);
     free(ref);
     for (int i = 0; i < ps->count; i++) {
@@ -93,7 +95,7 @@ static void check_all(eo_ctx *ctx, const eo_st_file *f, const eo_params *ps, eo_
         snprintf(name, sizeof name, "grad.%s", p->name);
         ref = copy_of(f, name, EO_ST_F32, &n);
         ck_assert_int_eq((int64_t)n, eo_numel(p));
-        compare(name, p->grad->data, ref, n, 1e-3, 0.0);
+        compare(how, name, p->grad->data, ref, n, 1e-3, 0.0);
         free(ref);
     }
 }
@@ -116,13 +118,18 @@ START_TEST(gpt_matches_pytorch)
     int32_t *tgt = copy_of(&f, "batch.targets", EO_ST_I32, &n);
     const eo_st_tensor *ti = eo_st_find(&f, "batch.idx");
     int64_t sh[2] = { (int64_t)ti->shape[0], (int64_t)ti->shape[1] };
-    eo_tensor *x, *y, *logits, *loss;
-    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sh, idx, &x), EO_OK);
-    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sh, tgt, &y), EO_OK);
-    ck_assert_int_eq(eo_params_zero_grad(ctx, &m.params), EO_OK);
-    ck_assert_int_eq(eo_gpt_loss(ctx, &m, x, y, &logits, &loss), EO_OK);
-    ck_assert_int_eq(eo_backward(ctx, loss), EO_OK);
-    check_all(ctx, &f, &m.params, logits, loss);
+    for (int fused = 0; fused < 2; fused++) {
+        eo_tensor *x, *y, *logits, *loss;
+        eo_gpt_set_fused(&m, fused);
+        eo_mark mk = eo_mark_get(ctx);
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sh, idx, &x), EO_OK);
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sh, tgt, &y), EO_OK);
+        ck_assert_int_eq(eo_params_zero_grad(ctx, &m.params), EO_OK);
+        ck_assert_int_eq(eo_gpt_loss(ctx, &m, x, y, &logits, &loss), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, loss), EO_OK);
+        check_all(ctx, &f, &m.params, logits, loss, fused);
+        eo_rewind(ctx, mk);
+    }
     free(idx);
     free(tgt);
     eo_st_close(&f);
@@ -147,14 +154,19 @@ START_TEST(vit_matches_pytorch)
     float *px = copy_of(&f, "batch.x", EO_ST_F32, &n);
     int32_t *py = copy_of(&f, "batch.y", EO_ST_I32, &n);
     int64_t sx[2] = { (int64_t)n, c.image * c.image }, sy[1] = { (int64_t)n };
-    eo_tensor *x, *y, *logits, *loss;
-    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, sx, px, &x), EO_OK);
-    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, py, &y), EO_OK);
-    ck_assert_int_eq(eo_params_zero_grad(ctx, &m.params), EO_OK);
-    ck_assert_int_eq(eo_vit_forward(ctx, &m, x, &logits), EO_OK);
-    ck_assert_int_eq(eo_cross_entropy(ctx, logits, y, -100, &loss), EO_OK);
-    ck_assert_int_eq(eo_backward(ctx, loss), EO_OK);
-    check_all(ctx, &f, &m.params, logits, loss);
+    for (int fused = 0; fused < 2; fused++) {
+        eo_tensor *x, *y, *logits, *loss;
+        eo_vit_set_fused(&m, fused);
+        eo_mark mk = eo_mark_get(ctx);
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, sx, px, &x), EO_OK);
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, py, &y), EO_OK);
+        ck_assert_int_eq(eo_params_zero_grad(ctx, &m.params), EO_OK);
+        ck_assert_int_eq(eo_vit_forward(ctx, &m, x, &logits), EO_OK);
+        ck_assert_int_eq(eo_cross_entropy(ctx, logits, y, -100, &loss), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, loss), EO_OK);
+        check_all(ctx, &f, &m.params, logits, loss, fused);
+        eo_rewind(ctx, mk);
+    }
     free(px);
     free(py);
     eo_st_close(&f);
