@@ -5,6 +5,7 @@
  * forward makes goes to the step arena through the ops it calls. */
 #include <math.h>
 #include <string.h> /* memcpy */
+#include "alloc/text.h"
 #include "core/internal.h"
 #include "core/nn.h"
 
@@ -44,26 +45,10 @@ int64_t eo_params_numel(const eo_params *ps)
     return n;
 }
 
-/* The library has no string.h beyond memcpy: two tiny loops suffice. */
-static size_t length(const char *s)
-{
-    size_t n = 0;
-    while (s[n])
-        n++;
-    return n;
-}
-
-static int same(const char *a, const char *b)
-{
-    while (*a && *a == *b)
-        a++, b++;
-    return *a == *b;
-}
-
 eo_tensor *eo_params_find(const eo_params *ps, const char *name)
 {
     for (int i = 0; i < ps->count; i++)
-        if (ps->items[i]->name && same(ps->items[i]->name, name))
+        if (ps->items[i]->name && eo_text_eq(ps->items[i]->name, name))
             return ps->items[i];
     return NULL;
 }
@@ -71,7 +56,7 @@ eo_tensor *eo_params_find(const eo_params *ps, const char *name)
 eo_status eo_param_named(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
                          const char *leaf, int rank, const int64_t *shape, eo_tensor **out)
 {
-    size_t lp = length(prefix), ll = length(leaf);
+    size_t lp = eo_text_len(prefix), ll = eo_text_len(leaf);
     char *name;
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, lp + ll + 2, (void **)&name));
     memcpy(name, prefix, lp);

@@ -17,6 +17,7 @@
  *    256-thread block per row, matmul 64x64 tiles (see each PTX header).
  * No malloc, no printf: messages go into the eo_cuda's buffer. */
 #include <string.h>
+#include "alloc/text.h"
 #include "ops/cuda_backend.h"
 #include "ops/cuda_msg.h"
 #include "ops/cuda_ptx.h"
@@ -66,20 +67,6 @@ eo_cuda *eo_cuda_current(void)
     return current;
 }
 
-/* strlen and strcmp are not among the libc calls the library may use. */
-static size_t slen(const char *s)
-{
-    size_t n = 0;
-    while (s[n])
-        n++;
-    return n;
-}
-static int same(const char *a, const char *b)
-{
-    while (*a && *a == *b)
-        a++, b++;
-    return *a == *b;
-}
 
 /* ---- recording failures ----------------------------------------------------
  * Only the first failure is kept: later ones are usually its consequences.
@@ -203,7 +190,7 @@ static eo_status load_module(eo_cuda *cu, const eo_ptx_module *pm, eo_cu_module 
     if (cu->error == EO_ERR_CUDA) { /* append to the message just written */
         m.buf = cu->msg;
         m.cap = sizeof cu->msg;
-        m.len = slen(cu->msg);
+        m.len = eo_text_len(cu->msg);
     }
     if (elog[0]) {
         eo_cuda_msg_put(&m, "; JIT error log: ");
@@ -223,7 +210,7 @@ static eo_status check_params(eo_cuda *cu, eo_cuda_kernel k)
     if (!d->cuFuncGetParamInfo)
         return EO_OK; /* drivers before CUDA 12.4: the per-launch count check remains */
     const char *p = kernels[k].params;
-    size_t n = slen(p), off = 0, size = 0;
+    size_t n = eo_text_len(p), off = 0, size = 0;
     for (size_t i = 0; i < n; i++) {
         eo_cu_result r = d->cuFuncGetParamInfo(cu->fn[k], i, &off, &size);
         size_t want = (p[i] == 'p' || p[i] == 'l') ? 8 : 4;
@@ -322,7 +309,7 @@ static eo_status open_steps(eo_cuda *cu, int device)
     for (int k = 0; k < EO_CUK_COUNT; k++) {
         int mi = -1;
         for (int i = 0; i < nmod && mi < 0; i++)
-            if (same(eo_ptx_get(i)->name, kernels[k].module))
+            if (eo_text_eq(eo_ptx_get(i)->name, kernels[k].module))
                 mi = i;
         if (mi < 0)
             return fail_text(cu, EO_ERR_CUDA, "PTX module not embedded: ", kernels[k].module,
@@ -450,7 +437,7 @@ static eo_cuda *ready(void)
 static void launch(eo_cuda *cu, eo_cuda_kernel k, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, void **params, size_t nparams)
 {
-    if (nparams != slen(kernels[k].params)) {
+    if (nparams != eo_text_len(kernels[k].params)) {
         fail_text(cu, EO_ERR_ARG, "launcher passes the wrong number of arguments to ",
                   kernels[k].entry, NULL);
         return;

@@ -1,0 +1,28 @@
+/* alloc/text.h — the two string loops the freestanding library needs.
+ *
+ * The library may call no libc beyond memcpy/memset/memmove and libm, so
+ * strlen and strcmp are out; parameter names and kernel names still need
+ * measuring and comparing. They live here, at the bottom, beside the
+ * status codes, so core/ and ops/ share one copy. */
+#ifndef EO_TEXT_H
+#define EO_TEXT_H
+
+#include <stddef.h>
+
+static inline size_t eo_text_len(const char *s)
+{
+    size_t n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+/* 1 when the two NUL-terminated strings are equal. */
+static inline int eo_text_eq(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+#endif
