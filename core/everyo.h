@@ -158,6 +158,8 @@ eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank
  * in the step arena (or persistent, by `life`), contiguous. */
 eo_status eo_to_device(eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lifetime life,
                        eo_tensor **out);
+/* The same, to the CPU: eo_to_device(ctx, x, EO_CPU, life, out). */
+eo_status eo_to_host(eo_ctx *ctx, const eo_tensor *x, eo_lifetime life, eo_tensor **out);
 /* Copy a tensor's elements into host memory `dst` (numel * dtype size bytes). */
 eo_status eo_read(eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes);
 /* Copy host memory into a contiguous tensor (numel * dtype size bytes). */

@@ -294,3 +294,8 @@ eo_status eo_to_device(eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lif
     *out = y;
     return EO_OK;
 }
+
+eo_status eo_to_host(eo_ctx *ctx, const eo_tensor *x, eo_lifetime life, eo_tensor **out)
+{
+    return eo_to_device(ctx, x, EO_CPU, life, out);
+}

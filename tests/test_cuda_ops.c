@@ -18,6 +18,7 @@
 #include "ops/cuda_driver.h"
 #include "tests/gradcheck.h"
 #include "tools/ptxsim_driver.h"
+#include "tools/bench_gpu.h"
 #include "tools/trainer.h"
 
 static eo_cuda_driver D;
@@ -246,6 +247,18 @@ START_TEST(training_tool_runs_on_the_device)
 }
 END_TEST
 
+/* The GPU mode of eo-bench, at tiny sizes, end to end on the interpreter
+ * (its events have a fake clock, so only the path is checked, not speed). */
+START_TEST(gpu_benchmark_runs)
+{
+    eo_ptxsim_driver_reset();
+    eo_ptxsim_driver(&D);
+    FILE *devnull = fopen("/dev/null", "w");
+    ck_assert_int_eq(eo_bench_gpu(&D, 0, devnull, devnull), 0);
+    fclose(devnull);
+}
+END_TEST
+
 Suite *eo_suite_cuda_ops(void)
 {
     Suite *s = suite_create("cuda_ops");
@@ -255,6 +268,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
     tcase_add_test(tc, training_tool_runs_on_the_device);
+    tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ops/kernels.h"
+#include "tools/bench_gpu.h"
 #include "tools/pool.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -1028,17 +1029,20 @@ static int parse_threads(const char *s)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: eo-bench [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
+            "usage: eo-bench [--device cpu|cuda] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
             "                [--no-blas] [--no-torch] [--no-naive] [--python EXE]\n"
             "                [--torch-script FILE]\n");
 }
 
 int main(int argc, char **argv)
 {
+    int cuda = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick"))
             opt.quick = 1;
+        else if (v && !strcmp(a, "--device") && (!strcmp(v, "cuda") || !strcmp(v, "cpu")))
+            cuda = !strcmp(v, "cuda"), i++;
         else if (!strcmp(a, "--no-blas"))
             opt.no_blas = 1;
         else if (!strcmp(a, "--no-torch"))
@@ -1061,6 +1065,14 @@ int main(int argc, char **argv)
             usage();
             return 2;
         }
+    }
+
+    if (cuda) { /* the GPU mode: tools/bench_gpu.c */
+        FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
+        int rc = eo_bench_gpu(NULL, opt.quick ? 1 : 2, stdout, csv);
+        if (csv)
+            fclose(csv);
+        return rc;
     }
 
     eo_pool *pools[MAX_THREADS + 1] = {NULL};
