@@ -102,8 +102,8 @@ test: deps
 
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
-train: deps
-	@sh tools/need-packages.sh "test -f $(FMNIST)/train-images-idx3-ubyte.gz" dataset-fashion-mnist
+train:
+	@sh tools/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train
 	./$(BUILD)/eo-train --data $(FMNIST) $(ARGS)
 

@@ -1,5 +1,6 @@
 /* core/everyo.h — the public API of EveryO: context, tensors, ops with
- * autograd, nn layers and optimizers.
+ * autograd, attention, CUDA. Layers and optimizers are in core/nn.h, the
+ * transformer models in core/transformer.h.
  *
  * Reading guide
  *  - Every fallible call returns eo_status (alloc/status.h). On failure
@@ -315,6 +316,6 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
  * not require grad. */
 eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss);
 
-/* ---- parameters, nn, optimizers: see core/nn.h and core/optim.h ---------- */
+/* ---- parameters, layers, optimizers: core/nn.h; GPT and ViT: core/transformer.h */
 
 #endif

@@ -7,7 +7,9 @@
  * AVX2 path also hides memory latency by hand: while the variance pass
  * runs from cache it asks for y's lines for writing, and while y is
  * written it asks for the next row of x (the backward likewise asks for
- * dx, then the next rows of x and dy).
+ * dx, then the next rows of x and dy). A large y (see EO_STREAM_MIN_BYTES
+ * in simd.h) is instead written with streaming stores, which skip reading
+ * y's lines at all: about a fifth faster on 512 x 50257, one thread.
  *
  * The sums are taken of x - x[0] rather than of x: for a row like
  * 1e4 + noise the shifted values are noise-sized, so float sums keep the
@@ -34,6 +36,7 @@ typedef struct ln_args {
     float *y, *mean, *rstd, *dx;
     float *part; /* backward: per worker, dw partial then db partial */
     int want_dw, want_db;
+    int stream; /* forward: y is big enough to stream (simd.h) */
 } ln_args;
 
 #ifdef EO_AVX2
@@ -84,7 +87,9 @@ static void ln_row(const ln_args *a, int64_t r)
     const __m256 vd = _mm256_set1_ps(d);
     s0 = s1 = zero;
     for (j = 0; j + 16 <= body; j += 16) {
-        __builtin_prefetch(y + j, 1, 2);
+        /* Fetching y's lines for writing is what a streamed y avoids. */
+        if (!a->stream)
+            __builtin_prefetch(y + j, 1, 2);
         s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
         s1 = ln_sum8(x, j + 8, 1, all, x0, vd, 1, s1);
     }
@@ -98,6 +103,21 @@ static void ln_row(const ln_args *a, int64_t r)
     a->rstd[r] = rs;
     const __m256 vr = _mm256_set1_ps(rs);
     const float *next = r + 1 < a->rows ? x + C : NULL;
+    if (a->stream) {
+        /* Masked head up to y's first 32-byte boundary, streamed aligned
+         * vectors, masked tail. */
+        const int64_t h = eo_v8_stream_head(y, C), end = h + (C - h) / 8 * 8;
+        if (h > 0)
+            ln_out8(x, w, b, y, 0, 0, eo_v8_mask(h), x0, vd, vr);
+        for (j = h; j < end; j += 8) {
+            if (next && (j - h) % 16 == 0)
+                __builtin_prefetch(next + j, 0, 2);
+            ln_out8(x, w, b, y, j, EO_V8_STREAM, all, x0, vd, vr);
+        }
+        if (end < C)
+            ln_out8(x, w, b, y, end, 0, eo_v8_mask(C - end), x0, vd, vr);
+        return;
+    }
     for (j = 0; j < body; j += 8) {
         if (next && j % 16 == 0)
             __builtin_prefetch(next + j, 0, 2);
@@ -137,6 +157,10 @@ static void ln_body(void *arg, int64_t r0, int64_t r1, int worker)
     (void)worker;
     for (int64_t r = r0; r < r1; r++)
         ln_row(arg, r);
+#ifdef EO_AVX2
+    if (((const ln_args *)arg)->stream)
+        _mm_sfence();
+#endif
 }
 
 void eo_k_layernorm(int64_t rows, int64_t cols, const float *x, const float *w, const float *b,
@@ -154,6 +178,9 @@ void eo_k_layernorm(int64_t rows, int64_t cols, const float *x, const float *w, 
     a.y = y;
     a.mean = mean;
     a.rstd = rstd;
+#ifdef EO_AVX2
+    a.stream = eo_v8_stream_worth(rows * cols);
+#endif
     eo_par_for(eo_par_if(par, rows * cols), rows, ln_body, &a);
 }
 

@@ -141,10 +141,38 @@ static inline __m256 eo_v8_load_tail(const float *p, __m256i mask, float fill)
                             _mm256_castsi256_ps(mask));
 }
 
+/* Streaming (non-temporal) stores for the write pass of the memory-bound
+ * kernels. A plain store to a line that is not in cache first reads the
+ * line (read-for-ownership), so a kernel that reads n bytes and writes n
+ * moves 3n over the memory bus; memcpy, the bandwidth it is measured
+ * against, streams its stores and moves 2n. A streamed store goes to
+ * memory through write-combining buffers without that read, but it also
+ * leaves the output out of cache, which costs the next op a trip to
+ * memory when the output would have fit. Hence the threshold: outputs of
+ * at least EO_STREAM_MIN_BYTES (8 MiB, several times any core's L2 and a
+ * good share of a shared L3) are streamed; smaller ones keep ordinary
+ * stores. A kernel that streams issues _mm_sfence() at the end of each
+ * worker's chunk, so its stores are visible before the thread hook
+ * reports the chunk done.
+ *
+ * Only layernorm's forward streams. Softmax, log_softmax and GELU were
+ * tried the same way and measured no faster or slower (up to a fifth for
+ * GELU, on one core of an AVX2 server part): they are held back by their
+ * exp arithmetic, not by the extra read, and the streamed stores cost
+ * them more than they saved. */
+#define EO_STREAM_MIN_BYTES ((int64_t)8 << 20)
+#define EO_V8_STREAM 2 /* `whole` value of eo_v8_st: a streamed, aligned vector */
+
+static inline int eo_v8_stream_worth(int64_t out_floats)
+{
+    return out_floats * (int64_t)sizeof(float) >= EO_STREAM_MIN_BYTES;
+}
+
 /* Load or store 8 floats, or only the lanes of m when !whole (masked-off
  * loads read `fill`). Loops call these twice, for the whole vectors with
- * whole = 1 and once for the tail with whole = 0, so after inlining each
- * call is a single plain or masked instruction. */
+ * whole = 1 (EO_V8_STREAM for streamed, aligned stores; loads take it
+ * as 1) and once for the tail with whole = 0, so after inlining each
+ * call is a single plain, streamed or masked instruction. */
 static inline __m256 eo_v8_ld(const float *p, int whole, __m256i m, float fill)
 {
     return whole ? _mm256_loadu_ps(p) : eo_v8_load_tail(p, m, fill);
@@ -152,10 +180,23 @@ static inline __m256 eo_v8_ld(const float *p, int whole, __m256i m, float fill)
 
 static inline void eo_v8_st(float *p, int whole, __m256i m, __m256 v)
 {
-    if (whole)
+    if (whole == EO_V8_STREAM)
+        _mm256_stream_ps(p, v);
+    else if (whole)
         _mm256_storeu_ps(p, v);
     else
         _mm256_maskstore_ps(p, m, v);
+}
+
+/* Head of a streamed row: how many of its first n elements come before
+ * y reaches a 32-byte boundary (at most 7, at most n). The head and the
+ * last n - h elements that do not fill a vector go through the masked
+ * store; the aligned vectors between stream. Where the split falls does
+ * not change any result: these are elementwise passes. */
+static inline int64_t eo_v8_stream_head(const float *y, int64_t n)
+{
+    const int64_t h = (int64_t)(((32u - ((uintptr_t)y & 31u)) & 31u) / sizeof(float));
+    return h < n ? h : n;
 }
 
 static inline float eo_v8_hsum(__m256 v)

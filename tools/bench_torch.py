@@ -9,6 +9,7 @@ machine without it: a failed import just becomes "skipped (reason)".
 Job file: one job per line, comma-separated:
     id,kernel,threads,reps,p1,p2,...
   matmul:  p = ta,tb,batch,M,N,K   (C = op(A) op(B), row-major, as eo_k_matmul)
+  attention, attention_bwd:  p = B,H,T,D   (causal, q k v [B,H,T,D])
   others:  p = rows,cols
 Output, one line per job:
     id,ms                 median milliseconds of `reps` timed calls
@@ -36,6 +37,32 @@ def make_matmul(torch, p):
         opa2, opb2, out2 = opa[0], opb[0], out[0]
         return lambda: torch.mm(opa2, opb2, out=out2)
     return lambda: torch.bmm(opa, opb, out=out)
+
+
+def make_attention(torch, kernel, b, h, t, d):
+    # Causal attention spelled as matmul + softmax + matmul, which every
+    # PyTorch version has (scaled_dot_product_attention is 2.0 and later,
+    # and picks a different kernel per version and build). The backward
+    # is the aten kernels autograd runs for that graph: the matmul
+    # gradients and the softmax backward, from the saved probabilities.
+    q, k, v = torch.randn(b, h, t, d), torch.randn(b, h, t, d), torch.randn(b, h, t, d)
+    dout = torch.randn(b, h, t, d)
+    scale = 1.0 / d ** 0.5
+    mask = torch.full((t, t), float("-inf")).triu(1)
+    kt = k.transpose(-1, -2)
+
+    def probs():
+        return torch.softmax(torch.matmul(q, kt) * scale + mask, -1)
+    if kernel == "attention":
+        return lambda: torch.matmul(probs(), v)
+    p = probs()
+
+    def backward():
+        dv = torch.matmul(p.transpose(-1, -2), dout)
+        dp = torch.matmul(dout, v.transpose(-1, -2))
+        ds = torch._softmax_backward_data(dp, p, -1, torch.float32) * scale
+        return torch.matmul(ds, k), torch.matmul(ds.transpose(-1, -2), q), dv
+    return backward
 
 
 def make_rows(torch, kernel, rows, cols):
@@ -105,8 +132,12 @@ def main():
         try:
             torch.set_num_threads(threads)
             with torch.no_grad():
-                fn = make_matmul(torch, p) if kernel == "matmul" else \
-                    make_rows(torch, kernel, p[0], p[1])
+                if kernel == "matmul":
+                    fn = make_matmul(torch, p)
+                elif kernel.startswith("attention"):
+                    fn = make_attention(torch, kernel, *p)
+                else:
+                    fn = make_rows(torch, kernel, p[0], p[1])
                 if fn is None:
                     print_flush("%s,skipped,no PyTorch equivalent" % jid)
                     continue

@@ -7,7 +7,8 @@
  * (a large memcpy). Compute-bound kernels (matmul) are reported as a
  * fraction of the first, memory-bound ones (softmax, layernorm, GELU,
  * cross-entropy, AdamW) of the second, counting the bytes the kernel's
- * contract forces it to read and write.
+ * contract forces it to read and write. Fused attention is compute-bound
+ * and counted in flops (see case_work).
  *
  * Then every kernel is timed beside its references, in the same process
  * and the same minute, because a shared machine drifts:
@@ -277,19 +278,20 @@ static void load_blas(void)
 
 typedef enum kind {
     K_MATMUL, K_SOFTMAX, K_LOG_SOFTMAX, K_SOFTMAX_BWD, K_LAYERNORM, K_LAYERNORM_BWD,
-    K_GELU, K_GELU_BWD, K_XENT, K_XENT_BWD, K_ADAMW
+    K_GELU, K_GELU_BWD, K_XENT, K_XENT_BWD, K_ADAMW, K_ATTN, K_ATTN_BWD
 } kind;
 
 static const char *const kind_name[] = {"matmul",    "softmax",       "log_softmax",
                                         "softmax_bwd", "layernorm",   "layernorm_bwd",
                                         "gelu",      "gelu_bwd",      "xent",
-                                        "xent_bwd",  "adamw"};
+                                        "xent_bwd",  "adamw",         "attention",
+                                        "attention_bwd"};
 
 typedef struct bcase {
     kind k;
     const char *note; /* what this shape is in a model, for the table */
     int ta, tb, share_a;
-    int64_t batch, M, N, K; /* matmul */
+    int64_t batch, M, N, K; /* matmul; attention: B, H, T, D in that order */
     int64_t rows, cols;     /* the others */
 } bcase;
 
@@ -301,6 +303,7 @@ typedef struct state {
     float *A, *B, *C, *ws_f;
     float *x, *y, *dy, *dx, *w, *b, *mean, *rstd, *dw, *db, *m, *v, *lse, *loss, *dloss;
     int32_t *target;
+    float *aq, *ak, *av, *o, *alse, *dout, *dq, *dk, *dv; /* attention */
     void *ws;
 } state;
 
@@ -353,6 +356,39 @@ static void naive_softmax_bwd(int64_t rows, int64_t cols, const float *y, const 
             dot += gr[j] * yr[j];
         for (int64_t j = 0; j < cols; j++)
             dx[r * cols + j] += yr[j] * (gr[j] - dot);
+    }
+}
+
+/* Causal attention the plain way, one query row at a time: scores
+ * against the visible keys, softmax, weighted sum of the values. ws_f
+ * holds one row of T scores. */
+static void naive_attention(const state *s)
+{
+    const bcase *c = s->c;
+    const int64_t BH = c->batch * c->M, T = c->N, D = c->K;
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int64_t h = 0; h < BH; h++) {
+        const float *q = s->aq + h * T * D, *k = s->ak + h * T * D, *v = s->av + h * T * D;
+        float *o = s->o + h * T * D, *p = s->ws_f;
+        for (int64_t i = 0; i < T; i++) {
+            float mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j <= i; j++) {
+                float dot = 0;
+                for (int64_t d = 0; d < D; d++)
+                    dot += q[i * D + d] * k[j * D + d];
+                p[j] = dot * scale;
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            for (int64_t j = 0; j <= i; j++) {
+                p[j] = expf(p[j] - mx);
+                sum += p[j];
+            }
+            for (int64_t d = 0; d < D; d++)
+                o[i * D + d] = 0;
+            for (int64_t j = 0; j <= i; j++)
+                for (int64_t d = 0; d < D; d++)
+                    o[i * D + d] += p[j] / sum * v[j * D + d];
+        }
     }
 }
 
@@ -533,15 +569,41 @@ static void run_impl(int impl, const state *s)
         else
             naive_adamw(n, s->w, s->dy, s->m, s->v);
         break;
+    case K_ATTN:
+    case K_ATTN_BWD: {
+        static const int64_t no_mask[4] = {0, 0, 0, 0};
+        const int64_t B = c->batch, H = c->M, T = c->N, D = c->K;
+        const float scale = 1.0f / sqrtf((float)D);
+        if (impl == IMPL_NAIVE)
+            naive_attention(s); /* the forward only */
+        else if (c->k == K_ATTN)
+            eo_k_attention(B, H, T, T, D, s->aq, s->ak, s->av, NULL, no_mask, 1, scale, s->o,
+                           s->alse, s->ws, s->par);
+        else
+            eo_k_attention_backward(B, H, T, T, D, s->aq, s->ak, s->av, NULL, no_mask, 1, scale,
+                                    s->o, s->alse, s->dout, s->dq, s->dk, s->dv, NULL, no_mask,
+                                    s->ws, s->par);
+        break;
+    }
     }
 }
 
-/* Work of one call: flops for matmul, else the bytes the kernel's contract
- * makes it read and write (a "+=" output is read and written). */
+/* Work of one call: flops for matmul and attention, else the bytes the
+ * kernel's contract makes it read and write (a "+=" output is read and
+ * written).
+ *
+ * Attention, causal, B*H heads of T x T scores and head size D: the
+ * forward is two products, S = Q Kt and O = P V, 2 T T D flops each over
+ * the full square, but the causal mask leaves only the lower half to
+ * compute: 4 B H T T D / 2 (softmax's exps not counted). The backward
+ * recomputes S and takes dV = Pt dO, dP = dO Vt, dQ = dS K, dK = dSt Q:
+ * five products where the forward has two, so 2.5 times the forward. */
 static double case_work(const bcase *c, int *is_flops)
 {
     double n = (double)c->rows * (double)c->cols, f = sizeof(float);
-    *is_flops = c->k == K_MATMUL;
+    double attn = 4.0 * (double)c->batch * (double)c->M * (double)c->N * (double)c->N *
+                  (double)c->K / 2.0;
+    *is_flops = c->k == K_MATMUL || c->k == K_ATTN || c->k == K_ATTN_BWD;
     switch (c->k) {
     case K_MATMUL: return 2.0 * (double)c->batch * (double)c->M * (double)c->N * (double)c->K;
     case K_SOFTMAX:
@@ -554,6 +616,8 @@ static double case_work(const bcase *c, int *is_flops)
     case K_XENT: return n * f;                /* logits in */
     case K_XENT_BWD: return 3 * n * f;        /* logits in; dlogits in and out */
     case K_ADAMW: return 7 * n * f;           /* w, g, m, v in; w, m, v out */
+    case K_ATTN: return attn;
+    case K_ATTN_BWD: return 2.5 * attn;
     }
     return 0;
 }
@@ -566,6 +630,9 @@ static void case_shape(const bcase *c, char *out, size_t cap)
             snprintf(b, sizeof b, "[%lld] ", (long long)c->batch);
         snprintf(out, cap, "%s%lldx%lld·%lldx%lld", b, (long long)c->M, (long long)c->K,
                  (long long)c->K, (long long)c->N);
+    } else if (c->k == K_ATTN || c->k == K_ATTN_BWD) {
+        snprintf(out, cap, "B%lld H%lld T%lld D%lld", (long long)c->batch, (long long)c->M,
+                 (long long)c->N, (long long)c->K);
     } else {
         snprintf(out, cap, "%lldx%lld", (long long)c->rows, (long long)c->cols);
     }
@@ -593,6 +660,26 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
         s.B = rand_array(b, 1.0f);
         s.C = rand_array(cc, 1.0f);
         s.ws = xmalloc(eo_k_matmul_ws(c->M, c->N, c->K, threads));
+        return s;
+    }
+    if (c->k == K_ATTN || c->k == K_ATTN_BWD) {
+        const size_t T = (size_t)c->N, nx = (size_t)(c->batch * c->M) * T * (size_t)c->K;
+        s.aq = rand_array(nx, 1.0f);
+        s.ak = rand_array(nx, 1.0f);
+        s.av = rand_array(nx, 1.0f);
+        s.o = rand_array(nx, 0.0f);
+        s.alse = rand_array((size_t)(c->batch * c->M) * T, 0.0f);
+        s.dout = rand_array(nx, 1.0f);
+        s.dq = rand_array(nx, 0.0f);
+        s.dk = rand_array(nx, 0.0f);
+        s.dv = rand_array(nx, 0.0f);
+        s.ws_f = rand_array(T, 0.0f);
+        s.ws = xmalloc(eo_k_attention_ws(c->N, c->N, c->K, threads));
+        /* The saved forward results the backward reads. */
+        if (c->k == K_ATTN_BWD)
+            eo_k_attention(c->batch, c->M, c->N, c->N, c->K, s.aq, s.ak, s.av, NULL,
+                           (const int64_t[4]){0, 0, 0, 0}, 1, 1.0f / sqrtf((float)c->K), s.o,
+                           s.alse, s.ws, NULL);
         return s;
     }
     size_t n = (size_t)(c->rows * c->cols), r = (size_t)c->rows, cols = (size_t)c->cols;
@@ -635,8 +722,10 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
 
 static void state_free(state *s)
 {
-    float *all[] = {s->A, s->B, s->C, s->x, s->y, s->dy, s->dx, s->w, s->b, s->mean,
-                    s->rstd, s->dw, s->db, s->m, s->v, s->lse, s->loss, s->dloss};
+    float *all[] = {s->A,  s->B,    s->C,    s->x,  s->y,  s->dy,  s->dx,   s->w,
+                    s->b,  s->mean, s->rstd, s->dw, s->db, s->m,   s->v,    s->lse,
+                    s->loss, s->dloss, s->aq, s->ak, s->av, s->o, s->alse, s->dout,
+                    s->dq, s->dk,   s->dv,   s->ws_f};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
     free(s->target);
@@ -672,6 +761,8 @@ static void measure_row(row *R, const eo_par *par)
     }
     if (opt.no_naive)
         snprintf(R->why[IMPL_NAIVE], sizeof R->why[0], "--no-naive");
+    else if (R->c->k == K_ATTN_BWD)
+        snprintf(R->why[IMPL_NAIVE], sizeof R->why[0], "forward only");
     else if (R->threads != 1)
         snprintf(R->why[IMPL_NAIVE], sizeof R->why[0], "1 thread only");
     else if (R->is_flops && R->work > 2.2e9)
@@ -737,9 +828,10 @@ static void run_torch(void)
     const char *why = NULL;
     const char *exe = opt.python;
     char torch_version[64] = "";
-    /* PATH's python3 first, then the system interpreter, where a
-     * distribution's python3-torch package installs. */
-    static const char *const candidates[] = {"python3", "/usr/bin/python3"};
+    /* The system interpreter first — where Debian's python3-torch (the
+     * PyTorch the README quotes) installs — then whatever python3 is on
+     * PATH. --python picks another. */
+    static const char *const candidates[] = {"/usr/bin/python3", "python3"};
     if (opt.no_torch)
         why = "--no-torch";
     else if (access(opt.torch_script, R_OK) != 0)
@@ -771,6 +863,9 @@ static void run_torch(void)
             int reps = opt.quick ? 3 : c->k == K_MATMUL && R->work > 1e10 ? 5 : 15;
             if (c->k == K_MATMUL)
                 fprintf(f, "%d,matmul,%d,%d,%d,%d,%lld,%lld,%lld,%lld\n", i, t, reps, c->ta, c->tb,
+                        (long long)c->batch, (long long)c->M, (long long)c->N, (long long)c->K);
+            else if (c->k == K_ATTN || c->k == K_ATTN_BWD)
+                fprintf(f, "%d,%s,%d,%d,%lld,%lld,%lld,%lld\n", i, kind_name[c->k], t, reps,
                         (long long)c->batch, (long long)c->M, (long long)c->N, (long long)c->K);
             else
                 fprintf(f, "%d,%s,%d,%d,%lld,%lld\n", i, kind_name[c->k], t, reps,
@@ -964,6 +1059,7 @@ static void write_svg(const char *path)
 #define MM(ta, tb, batch, M, K, N, note) {K_MATMUL, note, ta, tb, 0, batch, M, N, K, 0, 0}
 #define MMS(ta, tb, batch, M, K, N, note) {K_MATMUL, note, ta, tb, 1, batch, M, N, K, 0, 0}
 #define ROWS(k, r, c) {k, NULL, 0, 0, 0, 0, 0, 0, 0, r, c}
+#define ATTN(k, B, H, T, D, note) {k, note, 0, 0, 0, B, H, T, D, 0, 0}
 
 /* Shapes are written M x K · K x N. The small ones are the matmuls of the
  * models EveryO trains (BASELINES.md): the MLP 784-256-10 at batch 128,
@@ -1000,6 +1096,9 @@ static const bcase full_cases[] = {
     ROWS(K_SOFTMAX_BWD, 512, 50257), ROWS(K_LAYERNORM, 512, 50257),
     ROWS(K_LAYERNORM_BWD, 512, 50257), ROWS(K_GELU, 512, 50257), ROWS(K_GELU_BWD, 512, 50257),
     ROWS(K_XENT, 512, 50257), ROWS(K_XENT_BWD, 512, 50257), ROWS(K_ADAMW, 512, 50257),
+    ATTN(K_ATTN, 32, 4, 64, 32, "GPT, causal"), ATTN(K_ATTN_BWD, 32, 4, 64, 32, "GPT, causal"),
+    ATTN(K_ATTN, 1, 4, 1024, 32, "long context, causal"),
+    ATTN(K_ATTN_BWD, 1, 4, 1024, 32, "long context, causal"),
 };
 
 static const bcase quick_cases[] = {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/transformer.h"
+#include "tools/args.h"
 #include "tools/checkpoint.h"
 #include "tools/pcg32.h"
 #include "tools/safetensors.h"
@@ -77,6 +78,7 @@ static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
 
 int main(int argc, char **argv)
 {
+    eo_args_program("eo-sample");
     const char *load = NULL, *prompt = "\n";
     float temp = 1.0f;
     int topk = 0, length = 300;
@@ -87,10 +89,10 @@ int main(int argc, char **argv)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
         else if (OPT("--load")) load = v;
         else if (OPT("--prompt")) prompt = v;
-        else if (OPT("--temperature")) temp = strtof(v, NULL);
-        else if (OPT("--top-k")) topk = atoi(v);
-        else if (OPT("--length")) length = atoi(v);
-        else if (OPT("--seed")) seed = strtoull(v, NULL, 10);
+        else if (OPT("--temperature")) { if (!eo_arg_float(a, v, &temp)) return 2; }
+        else if (OPT("--top-k")) { if (!eo_arg_int(a, v, &topk)) return 2; }
+        else if (OPT("--length")) { if (!eo_arg_int(a, v, &length)) return 2; }
+        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; seed = u_; }
         else { fprintf(stderr, "eo-sample: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
 #undef OPT
     }

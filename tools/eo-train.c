@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include "core/nn.h"
+#include "tools/args.h"
 #include "tools/textlm.h"
 #include "tools/trainer.h"
 
@@ -81,19 +82,19 @@ static int main_gpt(int argc, char **argv)
         else if (OPT("--model")) ;
         else if (OPT("--text")) c.text = v;
         else if (OPT("--fortunes")) c.fortunes = v;
-        else if (OPT("--steps")) c.steps = atoi(v);
+        else if (OPT("--steps")) { if (!eo_arg_int(a, v, &c.steps)) return 2; }
         else if (OPT("--context")) c.context = atoll(v);
         else if (OPT("--d-model")) c.d_model = atoll(v);
         else if (OPT("--heads")) c.heads = atoll(v);
         else if (OPT("--layers")) c.layers = atoll(v);
-        else if (OPT("--batch")) c.batch = atoi(v);
-        else if (OPT("--lr")) c.lr = strtof(v, NULL);
-        else if (OPT("--weight-decay")) c.weight_decay = strtof(v, NULL);
-        else if (OPT("--eval-every")) c.eval_every = atoi(v);
-        else if (OPT("--val-windows")) c.val_windows = atoi(v);
+        else if (OPT("--batch")) { if (!eo_arg_int(a, v, &c.batch)) return 2; }
+        else if (OPT("--lr")) { if (!eo_arg_float(a, v, &c.lr)) return 2; }
+        else if (OPT("--weight-decay")) { if (!eo_arg_float(a, v, &c.weight_decay)) return 2; }
+        else if (OPT("--eval-every")) { if (!eo_arg_int(a, v, &c.eval_every)) return 2; }
+        else if (OPT("--val-windows")) { if (!eo_arg_int(a, v, &c.val_windows)) return 2; }
         else if (strcmp(a, "--fused") == 0) c.fused = 1;
-        else if (OPT("--seed")) c.seed = strtoull(v, NULL, 10);
-        else if (OPT("--threads")) c.threads = atoi(v);
+        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.seed = u_; }
+        else if (OPT("--threads")) { if (!eo_arg_int(a, v, &c.threads)) return 2; }
         else if (OPT("--save")) c.save = v;
         else if (OPT("--log")) c.log = v;
         else if (strcmp(a, "--quiet") == 0) c.quiet = 1;
@@ -122,6 +123,7 @@ static int main_gpt(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    eo_args_program("eo-train");
     eo_train_config c;
     const char *model = "mlp";
     for (int i = 1; i < argc; i++)
@@ -143,31 +145,31 @@ int main(int argc, char **argv)
 #define OPT(name) (strcmp(a, name) == 0 && v && ++i)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
         else if (OPT("--model")) ;
-        else if (OPT("--epochs")) c.epochs = atoi(v);
-        else if (OPT("--steps")) c.max_steps = strtoull(v, NULL, 10);
-        else if (OPT("--batch")) c.batch = atoi(v);
-        else if (OPT("--lr")) c.lr = strtof(v, NULL);
+        else if (OPT("--epochs")) { if (!eo_arg_int(a, v, &c.epochs)) return 2; }
+        else if (OPT("--steps")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.max_steps = u_; }
+        else if (OPT("--batch")) { if (!eo_arg_int(a, v, &c.batch)) return 2; }
+        else if (OPT("--lr")) { if (!eo_arg_float(a, v, &c.lr)) return 2; }
         else if (OPT("--optimizer")) {
             if (strcmp(v, "sgd") == 0) c.adamw = 0;
             else if (strcmp(v, "adamw") == 0) c.adamw = 1;
             else { fprintf(stderr, "eo-train: --optimizer sgd|adamw, not '%s'\n", v); return 2; }
         }
-        else if (OPT("--momentum")) c.momentum = strtof(v, NULL);
+        else if (OPT("--momentum")) { if (!eo_arg_float(a, v, &c.momentum)) return 2; }
         else if (strcmp(a, "--nesterov") == 0) c.nesterov = 1;
-        else if (OPT("--weight-decay")) c.weight_decay = strtof(v, NULL);
+        else if (OPT("--weight-decay")) { if (!eo_arg_float(a, v, &c.weight_decay)) return 2; }
         else if (OPT("--schedule")) {
             if (strcmp(v, "constant") == 0) c.schedule = EO_LR_CONSTANT;
             else if (strcmp(v, "step") == 0) c.schedule = EO_LR_STEP;
             else if (strcmp(v, "cosine") == 0) c.schedule = EO_LR_COSINE;
             else { fprintf(stderr, "eo-train: --schedule constant|step|cosine, not '%s'\n", v); return 2; }
         }
-        else if (OPT("--warmup")) c.warmup = atoi(v);
-        else if (OPT("--clip")) c.clip = strtof(v, NULL);
-        else if (OPT("--seed")) c.seed = strtoull(v, NULL, 10);
-        else if (OPT("--threads")) c.threads = atoi(v);
+        else if (OPT("--warmup")) { if (!eo_arg_int(a, v, &c.warmup)) return 2; }
+        else if (OPT("--clip")) { if (!eo_arg_float(a, v, &c.clip)) return 2; }
+        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.seed = u_; }
+        else if (OPT("--threads")) { if (!eo_arg_int(a, v, &c.threads)) return 2; }
         else if (OPT("--data")) c.data_dir = v;
-        else if (OPT("--subset")) c.train_subset = strtoull(v, NULL, 10);
-        else if (OPT("--test-subset")) c.test_subset = strtoull(v, NULL, 10);
+        else if (OPT("--subset")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.train_subset = u_; }
+        else if (OPT("--test-subset")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.test_subset = u_; }
         else if (OPT("--save")) c.save = v;
         else if (OPT("--load")) c.load = v;
         else if (OPT("--log")) c.log = v;

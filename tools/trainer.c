@@ -199,6 +199,23 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         s = EO_ERR_IO;
         goto done;
     }
+    /* Find out now, not after an hour of training, that --save or --plot
+     * points somewhere unwritable. */
+    const char *outputs[2] = { c->save, c->plot };
+    for (int k = 0; k < 2; k++) {
+        if (!outputs[k])
+            continue;
+        char probe[1024];
+        snprintf(probe, sizeof probe, "%s.tmp", outputs[k]);
+        FILE *f = fopen(probe, "wb");
+        if (!f) {
+            snprintf(err, errlen, "%s: cannot write here (checked before training)", outputs[k]);
+            s = EO_ERR_IO;
+            goto done;
+        }
+        fclose(f);
+        remove(probe);
+    }
     if (log)
         fprintf(log, "step,epoch,loss,lr\n");
     if (out)
