@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/everyo.h"
+#include "core/internal.h" /* EO_OP_COUNT and the op names, for the table */
 #include "core/nn.h"
 #include "ops/cuda_driver.h"
 #include "tests/gradcheck.h"
@@ -96,10 +97,13 @@ static void compare(const char *name, two_in f, int ra, const int64_t *sa, int r
     ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
     ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "%s cuda backward: %s", name, eo_last_error(ctx));
     char what[64];
-    snprintf(what, sizeof what, "%s da", name);
-    expect_close(ctx, what, a->grad, da->grad, 1e-4);
-    snprintf(what, sizeof what, "%s db", name);
-    expect_close(ctx, what, b->grad, db->grad, 1e-4);
+    eo_tensor *cg[2] = { a->grad, b->grad }, *dg[2] = { da->grad, db->grad };
+    for (int i = 0; i < 2; i++) {
+        snprintf(what, sizeof what, "%s d%c", name, "ab"[i]);
+        ck_assert_msg((cg[i] == NULL) == (dg[i] == NULL), "%s: gradient on one device only", what);
+        if (cg[i])
+            expect_close(ctx, what, cg[i], dg[i], 1e-4);
+    }
     close_ctx(ctx);
 }
 
@@ -141,6 +145,132 @@ START_TEST(ops_match_cpu)
     compare("layernorm(a, w)", f_layernorm, 2, a, 1, row);
     compare("mean(a + col - max)", f_reduce, 2, a, 2, col);
     compare("transpose(a) · b", f_transpose, 2, a, 2, t);
+}
+END_TEST
+
+/* ---- every op the CUDA backend claims, CPU vs CUDA ----------------------
+ * One entry per line of core/ops.def; a test fails if an op is missing,
+ * so a new op must say how it is checked on the device. Inputs: a in
+ * [-1.5, 1.5), b in [0.5, 1.5) (positive, for log and div), both
+ * requiring grad; integer inputs are made inside the function. */
+
+/* An int32 tensor on a's device. */
+static eo_tensor *ints(eo_ctx *c, const eo_tensor *like, int n, const int32_t *v)
+{
+    eo_tensor *t;
+    int64_t s[1] = { n };
+    ck_assert_int_eq(eo_tensor_wrap(c, EO_I32, 1, s, (void *)v, &t), EO_OK);
+    if (like->device != EO_CPU)
+        ck_assert_int_eq(eo_to_device(c, t, like->device, EO_STEP, &t), EO_OK);
+    return t;
+}
+
+#define UNARY(fname, call) \
+    static eo_status fname(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { (void)b; return call; }
+UNARY(o_scale, eo_scale(c, a, -0.7f, y))
+UNARY(o_relu, eo_relu(c, a, y))
+UNARY(o_gelu, eo_gelu(c, a, y))
+UNARY(o_gelu_erf, eo_gelu_erf(c, a, y))
+UNARY(o_tanh, eo_tanh(c, a, y))
+UNARY(o_sigmoid, eo_sigmoid(c, a, y))
+UNARY(o_exp, eo_exp(c, a, y))
+UNARY(o_softmax, eo_softmax(c, a, y))
+UNARY(o_log_softmax, eo_log_softmax(c, a, y))
+UNARY(o_sum, eo_sum(c, a, 0, 0, y))
+UNARY(o_mean, eo_mean(c, a, 1, 1, y))
+UNARY(o_max, eo_max(c, a, 1, 0, y))
+UNARY(o_dropout, eo_dropout(c, a, 0.3f, 99, y))
+UNARY(o_copy, eo_transpose(c, a, 0, 1, y) ? EO_ERR_STATE : eo_contiguous(c, *y, y))
+UNARY(o_pool, eo_maxpool2d(c, a, 2, y))
+static eo_status o_log(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { (void)a; return eo_log(c, b, y); }
+static eo_status o_add(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_add(c, a, b, y); }
+static eo_status o_sub(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_sub(c, a, b, y); }
+static eo_status o_mul(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_mul(c, a, b, y); }
+static eo_status o_div(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_div(c, a, b, y); }
+static eo_status o_layernorm(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_layernorm(c, a, b, NULL, 1e-5f, y); }
+static eo_status o_view(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
+{
+    (void)b;
+    eo_tensor *t;
+    if (eo_transpose(c, a, 0, 1, &t) || eo_slice(c, t, 0, 3, 17, &t))
+        return EO_ERR_STATE;
+    return eo_mul(c, t, t, y); /* the view's gradient lands in a's strided slots */
+}
+static eo_status o_concat(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
+{
+    eo_tensor *xs[3] = { a, b, a };
+    return eo_concat(c, xs, 3, 0, y);
+}
+static eo_status o_cross_entropy(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
+{
+    (void)b;
+    static const int32_t t[5] = { 3, -100, 32, 0, 3 }; /* one ignored row */
+    return eo_cross_entropy(c, a, ints(c, a, 5, t), -100, y);
+}
+static eo_status o_embedding(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
+{
+    (void)b;
+    static const int32_t ix[7] = { 4, 0, 4, 2, 1, 4, 0 }; /* repeats accumulate */
+    return eo_embedding(c, a, ints(c, a, 7, ix), y);
+}
+static eo_status o_conv(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_conv2d(c, a, b, NULL, 1, 2, y); }
+static eo_status o_attention(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
+{
+    return eo_attention_fused(c, a, a, b, NULL, 1, 0.35f, y);
+}
+
+typedef struct {
+    two_in f;
+    int ra;
+    int64_t sa[4];
+    int rb;
+    int64_t sb[4];
+} op_case;
+
+static const op_case op_cases[EO_OP_COUNT] = {
+    [EO_OP_VIEW] = { o_view, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_COPY] = { o_copy, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_CONCAT] = { o_concat, 2, { 3, 7 }, 2, { 2, 7 } },
+    [EO_OP_ADD] = { o_add, 3, { 2, 5, 33 }, 1, { 33 } },
+    [EO_OP_SUB] = { o_sub, 2, { 5, 33 }, 2, { 5, 1 } },
+    [EO_OP_MUL] = { o_mul, 2, { 5, 1 }, 2, { 1, 33 } },
+    [EO_OP_DIV] = { o_div, 2, { 5, 33 }, 0, { 0 } },
+    [EO_OP_SCALE] = { o_scale, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_RELU] = { o_relu, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_GELU] = { o_gelu, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_GELU_ERF] = { o_gelu_erf, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_TANH] = { o_tanh, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_SIGMOID] = { o_sigmoid, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_EXP] = { o_exp, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_LOG] = { o_log, 1, { 1 }, 2, { 5, 33 } },
+    [EO_OP_MATMUL] = { f_matmul, 2, { 5, 33 }, 2, { 17, 33 } },
+    [EO_OP_SUM] = { o_sum, 3, { 3, 5, 7 }, 1, { 1 } },
+    [EO_OP_MEAN] = { o_mean, 3, { 3, 5, 7 }, 1, { 1 } },
+    [EO_OP_MAX] = { o_max, 3, { 3, 5, 7 }, 1, { 1 } },
+    [EO_OP_SOFTMAX] = { o_softmax, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_LOG_SOFTMAX] = { o_log_softmax, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_CROSS_ENTROPY] = { o_cross_entropy, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_LAYERNORM] = { o_layernorm, 2, { 5, 33 }, 1, { 33 } },
+    [EO_OP_EMBEDDING] = { o_embedding, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_DROPOUT] = { o_dropout, 2, { 5, 33 }, 1, { 1 } },
+    [EO_OP_IM2COL] = { o_conv, 4, { 2, 3, 7, 6 }, 4, { 4, 3, 3, 3 } },
+    [EO_OP_MAXPOOL2D] = { o_pool, 4, { 2, 3, 6, 9 }, 1, { 1 } },
+    [EO_OP_ATTENTION] = { o_attention, 4, { 2, 2, 5, 9 }, 4, { 2, 2, 5, 9 } },
+};
+
+START_TEST(every_op_is_checked_on_the_device)
+{
+    for (int op = 0; op < EO_OP_COUNT; op++)
+        ck_assert_msg(op_cases[op].f, "op '%s' has no CPU-vs-CUDA case in tests/test_cuda_ops.c",
+                      eo_op_names[op]);
+}
+END_TEST
+
+START_TEST(each_op_matches_cpu)
+{
+    const op_case *k = &op_cases[_i];
+    if (k->f)
+        compare(eo_op_names[_i], k->f, k->ra, k->sa, k->rb, k->sb);
 }
 END_TEST
 
@@ -265,6 +395,8 @@ Suite *eo_suite_cuda_ops(void)
     TCase *tc = tcase_create("cuda_ops");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, ops_match_cpu);
+    tcase_add_test(tc, every_op_is_checked_on_the_device);
+    tcase_add_loop_test(tc, each_op_matches_cpu, 0, EO_OP_COUNT);
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
     tcase_add_test(tc, training_tool_runs_on_the_device);
