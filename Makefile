@@ -105,7 +105,7 @@ FMNIST ?= /usr/share/datasets/fashion-mnist
 train:
 	@sh tools/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train
-	./$(BUILD)/eo-train --data $(FMNIST) $(ARGS)
+	./$(BUILD)/eo-train --data $(FMNIST) --plot $(BUILD)/eo-train.svg $(ARGS)
 
 # ---- the library is freestanding --------------------------------------------
 # Compile alloc/, core/ and ops/ with -ffreestanding and list what their

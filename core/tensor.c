@@ -87,7 +87,7 @@ static eo_status arena_take(eo_ctx *ctx, eo_arena *a, size_t bytes, void **out)
 {
     eo_status s = eo_arena_alloc(a, bytes, EO_ARENA_ALIGN, out);
     if (s == EO_ERR_OOM)
-        return eo_fail(ctx, s, "%s%sarena '%s': need %zu bytes, %zu free (capacity %zu)",
+        return eo_fail(ctx, s, "%s%sarena '%s': need %zu bytes, %zu free of %zu",
                        ctx->op ? ctx->op : "", ctx->op ? ": " : "", a->name,
                        a->fail_need, a->fail_free, a->cap);
     return s;
