@@ -21,6 +21,16 @@
 #include <math.h>
 #include "core/internal.h"
 
+/* A mask built on the host, moved to `dev` when that is not the CPU. */
+static eo_status place(eo_ctx *ctx, eo_device dev, eo_tensor *h, eo_tensor **out)
+{
+    if (dev == EO_CPU) {
+        *out = h;
+        return EO_OK;
+    }
+    return eo_to_device(ctx, h, dev, EO_STEP, out);
+}
+
 /* The additive causal mask, filled on the host; uploaded when `dev` is
  * not the CPU (the host copy stays in the step arena until the rewind). */
 eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out)
@@ -37,15 +47,7 @@ eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out)
     for (int64_t i = 0; i < T; i++)
         for (int64_t j = 0; j < T; j++)
             m[i * T + j] = j <= i ? 0.0f : -INFINITY;
-    if (dev == EO_CPU) {
-        *out = h;
-        return EO_OK;
-    }
-    eo_tensor *d;
-    EO_CHECK(eo_new_out(ctx, dev, EO_F32, 2, shape, &d));
-    EO_CHECK(eo_write(ctx, d, m, (size_t)(T * T) * sizeof(float)));
-    *out = d;
-    return EO_OK;
+    return place(ctx, dev, h, out);
 }
 
 eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
@@ -63,15 +65,7 @@ eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
     float *m = h->data;
     for (int64_t i = 0; i < B * T; i++)
         m[i] = valid[i] ? 0.0f : -INFINITY;
-    if (dev == EO_CPU) {
-        *out = h;
-        return EO_OK;
-    }
-    eo_tensor *d;
-    EO_CHECK(eo_new_out(ctx, dev, EO_F32, 4, shape, &d));
-    EO_CHECK(eo_write(ctx, d, m, (size_t)(B * T) * sizeof(float)));
-    *out = d;
-    return EO_OK;
+    return place(ctx, dev, h, out);
 }
 
 /* Shapes shared by both forms: q [B,H,Tq,D], k and v [B,H,Tk,D], the mask
