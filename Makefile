@@ -60,7 +60,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 HOST_LIBS  := $(ZLIB_LIBS) -lpthread -ldl -lm
 
-.PHONY: all lib tools test test-cuda train bench bench-train check-freestanding deps lines clean
+.PHONY: all lib tools test test-cuda train train-gpt bench bench-train check-freestanding deps lines clean
 all: lib tools lines
 
 lib: $(LIB)
@@ -106,6 +106,14 @@ train:
 	@sh tools/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train
 	./$(BUILD)/eo-train --data $(FMNIST) --plot $(BUILD)/eo-train.svg $(ARGS)
+
+# The character-level GPT on the fortunes corpus (Debian package `fortunes`),
+# installed the same way as the Fashion-MNIST package.
+FORTUNES ?= /usr/share/games/fortunes
+train-gpt:
+	@sh tools/need-packages.sh "pkg-config --exists zlib && test -d $(FORTUNES)" pkg-config zlib1g-dev fortunes
+	@$(MAKE) --no-print-directory $(BUILD)/eo-train $(BUILD)/eo-sample
+	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) $(ARGS)
 
 # ---- the library is freestanding --------------------------------------------
 # Compile alloc/, core/ and ops/ with -ffreestanding and list what their
