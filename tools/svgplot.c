@@ -186,11 +186,25 @@ static void legend(FILE *f, const frame *fr, const eo_plot_panel *pn)
         labelled += pn->series[k].label != NULL;
     if (labelled == 0)
         return;
+    /* Top right, unless the curves end up there (an accuracy curve rising
+     * to the right): then bottom right. Count the points in the right
+     * third of the plot that lie in its upper half. */
+    size_t upper = 0, right = 0;
+    for (size_t k = 0; k < pn->nseries; k++)
+        for (size_t i = 0; i < pn->series[k].n; i++) {
+            double x = pn->series[k].x[i], yv = pn->series[k].y[i];
+            if (!isfinite(x) || !isfinite(yv) || px(fr, x) < fr->x0 + fr->w * 2.0 / 3.0)
+                continue;
+            right++;
+            upper += py(fr, yv) < fr->y0 + fr->h / 2.0;
+        }
+    double box_h = 18.0 * (double)labelled + 6;
+    double top = 2 * upper > right ? fr->y0 + fr->h - box_h - 4 : fr->y0 + 4;
     /* A backing box keeps the legend readable where a curve runs under it. */
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"144\" height=\"%.1f\" fill=\"white\" "
                "fill-opacity=\"0.85\" stroke=\"#d1d5db\"/>\n",
-            fr->x0 + fr->w - 156, fr->y0 + 4, 18.0 * (double)labelled + 6);
-    double y = fr->y0 + 20;
+            fr->x0 + fr->w - 156, top, box_h);
+    double y = top + 16;
     for (size_t k = 0; k < pn->nseries; k++) {
         const eo_plot_series *s = &pn->series[k];
         if (!s->label)
