@@ -36,6 +36,7 @@ typedef struct eo_backend {
     eo_k_reduce_backward_fn *reduce_backward;
     eo_k_sumsq_fn *sumsq;
     eo_k_softmax_fn *softmax;
+    eo_k_softmax_ws_fn *softmax_ws; /* NULL: no scratch */
     eo_k_softmax_backward_fn *softmax_backward;
     eo_k_cross_entropy_fn *cross_entropy;
     eo_k_cross_entropy_backward_fn *cross_entropy_backward;

@@ -47,6 +47,7 @@ const eo_backend eo_backend_cpu = {
     .reduce_backward = eo_k_reduce_backward,
     .sumsq = eo_k_sumsq,
     .softmax = eo_k_softmax,
+    .softmax_ws = eo_k_softmax_ws,
     .softmax_backward = eo_k_softmax_backward,
     .cross_entropy = eo_k_cross_entropy,
     .cross_entropy_backward = eo_k_cross_entropy_backward,

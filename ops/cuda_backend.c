@@ -778,10 +778,10 @@ void eo_cuda_k_sumsq(int64_t n, const float *x, float *out)
 }
 
 /* ---- row kernels: one 256-thread block per row ---------------------------------------- */
-void eo_cuda_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y,
+void eo_cuda_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y, void *ws,
                        const eo_par *par)
 {
-    (void)par;
+    (void)ws, (void)par; /* one block per row keeps its exps in registers */
     eo_cuda *cu = ready();
     if (!cu || !fits(cu, "softmax", rows) || !fits(cu, "softmax", cols) || rows == 0 ||
         cols == 0)

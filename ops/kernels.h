@@ -120,9 +120,13 @@ typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out);
  * neither overflow nor underflow to NaN. A row whose entries are all -inf
  * (a fully masked attention row) has no probability mass: softmax gives 0
  * for every entry and log_softmax gives -inf; their gradients are 0. No
- * NaN is produced for finite or -inf inputs. log != 0 selects log_softmax. */
+ * NaN is produced for finite or -inf inputs. log != 0 selects log_softmax.
+ * ws: eo_k_softmax_ws bytes (0 is possible; then ws may be NULL), scratch
+ * that need not be initialised: the CPU kernel keeps one row of exps per
+ * worker there while the previous row is written out. */
 typedef void eo_k_softmax_fn(int log, int64_t rows, int64_t cols, const float *x, float *y,
-                             const eo_par *par);
+                             void *ws, const eo_par *par);
+typedef size_t eo_k_softmax_ws_fn(int log, int64_t rows, int64_t cols, int nthreads);
 /* From the forward output y:
  *   softmax:     dx += y * (dy - sum_j dy_j y_j)
  *   log_softmax: dx += dy - exp(y) * sum_j dy_j   (0 where y = -inf) */
@@ -237,6 +241,7 @@ eo_k_reduce_fn eo_k_reduce;
 eo_k_reduce_backward_fn eo_k_reduce_backward;
 eo_k_sumsq_fn eo_k_sumsq;
 eo_k_softmax_fn eo_k_softmax;
+eo_k_softmax_ws_fn eo_k_softmax_ws;
 eo_k_softmax_backward_fn eo_k_softmax_backward;
 eo_k_cross_entropy_fn eo_k_cross_entropy;
 eo_k_cross_entropy_backward_fn eo_k_cross_entropy_backward;

@@ -86,10 +86,13 @@ static void ln_row(const ln_args *a, int64_t r)
     const float d = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
     const __m256 vd = _mm256_set1_ps(d);
     s0 = s1 = zero;
+    const float *next = r + 1 < a->rows ? x + C : NULL;
     for (j = 0; j + 16 <= body; j += 16) {
         /* Fetching y's lines for writing is what a streamed y avoids. */
         if (!a->stream)
             __builtin_prefetch(y + j, 1, 2);
+        else if (next)
+            __builtin_prefetch(next + j, 0, 2);
         s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
         s1 = ln_sum8(x, j + 8, 1, all, x0, vd, 1, s1);
     }
@@ -102,7 +105,6 @@ static void ln_row(const ln_args *a, int64_t r)
     a->mean[r] = x[0] + d;
     a->rstd[r] = rs;
     const __m256 vr = _mm256_set1_ps(rs);
-    const float *next = r + 1 < a->rows ? x + C : NULL;
     if (a->stream) {
         /* Masked head up to y's first 32-byte boundary, streamed aligned
          * vectors, masked tail. */
@@ -110,8 +112,6 @@ static void ln_row(const ln_args *a, int64_t r)
         if (h > 0)
             ln_out8(x, w, b, y, 0, 0, eo_v8_mask(h), x0, vd, vr);
         for (j = h; j < end; j += 8) {
-            if (next && (j - h) % 16 == 0)
-                __builtin_prefetch(next + j, 0, 2);
             ln_out8(x, w, b, y, j, EO_V8_STREAM, all, x0, vd, vr);
         }
         if (end < C)

@@ -27,7 +27,15 @@ typedef struct softmax_args {
     int64_t cols;
     const float *x, *y, *dy;
     float *out;
+    float *ws;  /* forward only: one row per worker (softmax) */
+    int stream; /* forward only: stream y (see EO_STREAM_MIN_BYTES) */
 } softmax_args;
+
+/* Floats per worker in ws: a row, rounded up to whole cache lines. */
+static inline int64_t ws_stride(int64_t cols)
+{
+    return (cols + 15) / 16 * 16;
+}
 
 /* A row with no probability mass: every entry -inf. */
 static void empty_row(int log, int64_t cols, float *y)
@@ -37,16 +45,141 @@ static void empty_row(int log, int64_t cols, float *y)
 }
 
 #ifdef EO_AVX2
-/* y *= k over a row. */
-static void scale_row(int64_t cols, float *y, float k)
+/* ---- Rows up to EO_ROW_CACHED floats: pipelined ---------------------------
+ * Each row is walked three times: its max, then its exps (summed; for
+ * softmax also kept in the worker's row of ws), then its output, y = e/S
+ * or (x - M) - log S. The first two walks are arithmetic on a row in
+ * cache; the third only moves memory. Done one after the other, the
+ * memory system would idle through the exps and the arithmetic units
+ * through the output. So the output walk of row r is done inside the
+ * exps walk of row r + 1, 16 columns per 16: its loads and (for large
+ * outputs, streamed) stores then go out while the exps are computed, and
+ * the next row is prefetched in the same loop, so the max walk finds it
+ * in cache.
+ *
+ * Softmax's exps need somewhere to wait for their sum: ws, one row per
+ * worker, which stays in cache. Writing them into y instead would make
+ * every line of y travel three times (read for ownership, written back,
+ * reread to scale) when y is larger than the cache. One row of ws holds
+ * both the pending row's exps and the current row's: at column j the
+ * pending row is read at head + j >= j before the current row writes j,
+ * and its first `head` columns are written before the walk starts. */
+typedef struct out_row {
+    const float *src; /* softmax: its exps (ws); log_softmax: its x */
+    float *y;         /* NULL: no row pending */
+    __m256 a, b;      /* y = src * a, or (src - a) - b */
+    int64_t head;     /* columns before y's first 32-byte boundary (0 unless streaming) */
+    int64_t done;     /* [head, done) written */
+} out_row;
+
+static inline __m256 out8(int log, __m256 v, __m256 a, __m256 b)
 {
-    const __m256 vk = _mm256_set1_ps(k);
-    int64_t j = 0;
-    for (; j + 8 <= cols; j += 8)
-        _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(y + j), vk));
-    for (; j < cols; j++)
-        y[j] *= k;
+    return log ? _mm256_sub_ps(_mm256_sub_ps(v, a), b) : _mm256_mul_ps(v, a);
 }
+
+/* Write columns [from, to) of the pending row: vectors in `mode` (1 or
+ * EO_V8_STREAM, which needs y + from aligned), the last partial one
+ * masked. */
+static void out_span(int log, const out_row *o, int64_t from, int64_t to, int mode)
+{
+    const __m256i all = _mm256_set1_epi32(-1);
+    for (int64_t j = from; j < to; j += 8) {
+        const int whole = j + 8 <= to;
+        const __m256i m = whole ? all : eo_v8_mask(to - j);
+        const __m256 v = out8(log, eo_v8_ld(o->src + j, whole, m, 0.0f), o->a, o->b);
+        eo_v8_st(o->y + j, whole ? mode : 0, m, v);
+    }
+}
+
+/* 16 more columns of the pending row, or all that is left if fewer. */
+static inline void out_step(int log, out_row *o, int64_t cols, int mode)
+{
+    const int64_t k = o->done;
+    if (k + 16 <= cols) {
+        const __m256 v0 = out8(log, _mm256_loadu_ps(o->src + k), o->a, o->b);
+        const __m256 v1 = out8(log, _mm256_loadu_ps(o->src + k + 8), o->a, o->b);
+        const __m256i all = _mm256_set1_epi32(-1); /* unused by whole-vector stores */
+        eo_v8_st(o->y + k, mode, all, v0);
+        eo_v8_st(o->y + k + 8, mode, all, v1);
+        o->done = k + 16;
+    } else if (k < cols) {
+        out_span(log, o, k, cols, mode);
+        o->done = cols;
+    }
+}
+
+static void finish(int log, out_row *o, int64_t cols, int mode)
+{
+    if (o->y)
+        out_span(log, o, o->done, cols, mode);
+    o->y = NULL;
+}
+
+/* Rows [r0, r1) of x into y; e: this worker's row of ws (softmax only). */
+static void softmax_rows(int log, int64_t cols, const float *x, float *y, int64_t r0, int64_t r1,
+                         float *e, int stream)
+{
+    const int mode = stream ? EO_V8_STREAM : 1;
+    out_row o = {0};
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * cols, *next = r + 1 < r1 ? xr + cols : NULL;
+        float *yr = y + r * cols;
+        const float M = eo_v8_row_max(xr, cols);
+        if (o.y)
+            out_span(log, &o, 0, o.head, 1); /* before ws is overwritten */
+        if (M == -INFINITY) {
+            finish(log, &o, cols, mode);
+            empty_row(log, cols, yr);
+            continue;
+        }
+        const __m256 vm = _mm256_set1_ps(M);
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        int64_t j = 0;
+        for (; j + 16 <= cols; j += 16) {
+            if (next)
+                _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
+            if (o.y)
+                out_step(log, &o, cols, mode);
+            const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(xr + j), vm);
+            const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(xr + j + 8), vm);
+            const __m256 p0 = eo_v8_row_term(d0, !log), p1 = eo_v8_row_term(d1, !log);
+            if (!log) {
+                _mm256_storeu_ps(e + j, p0);
+                _mm256_storeu_ps(e + j + 8, p1);
+            }
+            s0 = _mm256_add_ps(s0, p0);
+            s1 = _mm256_add_ps(s1, p1);
+        }
+        finish(log, &o, cols, mode);
+        for (; j < cols; j += 8) {
+            const __m256i k = eo_v8_mask(cols - j);
+            const __m256 p = eo_v8_row_term(
+                _mm256_sub_ps(eo_v8_load_tail(xr + j, k, -INFINITY), vm), !log);
+            if (!log)
+                _mm256_maskstore_ps(e + j, k, p);
+            s0 = _mm256_add_ps(s0, p);
+        }
+        /* M is finite, so its own term makes S >= 1. */
+        const float S = eo_v8_hsum(_mm256_add_ps(s0, s1));
+        o.src = log ? xr : e;
+        o.y = yr;
+        o.a = log ? vm : _mm256_set1_ps(1.0f / S);
+        o.b = _mm256_set1_ps(log ? logf(S) : 0.0f);
+        o.head = stream ? eo_v8_stream_head(yr, cols) : 0;
+        o.done = o.head;
+    }
+    if (o.y) {
+        out_span(log, &o, 0, o.head, 1);
+        finish(log, &o, cols, mode);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- Longer rows, one at a time ----------------------------------------------
+ * The max and the sum in one read (the online normaliser of simd.h), then
+ * the output, 2.25 exps per element: a row this long would not stay in
+ * cache for a second walk. Also softmax's fallback when it gets no ws. */
 
 /* The write pass of a long row, 8 columns: y = (x - M) - ls, or
  * y = exp(x - M) * inv. Separate functions, so neither loop carries the
@@ -65,58 +198,9 @@ static inline void exp_out8(const float *x, float *y, int64_t j, int whole, __m2
     eo_v8_st(y + j, whole, m, _mm256_mul_ps(eo_v8_exp_neg(d), _mm256_set1_ps(inv)));
 }
 
-/* log_softmax of a row that fits in cache: y = x - M is stored while the
- * exps are summed, then shifted by log S in place. Writing y during the
- * exp-bound pass, as softmax does, hides the cost of fetching y's lines
- * for writing behind the arithmetic. */
-static void log_softmax_cached(int64_t cols, const float *x, float *y, const float *next)
-{
-    const float M = eo_v8_row_max(x, cols);
-    if (M == -INFINITY) {
-        empty_row(1, cols, y);
-        return;
-    }
-    const __m256 vm = _mm256_set1_ps(M);
-    __m256 s = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 8 <= cols; j += 8) {
-        if (next && j % 16 == 0)
-            _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
-        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j), vm);
-        _mm256_storeu_ps(y + j, d);
-        s = _mm256_add_ps(s, eo_v8_exp_neg(d));
-    }
-    if (j < cols) {
-        const __m256i k = eo_v8_mask(cols - j);
-        const __m256 d = _mm256_sub_ps(eo_v8_load_tail(x + j, k, -INFINITY), vm);
-        _mm256_maskstore_ps(y + j, k, d);
-        s = _mm256_add_ps(s, eo_v8_exp_neg(d));
-    }
-    const float ls = logf(eo_v8_hsum(s));
-    for (j = 0; j + 8 <= cols; j += 8)
-        _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_loadu_ps(y + j), _mm256_set1_ps(ls)));
-    for (; j < cols; j++)
-        y[j] -= ls;
-}
-
 static void softmax_row(int log, int64_t cols, const float *x, float *y, const float *next)
 {
     float M, S;
-    if (log && cols <= EO_ROW_CACHED) {
-        log_softmax_cached(cols, x, y, next);
-        return;
-    }
-    if (!log && cols <= EO_ROW_CACHED) {
-        /* Short rows: exps stored as they are summed, then scaled in
-         * place while the row is still in cache: one exp per element. */
-        M = eo_v8_row_max(x, cols);
-        S = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, cols, M, y, next);
-        if (S > 0.0f)
-            scale_row(cols, y, 1.0f / S);
-        else
-            empty_row(log, cols, y);
-        return;
-    }
     eo_v8_row_max_sumexp(x, cols, &M, &S, next);
     if (!(S > 0.0f)) {
         empty_row(log, cols, y);
@@ -228,8 +312,16 @@ static void softmax_backward_row(int log, int64_t cols, const float *y, const fl
 
 static void softmax_body(void *arg, int64_t r0, int64_t r1, int worker)
 {
-    (void)worker;
     const softmax_args *a = arg;
+#ifdef EO_AVX2
+    if (a->cols <= EO_ROW_CACHED && (a->log || a->ws)) {
+        softmax_rows(a->log, a->cols, a->x, a->out, r0, r1,
+                     a->log ? NULL : a->ws + (int64_t)worker * ws_stride(a->cols), a->stream);
+        return;
+    }
+#else
+    (void)worker;
+#endif
     for (int64_t r = r0; r < r1; r++)
         softmax_row(a->log, a->cols, a->x + r * a->cols, a->out + r * a->cols,
                     r + 1 < r1 ? a->x + (r + 1) * a->cols : NULL);
@@ -244,15 +336,31 @@ static void softmax_backward_body(void *arg, int64_t r0, int64_t r1, int worker)
                              a->out + r * a->cols);
 }
 
-void eo_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y, const eo_par *par)
+size_t eo_k_softmax_ws(int log, int64_t rows, int64_t cols, int nthreads)
 {
-    softmax_args a = {log, cols, x, NULL, NULL, y};
+    (void)rows;
+#ifdef EO_AVX2
+    if (!log && cols <= EO_ROW_CACHED)
+        return (size_t)(nthreads > 1 ? nthreads : 1) * (size_t)ws_stride(cols) * sizeof(float);
+#else
+    (void)log, (void)cols, (void)nthreads;
+#endif
+    return 0;
+}
+
+void eo_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y, void *ws,
+                  const eo_par *par)
+{
+    softmax_args a = {log, cols, x, NULL, NULL, y, ws, 0};
+#ifdef EO_AVX2
+    a.stream = eo_v8_stream_worth(rows * cols);
+#endif
     eo_par_for(eo_par_if(par, rows * cols), rows, softmax_body, &a);
 }
 
 void eo_k_softmax_backward(int log, int64_t rows, int64_t cols, const float *y, const float *dy,
                            float *dx, const eo_par *par)
 {
-    softmax_args a = {log, cols, NULL, y, dy, dx};
+    softmax_args a = {log, cols, NULL, y, dy, dx, NULL, 0};
     eo_par_for(eo_par_if(par, rows * cols), rows, softmax_backward_body, &a);
 }

@@ -34,6 +34,7 @@ typedef struct unary_args {
     const float *x, *y, *dy;
     float *out; /* y in the forward, dx in the backward */
     float alpha;
+    int stream; /* forward: y is big enough to stream (simd.h) */
 } unary_args;
 
 /* ---- scalar definitions (the portable path, and the reference for the
@@ -100,25 +101,28 @@ static void unary_backward_scalar(const unary_args *a, int64_t i0, int64_t i1)
 #undef EO_MAP
 
 #ifdef EO_AVX2
-/* num * sigmoid(z), with only a non-positive argument to exp: with
- * e = exp(-|z|), q = num / (1 + e) is num * sigmoid(|z|), and
- * sigmoid(-|z|) = e sigmoid(|z|). For num = 1 the same e and q give
- * s (1 - s) = e q^2 for either sign, which the backwards use. (A true
- * division measured faster here than a refined reciprocal estimate.) */
-static inline __m256 sigmoid8(__m256 z, __m256 num, __m256 *e_out, __m256 *q_out)
+/* num * sigmoid(z) = num / (1 + e), e = exp(-z), from negz = -z, with
+ * -z clamped to 88 so e stays finite: below z = -88 the result is
+ * num / 1.65e38 instead of smaller, an absolute error under 1e-38 |num|;
+ * for z above 87.3, e saturates at about 1e-38 and 1 + e rounds to 1. e
+ * is returned too: for num = 1 the backwards need s (1 - s) = e s^2, true
+ * for either sign of z. One exp (eo_v8_exp_sat, the cheaper form) and one
+ * division, whose rounding (half an ulp) is below what a refined
+ * reciprocal estimate would give, at about the same speed (measured). */
+EO_V8_INLINE __m256 sigmoid8(__m256 negz, __m256 num, __m256 *e_out)
 {
-    const __m256 e = eo_v8_exp_neg(_mm256_or_ps(z, _mm256_set1_ps(-0.0f))); /* exp(-|z|) */
-    const __m256 q = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    const __m256 e = eo_v8_exp_sat(_mm256_min_ps(_mm256_set1_ps(88.0f), negz)); /* NaN passes */
     *e_out = e;
-    *q_out = q;
-    return _mm256_blendv_ps(q, _mm256_mul_ps(e, q), z); /* sign bit of z picks */
+    return _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-/* 2u of the GELU rewrite. */
-static inline __m256 gelu_2u8(__m256 x)
+/* -2u of the GELU rewrite, -2k x (1 + c x^2), as x (-2k - 2kc x^2): the
+ * argument sigmoid8 takes, with the sign folded into the constants. */
+EO_V8_INLINE __m256 gelu_neg2u8(__m256 x)
 {
-    const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(GELU_C), _mm256_mul_ps(x, x), _mm256_set1_ps(1.0f));
-    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f * GELU_K), x), inner);
+    const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f * GELU_K * GELU_C), _mm256_mul_ps(x, x),
+                                         _mm256_set1_ps(-2.0f * GELU_K));
+    return _mm256_mul_ps(x, inner);
 }
 
 /* tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|), written with
@@ -132,17 +136,17 @@ static inline __m256 tanh8(__m256 x)
 }
 
 /* One vector of the forward (dy, y, dx unused) or of the backward. */
-static inline __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 dy, __m256 dx,
+EO_V8_INLINE __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 dy, __m256 dx,
                             float alpha)
 {
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-    __m256 e, q;
+    __m256 e;
     if (!backward) {
         switch (op) {
         case EO_UN_RELU: return _mm256_max_ps(zero, x); /* NaN passes through */
-        case EO_UN_GELU_TANH: return sigmoid8(gelu_2u8(x), x, &e, &q);
+        case EO_UN_GELU_TANH: return sigmoid8(gelu_neg2u8(x), x, &e);
         case EO_UN_TANH: return tanh8(x);
-        case EO_UN_SIGMOID: return sigmoid8(x, one, &e, &q);
+        case EO_UN_SIGMOID: return sigmoid8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)), one, &e);
         case EO_UN_EXP: return eo_v8_exp(x);
         default: return _mm256_mul_ps(_mm256_set1_ps(alpha), x); /* SCALE */
         }
@@ -152,8 +156,8 @@ static inline __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256
     case EO_UN_RELU:
         return _mm256_add_ps(dx, _mm256_and_ps(_mm256_cmp_ps(x, zero, _CMP_GT_OQ), dy));
     case EO_UN_GELU_TANH: {
-        const __m256 s = sigmoid8(gelu_2u8(x), one, &e, &q);
-        const __m256 s1s = _mm256_mul_ps(e, _mm256_mul_ps(q, q)); /* s (1 - s) */
+        const __m256 s = sigmoid8(gelu_neg2u8(x), one, &e);
+        const __m256 s1s = _mm256_mul_ps(e, _mm256_mul_ps(s, s)); /* s (1 - s) */
         const __m256 du = _mm256_mul_ps(
             _mm256_set1_ps(2.0f * GELU_K),
             _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_C), _mm256_mul_ps(x, x), one));
@@ -174,19 +178,33 @@ static inline __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256
  * tanh, sigmoid and exp read y, relu and GELU x, scale neither). Whole
  * vectors use plain
  * loads; masked ones, slow on some CPUs, only finish the block. */
-static inline void v8_loop(eo_unop op, int backward, const unary_args *a, int64_t i0, int64_t i1)
+EO_V8_INLINE void v8_loop(eo_unop op, int backward, const unary_args *a, int64_t i0, int64_t i1)
 {
     const int from_y = op == EO_UN_TANH || op == EO_UN_SIGMOID || op == EO_UN_EXP;
     const int need_x = !backward || op == EO_UN_RELU || op == EO_UN_GELU_TANH;
     const int need_y = backward && from_y;
     const __m256 z = _mm256_setzero_ps();
+    /* A large forward output is streamed (simd.h) from its first 32-byte
+     * boundary on; the elements before it go through the masked path. A
+     * backward reads dx anyway, so it gains nothing from streaming. */
+    const int mode = !backward && a->stream ? EO_V8_STREAM : 1;
+    const __m256i all = _mm256_set1_epi32(-1);
     int64_t i = i0;
+    if (mode == EO_V8_STREAM) {
+        const int64_t h = eo_v8_stream_head(a->out + i0, i1 - i0);
+        if (h > 0) {
+            const __m256i m = eo_v8_mask(h);
+            const __m256 x = _mm256_maskload_ps(a->x + i, m);
+            _mm256_maskstore_ps(a->out + i, m, unary8(op, 0, x, z, z, z, a->alpha));
+            i += h;
+        }
+    }
     for (; i + 8 <= i1; i += 8) {
         const __m256 x = need_x ? _mm256_loadu_ps(a->x + i) : z;
         const __m256 y = need_y ? _mm256_loadu_ps(a->y + i) : z;
         const __m256 dy = backward ? _mm256_loadu_ps(a->dy + i) : z;
         const __m256 dx = backward ? _mm256_loadu_ps(a->out + i) : z;
-        _mm256_storeu_ps(a->out + i, unary8(op, backward, x, y, dy, dx, a->alpha));
+        eo_v8_st(a->out + i, mode, all, unary8(op, backward, x, y, dy, dx, a->alpha));
     }
     if (i < i1) {
         const __m256i m = eo_v8_mask(i1 - i);
@@ -229,8 +247,11 @@ static void unary_body(void *arg, int64_t b0, int64_t b1, int worker)
     const unary_args *a = arg;
     const int64_t i0 = b0 * BLOCK, i1 = b1 * BLOCK < a->n ? b1 * BLOCK : a->n;
 #ifdef EO_AVX2
-    if (unary_v8(a, i0, i1, 0))
+    if (unary_v8(a, i0, i1, 0)) {
+        if (a->stream)
+            _mm_sfence();
         return;
+    }
 #endif
     unary_scalar(a, i0, i1);
 }
@@ -249,13 +270,16 @@ static void unary_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
 
 void eo_k_unary(eo_unop op, int64_t n, const float *x, float *y, float alpha, const eo_par *par)
 {
-    unary_args a = {op, n, x, NULL, NULL, y, alpha};
+    unary_args a = {op, n, x, NULL, NULL, y, alpha, 0};
+#ifdef EO_AVX2
+    a.stream = eo_v8_stream_worth(n);
+#endif
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, unary_body, &a);
 }
 
 void eo_k_unary_backward(eo_unop op, int64_t n, const float *x, const float *y, const float *dy,
                          float *dx, float alpha, const eo_par *par)
 {
-    unary_args a = {op, n, x, y, dy, dx, alpha};
+    unary_args a = {op, n, x, y, dy, dx, alpha, 0};
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, unary_backward_body, &a);
 }

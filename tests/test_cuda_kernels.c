@@ -336,8 +336,8 @@ START_TEST(softmax_forward_backward)
     float *dyo = dev_alloc(sizeof(float) * R * C);
     for (int log = 0; log < 2; log++) {
         float y[R * C], g[R * C];
-        eo_k_softmax(log, R, C, x, y, NULL);
-        eo_cuda_k_softmax(log, R, C, dx, dyo, NULL);
+        eo_k_softmax(log, R, C, x, y, NULL, NULL);
+        eo_cuda_k_softmax(log, R, C, dx, dyo, NULL, NULL);
         check_dev("softmax", dyo, y, R * C, 1e-5f, 1e-6f);
         for (int i = 0; i < R * C; i++)
             g[i] = 0.5f;
@@ -626,8 +626,8 @@ START_TEST(edge_cases)
     float *d_x = up(x, sizeof x), *d_y = dev_alloc(sizeof y), *d_m = dev_alloc(20);
     float *d_r = dev_alloc(20);
     for (int log = 0; log < 2; log++) {
-        eo_k_softmax(log, 5, 1, x, y, NULL);
-        eo_cuda_k_softmax(log, 5, 1, d_x, d_y, NULL);
+        eo_k_softmax(log, 5, 1, x, y, NULL, NULL);
+        eo_cuda_k_softmax(log, 5, 1, d_x, d_y, NULL, NULL);
         check_dev("softmax cols=1", d_y, y, 5, 0, 0);
     }
     eo_k_layernorm(4, 1, x, NULL, NULL, 1e-5f, ln_y, mean, rstd, NULL);
@@ -643,7 +643,7 @@ START_TEST(edge_cases)
     /* zero-sized launches are skipped, not errors */
     eo_cuda_k_fill(0, d_y, 1.0f);
     eo_cuda_k_unary(EO_UN_EXP, 0, d_x, d_y, 1.0f, NULL);
-    eo_cuda_k_softmax(0, 0, 5, d_x, d_y, NULL);
+    eo_cuda_k_softmax(0, 0, 5, d_x, d_y, NULL, NULL);
     char msg[256];
     ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_OK);
     free(a), free(b), free(g);

@@ -521,13 +521,19 @@ START_TEST(softmax_forward_backward)
             float *dx = alloc_f(n);
             double *w = malloc(sizeof(double) * n), *wdx = malloc(sizeof(double) * n);
             softmax_inputs(R, C, x);
-            eo_k_softmax(lg, R, C, x, y, NULL);
             for (int64_t r = 0; r < R; r++)
                 ref_softmax_row(lg, C, x + r * C, w + r * C);
-            for (int64_t i = 0; i < n; i++)
-                CHECK_MSG(!isnan(y[i]), "NaN at %lld", (long long)i);
-            /* log_softmax values are O(1e4) on the ±1e4 row: relative. */
-            check_all(lg ? "log_softmax" : "softmax", y, w, n, 2e-6, lg ? 2e-6 : 1e-7);
+            /* Without ws (softmax then takes the one-row-at-a-time path),
+             * then with it (rows pipelined), which the backward uses. */
+            for (int with_ws = 0; with_ws < 2; with_ws++) {
+                void *ws = with_ws ? malloc(eo_k_softmax_ws(lg, R, C, 1) + 1) : NULL;
+                eo_k_softmax(lg, R, C, x, y, ws, NULL);
+                free(ws);
+                for (int64_t i = 0; i < n; i++)
+                    CHECK_MSG(!isnan(y[i]), "NaN at %lld", (long long)i);
+                /* log_softmax values are O(1e4) on the ±1e4 row: relative. */
+                check_all(lg ? "log_softmax" : "softmax", y, w, n, 2e-6, lg ? 2e-6 : 1e-7);
+            }
 
             /* backward from the kernel's own y, in double. The kernel's
              * row sum is a float: its rounding, relative to the sum, is
@@ -976,8 +982,10 @@ START_TEST(row_kernels_independent_of_split)
     const eo_par *pars[2] = {NULL, &fake_par};
 
     for (int lg = 0; lg < 2; lg++) {
-        eo_k_softmax(lg, R, C, x, a, pars[0]);
-        eo_k_softmax(lg, R, C, x, b, pars[1]);
+        void *ws = malloc(eo_k_softmax_ws(lg, R, C, 2) + 1);
+        eo_k_softmax(lg, R, C, x, a, ws, pars[0]);
+        eo_k_softmax(lg, R, C, x, b, ws, pars[1]);
+        free(ws);
         check_same_bits("softmax", a, b, sizeof(float) * N);
         memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
         eo_k_softmax_backward(lg, R, C, a, dy, a2, pars[0]);
@@ -1156,9 +1164,10 @@ START_TEST(v8_exp_within_2ulp)
 }
 END_TEST
 
-START_TEST(v8_exp_neg_within_2ulp)
+START_TEST(v8_exp_neg_within_1ulp)
 {
-    /* The non-positive variant: the same 2 ulp while exp(x) >= FLT_MIN,
+    /* The non-positive variant (its own table method): never more than
+     * one float from the correctly rounded exp while exp(x) >= FLT_MIN,
      * then 0 (flushed, not denormal). */
     const int64_t n = 105 * 1024;
     float *x = alloc_f(n);
@@ -1180,14 +1189,44 @@ START_TEST(v8_exp_neg_within_2ulp)
                 worst = d, wx = x[i + k];
         }
     }
-    CHECK_MSG(worst <= 2, "eo_v8_exp_neg: %lld ulp at x = %.9g", (long long)worst, wx);
+    CHECK_MSG(worst <= 1, "eo_v8_exp_neg: %lld ulp at x = %.9g", (long long)worst, wx);
     free(x);
     const float sp[8] = {-INFINITY, NAN, -0.0f, 0.0f, -1e-30f, -87.0f, -88.0f, -1e30f};
     float y[8];
     _mm256_storeu_ps(y, eo_v8_exp_neg(_mm256_loadu_ps(sp)));
     CHECK(y[0] == 0.0f && isnan(y[1]) && y[2] == 1.0f && y[3] == 1.0f && y[4] == 1.0f);
-    ck_assert_int_le(ulp_dist(y[5], (float)exp(-87.0)), 2);
+    ck_assert_int_le(ulp_dist(y[5], (float)exp(-87.0)), 1);
     CHECK(y[6] == 0.0f && y[7] == 0.0f);
+}
+END_TEST
+
+START_TEST(v8_exp_sat_within_1ulp)
+{
+    /* The saturating variant (sums and sigmoids): one float from the
+     * correctly rounded exp on [-87.33, 88], clamped outside. */
+    const int64_t n = (int64_t)(175 * 1024) / 8 * 8;
+    float *x = alloc_f(n), wx = 0;
+    for (int64_t i = 0; i < n; i++)
+        x[i] = -87.0f + (float)i / 1024.0f;
+    int64_t worst = 0;
+    for (int64_t i = 0; i + 8 <= n; i += 8) {
+        float y[8];
+        _mm256_storeu_ps(y, eo_v8_exp_sat(_mm256_loadu_ps(x + i)));
+        for (int k = 0; k < 8; k++) {
+            const int64_t d = ulp_dist(y[k], (float)exp((double)x[i + k]));
+            if (d > worst)
+                worst = d, wx = x[i + k];
+        }
+    }
+    CHECK_MSG(worst <= 1, "eo_v8_exp_sat: %lld ulp at x = %.9g", (long long)worst, wx);
+    free(x);
+    const float sp[8] = {-INFINITY, NAN, -0.0f, 88.0f, -1e30f, -88.0f, 1.0f, -1.0f};
+    float y[8];
+    _mm256_storeu_ps(y, eo_v8_exp_sat(_mm256_loadu_ps(sp)));
+    CHECK(y[0] > 0.0f && y[0] <= 1.3e-38f && isnan(y[1]) && y[2] == 1.0f);
+    CHECK(isfinite(y[3]) && y[3] > 1.6e38f && y[4] == y[0] && y[5] == y[0]);
+    ck_assert_int_le(ulp_dist(y[6], expf(1.0f)), 1);
+    ck_assert_int_le(ulp_dist(y[7], expf(-1.0f)), 1);
 }
 END_TEST
 #endif
@@ -1223,7 +1262,8 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, row_kernels_independent_of_split);
 #ifdef EO_AVX2
     tcase_add_test(tc, v8_exp_within_2ulp);
-    tcase_add_test(tc, v8_exp_neg_within_2ulp);
+    tcase_add_test(tc, v8_exp_neg_within_1ulp);
+    tcase_add_test(tc, v8_exp_sat_within_1ulp);
 #endif
     suite_add_tcase(s, tc);
     return s;

@@ -1,26 +1,37 @@
-/* tests/test_stream.c — layernorm's streaming-store path (outputs of
- * 8 MiB and more bypass the cache, ops/simd.h) must give bit-identical
- * results to the ordinary path, which small calls take; the destination
- * is deliberately misaligned so the masked head and tail run too. */
+/* tests/test_stream.c — the streaming-store paths (outputs of 32 MiB and
+ * more bypass the cache, ops/simd.h) of layernorm, softmax, log_softmax
+ * and the unary ops must give bit-identical results to the ordinary
+ * path, which small calls take; the destination is deliberately
+ * misaligned so the masked heads and tails run too. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
 
+#define ROWS 4097 /* ROWS x COLS floats: 33.6 MB, over the 32 MiB threshold */
+#define COLS 2049
+
+static float *inputs(int64_t n)
+{
+    float *x = malloc(sizeof(float) * (size_t)n);
+    unsigned s = 7;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 8388608.0f - 1.0f + (float)(i % 7);
+    }
+    return x;
+}
+
 START_TEST(layernorm_streaming_matches_row_by_row)
 {
-    const int64_t rows = 2049, cols = 1025; /* 8.4 MB of output */
-    float *x = malloc(sizeof(float) * (size_t)(rows * cols));
+    const int64_t rows = ROWS, cols = COLS;
+    float *x = inputs(rows * cols);
     float *w = malloc(sizeof(float) * (size_t)cols), *b = malloc(sizeof(float) * (size_t)cols);
     float *y1 = malloc(sizeof(float) * (size_t)(rows * cols + 1));
     float *y2 = malloc(sizeof(float) * (size_t)(rows * cols));
     float *m1 = malloc(sizeof(float) * (size_t)rows), *r1 = malloc(sizeof(float) * (size_t)rows);
     float *m2 = malloc(sizeof(float) * (size_t)rows), *r2 = malloc(sizeof(float) * (size_t)rows);
-    unsigned s = 7;
-    for (int64_t i = 0; i < rows * cols; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)(s >> 8) / 8388608.0f - 1.0f + (float)(i % 7);
-    }
     for (int64_t c = 0; c < cols; c++) {
         w[c] = 0.5f + (float)c / (float)cols;
         b[c] = (float)(c % 5) - 2.0f;
@@ -36,11 +47,48 @@ START_TEST(layernorm_streaming_matches_row_by_row)
 }
 END_TEST
 
+START_TEST(softmax_streaming_matches_row_by_row)
+{
+    const int64_t rows = ROWS, cols = COLS, n = rows * cols;
+    float *x = inputs(n), *y1 = malloc(sizeof(float) * (size_t)(n + 1));
+    float *y2 = malloc(sizeof(float) * (size_t)n);
+    void *ws = malloc(eo_k_softmax_ws(0, rows, cols, 1) + 1);
+    for (int64_t j = 0; j < cols; j++)
+        x[5 * cols + j] = -INFINITY; /* a row with no mass amid streamed ones */
+    for (int log = 0; log < 2; log++) {
+        eo_k_softmax(log, rows, cols, x, y1 + 1, ws, NULL);
+        for (int64_t r = 0; r < rows; r++)
+            eo_k_softmax(log, 1, cols, x + r * cols, y2 + r * cols, ws, NULL);
+        ck_assert_int_eq(memcmp(y1 + 1, y2, sizeof(float) * (size_t)n), 0);
+    }
+    free(x); free(y1); free(y2); free(ws);
+}
+END_TEST
+
+START_TEST(unary_streaming_matches_blocks)
+{
+    const int64_t n = (int64_t)ROWS * COLS;
+    float *x = inputs(n), *y1 = malloc(sizeof(float) * (size_t)(n + 1));
+    float *y2 = malloc(sizeof(float) * (size_t)n);
+    const eo_unop ops[] = {EO_UN_GELU_TANH, EO_UN_RELU, EO_UN_SIGMOID};
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        eo_k_unary(ops[k], n, x, y1 + 1, 0.0f, NULL);
+        for (int64_t i = 0; i < n; i += 1000)
+            eo_k_unary(ops[k], n - i < 1000 ? n - i : 1000, x + i, y2 + i, 0.0f, NULL);
+        ck_assert_int_eq(memcmp(y1 + 1, y2, sizeof(float) * (size_t)n), 0);
+    }
+    free(x); free(y1); free(y2);
+}
+END_TEST
+
 Suite *eo_suite_stream(void)
 {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("stream");
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, layernorm_streaming_matches_row_by_row);
+    tcase_add_test(tc, softmax_streaming_matches_row_by_row);
+    tcase_add_test(tc, unary_streaming_matches_blocks);
     suite_add_tcase(s, tc);
     return s;
 }

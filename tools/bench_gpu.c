@@ -78,7 +78,8 @@ static void run_copy(void *arg)
 static void run_softmax(void *arg)
 {
     (void)arg;
-    eo_cuda_k_softmax(0, B.rows, B.cols, (const float *)(uintptr_t)B.a, (float *)(uintptr_t)B.b, NULL);
+    eo_cuda_k_softmax(0, B.rows, B.cols, (const float *)(uintptr_t)B.a, (float *)(uintptr_t)B.b, NULL,
+                      NULL);
 }
 static void run_layernorm(void *arg)
 {

@@ -514,7 +514,7 @@ static void run_impl(int impl, const state *s)
     case K_SOFTMAX:
     case K_LOG_SOFTMAX:
         if (impl == IMPL_EO)
-            eo_k_softmax(c->k == K_LOG_SOFTMAX, rows, cols, s->x, s->y, s->par);
+            eo_k_softmax(c->k == K_LOG_SOFTMAX, rows, cols, s->x, s->y, s->ws, s->par);
         else
             naive_softmax(c->k == K_LOG_SOFTMAX, rows, cols, s->x, s->y);
         break;
@@ -704,7 +704,7 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
     }
     /* The saved forward results a backward reads. */
     if (c->k == K_SOFTMAX_BWD)
-        eo_k_softmax(0, c->rows, c->cols, s.x, s.y, NULL);
+        eo_k_softmax(0, c->rows, c->cols, s.x, s.y, NULL, NULL);
     if (c->k == K_GELU_BWD)
         eo_k_unary(EO_UN_GELU_TANH, c->rows * c->cols, s.x, s.y, 0.0f, NULL);
     if (c->k == K_LAYERNORM_BWD)
@@ -717,6 +717,8 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
     }
     if (c->k == K_LAYERNORM_BWD)
         s.ws = xmalloc(eo_k_layernorm_backward_ws(c->rows, c->cols, threads));
+    if (c->k == K_SOFTMAX || c->k == K_LOG_SOFTMAX)
+        s.ws = xmalloc(eo_k_softmax_ws(c->k == K_LOG_SOFTMAX, c->rows, c->cols, threads) + 1);
     return s;
 }
 
