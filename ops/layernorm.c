@@ -65,66 +65,110 @@ static inline void ln_out8(const float *x, const float *w, const float *b, float
     eo_v8_st(y + j, whole, m, _mm256_fmadd_ps(xh, wv, bv));
 }
 
-static void ln_row(const ln_args *a, int64_t r)
+/* A row whose output waits to be written while the next row's mean is
+ * summed (see ln_rows). */
+typedef struct ln_out_row {
+    const float *x;
+    float *y; /* NULL: none pending */
+    __m256 x0, d, rs;
+    int64_t head, done; /* as in softmax.c: y's unaligned head; [head, done) written */
+} ln_out_row;
+
+/* Columns [from, to) of the pending row, whole vectors in `mode`. */
+static void ln_out_span(const ln_args *a, const ln_out_row *o, int64_t from, int64_t to, int mode)
+{
+    const __m256i all = _mm256_set1_epi32(-1);
+    for (int64_t j = from; j < to; j += 8) {
+        const int whole = j + 8 <= to;
+        ln_out8(o->x, a->w, a->b, o->y, j, whole ? mode : 0, whole ? all : eo_v8_mask(to - j), o->x0,
+                o->d, o->rs);
+    }
+}
+
+static void ln_out_finish(const ln_args *a, ln_out_row *o, int mode)
+{
+    if (!o->y)
+        return;
+    ln_out_span(a, o, 0, o->head, 1);
+    ln_out_span(a, o, o->done, a->cols, mode);
+    o->y = NULL;
+}
+
+/* Rows [r0, r1). When y is streamed (too large for the cache), they are
+ * pipelined like softmax's: the walk that sums row r (from cache: it was
+ * prefetched) also writes row r - 1's output, 16 columns per 16, and
+ * prefetches row r + 1, so memory reads one row while it writes another,
+ * as in a copy, while the sums are computed; the variance walk that
+ * follows finds row r in cache. Otherwise each row's output is written
+ * right after its variance walk, which measured faster when everything
+ * stays in cache. `mode` (1, or EO_V8_STREAM) is a constant in each of
+ * the two calls, so the stores in the loop are a single instruction. */
+EO_V8_INLINE void ln_rows(const ln_args *a, int64_t r0, int64_t r1, int mode)
 {
     const int64_t C = a->cols;
-    const float *x = a->x + r * C, *w = a->w, *b = a->b;
-    float *y = a->y + r * C;
-    const __m256 x0 = _mm256_set1_ps(x[0]), zero = _mm256_setzero_ps();
+    const __m256 zero = _mm256_setzero_ps();
     const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(C % 8);
     const int64_t body = C - C % 8;
-    __m256 s0 = zero, s1 = zero;
-    int64_t j = 0;
-    for (; j + 16 <= body; j += 16) {
-        s0 = ln_sum8(x, j, 1, all, x0, zero, 0, s0);
-        s1 = ln_sum8(x, j + 8, 1, all, x0, zero, 0, s1);
-    }
-    if (j < body)
-        s0 = ln_sum8(x, j, 1, all, x0, zero, 0, s0);
-    if (body < C)
-        s1 = ln_sum8(x, body, 0, tail, x0, zero, 0, s1);
-    const float d = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
-    const __m256 vd = _mm256_set1_ps(d);
-    s0 = s1 = zero;
-    const float *next = r + 1 < a->rows ? x + C : NULL;
-    for (j = 0; j + 16 <= body; j += 16) {
-        /* Fetching y's lines for writing is what a streamed y avoids. */
-        if (!a->stream)
-            __builtin_prefetch(y + j, 1, 2);
-        else if (next)
-            __builtin_prefetch(next + j, 0, 2);
-        s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
-        s1 = ln_sum8(x, j + 8, 1, all, x0, vd, 1, s1);
-    }
-    if (j < body)
-        s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
-    if (body < C)
-        s1 = ln_sum8(x, body, 0, tail, x0, vd, 1, s1);
-    const float var = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
-    const float rs = 1.0f / sqrtf(var + a->eps);
-    a->mean[r] = x[0] + d;
-    a->rstd[r] = rs;
-    const __m256 vr = _mm256_set1_ps(rs);
-    if (a->stream) {
-        /* Masked head up to y's first 32-byte boundary, streamed aligned
-         * vectors, masked tail. */
-        const int64_t h = eo_v8_stream_head(y, C), end = h + (C - h) / 8 * 8;
-        if (h > 0)
-            ln_out8(x, w, b, y, 0, 0, eo_v8_mask(h), x0, vd, vr);
-        for (j = h; j < end; j += 8) {
-            ln_out8(x, w, b, y, j, EO_V8_STREAM, all, x0, vd, vr);
+    ln_out_row o = {0};
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r * C, *next = r + 1 < r1 ? x + C : NULL;
+        float *y = a->y + r * C;
+        const __m256 x0 = _mm256_set1_ps(x[0]);
+        __m256 s0 = zero, s1 = zero;
+        int64_t j = 0;
+        for (; j + 16 <= body; j += 16) {
+            if (next && mode == EO_V8_STREAM)
+                _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
+            if (o.y && o.done + 16 <= C) {
+                ln_out8(o.x, a->w, a->b, o.y, o.done, mode, all, o.x0, o.d, o.rs);
+                ln_out8(o.x, a->w, a->b, o.y, o.done + 8, mode, all, o.x0, o.d, o.rs);
+                o.done += 16;
+            }
+            s0 = ln_sum8(x, j, 1, all, x0, zero, 0, s0);
+            s1 = ln_sum8(x, j + 8, 1, all, x0, zero, 0, s1);
         }
-        if (end < C)
-            ln_out8(x, w, b, y, end, 0, eo_v8_mask(C - end), x0, vd, vr);
-        return;
+        ln_out_finish(a, &o, mode);
+        if (j < body)
+            s0 = ln_sum8(x, j, 1, all, x0, zero, 0, s0);
+        if (body < C)
+            s1 = ln_sum8(x, body, 0, tail, x0, zero, 0, s1);
+        const float d = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
+        const __m256 vd = _mm256_set1_ps(d);
+        s0 = s1 = zero;
+        for (j = 0; j + 16 <= body; j += 16) {
+            /* Fetching y's lines for writing is what a streamed y avoids. */
+            if (mode != EO_V8_STREAM)
+                __builtin_prefetch(y + j, 1, 2);
+            s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
+            s1 = ln_sum8(x, j + 8, 1, all, x0, vd, 1, s1);
+        }
+        if (j < body)
+            s0 = ln_sum8(x, j, 1, all, x0, vd, 1, s0);
+        if (body < C)
+            s1 = ln_sum8(x, body, 0, tail, x0, vd, 1, s1);
+        const float var = eo_v8_hsum(_mm256_add_ps(s0, s1)) / (float)C;
+        const float rs = 1.0f / sqrtf(var + a->eps);
+        a->mean[r] = x[0] + d;
+        a->rstd[r] = rs;
+        o.rs = _mm256_set1_ps(rs);
+        if (mode != EO_V8_STREAM) { /* in cache: the row goes out at once */
+            for (j = 0; j < body; j += 8) {
+                if (next && j % 16 == 0)
+                    _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
+                ln_out8(x, a->w, a->b, y, j, 1, all, x0, vd, o.rs);
+            }
+            if (body < C)
+                ln_out8(x, a->w, a->b, y, body, 0, tail, x0, vd, o.rs);
+            continue;
+        }
+        o.x = x;
+        o.y = y;
+        o.x0 = x0;
+        o.d = vd;
+        o.head = eo_v8_stream_head(y, C);
+        o.done = o.head;
     }
-    for (j = 0; j < body; j += 8) {
-        if (next && j % 16 == 0)
-            __builtin_prefetch(next + j, 0, 2);
-        ln_out8(x, w, b, y, j, 1, all, x0, vd, vr);
-    }
-    if (body < C)
-        ln_out8(x, w, b, y, body, 0, tail, x0, vd, vr);
+    ln_out_finish(a, &o, mode);
 }
 #else
 static void ln_row(const ln_args *a, int64_t r)
@@ -155,11 +199,16 @@ static void ln_row(const ln_args *a, int64_t r)
 static void ln_body(void *arg, int64_t r0, int64_t r1, int worker)
 {
     (void)worker;
+#ifdef EO_AVX2
+    if (((const ln_args *)arg)->stream) {
+        ln_rows(arg, r0, r1, EO_V8_STREAM);
+        _mm_sfence();
+    } else {
+        ln_rows(arg, r0, r1, 1);
+    }
+#else
     for (int64_t r = r0; r < r1; r++)
         ln_row(arg, r);
-#ifdef EO_AVX2
-    if (((const ln_args *)arg)->stream)
-        _mm_sfence();
 #endif
 }
 

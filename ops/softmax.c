@@ -92,7 +92,7 @@ static void out_span(int log, const out_row *o, int64_t from, int64_t to, int mo
 }
 
 /* 16 more columns of the pending row, or all that is left if fewer. */
-static inline void out_step(int log, out_row *o, int64_t cols, int mode)
+EO_V8_INLINE void out_step(int log, out_row *o, int64_t cols, int mode)
 {
     const int64_t k = o->done;
     if (k + 16 <= cols) {
@@ -115,11 +115,12 @@ static void finish(int log, out_row *o, int64_t cols, int mode)
     o->y = NULL;
 }
 
-/* Rows [r0, r1) of x into y; e: this worker's row of ws (softmax only). */
-static void softmax_rows(int log, int64_t cols, const float *x, float *y, int64_t r0, int64_t r1,
-                         float *e, int stream)
+/* Rows [r0, r1) of x into y; e: this worker's row of ws (softmax only).
+ * log and mode (1, or EO_V8_STREAM for a streamed y) are constants in
+ * each call below, so each copy's loop carries only its own work. */
+EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, int64_t r0,
+                               int64_t r1, float *e, int mode)
 {
-    const int mode = stream ? EO_V8_STREAM : 1;
     out_row o = {0};
     for (int64_t r = r0; r < r1; r++) {
         const float *xr = x + r * cols, *next = r + 1 < r1 ? xr + cols : NULL;
@@ -165,14 +166,14 @@ static void softmax_rows(int log, int64_t cols, const float *x, float *y, int64_
         o.y = yr;
         o.a = log ? vm : _mm256_set1_ps(1.0f / S);
         o.b = _mm256_set1_ps(log ? logf(S) : 0.0f);
-        o.head = stream ? eo_v8_stream_head(yr, cols) : 0;
+        o.head = mode == EO_V8_STREAM ? eo_v8_stream_head(yr, cols) : 0;
         o.done = o.head;
     }
     if (o.y) {
         out_span(log, &o, 0, o.head, 1);
         finish(log, &o, cols, mode);
     }
-    if (stream)
+    if (mode == EO_V8_STREAM)
         _mm_sfence();
 }
 
@@ -315,8 +316,15 @@ static void softmax_body(void *arg, int64_t r0, int64_t r1, int worker)
     const softmax_args *a = arg;
 #ifdef EO_AVX2
     if (a->cols <= EO_ROW_CACHED && (a->log || a->ws)) {
-        softmax_rows(a->log, a->cols, a->x, a->out, r0, r1,
-                     a->log ? NULL : a->ws + (int64_t)worker * ws_stride(a->cols), a->stream);
+        float *e = a->log ? NULL : a->ws + (int64_t)worker * ws_stride(a->cols);
+        if (a->log && a->stream)
+            softmax_rows(1, a->cols, a->x, a->out, r0, r1, e, EO_V8_STREAM);
+        else if (a->log)
+            softmax_rows(1, a->cols, a->x, a->out, r0, r1, e, 1);
+        else if (a->stream)
+            softmax_rows(0, a->cols, a->x, a->out, r0, r1, e, EO_V8_STREAM);
+        else
+            softmax_rows(0, a->cols, a->x, a->out, r0, r1, e, 1);
         return;
     }
 #else
