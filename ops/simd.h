@@ -1,6 +1,8 @@
 /* ops/simd.h — the AVX2+FMA pieces shared by the row kernels (softmax,
- * cross-entropy, layernorm, GELU, attention): vectorised exp (full range,
- * non-positive, expm1), tail masks and masked loads/stores, lane reductions, and the max / sum-of-exps of a row.
+ * cross-entropy, layernorm, GELU, attention): vectorised exp (full range;
+ * a cheaper table form for [-87.33, 88]; expm1), tail masks and masked
+ * loads/stores, streamed stores, lane reductions, and the max /
+ * sum-of-exps of a row.
  *
  * Why a header of static inline functions: each kernel file compiles its
  * own copy with its own flags, so nothing here costs a call, and nothing
@@ -10,10 +12,11 @@
  * both to the same tolerances (make NATIVE=0 builds the scalar ones).
  *
  * Why our own expf: libm's expf is scalar, and the row kernels spend most
- * of their arithmetic in exp. Eight lanes at once (about a quarter of a
- * nanosecond per element per core, measured) brings softmax and
- * cross-entropy within reach of memory speed; exp stays their largest
- * cost even so. */
+ * of their arithmetic in exp. Eight lanes at once, in about 0.2 ns per
+ * element per core for the table form (measured), brings softmax, GELU
+ * and cross-entropy within reach of memory speed; exp stays their largest
+ * cost even so: a cross-entropy forward, which reads 4 bytes per exp, is
+ * bound by it on one core. */
 #ifndef EO_SIMD_H
 #define EO_SIMD_H
 
@@ -204,21 +207,21 @@ static inline __m256 eo_v8_load_tail(const float *p, __m256i mask, float fill)
  * kernels. A plain store to a line that is not in cache first reads the
  * line (read-for-ownership), so a kernel that reads n bytes and writes n
  * moves 3n over the memory bus; memcpy, the bandwidth it is measured
- * against, streams its stores and moves 2n. A streamed store goes to
- * memory through write-combining buffers without that read, but it also
- * leaves the output out of cache, which costs the next op a trip to
- * memory when the output would have fit. Hence the threshold: outputs of
- * at least EO_STREAM_MIN_BYTES (8 MiB, several times any core's L2 and a
- * good share of a shared L3) are streamed; smaller ones keep ordinary
- * stores. A kernel that streams issues _mm_sfence() at the end of each
- * worker's chunk, so its stores are visible before the thread hook
+ * against, moves 2n. A streamed store goes to memory through
+ * write-combining buffers without that read, but it also leaves the
+ * output out of cache, which costs the next op a trip to memory when the
+ * output would have fit. Hence the threshold: outputs of at least
+ * EO_STREAM_MIN_BYTES (32 MiB, the size of a large server L3) are
+ * streamed; smaller ones keep ordinary stores. At 8 MiB, streaming a
+ * 16 MiB softmax output measured a fifth slower than leaving it in a
+ * 32 MiB L3. A kernel that streams issues _mm_sfence() at the end of
+ * each worker's chunk, so its stores are visible before the thread hook
  * reports the chunk done.
  *
- * Only layernorm's forward streams. Softmax, log_softmax and GELU were
- * tried the same way and measured no faster or slower (up to a fifth for
- * GELU, on one core of an AVX2 server part): they are held back by their
- * exp arithmetic, not by the extra read, and the streamed stores cost
- * them more than they saved. */
+ * The forwards of layernorm, softmax, log_softmax and the unary ops
+ * stream. Streaming pays only when the arithmetic is overlapped with the
+ * memory traffic: softmax and layernorm write one row while computing
+ * the next (see softmax.c), and GELU's exp had to get cheaper first. */
 #define EO_STREAM_MIN_BYTES ((int64_t)32 << 20)
 #define EO_V8_STREAM 2 /* `whole` value of eo_v8_st: a streamed, aligned vector */
 

@@ -2,14 +2,15 @@
  * backward.
  *
  * The forward reads each row from memory once and writes it once. With
- * AVX2, a row of up to EO_ROW_CACHED floats is walked three times (max;
- * exp stored and summed; scaled), the later walks hitting cache, so each
- * element costs one exp, the dominant cost. A longer row takes the max
+ * AVX2, rows of up to EO_ROW_CACHED floats are pipelined (softmax_rows):
+ * each row's max, then its exps (one per element, the dominant cost),
+ * from cache, while the previous row's output is written and the next
+ * row is fetched. Softmax keeps the exps in a per-worker row of
+ * workspace (ws) until their sum is known. A longer row takes the max
  * and the sum in one read (the online normaliser of simd.h) and pays 2.25
  * exps per element to avoid a second trip to memory. log_softmax never
  * stores exps: y = (x - max) - log(sum). The scalar path is the plain
- * three-pass form. While a row's exps are computed, the next row is
- * prefetched (see eo_v8_row_sumexp).
+ * three-pass form.
  *
  * Subtracting the max is what keeps logits of ±1e4 finite. A row of only
  * -inf has no mass: softmax writes 0 and log_softmax -inf, never 0/0.
