@@ -9,7 +9,7 @@
  * written it asks for the next row of x (the backward likewise asks for
  * dx, then the next rows of x and dy). A large y (see EO_STREAM_MIN_BYTES
  * in simd.h) is instead written with streaming stores, which skip reading
- * y's lines at all: about a fifth faster on 512 x 50257, one thread.
+ * y's lines at all, one row behind: see ln_rows.
  *
  * The sums are taken of x - x[0] rather than of x: for a row like
  * 1e4 + noise the shifted values are noise-sized, so float sums keep the

@@ -9,8 +9,8 @@
  *   gelu'(x) = s + 2 x s (1 - s) u',  u' = k (1 + 3 c x^2).
  * That needs one exp and no tanh, and avoids the cancellation of 1 + tanh u
  * for negative x, where the tanh form loses every digit. With AVX2 the
- * exp is the vectorised one from simd.h, only ever called on -|2u| (so
- * it is the cheaper non-positive variant). tanh is likewise built from
+ * exp is simd.h's table form (eo_v8_exp_sat), and a forward output of
+ * 32 MiB or more is written with streaming stores. tanh is built from
  * m = expm1(-2|x|) as -m / (2 + m), exact in relative terms near 0. Only
  * GELU_ERF and LOG stay on libm (erff, logf), on every path.
  *
