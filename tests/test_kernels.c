@@ -1227,6 +1227,17 @@ START_TEST(v8_exp_sat_within_1ulp)
     CHECK(isfinite(y[3]) && y[3] > 1.6e38f && y[4] == y[0] && y[5] == y[0]);
     ck_assert_int_le(ulp_dist(y[6], expf(1.0f)), 1);
     ck_assert_int_le(ulp_dist(y[7], expf(-1.0f)), 1);
+
+    /* The pre-scaled entry point: 2^(u/8) over its whole range. */
+    for (float u0 = -1008.0f; u0 < 1015.0f; u0 += 8.0f * 0.123f) {
+        float u[8], z[8];
+        for (int k = 0; k < 8; k++)
+            u[k] = u0 + 0.123f * (float)k;
+        _mm256_storeu_ps(z, eo_v8_exp_scaled(_mm256_loadu_ps(u)));
+        for (int k = 0; k < 8; k++)
+            CHECK_MSG(ulp_dist(z[k], (float)exp2((double)u[k] / 8.0)) <= 1, "eo_v8_exp_scaled(%.9g)",
+                      u[k]);
+    }
 }
 END_TEST
 #endif
