@@ -72,6 +72,28 @@ static void lse_rows(int64_t cols, const float *x, int64_t r0, int64_t r1, float
         const __m256 m = _mm256_set1_ps(M), ninf = _mm256_set1_ps(-INFINITY);
         __m256 s0 = _mm256_setzero_ps(), s1 = s0, q0 = ninf, q1 = ninf;
         int64_t j = 0;
+#ifdef EO_AVX512
+        /* 32 columns a step in 16-lane vectors (simd.h), the same work as
+         * the loop below; the partial sums and maxima then join its. */
+        const __m512 m16 = _mm512_set1_ps(M);
+        __m512 w0 = _mm512_setzero_ps(), w1 = w0, p0 = _mm512_set1_ps(-INFINITY), p1 = p0;
+        for (; j + 32 <= cols; j += 32) {
+            if (n2) {
+                _mm_prefetch((const char *)(n2 + j), _MM_HINT_T1);
+                _mm_prefetch((const char *)(n2 + j + 16), _MM_HINT_T1);
+            }
+            if (n1) {
+                p0 = _mm512_max_ps(p0, _mm512_loadu_ps(n1 + j));
+                p1 = _mm512_max_ps(p1, _mm512_loadu_ps(n1 + j + 16));
+            }
+            w0 = _mm512_add_ps(w0, eo_v16_exp_sat(_mm512_sub_ps(_mm512_loadu_ps(xr + j), m16)));
+            w1 = _mm512_add_ps(w1, eo_v16_exp_sat(_mm512_sub_ps(_mm512_loadu_ps(xr + j + 16), m16)));
+        }
+        s0 = _mm256_add_ps(eo_v16_lo(w0), eo_v16_hi(w0));
+        s1 = _mm256_add_ps(eo_v16_lo(w1), eo_v16_hi(w1));
+        q0 = _mm256_max_ps(eo_v16_lo(p0), eo_v16_hi(p0));
+        q1 = _mm256_max_ps(eo_v16_lo(p1), eo_v16_hi(p1));
+#endif
         for (; j + 16 <= cols; j += 16) {
             if (n2)
                 _mm_prefetch((const char *)(n2 + j), _MM_HINT_T1);

@@ -116,30 +116,38 @@ static inline __m256 eo_v8_exp(__m256 x)
  * most 1.26 ulp, and never more than one float away from the correctly
  * rounded result (which it returns for 97.5 % of inputs). The table
  * entries, each within half an ulp, are the largest share. */
+/* The method's constants, shared with the 16-lane form below. */
+#define EO_EXP8_POW8 1.0f, 1.09050773f, 1.18920712f, 1.29683955f, \
+                     1.41421356f, 1.54221083f, 1.68179283f, 1.83400809f /* 2^(j/8) */
+#define EO_EXP8_MAGIC 12582912.0f  /* 1.5 * 2^23 */
+#define EO_EXP8_K 11.5415603f      /* 8 / ln2 */
+#define EO_EXP8_LN2_HI 0.086639404296875f /* ln2/8: 13 significant bits, so n times */
+#define EO_EXP8_LN2_LO 3.99327312e-6f     /* it is exact for |n| <= 1016; + the rest */
+#define EO_EXP8_P1 0.500058711f    /* P(r) = 1 + P1 r + P2 r^2 */
+#define EO_EXP8_P2 0.166666672f
+#define EO_EXP8_LO (-87.336544f)   /* ln(FLT_MIN) */
+
 /* The end both entry points share: 2^(n>>3) 2^((n&7)/8) exp(r), from
  * t (n in its low mantissa bits, see above) and r. */
 static inline __m256 eo_v8_exp_table(__m256 t, __m256 r)
 {
-    const __m256 pow8 = _mm256_setr_ps(1.0f, 1.09050773f, 1.18920712f, 1.29683955f, 1.41421356f,
-                                       1.54221083f, 1.68179283f, 1.83400809f); /* 2^(j/8) */
+    const __m256 pow8 = _mm256_setr_ps(EO_EXP8_POW8);
     const __m256i ti = _mm256_castps_si256(t);
     const __m256i inc = _mm256_and_si256(_mm256_slli_epi32(ti, 20), _mm256_set1_epi32(-0x800000));
     const __m256 s = _mm256_castsi256_ps(
         _mm256_add_epi32(_mm256_castps_si256(_mm256_permutevar8x32_ps(pow8, ti)), inc));
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(0.166666672f), r, _mm256_set1_ps(0.500058711f));
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(EO_EXP8_P2), r, _mm256_set1_ps(EO_EXP8_P1));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     return _mm256_fmadd_ps(s, _mm256_mul_ps(p, r), s); /* s exp(r) = s + s (exp(r) - 1) */
 }
 
 static inline __m256 eo_v8_exp_clamped(__m256 xc)
 {
-    const __m256 magic = _mm256_set1_ps(12582912.0f); /* 1.5 * 2^23 */
-    const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(11.5415603f), magic); /* 8/ln2 */
+    const __m256 magic = _mm256_set1_ps(EO_EXP8_MAGIC);
+    const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(EO_EXP8_K), magic);
     const __m256 n = _mm256_sub_ps(t, magic);
-    /* ln2/8 = 0.086639404296875 (13 significant bits, so n times it is
-     * exact for |n| <= 1016) + 3.99327312e-6. */
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.086639404296875f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(3.99327312e-6f), r);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EO_EXP8_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EO_EXP8_LN2_LO), r);
     return eo_v8_exp_table(t, r);
 }
 
@@ -151,7 +159,7 @@ static inline __m256 eo_v8_exp_clamped(__m256 xc)
  * already in u. */
 static inline __m256 eo_v8_exp_scaled(__m256 u)
 {
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256 magic = _mm256_set1_ps(EO_EXP8_MAGIC);
     const __m256 t = _mm256_add_ps(u, magic);
     const __m256 r = _mm256_mul_ps(_mm256_sub_ps(u, _mm256_sub_ps(t, magic)),
                                    _mm256_set1_ps(0.0866433976f));
@@ -167,7 +175,7 @@ static inline __m256 eo_v8_exp_scaled(__m256 u)
  * Positive x is outside the contract. */
 static inline __m256 eo_v8_exp_neg(__m256 x)
 {
-    const __m256 lo = _mm256_set1_ps(-87.336544f); /* ln(FLT_MIN) */
+    const __m256 lo = _mm256_set1_ps(EO_EXP8_LO);
     const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     return _mm256_andnot_ps(tiny, eo_v8_exp_clamped(_mm256_max_ps(lo, x))); /* NaN passes max */
 }
@@ -181,8 +189,55 @@ static inline __m256 eo_v8_exp_neg(__m256 x)
  * outside the contract: clamp first (the sigmoid does). */
 static inline __m256 eo_v8_exp_sat(__m256 x)
 {
-    return eo_v8_exp_clamped(_mm256_max_ps(_mm256_set1_ps(-87.336544f), x));
+    return eo_v8_exp_clamped(_mm256_max_ps(_mm256_set1_ps(EO_EXP8_LO), x));
 }
+
+#if defined(__AVX512F__)
+/* ---- 16 lanes --------------------------------------------------------------
+ * Where the compiler may use AVX-512 (-march=native on a CPU that has
+ * it), the one loop bound by exp arithmetic alone, the sum of the
+ * cross-entropy forward, runs 16 lanes per instruction (make NATIVE=avx2
+ * builds without). Same method, constants and order of operations as
+ * eo_v8_exp_sat, so the same result in every lane (the test checks it).
+ * Even a CPU that executes 512-bit instructions as two 256-bit halves, as
+ * this project's development machine does, gains from issuing half as
+ * many: the cross-entropy forward measured a fifth faster. */
+#define EO_AVX512 1
+/* One more level, so the table macros expand into 16 arguments before
+ * _mm512_setr_ps (a macro in some compilers) counts them. */
+#define EO_V16_SETR(...) _mm512_setr_ps(__VA_ARGS__)
+
+static inline __m512 eo_v16_exp_sat(__m512 x)
+{
+    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(EO_EXP8_LO), x); /* NaN passes */
+    const __m512 magic = _mm512_set1_ps(EO_EXP8_MAGIC);
+    const __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(EO_EXP8_K), magic);
+    const __m512 n = _mm512_sub_ps(t, magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_LO), r);
+    /* The 16-lane permute reads four index bits: the table twice over
+     * makes the fourth, bit 3 of n, pick the same entry. */
+    const __m512 pow8 = EO_V16_SETR(EO_EXP8_POW8, EO_EXP8_POW8);
+    const __m512i ti = _mm512_castps_si512(t);
+    const __m512i inc = _mm512_and_si512(_mm512_slli_epi32(ti, 20), _mm512_set1_epi32(-0x800000));
+    const __m512 s = _mm512_castsi512_ps(
+        _mm512_add_epi32(_mm512_castps_si512(_mm512_permutexvar_ps(ti, pow8)), inc));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(EO_EXP8_P2), r, _mm512_set1_ps(EO_EXP8_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_fmadd_ps(s, _mm512_mul_ps(p, r), s);
+}
+
+/* The two 8-lane halves of a 16-lane vector. */
+static inline __m256 eo_v16_lo(__m512 v)
+{
+    return _mm512_castps512_ps256(v);
+}
+
+static inline __m256 eo_v16_hi(__m512 v)
+{
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+#endif
 
 /* exp(x) - 1 for x <= 0, relative accuracy kept even as x -> 0 (where
  * exp(x) - 1 would cancel): a sweep of every float in [-30, 0) measured
