@@ -2,13 +2,15 @@
  * the probabilities are never stored.
  *
  * Forward: one read of each row from memory gives its log-sum-exp, saved
- * in lse[] for the backward: with AVX2, rows are pipelined (lse_rows);
- * very long rows and the scalar path take the max, then the sum of exps
- * from cache (eo_v8_row_max_sumexp of simd.h does both at once for very
- * long rows), skipping ignored rows. The loss is then summed over rows on the calling
- * thread, in row order and in double, from lse[r] - logits[r, target[r]]:
- * rows may be computed by any thread, but the sum is always taken the
- * same way, so the loss does not depend on the thread count.
+ * in lse[] for the backward. With AVX2, rows are pipelined (lse_rows),
+ * their exps summed in 16-lane vectors where the CPU has AVX-512. Very
+ * long rows and the scalar path take the max, then the sum of exps from
+ * cache (eo_v8_row_max_sumexp of simd.h does both at once for very long
+ * rows), skipping ignored rows. The loss is then summed over rows on the
+ * calling thread, in row order and in double, from lse[r] -
+ * logits[r, target[r]]: rows may be computed by any thread, but the sum
+ * is always taken the same way, so the loss does not depend on the
+ * thread count.
  *
  * Backward: one pass per row, dlogits += (exp(x - lse) - onehot) * dloss
  * / count, where count is the number of rows not ignored (a padded batch

@@ -5,8 +5,9 @@
  * AVX2, rows of up to EO_ROW_CACHED floats are pipelined (softmax_rows):
  * each row's max, then its exps (one per element, the dominant cost),
  * from cache, while the previous row's output is written and the next
- * row is fetched. Softmax keeps the exps in a per-worker row of
- * workspace (ws) until their sum is known. A longer row takes the max
+ * row is fetched (the exps in 16-lane vectors where the CPU has
+ * AVX-512). Softmax keeps the exps in a per-worker row of workspace (ws)
+ * until their sum is known. A longer row takes the max
  * and the sum in one read (the online normaliser of simd.h) and pays 2.25
  * exps per element to avoid a second trip to memory. log_softmax never
  * stores exps: y = (x - max) - log(sum). The scalar path is the plain
