@@ -71,8 +71,18 @@ size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
 
 /* ---- helpers ------------------------------------------------------------- */
 const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t);
-/* Step-arena scratch on t's device (for kernel workspaces). */
+/* Step-arena scratch on a device, kept until the step is rewound. */
 eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out);
+/* A kernel's workspace, lent for one call: eo_lend takes `bytes` of step
+ * arena on dev (at l->p), eo_give_back rewinds that arena to where it was
+ * before. On failure nothing was taken, and nothing is to be given back. */
+typedef struct eo_lent {
+    eo_arena *ar;
+    eo_arena_mark mark;
+    void *p;
+} eo_lent;
+eo_status eo_lend(eo_ctx *ctx, eo_device dev, size_t bytes, eo_lent *l);
+void eo_give_back(const eo_lent *l);
 /* Reserve host memory for a metadata struct from the step arena. */
 eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out);
 

@@ -163,14 +163,12 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
     eo_tensor *o, *lse;
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 4, q->shape, &o));
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 3, q->shape, &lse));
-    eo_arena *ar = q->device == EO_CPU ? &ctx->step : &ctx->dev_step;
-    eo_arena_mark m = eo_arena_mark_get(ar);
-    void *ws = NULL;
     size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->par)) : 0;
-    EO_CHECK(eo_scratch(ctx, q->device, bytes, &ws));
+    eo_lent ws; /* the tiles live for this call only */
+    EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
     be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
-                  causal, scale, o->data, lse->data, ws, &ctx->par);
-    eo_arena_rewind(ar, m); /* the tiles live for this call only */
+                  causal, scale, o->data, lse->data, ws.p, &ctx->par);
+    eo_give_back(&ws);
     eo_tensor *in[4] = { q, k, v, mask };
     if (eo_needs_grad(ctx, in, 4)) {
         eo_node *nd;
@@ -200,16 +198,14 @@ eo_status eo_bwd_attention(eo_ctx *ctx, eo_node *n)
         mask_strides(mask, ms);
     if (gm)
         mask_strides(gm, gms);
-    eo_arena *ar = q->device == EO_CPU ? &ctx->step : &ctx->dev_step;
-    eo_arena_mark m = eo_arena_mark_get(ar);
-    void *ws = NULL;
     size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->par)) : 0;
-    EO_CHECK(eo_scratch(ctx, q->device, bytes, &ws));
+    eo_lent ws;
+    EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
     be->attention_backward(B, H, Tq, Tk, D, q->data, k->data, v->data,
                            mask ? mask->data : NULL, ms, n->p.attn.causal, n->p.attn.scale,
                            o->data, n->saved[0]->data, o->grad->data, gq ? gq->data : NULL,
                            gk ? gk->data : NULL, gv ? gv->data : NULL, gm ? gm->data : NULL,
-                           gms, ws, &ctx->par);
-    eo_arena_rewind(ar, m);
+                           gms, ws.p, &ctx->par);
+    eo_give_back(&ws);
     return EO_OK;
 }

@@ -61,16 +61,14 @@ eo_status eo_bwd_layernorm(eo_ctx *ctx, eo_node *n)
     if (w && w->requires_grad) EO_CHECK(eo_grad_of(ctx, w, &gw));
     if (b && b->requires_grad) EO_CHECK(eo_grad_of(ctx, b, &gb));
     int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
-    eo_arena *ar = x->device == EO_CPU ? &ctx->step : &ctx->dev_step;
-    eo_arena_mark m = eo_arena_mark_get(ar);
-    void *ws = NULL;
     size_t bytes = be->layernorm_backward_ws
                        ? be->layernorm_backward_ws(rows, cols, eo_par_threads(&ctx->par))
                        : 0;
-    EO_CHECK(eo_scratch(ctx, x->device, bytes, &ws));
+    eo_lent ws;
+    EO_CHECK(eo_lend(ctx, x->device, bytes, &ws));
     be->layernorm_backward(rows, cols, x->data, w ? w->data : NULL, n->saved[0]->data,
                            n->saved[1]->data, n->out->grad->data, gx ? gx->data : NULL,
-                           gw ? gw->data : NULL, gb ? gb->data : NULL, ws, &ctx->par);
-    eo_arena_rewind(ar, m);
+                           gw ? gw->data : NULL, gb ? gb->data : NULL, ws.p, &ctx->par);
+    eo_give_back(&ws);
     return EO_OK;
 }

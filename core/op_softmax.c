@@ -22,15 +22,13 @@ static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
     /* The kernel's scratch (a row of exps per worker) lives only for the
-     * call: taken from the step arena after y, and given back. */
+     * call: lent after y is taken, and given back. */
     const int log = id == EO_OP_LOG_SOFTMAX;
-    eo_arena *ar = x->device == EO_CPU ? &ctx->step : &ctx->dev_step;
-    eo_arena_mark m = eo_arena_mark_get(ar);
-    void *ws = NULL;
     size_t bytes = be->softmax_ws ? be->softmax_ws(log, rows, cols, eo_par_threads(&ctx->par)) : 0;
-    EO_CHECK(eo_scratch(ctx, x->device, bytes, &ws));
-    be->softmax(log, rows, cols, x->data, y->data, ws, &ctx->par);
-    eo_arena_rewind(ar, m);
+    eo_lent ws;
+    EO_CHECK(eo_lend(ctx, x->device, bytes, &ws));
+    be->softmax(log, rows, cols, x->data, y->data, ws.p, &ctx->par);
+    eo_give_back(&ws);
     if (eo_needs_grad(ctx, &x, 1))
         EO_CHECK(eo_record(ctx, id, &x, 1, y, NULL));
     *out = y;

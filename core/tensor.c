@@ -103,6 +103,19 @@ eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out)
     return arena_take(ctx, data_arena(ctx, EO_STEP, dev), bytes, out);
 }
 
+eo_status eo_lend(eo_ctx *ctx, eo_device dev, size_t bytes, eo_lent *l)
+{
+    l->ar = data_arena(ctx, EO_STEP, dev);
+    l->mark = eo_arena_mark_get(l->ar);
+    l->p = NULL;
+    return arena_take(ctx, l->ar, bytes, &l->p);
+}
+
+void eo_give_back(const eo_lent *l)
+{
+    eo_arena_rewind(l->ar, l->mark);
+}
+
 /* Validate a shape and make the metadata struct (no data yet). */
 static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
                              int rank, const int64_t *shape, eo_tensor **out)

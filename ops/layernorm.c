@@ -150,21 +150,22 @@ EO_V8_INLINE void ln_rows(const ln_args *a, int64_t r0, int64_t r1, int mode)
         const float rs = 1.0f / sqrtf(var + a->eps);
         a->mean[r] = x[0] + d;
         a->rstd[r] = rs;
-        o.rs = _mm256_set1_ps(rs);
+        const __m256 vr = _mm256_set1_ps(rs);
         if (mode != EO_V8_STREAM) { /* in cache: the row goes out at once */
             for (j = 0; j < body; j += 8) {
                 if (next && j % 16 == 0)
                     _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
-                ln_out8(x, a->w, a->b, y, j, 1, all, x0, vd, o.rs);
+                ln_out8(x, a->w, a->b, y, j, 1, all, x0, vd, vr);
             }
             if (body < C)
-                ln_out8(x, a->w, a->b, y, body, 0, tail, x0, vd, o.rs);
+                ln_out8(x, a->w, a->b, y, body, 0, tail, x0, vd, vr);
             continue;
         }
         o.x = x;
         o.y = y;
         o.x0 = x0;
         o.d = vd;
+        o.rs = vr;
         o.head = eo_v8_stream_head(y, C);
         o.done = o.head;
     }

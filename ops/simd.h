@@ -384,24 +384,15 @@ static inline float eo_v8_row_max(const float *x, int64_t n)
     return eo_v8_hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
 }
 
-/* One term exp(x_j - max) of a row's sum: flushed (eo_v8_exp_neg) when
- * it is kept as a probability, saturated (eo_v8_exp_sat, cheaper) when it
- * is only added up. `kept` is a constant after inlining. */
-static inline __m256 eo_v8_row_term(__m256 d, int kept)
-{
-    return kept ? eo_v8_exp_neg(d) : eo_v8_exp_sat(d);
-}
-
-/* sum_j exp(x_j - max), also storing each term in e[] unless e is NULL
- * (softmax keeps them and scales them afterwards: one exp per element).
+/* sum_j exp(x_j - max) over a row (the terms are only summed, so the
+ * cheaper saturating exp).
  *
  * `next` (or NULL) is the row to be processed after this one: a cache
  * line of it is requested per 16 elements. This pass is bound by the exp
  * arithmetic and reads x from cache, so the memory system is otherwise
  * idle; prefetching lets the next row's first pass find it in cache
  * instead of waiting on memory with the arithmetic units idle. */
-static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, float *e,
-                                     const float *next)
+static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, const float *next)
 {
     const __m256 m = _mm256_set1_ps(max);
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
@@ -409,21 +400,12 @@ static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, float
     for (; j + 16 <= n; j += 16) {
         if (next)
             _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
-        const __m256 a = eo_v8_row_term(_mm256_sub_ps(_mm256_loadu_ps(x + j), m), e != NULL);
-        const __m256 b = eo_v8_row_term(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m), e != NULL);
-        if (e) {
-            _mm256_storeu_ps(e + j, a);
-            _mm256_storeu_ps(e + j + 8, b);
-        }
-        s0 = _mm256_add_ps(s0, a);
-        s1 = _mm256_add_ps(s1, b);
+        s0 = _mm256_add_ps(s0, eo_v8_exp_sat(_mm256_sub_ps(_mm256_loadu_ps(x + j), m)));
+        s1 = _mm256_add_ps(s1, eo_v8_exp_sat(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m)));
     }
     for (; j < n; j += 8) {
-        const __m256i k = eo_v8_mask(n - j);
-        const __m256 a = eo_v8_row_term(_mm256_sub_ps(eo_v8_load_tail(x + j, k, -INFINITY), m), e != NULL);
-        if (e)
-            _mm256_maskstore_ps(e + j, k, a);
-        s0 = _mm256_add_ps(s0, a);
+        const __m256 a = eo_v8_load_tail(x + j, eo_v8_mask(n - j), -INFINITY);
+        s0 = _mm256_add_ps(s0, eo_v8_exp_sat(_mm256_sub_ps(a, m)));
     }
     return eo_v8_hsum(_mm256_add_ps(s0, s1));
 }
@@ -451,7 +433,7 @@ static inline void eo_v8_row_max_sumexp(const float *x, int64_t n, float *max_ou
     if (n <= EO_ROW_CACHED) {
         const float M = eo_v8_row_max(x, n);
         *max_out = M;
-        *sum_out = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, n, M, NULL, next);
+        *sum_out = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, n, M, next);
         return;
     }
     __m256 m = _mm256_set1_ps(-FLT_MAX), s = _mm256_setzero_ps();

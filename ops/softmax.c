@@ -76,6 +76,14 @@ static void empty_row(int log, int64_t cols, float *y)
  * the low bits; with 64 columns, the streamed 512 x 50257 case is a fifth
  * slower; 16 is the best of both. */
 #define LEAD 16
+
+/* One term exp(x_j - max): flushed (eo_v8_exp_neg) when it is kept as a
+ * probability, saturated (eo_v8_exp_sat, cheaper) when log_softmax only
+ * adds it up. `kept` is a constant after inlining. */
+static inline __m256 row_term(__m256 d, int kept)
+{
+    return kept ? eo_v8_exp_neg(d) : eo_v8_exp_sat(d);
+}
 typedef struct out_row {
     const float *src; /* softmax: its exps (ws); log_softmax: its x */
     float *y;         /* NULL: no row pending */
@@ -169,7 +177,7 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
 #else
             const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(xr + j), vm);
             const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(xr + j + 8), vm);
-            const __m256 p0 = eo_v8_row_term(d0, !log), p1 = eo_v8_row_term(d1, !log);
+            const __m256 p0 = row_term(d0, !log), p1 = row_term(d1, !log);
             if (!log) {
                 _mm256_storeu_ps(e + j, p0);
                 _mm256_storeu_ps(e + j + 8, p1);
@@ -185,7 +193,7 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
         finish(log, &o, cols, mode);
         for (; j < cols; j += 8) {
             const __m256i k = eo_v8_mask(cols - j);
-            const __m256 p = eo_v8_row_term(
+            const __m256 p = row_term(
                 _mm256_sub_ps(eo_v8_load_tail(xr + j, k, -INFINITY), vm), !log);
             if (!log)
                 _mm256_maskstore_ps(e + j, k, p);
