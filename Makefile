@@ -50,13 +50,13 @@ LIB_CFLAGS  := $(CFLAGS_BASE) $(SAN)
 HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L
 LDFLAGS_ALL := $(SAN)
 
-LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c)
+LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c ops/*/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
-TOOL_MAIN := $(wildcard tools/eo-*.c)
-TOOL_SRCS := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
+TOOL_MAIN := $(wildcard tools/*/eo-*.c)
+TOOL_SRCS := $(filter-out $(TOOL_MAIN),$(wildcard tools/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
-TOOLS     := $(TOOL_MAIN:tools/%.c=$(BUILD)/%)
+TOOLS     := $(addprefix $(BUILD)/,$(basename $(notdir $(TOOL_MAIN))))
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB       := $(BUILD)/libeveryo.a
@@ -90,9 +90,13 @@ $(BUILD)/obj/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(LANGFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/eo-%: tools/eo-%.c $(TOOLLIB) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) $< $(TOOLLIB) $(LIB) $(LDFLAGS_ALL) $(HOST_LIBS) -o $@
+# Each program's main is tools/<subsystem>/eo-NAME.c; it links to build/eo-NAME.
+define tool_rule
+$$(BUILD)/$(basename $(notdir $(1))): $(1) $$(TOOLLIB) $$(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(HOST_CFLAGS) $$< $$(TOOLLIB) $$(LIB) $$(LDFLAGS_ALL) $$(HOST_LIBS) -o $$@
+endef
+$(foreach m,$(TOOL_MAIN),$(eval $(call tool_rule,$(m))))
 
 $(BUILD)/eo-tests: $(TEST_OBJS) $(TOOLLIB) $(LIB)
 	$(CC) $(TEST_OBJS) $(TOOLLIB) $(LIB) $(LDFLAGS_ALL) $(CHECK_LIBS) $(HOST_LIBS) -o $@
@@ -102,7 +106,7 @@ $(BUILD)/eo-tests: $(TEST_OBJS) $(TOOLLIB) $(LIB)
 # ---- dependencies on a fresh Debian machine ---------------------------
 APT_TEST := check pkg-config zlib1g-dev dataset-fashion-mnist
 deps:
-	@sh tools/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
+	@sh tools/build/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
 
 # ---- tests -------------------------------------------------------------
 test: deps
@@ -112,7 +116,7 @@ test: deps
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
 train:
-	@sh tools/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
+	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train
 	./$(BUILD)/eo-train --data $(FMNIST) --plot $(BUILD)/eo-train.svg $(ARGS)
 
@@ -120,7 +124,7 @@ train:
 # installed the same way as the Fashion-MNIST package.
 FORTUNES ?= /usr/share/games/fortunes
 train-gpt:
-	@sh tools/need-packages.sh "pkg-config --exists zlib && test -d $(FORTUNES)" pkg-config zlib1g-dev fortunes
+	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -d $(FORTUNES)" pkg-config zlib1g-dev fortunes
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train $(BUILD)/eo-sample
 	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) $(ARGS)
 
@@ -151,29 +155,31 @@ check-freestanding: $(FS_OBJS)
 	else echo "check-freestanding: OK for the hosted build too (plus dlopen/dlsym/dlclose/dlerror for the CUDA loader)"; fi
 
 # ---- how big is the part a reader must study -------------------------------
+LAYERS := alloc core ops ops/cpu ops/cuda
 lines:
-	@printf 'lines of C in alloc/ + core/ + ops/: '; cat alloc/*.[ch] core/*.[ch] ops/*.[ch] 2>/dev/null | wc -l
+	@for d in $(LAYERS); do printf '  %-9s %6s lines of C\n' "$$d/" "$$(cat $$d/*.[ch] 2>/dev/null | wc -l)"; done
+	@printf 'lines of C in alloc/ + core/ + ops/ (the library): '; cat $(foreach d,$(LAYERS),$(d)/*.[ch]) 2>/dev/null | wc -l
 
 clean:
 	rm -rf build
 
 # ---- kernel benchmark ---------------------------------------------------------
 # Every kernel beside its references (naive C, OpenBLAS via dlopen, PyTorch
-# via tools/bench_torch.py), as a fraction of this machine's measured FMA
+# via tools/bench/bench_torch.py), as a fraction of this machine's measured FMA
 # peak or copy bandwidth. ARGS: --quick, --threads 1,2, --csv FILE, --svg FILE.
 bench:
 	@$(MAKE) --no-print-directory $(BUILD)/eo-bench
 	./$(BUILD)/eo-bench $(ARGS)
 
-# ---- the main job beside PyTorch (tools/bench-train.sh) -------------------------
+# ---- the main job beside PyTorch (tools/bench/bench-train.sh) -------------------------
 BENCH_EPOCHS ?= 3
 bench-train: $(BUILD)/eo-train
-	sh tools/bench-train.sh ./$(BUILD)/eo-train $(BENCH_EPOCHS)
+	sh tools/bench/bench-train.sh ./$(BUILD)/eo-train $(BENCH_EPOCHS)
 
 # ---- CUDA / PTX ----------------------------------------------------------------
 # The CUDA backend's kernels are hand-written PTX in ptx/*.ptx. They are
-# compiled into the library as data: tools/ptx-embed.awk turns them into
-# character arrays in $(BUILD)/gen/ptx_embed.inc, which ops/cuda_ptx.c
+# compiled into the library as data: tools/build/ptx-embed.awk turns them into
+# character arrays in $(BUILD)/gen/ptx_embed.inc, which ops/cuda/ptx.c
 # includes. Only awk is needed, no CUDA toolkit; the driver JIT-compiles the
 # text at run time.
 #
@@ -183,29 +189,29 @@ bench-train: $(BUILD)/eo-train
 #                    driver table's types against the toolkit's cuda.h.
 #                    Without ptxas it says it skipped and succeeds.
 PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
-$(PTX_EMBED): $(PTX_SRCS) tools/ptx-embed.awk
+$(PTX_EMBED): $(PTX_SRCS) tools/build/ptx-embed.awk
 	@mkdir -p $(dir $@)
-	LC_ALL=C awk -f tools/ptx-embed.awk $(PTX_SRCS) > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/ops/cuda_ptx.o $(BUILD)/fs/ops/cuda_ptx.o: $(PTX_EMBED)
-$(BUILD)/obj/ops/cuda_ptx.o: LANGFLAGS = $(LIB_CFLAGS) -I$(BUILD)/gen
-$(BUILD)/fs/ops/cuda_ptx.o: CFLAGS_BASE += -I$(BUILD)/gen
+	LC_ALL=C awk -f tools/build/ptx-embed.awk $(PTX_SRCS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/ops/cuda/ptx.o $(BUILD)/fs/ops/cuda/ptx.o: $(PTX_EMBED)
+$(BUILD)/obj/ops/cuda/ptx.o: LANGFLAGS = $(LIB_CFLAGS) -I$(BUILD)/gen
+$(BUILD)/fs/ops/cuda/ptx.o: CFLAGS_BASE += -I$(BUILD)/gen
 
 PTXAS ?= $(shell command -v ptxas 2>/dev/null || { test -x /usr/local/cuda/bin/ptxas && echo /usr/local/cuda/bin/ptxas; })
 PTX_ARCHS ?= sm_80 sm_86 sm_89 sm_90 sm_120
 CUDA_INCLUDE ?= $(if $(PTXAS),$(abspath $(dir $(PTXAS))../include))
 .PHONY: ptx-check
 ptx-check:
-	@sh tools/ptx-check.sh "$(PTXAS)" "$(PTX_ARCHS)" $(PTX_SRCS)
+	@sh tools/build/ptx-check.sh "$(PTXAS)" "$(PTX_ARCHS)" $(PTX_SRCS)
 	@if [ -n "$(CUDA_INCLUDE)" ] && [ -f "$(CUDA_INCLUDE)/cuda.h" ]; then \
 	    $(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -DEO_CHECK_CUDA_ABI -I. \
 	        -I"$(CUDA_INCLUDE)" -fsyntax-only tests/cuda_abi.c && \
-	    echo "ptx-check: ops/cuda_driver.h matches $(CUDA_INCLUDE)/cuda.h"; \
+	    echo "ptx-check: ops/cuda/driver.h matches $(CUDA_INCLUDE)/cuda.h"; \
 	else echo "ptx-check: cuda.h not found, driver ABI check skipped"; fi
 
 # ---- transformer: PyTorch parity fixtures and benchmark ----------------------
 # make fixtures           regenerate tests/fixtures/{gpt,vit}_parity.safetensors:
 #                         eo-transformer-fixture writes a tiny model's weights and
-#                         a batch, tools/ref_transformer.py (PyTorch, float64)
+#                         a batch, tools/reference/ref_transformer.py (PyTorch, float64)
 #                         adds logits, loss and gradients. Needs REF_PYTHON with
 #                         torch; not run by CI (the fixtures are committed).
 # make bench-transformer  EveryO and PyTorch side by side at 1 and 2 threads: ms
@@ -219,11 +225,11 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	@mkdir -p $(BUILD)/fixtures tests/fixtures
 	./$(BUILD)/eo-transformer-fixture gpt $(BUILD)/fixtures/gpt_init.safetensors
 	./$(BUILD)/eo-transformer-fixture vit $(BUILD)/fixtures/vit_init.safetensors
-	$(REF_PYTHON) tools/ref_transformer.py gpt $(BUILD)/fixtures/gpt_init.safetensors tests/fixtures/gpt_parity.safetensors
-	$(REF_PYTHON) tools/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
+	$(REF_PYTHON) tools/reference/ref_transformer.py gpt $(BUILD)/fixtures/gpt_init.safetensors tests/fixtures/gpt_parity.safetensors
+	$(REF_PYTHON) tools/reference/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
 
 bench-transformer: $(BUILD)/eo-train
-	$(REF_PYTHON) tools/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
+	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
 # ---- the CUDA suites on a real GPU ------------------------------------------
 # `make test` runs them on the PTX interpreter; this runs the same suites

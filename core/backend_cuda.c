@@ -1,5 +1,5 @@
 /* core/backend_cuda.c — the CUDA backend: the same kernel table as the
- * CPU, filled with the launchers of ops/cuda_backend.c, and the two
+ * CPU, filled with the launchers of ops/cuda/device.c, and the two
  * device arenas.
  *
  * Each device arena is one cuMemAlloc block managed by the ordinary arena
@@ -10,7 +10,7 @@
  * a copy to or from the host, or eo_cuda_sync — exactly where the real
  * driver reports a kernel's fault. */
 #include "core/internal.h"
-#include "ops/cuda_backend.h"
+#include "ops/cuda/device.h"
 
 static eo_cuda *state(eo_ctx *ctx) { return (eo_cuda *)ctx->cuda; }
 

@@ -112,7 +112,7 @@ void eo_rewind(eo_ctx *ctx, eo_mark m);
 /* ---- CUDA ------------------------------------------------------------------
  * Attach a CUDA device to the context: open device `device` through a
  * driver table (NULL: load the real driver, dlopen("libcuda.so.1"); or a
- * double such as the PTX interpreter's, see tools/ptxsim_driver.h), load
+ * double such as the PTX interpreter's, see tools/ptxsim//driver.h), load
  * the embedded PTX once, and carve two device arenas from one cuMemAlloc
  * block each. Afterwards tensors made with device EO_CUDA live there and
  * every op on them runs the PTX kernels. Kernel faults surface at the next

@@ -16,7 +16,7 @@
  * for the backward: quadratic in the sequence length.
  *
  * eo_attention_fused computes the same function in one op whose kernel
- * (ops/attention.c) never stores those matrices; it keeps only the output
+ * (ops/cpu/attention.c) never stores those matrices; it keeps only the output
  * and one log-sum-exp per query row. */
 #include <math.h>
 #include "core/internal.h"

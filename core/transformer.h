@@ -6,7 +6,7 @@
  * arena) and call differentiable ops in their forward, so autograd, every
  * backend and the optimizers work on them unchanged.
  *
- * Parameter names follow one PyTorch module layout (tools/ref_transformer.py
+ * Parameter names follow one PyTorch module layout (tools/reference/ref_transformer.py
  * builds the same modules), so a checkpoint loads straight into it:
  *   GPT: wte.weight [V, C], wpe.weight [Tmax, C],
  *        h.<i>.ln_1.{weight,bias}, h.<i>.attn.c_attn.{weight,bias} [3C, C],

@@ -269,7 +269,7 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
     return (float)(z >> 40) * (1.0f / 16777216.0f) >= p;
 }
 
-/* ---- attention (fused; ops/attention.c) ------------------------------------------
+/* ---- attention (fused; ops/cpu/attention.c) ------------------------------------------
  * Scaled dot-product attention over B*H independent heads, all operands
  * contiguous: q, out [B, H, Tq, D]; k, v [B, H, Tk, D]; lse [B, H, Tq].
  *   s_ij = scale * q_i · k_j + mask(b, h, i, j)   (-inf above the diagonal

@@ -1,4 +1,4 @@
-/* tests/cuda_abi.c — checks ops/cuda_driver.h against the CUDA toolkit's
+/* tests/cuda_abi.c — checks ops/cuda/driver.h against the CUDA toolkit's
  * own cuda.h: every table member's signature, the stand-in types' sizes
  * and every constant's value.
  *
@@ -28,7 +28,7 @@ typedef CUstream eo_cu_stream;
 typedef CUdevice_attribute eo_cu_device_attribute;
 typedef CUfunction_attribute eo_cu_function_attribute;
 typedef CUjit_option eo_cu_jit_option;
-#include "ops/cuda_driver.h"
+#include "ops/cuda/driver.h"
 
 /* The stand-ins used in the normal build have the same sizes. */
 _Static_assert(sizeof(CUresult) == sizeof(int), "CUresult");

@@ -17,7 +17,7 @@
 #include <string.h>
 #include "core/everyo.h"
 #include "tests/gradcheck.h"
-#include "tools/pool.h"
+#include "tools/threads/pool.h"
 
 typedef eo_status (*attn_fn)(eo_ctx *, eo_tensor *, eo_tensor *, eo_tensor *, eo_tensor *,
                              int, float, eo_tensor **);

@@ -6,8 +6,8 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tools/batch.h"
-#include "tools/pcg32.h"
+#include "tools/train/batch.h"
+#include "tools/train/pcg32.h"
 
 static char err[256];
 

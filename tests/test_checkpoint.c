@@ -8,9 +8,9 @@
 #include <string.h>
 #include "tests/gradcheck.h"
 #include "tests/tmpdir.h"
-#include "tools/checkpoint.h"
-#include "tools/models.h"
-#include "tools/safetensors.h"
+#include "tools/formats/checkpoint.h"
+#include "tools/train/models.h"
+#include "tools/formats/safetensors.h"
 
 /* All parameter values, concatenated, for before/after comparison. */
 static float *snapshot(const eo_params *ps, size_t *n)

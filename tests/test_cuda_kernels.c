@@ -21,9 +21,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops/cuda_backend.h"
+#include "ops/cuda/device.h"
 #include "ops/kernels.h"
-#include "tools/ptxsim_driver.h"
+#include "tools/ptxsim//driver.h"
 
 static eo_cuda_driver D;
 static eo_cuda CU;

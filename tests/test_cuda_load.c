@@ -8,16 +8,16 @@
  *  - every embedded PTX module is present, starts with its own comment,
  *    declares .version 7.0 / .target sm_80, and every kernel the backend
  *    launches is an .entry of its module whose .param list matches
- *    ops/cuda_kernels.def letter for letter;
+ *    ops/cuda/kernels.def letter for letter;
  *  - eo_cuda_open's failures, driven by a small fake driver: no device,
  *    a compute capability below 8.0 (read from the device, no list), and a
  *    JIT failure whose error log reaches the message. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
-#include "ops/cuda_backend.h"
-#include "ops/cuda_driver.h"
-#include "ops/cuda_ptx.h"
+#include "ops/cuda/device.h"
+#include "ops/cuda/driver.h"
+#include "ops/cuda/ptx.h"
 
 START_TEST(load_without_driver)
 {
@@ -306,7 +306,7 @@ START_TEST(ptx_modules_embedded)
 }
 END_TEST
 
-/* The letters of ops/cuda_kernels.def against the .param lines of the PTX. */
+/* The letters of ops/cuda/kernels.def against the .param lines of the PTX. */
 START_TEST(kernel_params_match_ptx)
 {
     for (int k = 0; k < EO_CUK_COUNT; k++) {

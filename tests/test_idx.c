@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/tmpdir.h"
-#include "tools/idx.h"
-#include "tools/mnist.h"
+#include "tools/formats/idx.h"
+#include "tools/train/mnist.h"
 
 static char err[512];
 

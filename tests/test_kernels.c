@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
-#include "ops/simd.h"
+#include "ops/cpu/simd.h"
 
 #define PI 3.14159265358979323846
 

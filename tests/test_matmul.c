@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
-#include "ops/matmul.h"
-#include "tools/pool.h"
+#include "ops/cpu/matmul.h"
+#include "tools/threads/pool.h"
 
 typedef struct mm_case {
     int ta, tb;

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-#include "tools/pool.h"
+#include "tools/threads/pool.h"
 
 #define MAXN 1000
 

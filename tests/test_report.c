@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/tmpdir.h"
-#include "tools/progress.h"
-#include "tools/svgplot.h"
+#include "tools/train/progress.h"
+#include "tools/train/svgplot.h"
 
 static char err[256];
 

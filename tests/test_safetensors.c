@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/tmpdir.h"
-#include "tools/safetensors.h"
+#include "tools/formats/safetensors.h"
 
 static char err[512];
 

@@ -1,5 +1,5 @@
 /* tests/test_stream.c — the streaming-store paths (outputs of 32 MiB and
- * more bypass the cache, ops/simd.h) of layernorm, softmax, log_softmax
+ * more bypass the cache, ops/cpu/simd.h) of layernorm, softmax, log_softmax
  * and the unary ops must give bit-identical results to the ordinary
  * path, which small calls take; the destination is deliberately
  * misaligned so the masked heads and tails run too. */

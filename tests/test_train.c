@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "tools/trainer.h"
+#include "tools/train/trainer.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"
 

@@ -13,7 +13,7 @@
 #include "core/transformer.h"
 #include "tests/gradcheck.h"
 #include "tests/tmpdir.h"
-#include "tools/textlm.h"
+#include "tools/train/textlm.h"
 
 START_TEST(shapes_through_block_gpt_and_vit)
 {

@@ -2,7 +2,7 @@
  *
  * The fixtures tests/fixtures/{gpt,vit}_parity.safetensors hold a tiny
  * model's weights, one fixed batch, and what PyTorch (float64, see
- * tools/ref_transformer.py; regenerate with `make fixtures`) computed from
+ * tools/reference/ref_transformer.py; regenerate with `make fixtures`) computed from
  * them: the logits, the mean cross-entropy and every parameter's
  * gradient. The test loads the weights from the file (so it does not
  * depend on EveryO's generator), runs forward and backward in float32 and
@@ -21,8 +21,8 @@
 #include <string.h>
 #include "core/transformer.h"
 #include "tests/gradcheck.h"
-#include "tools/checkpoint.h"
-#include "tools/safetensors.h"
+#include "tools/formats/checkpoint.h"
+#include "tools/formats/safetensors.h"
 
 #define GPT_FIXTURE "tests/fixtures/gpt_parity.safetensors"
 #define VIT_FIXTURE "tests/fixtures/vit_parity.safetensors"

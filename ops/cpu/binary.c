@@ -1,0 +1,176 @@
+/* ops/cpu/binary.c — add, sub, mul, div with broadcasting, and their backward.
+ *
+ * Forward and backward sit together so the derivative of each op can be
+ * read next to the op. Broadcasting is only strides: an input repeated
+ * along an axis has stride 0 there. In the backward the same stride 0 on
+ * the gradient makes `+=` sum over that axis, so a bias gradient is
+ * reduced here with no separate pass.
+ *
+ * Axes are merged first (strided.h); the innermost loop then has fast
+ * paths for the common layouts (all unit-stride, one side a scalar run),
+ * which the compiler vectorises. */
+#include "ops/kernels.h"
+#include "ops/cpu/strided.h"
+
+/* One op over a run of n elements. EXPR uses x and y for the two inputs;
+ * the stride cases are spelt out so each becomes a simple, vectorisable
+ * loop. */
+#define EO_BIN_RUN(EXPR)                                                       \
+    do {                                                                       \
+        if (so == 1 && sa == 1 && sb == 1) {                                   \
+            for (int64_t j = 0; j < n; j++) {                                  \
+                const float x = a[j], y = b[j];                                \
+                out[j] = (EXPR);                                               \
+            }                                                                  \
+        } else if (so == 1 && sa == 1 && sb == 0) {                            \
+            const float y = b[0];                                              \
+            for (int64_t j = 0; j < n; j++) {                                  \
+                const float x = a[j];                                          \
+                out[j] = (EXPR);                                               \
+            }                                                                  \
+        } else if (so == 1 && sa == 0 && sb == 1) {                            \
+            const float x = a[0];                                              \
+            for (int64_t j = 0; j < n; j++) {                                  \
+                const float y = b[j];                                          \
+                out[j] = (EXPR);                                               \
+            }                                                                  \
+        } else {                                                               \
+            for (int64_t j = 0; j < n; j++) {                                  \
+                const float x = a[j * sa], y = b[j * sb];                      \
+                out[j * so] = (EXPR);                                          \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+static void binary_run(eo_binop op, int64_t n, float *out, int64_t so, const float *a,
+                       int64_t sa, const float *b, int64_t sb)
+{
+    switch (op) {
+    case EO_BIN_ADD: EO_BIN_RUN(x + y); break;
+    case EO_BIN_SUB: EO_BIN_RUN(x - y); break;
+    case EO_BIN_MUL: EO_BIN_RUN(x * y); break;
+    case EO_BIN_DIV: EO_BIN_RUN(x / y); break;
+    default: break;
+    }
+}
+
+void eo_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t so[4],
+                 const float *a, const int64_t sa[4], const float *b, const int64_t sb[4])
+{
+    int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
+    int64_t st[3][4] = {{so[0], so[1], so[2], so[3]},
+                        {sa[0], sa[1], sa[2], sa[3]},
+                        {sb[0], sb[1], sb[2], sb[3]}};
+    if (eo_strided_count(sh) == 0)
+        return;
+    eo_strided_merge(sh, 3, st);
+    for (int64_t i0 = 0; i0 < sh[0]; i0++)
+        for (int64_t i1 = 0; i1 < sh[1]; i1++)
+            for (int64_t i2 = 0; i2 < sh[2]; i2++)
+                binary_run(op, sh[3], out + i0 * st[0][0] + i1 * st[0][1] + i2 * st[0][2],
+                           st[0][3], a + i0 * st[1][0] + i1 * st[1][1] + i2 * st[1][2],
+                           st[1][3], b + i0 * st[2][0] + i1 * st[2][1] + i2 * st[2][2],
+                           st[2][3]);
+}
+
+/* ---- backward ------------------------------------------------------------
+ * Each gradient is its own pass: g += dout * d(out)/d(input). Doing da
+ * and db separately keeps each loop simple, and stays correct when da and
+ * db are the same buffer (x * x): every contribution is still added. */
+typedef enum grad_kind {
+    G_DOUT,     /* g += dout            (add: both sides; sub: left)   */
+    G_NEG_DOUT, /* g -= dout            (sub: right)                   */
+    G_MUL_B,    /* g += dout * b        (mul: left)                    */
+    G_MUL_A,    /* g += dout * a        (mul: right)                   */
+    G_DIV_B,    /* g += dout / b        (div: left)                    */
+    G_DIV_AB    /* g -= dout / b * a / b = dout * -a / b^2  (div: right) */
+} grad_kind;
+
+static inline float grad_term(grad_kind k, float d, float a, float b)
+{
+    switch (k) {
+    case G_DOUT: return d;
+    case G_NEG_DOUT: return -d;
+    case G_MUL_B: return d * b;
+    case G_MUL_A: return d * a;
+    case G_DIV_B: return d / b;
+    default: return -(d / b) * (a / b); /* not d*a/(b*b): b*b overflows first */
+    }
+}
+
+/* g[j*sg] += term(dout[j*sd], a[j*sa], b[j*sb]) for j < n; a stride-0 g
+ * (broadcast along this run) sums the run in a register first. Inlined
+ * with a constant kind below, so each loop holds only its own term. */
+static inline void grad_run_k(grad_kind k, int64_t n, float *g, int64_t sg, const float *d,
+                              int64_t sd, const float *a, int64_t sa, const float *b, int64_t sb)
+{
+    if (sg == 0) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < n; j++)
+            acc += grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
+        g[0] += acc;
+    } else if (sg == 1 && sd == 1 && sa == 1 && sb == 1) {
+        for (int64_t j = 0; j < n; j++)
+            g[j] += grad_term(k, d[j], a[j], b[j]);
+    } else if (sg == 1 && sd == 1) { /* a bias-like gradient, row by row */
+        for (int64_t j = 0; j < n; j++)
+            g[j] += grad_term(k, d[j], a[j * sa], b[j * sb]);
+    } else {
+        for (int64_t j = 0; j < n; j++)
+            g[j * sg] += grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
+    }
+}
+
+static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
+                     const float *a, int64_t sa, const float *b, int64_t sb)
+{
+    switch (k) {
+    case G_DOUT: grad_run_k(G_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_NEG_DOUT: grad_run_k(G_NEG_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_MUL_B: grad_run_k(G_MUL_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_MUL_A: grad_run_k(G_MUL_A, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_DIV_B: grad_run_k(G_DIV_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    default: grad_run_k(G_DIV_AB, n, g, sg, d, sd, a, sa, b, sb); break;
+    }
+}
+
+static void grad_pass(grad_kind k, const int64_t shape[4], float *g, const int64_t sg[4],
+                      const float *d, const int64_t sd[4], const float *a, const int64_t sa[4],
+                      const float *b, const int64_t sb[4])
+{
+    int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
+    int64_t st[4][4] = {{sg[0], sg[1], sg[2], sg[3]},
+                        {sd[0], sd[1], sd[2], sd[3]},
+                        {sa[0], sa[1], sa[2], sa[3]},
+                        {sb[0], sb[1], sb[2], sb[3]}};
+    eo_strided_merge(sh, 4, st);
+    for (int64_t i0 = 0; i0 < sh[0]; i0++)
+        for (int64_t i1 = 0; i1 < sh[1]; i1++)
+            for (int64_t i2 = 0; i2 < sh[2]; i2++) {
+#define EO_AT(p, o) ((p) + i0 * st[o][0] + i1 * st[o][1] + i2 * st[o][2])
+                grad_run(k, sh[3], EO_AT(g, 0), st[0][3], EO_AT(d, 1), st[1][3], EO_AT(a, 2),
+                         st[2][3], EO_AT(b, 3), st[3][3]);
+#undef EO_AT
+            }
+}
+
+void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout,
+                          const int64_t sdo[4], const float *a, const int64_t sa[4],
+                          const float *b, const int64_t sb[4], float *da, const int64_t sda[4],
+                          float *db, const int64_t sdb[4])
+{
+    static const grad_kind left[EO_BIN_COUNT] = {G_DOUT, G_DOUT, G_MUL_B, G_DIV_B};
+    static const grad_kind right[EO_BIN_COUNT] = {G_DOUT, G_NEG_DOUT, G_MUL_A, G_DIV_AB};
+    if (eo_strided_count(shape) == 0 || (unsigned)op >= EO_BIN_COUNT)
+        return;
+    /* ADD and SUB never read a or b: their strides are zeroed so they
+     * cannot stop axes from merging (and a NULL a or b is harmless). */
+    static const int64_t zero[4] = {0, 0, 0, 0};
+    const int uses_ab = op == EO_BIN_MUL || op == EO_BIN_DIV;
+    const float *pa = uses_ab ? a : dout, *pb = uses_ab ? b : dout;
+    const int64_t *ta = uses_ab ? sa : zero, *tb = uses_ab ? sb : zero;
+    if (da)
+        grad_pass(left[op], shape, da, sda, dout, sdo, pa, ta, pb, tb);
+    if (db)
+        grad_pass(right[op], shape, db, sdb, dout, sdo, pa, ta, pb, tb);
+}

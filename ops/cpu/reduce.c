@@ -1,0 +1,149 @@
+/* ops/cpu/reduce.c — sum, mean and max over one axis, their backward, and
+ * the sum of squares used for gradient clipping.
+ *
+ * x is viewed as [outer, n, inner] and reduced over n. Sums are carried
+ * in double: a loss averaged over a large batch, or a norm over millions
+ * of parameters, would otherwise lose digits in float, and these kernels
+ * are never the bottleneck. When inner > 1 the reduced axis is not the
+ * contiguous one, so the loop runs over n rows of `inner` contiguous
+ * elements, a tile of `inner` at a time, with one double per column on
+ * the stack: the reads stay sequential.
+ *
+ * Work is split over `outer` for the thread hook; every output element is
+ * summed by one worker in a fixed order, so results do not depend on the
+ * thread count. */
+#include "ops/cpu/grain.h"
+#include "ops/kernels.h"
+
+#define TILE 64
+
+typedef struct reduce_args {
+    eo_redop op;
+    int64_t n, inner;
+    const float *x, *dy;
+    float *y, *dx;
+    int32_t *argmax;
+    const int32_t *argmax_in;
+} reduce_args;
+
+/* First maximum; NaN counts as larger than anything, so the first NaN wins
+ * and stays. */
+static inline int max_wins(float v, float m)
+{
+    return m == m && (v > m || v != v);
+}
+
+/* Sum of a contiguous run in double, with eight running sums so the adds
+ * do not wait on each other (one sum would be bound by add latency). */
+static double sum_run(const float *x, int64_t n)
+{
+    double acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += x[i + k];
+    for (; i < n; i++)
+        acc[0] += x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static void reduce_slab(const reduce_args *a, const float *x, float *y, int32_t *arg)
+{
+    const int64_t n = a->n, inner = a->inner;
+    if (inner == 1 && a->op != EO_RED_MAX) {
+        const double s = sum_run(x, n);
+        y[0] = (float)(a->op == EO_RED_MEAN ? s / (double)n : s);
+        return;
+    }
+    for (int64_t c0 = 0; c0 < inner; c0 += TILE) {
+        const int64_t w = inner - c0 < TILE ? inner - c0 : TILE;
+        if (a->op == EO_RED_MAX) {
+            float m[TILE];
+            int32_t k[TILE];
+            for (int64_t c = 0; c < w; c++) {
+                m[c] = x[c0 + c];
+                k[c] = 0;
+            }
+            for (int64_t j = 1; j < n; j++)
+                for (int64_t c = 0; c < w; c++) {
+                    const float v = x[j * inner + c0 + c];
+                    if (max_wins(v, m[c])) {
+                        m[c] = v;
+                        k[c] = (int32_t)j;
+                    }
+                }
+            for (int64_t c = 0; c < w; c++) {
+                y[c0 + c] = m[c];
+                if (arg)
+                    arg[c0 + c] = k[c];
+            }
+        } else {
+            double s[TILE] = {0};
+            for (int64_t j = 0; j < n; j++)
+                for (int64_t c = 0; c < w; c++)
+                    s[c] += x[j * inner + c0 + c];
+            const double scale = a->op == EO_RED_MEAN ? 1.0 / (double)n : 1.0;
+            for (int64_t c = 0; c < w; c++)
+                y[c0 + c] = (float)(s[c] * scale);
+        }
+    }
+}
+
+static void reduce_body(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const reduce_args *a = arg;
+    for (int64_t o = o0; o < o1; o++)
+        reduce_slab(a, a->x + o * a->n * a->inner, a->y + o * a->inner,
+                    a->argmax ? a->argmax + o * a->inner : NULL);
+}
+
+void eo_k_reduce(eo_redop op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y,
+                 int32_t *argmax, const eo_par *par)
+{
+    if (op == EO_RED_MAX && n <= 0)
+        return; /* a max over nothing has no value; the core never asks */
+    reduce_args a = {op, n, inner, x, NULL, y, NULL, op == EO_RED_MAX ? argmax : NULL, NULL};
+    eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_body, &a);
+}
+
+static void reduce_backward_body(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const reduce_args *a = arg;
+    const int64_t n = a->n, inner = a->inner;
+    for (int64_t o = o0; o < o1; o++) {
+        const float *dy = a->dy + o * inner;
+        float *dx = a->dx + o * n * inner;
+        if (a->op == EO_RED_MAX) {
+            const int32_t *k = a->argmax_in + o * inner;
+            for (int64_t c = 0; c < inner; c++)
+                dx[(int64_t)k[c] * inner + c] += dy[c];
+            continue;
+        }
+        const float div = a->op == EO_RED_MEAN ? (float)n : 1.0f;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t c = 0; c < inner; c++)
+                dx[j * inner + c] += dy[c] / div;
+    }
+}
+
+void eo_k_reduce_backward(eo_redop op, int64_t outer, int64_t n, int64_t inner, const float *dy,
+                          const int32_t *argmax, float *dx, const eo_par *par)
+{
+    reduce_args a = {op, n, inner, NULL, dy, NULL, dx, NULL, argmax};
+    eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_backward_body, &a);
+}
+
+/* Eight double accumulators, as in sum_run. */
+void eo_k_sumsq(int64_t n, const float *x, float *out)
+{
+    double acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += (double)x[i + k] * x[i + k];
+    for (; i < n; i++)
+        acc[0] += (double)x[i] * x[i];
+    out[0] = (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+}

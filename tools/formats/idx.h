@@ -1,0 +1,45 @@
+/* tools/formats/idx.h — reading IDX files, the format MNIST and Fashion-MNIST ship in.
+ *
+ * An IDX file is: two zero bytes, an element-type byte, a rank byte, one
+ * big-endian u32 per dimension, then the elements in row-major order. The
+ * data sets are distributed gzip-compressed, so the reader accepts both
+ * plain and .gz files (told apart by the gzip magic 1f 8b, not by the name).
+ *
+ * The reader is strict because a training run that silently used a short
+ * or padded file would produce numbers nobody could trust: the header must
+ * be well formed, the element type must be unsigned byte (the only type the
+ * MNIST family uses), and the file must hold exactly as many bytes as the
+ * header promises — a truncated file, trailing bytes or a damaged gzip
+ * stream are all errors, never partial data. */
+#ifndef EO_TOOLS_IDX_H
+#define EO_TOOLS_IDX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "alloc/status.h"
+
+#define EO_IDX_MAX_RANK 4
+/* No MNIST-like file comes near this; it keeps a corrupt header from
+ * asking for an absurd allocation. */
+#define EO_IDX_MAX_ELEMS ((size_t)1 << 31)
+
+typedef struct eo_idx {
+    int rank;                       /* 1..EO_IDX_MAX_RANK */
+    uint32_t dims[EO_IDX_MAX_RANK]; /* dims[0] is the outermost (e.g. N) */
+    size_t count;                   /* product of dims: number of elements */
+    uint8_t *data;                  /* count bytes, malloc'd; eo_idx_free */
+} eo_idx;
+
+/* Loads a whole IDX file of unsigned bytes. On failure *out is left empty
+ * (data NULL) and err names the file and what was expected vs found.
+ * Statuses: EO_ERR_ARG (NULL argument), EO_ERR_IO (cannot open or read),
+ * EO_ERR_FORMAT (bad header, wrong length, corrupt gzip), EO_ERR_OOM. */
+eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen);
+
+/* Writes the dimensions as "60000x28x28" into buf (always terminated). */
+void eo_idx_shape_str(const eo_idx *x, char *buf, size_t len);
+
+/* Frees the data and empties the struct; safe on an empty one. */
+void eo_idx_free(eo_idx *x);
+
+#endif

@@ -1,0 +1,252 @@
+/* tools/formats/safetensors_write.c — the safetensors writer (see safetensors.h).
+ *
+ * The header is built in memory first so that every argument is checked
+ * before a byte reaches the disk, and so the length prefix is known. Keys
+ * are written compactly in the caller's order, metadata first as the
+ * reference writer does; the header is then padded with spaces to a
+ * multiple of 8 so that the data area starts 8-aligned in the file. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tools/cli/errbuf.h"
+#include "tools/formats/json.h"
+#include "tools/formats/safetensors.h"
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void puts_(sbuf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+static void putu(sbuf *b, unsigned long long v)
+{
+    char t[24];
+    int w = snprintf(t, sizeof t, "%llu", v);
+    put(b, t, (size_t)w);
+}
+
+/* A JSON string literal; the text is already known to be valid UTF-8,
+ * so only quotes, backslashes and control bytes need escaping. */
+static void put_str(sbuf *b, const char *s)
+{
+    put(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            put(b, e, 2);
+        } else if (c < 0x20) {
+            char e[8];
+            snprintf(e, sizeof e, "\\u%04x", c);
+            put(b, e, 6);
+        } else {
+            put(b, (const char *)&c, 1);
+        }
+    }
+    put(b, "\"", 1);
+}
+
+static int host_is_le(void)
+{
+    uint16_t v = 1;
+    unsigned char c;
+    memcpy(&c, &v, 1);
+    return c == 1;
+}
+
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Names are checked before anything is built: a header we could not
+ * read back ourselves must never be written. */
+static eo_status check_args(const char *path, const eo_st_tensor *t, size_t n,
+                            const eo_st_meta *meta, size_t nmeta, size_t *sizes, char *err,
+                            size_t errlen)
+{
+    for (size_t k = 0; k < n; k++) {
+        const char *nm = t[k].name;
+        if (!nm || !nm[0])
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor %zu has no name", path, k);
+        if (!eo_utf8_valid(nm))
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor %zu: name is not valid UTF-8",
+                           path, k);
+        if (strcmp(nm, "__metadata__") == 0)
+            return eo_errf(err, errlen, EO_ERR_ARG,
+                           "%s: tensor %zu: the name \"__metadata__\" is reserved", path, k);
+        size_t es = eo_st_dtype_size(t[k].dtype);
+        if (es == 0)
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor \"%s\": unknown dtype %d", path,
+                           nm, (int)t[k].dtype);
+        if (t[k].rank < 0 || t[k].rank > EO_ST_MAX_RANK)
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor \"%s\": rank %d, expected 0..%d",
+                           path, nm, t[k].rank, EO_ST_MAX_RANK);
+        size_t bytes = es;
+        for (int d = 0; d < t[k].rank; d++) {
+            if (t[k].shape[d] != 0 && bytes > SIZE_MAX / t[k].shape[d])
+                return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor \"%s\": shape too large",
+                               path, nm);
+            bytes *= (size_t)t[k].shape[d];
+        }
+        if (bytes > 0 && !t[k].data)
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor \"%s\": NULL data for %zu bytes",
+                           path, nm, bytes);
+        sizes[k] = bytes;
+    }
+    for (size_t k = 0; k < nmeta; k++) {
+        if (!meta[k].key || !meta[k].value)
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: metadata pair %zu has a NULL %s", path,
+                           k, meta[k].key ? "value" : "key");
+        if (!eo_utf8_valid(meta[k].key) || !eo_utf8_valid(meta[k].value))
+            return eo_errf(err, errlen, EO_ERR_ARG, "%s: metadata pair %zu is not valid UTF-8",
+                           path, k);
+    }
+    /* Duplicates: sort copies of the names and compare neighbours. */
+    size_t most = n > nmeta ? n : nmeta;
+    if (most < 2)
+        return EO_OK;
+    const char **names = malloc(most * sizeof *names);
+    if (!names)
+        return eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", path);
+    eo_status st = EO_OK;
+    for (int pass = 0; pass < 2 && st == EO_OK; pass++) {
+        size_t m = pass ? nmeta : n;
+        for (size_t k = 0; k < m; k++)
+            names[k] = pass ? meta[k].key : t[k].name;
+        qsort(names, m, sizeof *names, by_str);
+        for (size_t k = 1; k < m && st == EO_OK; k++)
+            if (strcmp(names[k - 1], names[k]) == 0)
+                st = eo_errf(err, errlen, EO_ERR_ARG, "%s: %s \"%s\" appears twice", path,
+                             pass ? "metadata key" : "tensor name", names[k]);
+    }
+    free(names);
+    return st;
+}
+
+static void build_header(sbuf *b, const eo_st_tensor *t, size_t n, const eo_st_meta *meta,
+                         size_t nmeta, const size_t *sizes)
+{
+    puts_(b, "{");
+    int first = 1;
+    if (nmeta > 0) {
+        puts_(b, "\"__metadata__\":{");
+        for (size_t k = 0; k < nmeta; k++) {
+            if (k)
+                puts_(b, ",");
+            put_str(b, meta[k].key);
+            puts_(b, ":");
+            put_str(b, meta[k].value);
+        }
+        puts_(b, "}");
+        first = 0;
+    }
+    size_t off = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!first)
+            puts_(b, ",");
+        first = 0;
+        put_str(b, t[k].name);
+        puts_(b, ":{\"dtype\":");
+        put_str(b, eo_st_dtype_name(t[k].dtype));
+        puts_(b, ",\"shape\":[");
+        for (int d = 0; d < t[k].rank; d++) {
+            if (d)
+                puts_(b, ",");
+            putu(b, t[k].shape[d]);
+        }
+        puts_(b, "],\"data_offsets\":[");
+        putu(b, off);
+        puts_(b, ",");
+        putu(b, off + sizes[k]);
+        puts_(b, "]}");
+        off += sizes[k];
+    }
+    puts_(b, "}");
+    while (b->n % 8 != 0)
+        puts_(b, " ");
+}
+
+static eo_status write_all(FILE *fp, const char *tmp, const sbuf *h, const eo_st_tensor *t,
+                           size_t n, const size_t *sizes, char *err, size_t errlen)
+{
+    unsigned char len[8];
+    uint64_t hl = h->n;
+    for (int k = 0; k < 8; k++)
+        len[k] = (unsigned char)(hl >> (8 * k));
+    int ok = fwrite(len, 1, 8, fp) == 8 && fwrite(h->p, 1, h->n, fp) == h->n;
+    for (size_t k = 0; k < n && ok; k++)
+        ok = sizes[k] == 0 || fwrite(t[k].data, 1, sizes[k], fp) == sizes[k];
+    if (!ok)
+        return eo_errf(err, errlen, EO_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    return EO_OK;
+}
+
+eo_status eo_st_write(const char *path, const eo_st_tensor *t, size_t n, const eo_st_meta *meta,
+                      size_t nmeta, char *err, size_t errlen)
+{
+    if (!path || (n > 0 && !t) || (nmeta > 0 && !meta))
+        return eo_errf(err, errlen, EO_ERR_ARG, "eo_st_write: NULL %s",
+                       !path ? "path" : (n > 0 && !t) ? "tensors" : "metadata");
+    if (!host_is_le())
+        return eo_errf(err, errlen, EO_ERR_UNSUPPORTED,
+                       "%s: safetensors data is little-endian and this host is not", path);
+    size_t *sizes = calloc(n ? n : 1, sizeof *sizes);
+    if (!sizes)
+        return eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", path);
+    sbuf h = {0};
+    char *tmp = NULL;
+    FILE *fp = NULL;
+    eo_status st = check_args(path, t, n, meta, nmeta, sizes, err, errlen);
+    if (st == EO_OK) {
+        build_header(&h, t, n, meta, nmeta, sizes);
+        size_t tl = strlen(path) + 5;
+        tmp = malloc(tl);
+        if (h.oom || !tmp)
+            st = eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory for the header", path);
+        else
+            snprintf(tmp, tl, "%s.tmp", path);
+    }
+    if (st == EO_OK && !(fp = fopen(tmp, "wb")))
+        st = eo_errf(err, errlen, EO_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (st == EO_OK)
+        st = write_all(fp, tmp, &h, t, n, sizes, err, errlen);
+    if (fp && fclose(fp) != 0 && st == EO_OK)
+        st = eo_errf(err, errlen, EO_ERR_IO, "%s: closing failed: %s", tmp, strerror(errno));
+    if (st == EO_OK && rename(tmp, path) != 0)
+        st = eo_errf(err, errlen, EO_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
+                     strerror(errno));
+    if (st != EO_OK && fp)
+        remove(tmp);
+    free(tmp);
+    free(h.p);
+    free(sizes);
+    return st;
+}

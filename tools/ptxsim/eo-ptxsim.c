@@ -1,0 +1,355 @@
+/* tools/ptxsim/eo-ptxsim.c — run one PTX kernel on the CPU interpreter, for
+ * people studying (or debugging) a kernel without a GPU.
+ *
+ *   eo-ptxsim FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z]
+ *             --arg KIND ... [--shared BYTES] [--print N] [--max-steps N]
+ *             [--trace] [--trace-thread BLOCK,THREAD]
+ *
+ * One --arg per kernel parameter, in order:
+ *   f32buf:N[=INIT]  u32buf:N[=INIT]  s32buf:N[=INIT]   a device buffer of
+ *                    N elements (the parameter receives its address);
+ *                    INIT is a number (every element), ramp (0,1,2,...),
+ *                    ramp:START,STEP, rand:SEED (uniform in [-1,1)) or
+ *                    file:PATH (whitespace-separated numbers); default 0;
+ *   u32:V s32:V u64:V s64:V f32:V f64:V   a scalar.
+ * After the run every buffer is printed (the first N elements, default 64).
+ * --trace prints each executed warp instruction with its active mask and
+ * the values every thread wrote; --trace-thread B,T restricts that to
+ * block B (linear index) and to the values of thread T (linear index in
+ * the block). --max-steps raises
+ * the interpreter's guard against endless loops (1e8 warp instructions).
+ *
+ * Exit status: 0 the kernel ran cleanly; 1 it faulted (the fault is
+ * printed); 2 bad usage, or the PTX did not load. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tools/ptxsim//ptxsim.h"
+
+#define MAX_ARGS 32
+
+typedef struct arg {
+    char kind[8];     /* "f32", "u32", ... */
+    int is_buf;
+    size_t n;         /* buffer elements */
+    uint64_t dev;     /* buffer address */
+    unsigned char scalar[8];
+    size_t size;      /* bytes the parameter takes */
+} arg;
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: eo-ptxsim FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] "
+                    "--arg KIND... [--shared BYTES] [--print N] [--max-steps N] [--trace]\n"
+                    "  [--trace-thread B,T]\n"
+                    "  KIND: f32buf:N[=INIT] u32buf:N[=INIT] s32buf:N[=INIT] u32:V s32:V u64:V "
+                    "s64:V f32:V f64:V\n  INIT: NUMBER | ramp | ramp:START,STEP | rand:SEED | "
+                    "file:PATH\n");
+    return 2;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        char *q = realloc(buf, cap * 2 + 1);
+        if (!q) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = q;
+        cap *= 2;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = 0;
+        *len = n;
+    }
+    return buf;
+}
+
+static int parse_dim(const char *s, eo_px_dim *d)
+{
+    unsigned v[3] = {1, 1, 1};
+    int n = 0;
+    const char *p = s;
+    while (n < 3) {
+        char *end;
+        errno = 0;
+        unsigned long x = strtoul(p, &end, 10);
+        if (end == p || errno || x == 0 || x > 0x7fffffffu)
+            return -1;
+        v[n++] = (unsigned)x;
+        if (*end == 0)
+            break;
+        if (*end != ',')
+            return -1;
+        p = end + 1;
+    }
+    d->x = v[0];
+    d->y = v[1];
+    d->z = v[2];
+    return 0;
+}
+
+/* A 32-bit pseudo-random sequence (xorshift) so that rand:SEED gives the
+ * same data on every machine. */
+static uint32_t next_rand(uint32_t *s)
+{
+    uint32_t x = *s ? *s : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
+/* Fill a host copy of a buffer from INIT text; values are doubles turned
+ * into the element type. */
+static int fill(const char *kind, void *host, size_t n, const char *init)
+{
+    double start = 0, step = 0;
+    uint32_t seed = 0;
+    FILE *f = NULL;
+    int mode = 0; /* 0 constant/ramp, 1 random, 2 file */
+    if (!init || !*init) {
+        start = 0;
+    } else if (strncmp(init, "ramp", 4) == 0) {
+        step = 1;
+        if (init[4] == ':' && sscanf(init + 5, "%lf,%lf", &start, &step) != 2)
+            return -1;
+    } else if (strncmp(init, "rand:", 5) == 0) {
+        mode = 1;
+        seed = (uint32_t)strtoul(init + 5, NULL, 10);
+    } else if (strncmp(init, "file:", 5) == 0) {
+        mode = 2;
+        f = fopen(init + 5, "r");
+        if (!f) {
+            fprintf(stderr, "eo-ptxsim: cannot open %s\n", init + 5);
+            return -1;
+        }
+    } else {
+        char *end;
+        start = strtod(init, &end);
+        if (*end)
+            return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double v = start + step * (double)i;
+        if (mode == 1)
+            v = (double)next_rand(&seed) / 2147483648.0 - 1.0;
+        if (mode == 2 && fscanf(f, "%lf", &v) != 1) {
+            fprintf(stderr, "eo-ptxsim: %s has fewer than %zu numbers\n", init + 5, n);
+            fclose(f);
+            return -1;
+        }
+        if (kind[0] == 'f')
+            ((float *)host)[i] = (float)v;
+        else if (kind[0] == 'u')
+            ((uint32_t *)host)[i] = (uint32_t)v;
+        else
+            ((int32_t *)host)[i] = (int32_t)v;
+    }
+    if (f)
+        fclose(f);
+    return 0;
+}
+
+static int parse_arg(const char *s, arg *a, eo_px_heap *h)
+{
+    memset(a, 0, sizeof *a);
+    const char *colon = strchr(s, ':');
+    if (!colon || colon - s > 6)
+        return -1;
+    size_t kl = (size_t)(colon - s);
+    if (kl == 6 && strncmp(s + 3, "buf", 3) == 0) {
+        memcpy(a->kind, s, 3);
+        if (strcmp(a->kind, "f32") && strcmp(a->kind, "u32") && strcmp(a->kind, "s32"))
+            return -1;
+        char *end;
+        a->n = strtoul(colon + 1, &end, 10);
+        if (end == colon + 1 || (*end && *end != '='))
+            return -1;
+        a->is_buf = 1;
+        a->size = 8;
+        if (eo_px_heap_alloc(h, a->n * 4, &a->dev) != EO_OK)
+            return -1;
+        return fill(a->kind, eo_px_heap_span(h, a->dev, a->n * 4), a->n, *end ? end + 1 : NULL);
+    }
+    if (kl != 3)
+        return -1;
+    memcpy(a->kind, s, 3);
+    const char *v = colon + 1;
+    char *end;
+    errno = 0;
+    if (a->kind[0] == 'f') {
+        double d = strtod(v, &end);
+        if (strcmp(a->kind, "f32") == 0) {
+            float x = (float)d;
+            memcpy(a->scalar, &x, 4);
+            a->size = 4;
+        } else if (strcmp(a->kind, "f64") == 0) {
+            memcpy(a->scalar, &d, 8);
+            a->size = 8;
+        } else {
+            return -1;
+        }
+    } else {
+        long long x = a->kind[0] == 's' ? strtoll(v, &end, 0) : (long long)strtoull(v, &end, 0);
+        if (!strcmp(a->kind, "u32") || !strcmp(a->kind, "s32")) {
+            uint32_t u = (uint32_t)x;
+            memcpy(a->scalar, &u, 4);
+            a->size = 4;
+        } else if (!strcmp(a->kind, "u64") || !strcmp(a->kind, "s64")) {
+            uint64_t u = (uint64_t)x;
+            memcpy(a->scalar, &u, 8);
+            a->size = 8;
+        } else {
+            return -1;
+        }
+    }
+    return end == v || *end || errno ? -1 : 0;
+}
+
+static void print_buf(const arg *a, int index, eo_px_heap *h, size_t limit)
+{
+    const void *p = eo_px_heap_span(h, a->dev, a->n * 4);
+    printf("arg %d (%sbuf[%zu]):", index, a->kind, a->n);
+    for (size_t i = 0; i < a->n && i < limit; i++) {
+        if (a->kind[0] == 'f')
+            printf(" %.9g", (double)((const float *)p)[i]);
+        else if (a->kind[0] == 'u')
+            printf(" %u", ((const uint32_t *)p)[i]);
+        else
+            printf(" %d", ((const int32_t *)p)[i]);
+    }
+    printf(a->n > limit ? " ...\n" : "\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage();
+    const char *path = argv[1], *kname = argv[2];
+    eo_px_config c;
+    memset(&c, 0, sizeof c);
+    c.grid.x = c.grid.y = c.grid.z = 1;
+    c.block.x = c.block.y = c.block.z = 1;
+    c.trace_block = -1;
+    c.trace_thread = -1;
+    size_t print_limit = 64;
+    const char *argspec[MAX_ARGS];
+    int nargs = 0, do_trace = 0;
+    for (int i = 3; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--trace")) {
+            do_trace = 1;
+            continue;
+        }
+        if (!v)
+            return usage();
+        i++;
+        if (!strcmp(o, "--grid") && parse_dim(v, &c.grid) == 0) {
+        } else if (!strcmp(o, "--block") && parse_dim(v, &c.block) == 0) {
+        } else if (!strcmp(o, "--arg") && nargs < MAX_ARGS) {
+            argspec[nargs++] = v;
+        } else if (!strcmp(o, "--shared")) {
+            c.dyn_shared = strtoul(v, NULL, 10);
+        } else if (!strcmp(o, "--max-steps")) {
+            c.step_limit = strtoull(v, NULL, 10);
+        } else if (!strcmp(o, "--print")) {
+            print_limit = strtoul(v, NULL, 10);
+        } else if (!strcmp(o, "--trace-thread") &&
+                   sscanf(v, "%ld,%ld", &c.trace_block, &c.trace_thread) == 2) {
+            do_trace = 1;
+        } else {
+            return usage();
+        }
+    }
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "eo-ptxsim: cannot read %s\n", path);
+        return 2;
+    }
+    char err[512];
+    eo_px_module *m = NULL;
+    eo_status st = eo_px_module_load(text, len, &m, err, sizeof err);
+    free(text);
+    if (st != EO_OK) {
+        /* "line N: ..." becomes "FILE:N: ...", the form editors jump to. */
+        fprintf(stderr, "%s:%s\n", path, strncmp(err, "line ", 5) == 0 ? err + 5 : err);
+        return 2;
+    }
+    const eo_px_kernel *k = eo_px_module_kernel(m, kname);
+    if (!k) {
+        fprintf(stderr, "eo-ptxsim: %s has no kernel '%s'; it has:", path, kname);
+        for (int i = 0; i < eo_px_module_kernel_count(m); i++)
+            fprintf(stderr, " %s", eo_px_kernel_name(eo_px_module_kernel_at(m, i)));
+        fputc('\n', stderr);
+        eo_px_module_free(m);
+        return 2;
+    }
+    int rc = 2;
+    eo_px_heap *h = eo_px_heap_new();
+    arg args[MAX_ARGS];
+    unsigned char params[4096];
+    memset(params, 0, sizeof params);
+    if (!h)
+        goto out;
+    if (nargs != eo_px_kernel_param_count(k)) {
+        fprintf(stderr, "eo-ptxsim: %s takes %d parameter(s), %d --arg given\n", kname,
+                eo_px_kernel_param_count(k), nargs);
+        goto out;
+    }
+    for (int i = 0; i < nargs; i++) {
+        size_t off, size;
+        const char *type;
+        eo_px_kernel_param(k, i, &off, &size, &type);
+        if (parse_arg(argspec[i], &args[i], h) != 0) {
+            fprintf(stderr, "eo-ptxsim: bad --arg '%s'\n", argspec[i]);
+            goto out;
+        }
+        if (args[i].size != size) {
+            fprintf(stderr, "eo-ptxsim: parameter %d is %s (%zu bytes) but --arg '%s' gives %zu\n",
+                    i, type, size, argspec[i], args[i].size);
+            goto out;
+        }
+        if (args[i].is_buf)
+            memcpy(params + off, &args[i].dev, 8);
+        else
+            memcpy(params + off, args[i].scalar, size);
+    }
+    c.params = params;
+    c.params_size = eo_px_kernel_param_bytes(k);
+    c.trace = do_trace ? stdout : NULL;
+    eo_px_fault f;
+    st = eo_px_run(k, h, &c, &f);
+    if (st == EO_ERR_ARG) {
+        fprintf(stderr, "eo-ptxsim: invalid launch configuration\n");
+        goto out;
+    }
+    for (int i = 0; i < nargs; i++)
+        if (args[i].is_buf)
+            print_buf(&args[i], i, h, print_limit);
+    if (st != EO_OK) {
+        fprintf(stderr, "%s:%d: %s\n", path, f.line, f.msg);
+        rc = 1;
+    } else {
+        rc = 0;
+    }
+out:
+    eo_px_heap_free(h);
+    eo_px_module_free(m);
+    return rc;
+}

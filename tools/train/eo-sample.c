@@ -1,0 +1,195 @@
+/* tools/train/eo-sample.c — generate text with a GPT trained by
+ * `eo-train --model gpt --save FILE`:
+ *
+ *   eo-sample --load gpt.safetensors --prompt "the " --temperature 0.8 \
+ *             --top-k 10 --length 300 --seed 7
+ *
+ * The checkpoint's metadata carries the vocabulary and the model's sizes,
+ * so nothing else is needed. Each new character is drawn from the softmax
+ * of the last position's logits divided by the temperature, restricted to
+ * the k most likely characters when --top-k is given (temperature 0: the
+ * most likely one). The model sees the last `context` characters. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/transformer.h"
+#include "tools/cli/args.h"
+#include "tools/formats/checkpoint.h"
+#include "tools/train/pcg32.h"
+#include "tools/formats/safetensors.h"
+#include "tools/train/textlm.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: eo-sample --load FILE [options]\n"
+               "  --prompt TEXT          text to continue (default: a newline)\n"
+               "  --temperature F        softmax temperature, 0 = greedy (1.0)\n"
+               "  --top-k K              sample among the K most likely characters (0: all)\n"
+               "  --length N             characters to generate (300)\n"
+               "  --seed N               sampling seed (1)\n");
+}
+
+static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
+{
+    const char *s = eo_st_meta_get(f, key);
+    if (!s)
+        return 0;
+    *v = atoll(s);
+    return *v > 0;
+}
+
+/* One draw from softmax(logits / temp) over the top k entries. */
+static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
+{
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    if (temp <= 0)
+        return best;
+    float cut = -INFINITY; /* the k-th largest logit */
+    if (k > 0 && k < V) {
+        float *tmp = malloc((size_t)V * sizeof *tmp);
+        memcpy(tmp, logits, (size_t)V * sizeof *tmp);
+        for (int j = 0; j < k; j++) { /* k rounds of selection: V is small */
+            int m = j;
+            for (int i = j + 1; i < V; i++)
+                if (tmp[i] > tmp[m])
+                    m = i;
+            float t = tmp[j]; tmp[j] = tmp[m]; tmp[m] = t;
+        }
+        cut = tmp[k - 1];
+        free(tmp);
+    }
+    double z = 0, p[256];
+    for (int i = 0; i < V; i++) {
+        p[i] = logits[i] >= cut ? exp(((double)logits[i] - logits[best]) / temp) : 0.0;
+        z += p[i];
+    }
+    double u = (double)eo_pcg32_next(rng) / 4294967296.0 * z, acc = 0;
+    for (int i = 0; i < V; i++) {
+        acc += p[i];
+        if (u < acc)
+            return i;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    eo_args_program("eo-sample");
+    const char *load = NULL, *prompt = "\n";
+    float temp = 1.0f;
+    int topk = 0, length = 300;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (strcmp(a, name) == 0 && v && ++i)
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
+        else if (OPT("--load")) load = v;
+        else if (OPT("--prompt")) prompt = v;
+        else if (OPT("--temperature")) { if (!eo_arg_float(a, v, &temp)) return 2; }
+        else if (OPT("--top-k")) { if (!eo_arg_int(a, v, &topk)) return 2; }
+        else if (OPT("--length")) { if (!eo_arg_int(a, v, &length)) return 2; }
+        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; seed = u_; }
+        else { fprintf(stderr, "eo-sample: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
+#undef OPT
+    }
+    if (!load || length < 0 || temp < 0 || topk < 0) {
+        usage(stderr);
+        return 2;
+    }
+    char err[512];
+    eo_st_file f;
+    if (eo_st_read(load, &f, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", err);
+        return 1;
+    }
+    eo_gpt_config c;
+    const char *model = eo_st_meta_get(&f, "model"), *chars = eo_st_meta_get(&f, "vocab");
+    eo_vocab voc;
+    if (!model || strcmp(model, "gpt") != 0 || !chars || eo_vocab_from_chars(&voc, chars) != 0 ||
+        !meta_int(&f, "context", &c.context) || !meta_int(&f, "d_model", &c.d_model) ||
+        !meta_int(&f, "heads", &c.heads) || !meta_int(&f, "layers", &c.layers)) {
+        fprintf(stderr, "eo-sample: %s: not a GPT checkpoint of eo-train (metadata model=gpt, "
+                        "vocab, context, d_model, heads, layers)\n", load);
+        eo_st_close(&f);
+        return 1;
+    }
+    eo_st_close(&f);
+    c.vocab = voc.size;
+
+    /* The prompt, cleaned as the corpus was. */
+    size_t plen = strlen(prompt), n = 0;
+    int32_t *toks = malloc((plen + (size_t)length + 1) * sizeof *toks);
+    char *pclean = malloc(plen + 1);
+    memcpy(pclean, prompt, plen + 1);
+    for (size_t i = 0; i < plen; i++) {
+        unsigned char ch = (unsigned char)pclean[i];
+        if (ch == '\t') ch = ' ';
+        if (ch >= 'A' && ch <= 'Z') ch = (unsigned char)(ch - 'A' + 'a');
+        if (voc.id[ch] < 0) {
+            fprintf(stderr, "eo-sample: the prompt's character 0x%02x is not in the model's "
+                            "vocabulary\n", ch);
+            return 1;
+        }
+        pclean[i] = (char)ch;
+        toks[n++] = voc.id[ch];
+    }
+    if (n == 0) {
+        fprintf(stderr, "eo-sample: empty prompt\n");
+        return 2;
+    }
+
+    size_t pb = 64u << 20, sb = 256u << 20;
+    void *p = malloc(pb), *s = malloc(sb);
+    eo_ctx ctx;
+    eo_gpt m;
+    if (!p || !s || !toks || !pclean || eo_ctx_init(&ctx, p, pb, s, sb) != EO_OK) {
+        fprintf(stderr, "eo-sample: out of memory\n");
+        return 1;
+    }
+    if (eo_gpt_build(&ctx, EO_CPU, &c, &m) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        return 1;
+    }
+    if (eo_checkpoint_load(&ctx, &m.params, load, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", err);
+        return 1;
+    }
+    eo_set_grad(&ctx, 0);
+    eo_set_training(&ctx, 0);
+    eo_pcg32 rng;
+    eo_pcg32_seed(&rng, seed, 0x73616d70); /* "samp" */
+    float *last = malloc((size_t)c.vocab * sizeof *last);
+    fputs(pclean, stdout);
+    fflush(stdout);
+    for (int g = 0; g < length; g++) {
+        size_t w = n < (size_t)c.context ? n : (size_t)c.context;
+        eo_mark mk = eo_mark_get(&ctx);
+        eo_tensor *x, *lg, *row;
+        int64_t sh[2] = { 1, (int64_t)w };
+        eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - w, &x);
+        if (st == EO_OK) st = eo_gpt_forward(&ctx, &m, x, &lg);
+        if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)w - 1, 1, &row);
+        if (st == EO_OK) st = eo_contiguous(&ctx, row, &row);
+        if (st == EO_OK) st = eo_read(&ctx, row, last, (size_t)c.vocab * sizeof *last);
+        eo_rewind(&ctx, mk);
+        if (st != EO_OK) {
+            fprintf(stderr, "\neo-sample: %s\n", eo_last_error(&ctx));
+            return 1;
+        }
+        int t = sample(last, (int)c.vocab, temp, topk, &rng);
+        toks[n++] = t;
+        putchar(voc.chars[t]);
+        fflush(stdout);
+    }
+    putchar('\n');
+    free(last);
+    free(toks);
+    free(pclean);
+    free(p);
+    free(s);
+    return 0;
+}

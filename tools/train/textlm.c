@@ -1,0 +1,428 @@
+/* tools/train/textlm.c — see textlm.h. One training step is the same shape as
+ * the classifier's (tools/train/trainer.c): mark the step arena, forward, loss,
+ * backward, update, rewind, so the arena stops growing after step 1. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/nn.h"
+#include "tools/formats/checkpoint.h"
+#include "tools/train/pcg32.h"
+#include "tools/threads/pool.h"
+#include "tools/train/textlm.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Clean `n` bytes in place (see textlm.h); returns the new length. */
+static size_t clean(char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\t')
+            c = ' ';
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        if (c == '\n' || (c >= 32 && c < 127))
+            s[o++] = (char)c;
+    }
+    return o;
+}
+
+/* Append the whole of `path` to *buf (grown with realloc). */
+static eo_status append_file(const char *path, char **buf, size_t *len, size_t *cap, char *err,
+                             size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return EO_ERR_IO;
+    }
+    for (;;) {
+        if (*cap - *len < 65536) {
+            size_t nc = *cap * 2 + 65536;
+            char *nb = realloc(*buf, nc);
+            if (!nb) {
+                fclose(f);
+                snprintf(err, errlen, "%s: out of memory", path);
+                return EO_ERR_OOM;
+            }
+            *buf = nb;
+            *cap = nc;
+        }
+        size_t got = fread(*buf + *len, 1, *cap - *len, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "%s: read error", path);
+        return EO_ERR_IO;
+    }
+    return EO_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+eo_status eo_text_load_fortunes(const char *dir, char **text, size_t *len, char *err,
+                                size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot open the corpus directory (apt-get install fortunes, "
+                              "or pass --text FILE)", dir);
+        return EO_ERR_IO;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    eo_status s = EO_OK;
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d)) && s == EO_OK) {
+        size_t l = strlen(e->d_name);
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* lstat: the *.u8 links point at files already in the list. */
+        if ((l >= 4 && strcmp(e->d_name + l - 4, ".dat") == 0) || lstat(path, &st) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap * 2 + 64;
+            char **nn = realloc(names, cap * sizeof *names);
+            if (!nn) { s = EO_ERR_OOM; break; }
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name))) { s = EO_ERR_OOM; break; }
+        n++;
+    }
+    closedir(d);
+    if (s != EO_OK)
+        snprintf(err, errlen, "%s: out of memory listing files", dir);
+    qsort(names, n, sizeof *names, by_name);
+    char *buf = NULL;
+    size_t blen = 0, bcap = 0;
+    for (size_t i = 0; i < n && s == EO_OK; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        s = append_file(path, &buf, &blen, &bcap, err, errlen);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (s == EO_OK && n == 0) {
+        snprintf(err, errlen, "%s: no fortune files", dir);
+        s = EO_ERR_IO;
+    }
+    if (s != EO_OK) {
+        free(buf);
+        return s;
+    }
+    *len = clean(buf, blen);
+    *text = buf;
+    return EO_OK;
+}
+
+eo_status eo_text_load_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
+{
+    char *buf = NULL;
+    size_t blen = 0, bcap = 0;
+    eo_status s = append_file(path, &buf, &blen, &bcap, err, errlen);
+    if (s != EO_OK) {
+        free(buf);
+        return s;
+    }
+    *len = clean(buf, blen);
+    *text = buf;
+    return EO_OK;
+}
+
+void eo_vocab_build(eo_vocab *v, const char *text, size_t len)
+{
+    int seen[256] = {0};
+    for (size_t i = 0; i < len; i++)
+        seen[(unsigned char)text[i]] = 1;
+    v->size = 0;
+    for (int c = 0; c < 256; c++) {
+        v->id[c] = -1;
+        if (seen[c] && c != 0) {
+            v->id[c] = (int16_t)v->size;
+            v->chars[v->size++] = (char)c;
+        }
+    }
+    v->chars[v->size] = 0;
+}
+
+int eo_vocab_from_chars(eo_vocab *v, const char *chars)
+{
+    v->size = 0;
+    for (int c = 0; c < 256; c++)
+        v->id[c] = -1;
+    for (; *chars && v->size < 256; chars++) {
+        unsigned char c = (unsigned char)*chars;
+        if (v->id[c] >= 0)
+            return -1;
+        v->id[c] = (int16_t)v->size;
+        v->chars[v->size++] = (char)c;
+    }
+    v->chars[v->size] = 0;
+    return 0;
+}
+
+size_t eo_val_window_start(size_t n, int64_t T, int K, int k)
+{
+    size_t span = n > (size_t)T + 1 ? n - (size_t)T - 1 : 0;
+    return (size_t)k * (span / (size_t)K);
+}
+
+void eo_lm_defaults(eo_lm_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->fortunes = EO_FORTUNES_DIR;
+    c->steps = 1000;
+    c->context = 64;
+    c->d_model = 128;
+    c->heads = 4;
+    c->layers = 4;
+    c->batch = 32;
+    c->lr = 1e-3f;
+    c->weight_decay = 0.01f;
+    c->seed = 1;
+    c->threads = 2;
+    c->eval_every = 100;
+    c->val_windows = 512;
+    c->persist_mb = 64;
+    c->step_mb = 1024;
+}
+
+#define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
+
+/* Mean loss of the validation windows, no tape, batch rows at a time. */
+static eo_status validate(eo_ctx *ctx, const eo_gpt *m, const int32_t *val, size_t nval, int K,
+                          int batch, int32_t *ib, int32_t *tb, double *out)
+{
+    const int64_t T = m->cfg.context;
+    int was_grad = eo_set_grad(ctx, 0), was_train = eo_set_training(ctx, 0);
+    double sum = 0;
+    eo_status s = EO_OK;
+    for (int k0 = 0; k0 < K && s == EO_OK; k0 += batch) {
+        int rows = K - k0 < batch ? K - k0 : batch;
+        for (int r = 0; r < rows; r++) {
+            size_t st = eo_val_window_start(nval, T, K, k0 + r);
+            memcpy(ib + (size_t)r * T, val + st, (size_t)T * sizeof *ib);
+            memcpy(tb + (size_t)r * T, val + st + 1, (size_t)T * sizeof *tb);
+        }
+        eo_mark mk = eo_mark_get(ctx);
+        eo_tensor *x, *y, *L;
+        int64_t sh[2] = { rows, T };
+        float l = 0;
+        s = eo_tensor_wrap(ctx, EO_I32, 2, sh, ib, &x);
+        if (s == EO_OK) s = eo_tensor_wrap(ctx, EO_I32, 2, sh, tb, &y);
+        if (s == EO_OK) s = eo_gpt_loss(ctx, m, x, y, NULL, &L);
+        if (s == EO_OK) s = eo_read(ctx, L, &l, sizeof l);
+        sum += (double)l * rows;
+        eo_rewind(ctx, mk);
+    }
+    eo_set_grad(ctx, was_grad);
+    eo_set_training(ctx, was_train);
+    *out = sum / K;
+    return s;
+}
+
+static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt, int32_t *ib,
+                            int32_t *tb, int rows, float *loss)
+{
+    eo_tensor *x, *y, *L;
+    int64_t sh[2] = { rows, m->cfg.context };
+    TRY(eo_tensor_wrap(ctx, EO_I32, 2, sh, ib, &x));
+    TRY(eo_tensor_wrap(ctx, EO_I32, 2, sh, tb, &y));
+    TRY(eo_params_zero_grad(ctx, &m->params));
+    TRY(eo_gpt_loss(ctx, m, x, y, NULL, &L));
+    TRY(eo_backward(ctx, L));
+    TRY(eo_optimizer_step(ctx, opt));
+    return eo_read(ctx, L, loss, sizeof *loss);
+}
+
+/* "step 300/1000 [======>      ] loss 2.3101  val 2.3504  5012 tok/s  61.2 s" */
+static void progress(FILE *out, int tty, int step, int steps, double loss, double val,
+                     double tok_s, double el, int final)
+{
+    char bar[25];
+    int w = (int)(24.0 * step / (steps ? steps : 1));
+    for (int i = 0; i < 24; i++)
+        bar[i] = i < w ? '=' : i == w ? '>' : ' ';
+    bar[24] = 0;
+    char v[32] = "";
+    if (val >= 0)
+        snprintf(v, sizeof v, "  val %.4f", val);
+    fprintf(out, "%sstep %d/%d [%s] loss %.4f%s  %.0f tok/s  %.1f s%s", tty ? "\r" : "", step,
+            steps, bar, loss, v, tok_s, el, final || !tty ? "\n" : "");
+    fflush(out);
+}
+
+eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
+                          size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    char *text = NULL;
+    size_t len = 0;
+    eo_status s = c->text ? eo_text_load_file(c->text, &text, &len, err, errlen)
+                          : eo_text_load_fortunes(c->fortunes ? c->fortunes : EO_FORTUNES_DIR,
+                                                  &text, &len, err, errlen);
+    if (s != EO_OK)
+        return s;
+    const int64_t T = c->context;
+    size_t ntrain = len * 9 / 10, nval = len - ntrain;
+    if (ntrain < (size_t)T + 2 || nval < (size_t)T + 2 || c->val_windows < 1 || c->batch < 1) {
+        snprintf(err, errlen, "text of %zu characters is too short for context %lld", len,
+                 (long long)T);
+        free(text);
+        return EO_ERR_ARG;
+    }
+    eo_vocab voc;
+    eo_vocab_build(&voc, text, len);
+    int32_t *tok = malloc(len * sizeof *tok);
+    int32_t *ib = malloc((size_t)c->batch * (size_t)T * sizeof *ib);
+    int32_t *tb = malloc((size_t)c->batch * (size_t)T * sizeof *tb);
+    void *pbuf = malloc(c->persist_mb << 20), *sbuf = malloc(c->step_mb << 20);
+    eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
+    FILE *log = NULL;
+    eo_ctx ctx;
+    eo_gpt m;
+    eo_optimizer opt;
+    if (!tok || !ib || !tb || !pbuf || !sbuf) {
+        snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", c->persist_mb, c->step_mb);
+        s = EO_ERR_OOM;
+        goto done;
+    }
+    for (size_t i = 0; i < len; i++)
+        tok[i] = voc.id[(unsigned char)text[i]];
+    const int32_t *val = tok + ntrain;
+    r->vocab = voc.size;
+    r->train_chars = ntrain;
+    r->val_chars = nval;
+
+    eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    if (pool)
+        eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
+    eo_seed(&ctx, c->seed);
+#define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
+    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
+    CORE(eo_gpt_build(&ctx, EO_CPU, &gc, &m));
+    eo_gpt_set_fused(&m, c->fused);
+    CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
+    r->params = eo_params_numel(&m.params);
+    if (c->log && !(log = fopen(c->log, "w"))) {
+        snprintf(err, errlen, "%s: cannot open for writing", c->log);
+        s = EO_ERR_IO;
+        goto done;
+    }
+    if (log)
+        fprintf(log, "step,train_loss,val_loss\n");
+    if (out)
+        fprintf(out, "model gpt: %lld parameters; vocabulary %d, train %zu / validation %zu "
+                     "chars; context %lld, d_model %lld, %lld heads, %lld layers; batch %d, "
+                     "AdamW lr %g wd %g, %d thread%s, seed %llu%s\n",
+                (long long)r->params, voc.size, ntrain, nval, (long long)T,
+                (long long)c->d_model, (long long)c->heads, (long long)c->layers, c->batch,
+                (double)c->lr, (double)c->weight_decay, c->threads, c->threads == 1 ? "" : "s",
+                (unsigned long long)c->seed, c->fused ? ", fused attention" : "");
+
+    eo_pcg32 rng;
+    eo_pcg32_seed(&rng, c->seed, 0x74657874); /* "text": its own stream */
+    int tty = out && isatty(fileno(out));
+    double t_train = 0, t_start = now(), last_draw = 0, run_sum = 0;
+    int run_n = 0;
+    r->val_loss = NAN;
+    for (int step = 1; step <= c->steps; step++) {
+        for (int b = 0; b < c->batch; b++) {
+            size_t st = eo_pcg32_below(&rng, (uint32_t)(ntrain - (size_t)T));
+            memcpy(ib + (size_t)b * T, tok + st, (size_t)T * sizeof *ib);
+            memcpy(tb + (size_t)b * T, tok + st + 1, (size_t)T * sizeof *tb);
+        }
+        double t0 = now();
+        eo_mark mk = eo_mark_get(&ctx);
+        float loss = 0;
+        CORE(train_step(&ctx, &m, &opt, ib, tb, c->batch, &loss));
+        eo_rewind(&ctx, mk);
+        t_train += now() - t0;
+        if (!isfinite(loss)) {
+            snprintf(err, errlen, "loss became %f at step %d: lower --lr?", (double)loss, step);
+            s = EO_ERR_NUMERIC;
+            goto done;
+        }
+        run_sum += loss;
+        run_n++;
+        int eval = step == c->steps || (c->eval_every > 0 && step % c->eval_every == 0);
+        double v = -1;
+        if (eval) {
+            CORE(validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, &v));
+            r->val_loss = v;
+        }
+        if (log)
+            fprintf(log, eval ? "%d,%.6f,%.6f\n" : "%d,%.6f,\n", step, (double)loss, v);
+        double el = now() - t_start;
+        double tok_s = (double)step * c->batch * T / (t_train > 0 ? t_train : 1);
+        if (out && !c->quiet && (eval || (tty && el - last_draw > 0.1))) {
+            progress(out, tty, step, c->steps, eval ? run_sum / run_n : (double)loss, v, tok_s,
+                     el, eval);
+            last_draw = el;
+        }
+        if (eval) {
+            r->train_loss = run_sum / run_n;
+            run_sum = 0;
+            run_n = 0;
+        }
+    }
+    if (c->steps == 0) {
+        CORE(validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, &r->val_loss));
+    }
+    r->ms_per_step = c->steps ? 1000.0 * t_train / c->steps : 0;
+    if (out)
+        fprintf(out, "validation loss %.4f nats/char (%d windows), %.1f ms/step, arenas: "
+                     "persistent %.1f MiB, step %.1f MiB high-water\n",
+                r->val_loss, c->val_windows, r->ms_per_step,
+                eo_arena_high(&ctx.persist) / 1048576.0, eo_arena_high(&ctx.step) / 1048576.0);
+    if (c->save) {
+        char sctx[24], sd[24], sh[24], sl[24], sst[24], sseed[24], sval[32];
+        snprintf(sctx, sizeof sctx, "%lld", (long long)T);
+        snprintf(sd, sizeof sd, "%lld", (long long)c->d_model);
+        snprintf(sh, sizeof sh, "%lld", (long long)c->heads);
+        snprintf(sl, sizeof sl, "%lld", (long long)c->layers);
+        snprintf(sst, sizeof sst, "%d", c->steps);
+        snprintf(sseed, sizeof sseed, "%llu", (unsigned long long)c->seed);
+        snprintf(sval, sizeof sval, "%.4f", r->val_loss);
+        const char *keys[9] = { "model", "vocab", "context", "d_model", "heads", "layers",
+                                "steps", "seed", "val_loss" };
+        const char *vals[9] = { "gpt", voc.chars, sctx, sd, sh, sl, sst, sseed, sval };
+        s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, 9, err, errlen);
+        if (s != EO_OK)
+            goto done;
+        if (out)
+            fprintf(out, "saved %s\n", c->save);
+    }
+#undef CORE
+done:
+    if (log)
+        fclose(log);
+    if (pool)
+        eo_pool_destroy(pool);
+    free(pbuf);
+    free(sbuf);
+    free(ib);
+    free(tb);
+    free(tok);
+    free(text);
+    return s;
+}

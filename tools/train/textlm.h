@@ -1,0 +1,78 @@
+/* tools/train/textlm.h — character-level language modelling with the GPT of
+ * core/transformer.h: the corpus, its vocabulary, batches of windows,
+ * and the training loop behind `eo-train --model gpt` and eo-sample.
+ *
+ * Corpus recipe (the one the PyTorch reference figures used): every
+ * regular file (not a link) of the fortunes directory except *.dat, in
+ * byte order of name, concatenated; tabs become spaces, text is
+ * lower-cased, and bytes other than printable ASCII and newline are
+ * dropped. The first 90% is the training split, the rest validation. The
+ * vocabulary is the sorted set of bytes that occur. */
+#ifndef EO_TOOLS_TEXTLM_H
+#define EO_TOOLS_TEXTLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "core/transformer.h"
+
+#define EO_FORTUNES_DIR "/usr/share/games/fortunes"
+
+/* Cleaned text, malloc'd (free it). dir: the fortunes recipe above over
+ * that directory; eo_text_load_file: one file, cleaned the same way. */
+eo_status eo_text_load_fortunes(const char *dir, char **text, size_t *len, char *err,
+                                size_t errlen);
+eo_status eo_text_load_file(const char *path, char **text, size_t *len, char *err, size_t errlen);
+
+/* The characters of a text, sorted, and the inverse map. */
+typedef struct eo_vocab {
+    int size;
+    char chars[257];     /* chars[i] is token i; NUL-terminated */
+    int16_t id[256];     /* byte -> token, -1 if absent */
+} eo_vocab;
+
+void eo_vocab_build(eo_vocab *v, const char *text, size_t len);
+/* From the characters in token order (as saved in a checkpoint). -1 if
+ * a character repeats. */
+int eo_vocab_from_chars(eo_vocab *v, const char *chars);
+
+/* Evenly spaced windows of the validation split: window k starts at
+ * k * ((n - T - 1) / K), so the set depends on nothing but the text, and
+ * the PyTorch script reproduces it exactly. */
+size_t eo_val_window_start(size_t n, int64_t T, int K, int k);
+
+typedef struct eo_lm_config {
+    const char *text;     /* a text file; NULL: the fortunes corpus */
+    const char *fortunes; /* its directory (EO_FORTUNES_DIR) */
+    int steps;
+    int64_t context, d_model, heads, layers;
+    int batch;
+    float lr, weight_decay;
+    uint64_t seed;
+    int threads;
+    int eval_every;       /* validation every N steps and at the end; 0: end only */
+    int val_windows;      /* K windows of context+1 characters */
+    int fused;            /* eo_attention_fused instead of eo_attention */
+    const char *save;     /* safetensors checkpoint or NULL */
+    const char *log;      /* CSV of step, train loss, val loss or NULL */
+    int quiet;
+    size_t persist_mb, step_mb;
+} eo_lm_config;
+
+typedef struct eo_lm_result {
+    double val_loss;      /* nats/char at the end */
+    double train_loss;    /* mean of the last eval_every steps (or all) */
+    double ms_per_step;   /* training steps only, mean */
+    int vocab;
+    size_t train_chars, val_chars;
+    int64_t params;
+} eo_lm_result;
+
+/* The README's defaults: 1000 steps, context 64, d_model 128, 4 heads, 4
+ * layers, batch 32, AdamW lr 1e-3 wd 0.01, seed 1, 2 threads. */
+void eo_lm_defaults(eo_lm_config *c);
+
+eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
+                          size_t errlen);
+
+#endif

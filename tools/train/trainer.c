@@ -1,0 +1,346 @@
+/* tools/train/trainer.c — the training loop for image classifiers.
+ *
+ * One step is: mark the step arena, wrap the batch, forward, loss,
+ * backward, (clip), optimizer update, rewind. Everything the step makes
+ * lives between the mark and the rewind, so after the first step the
+ * arena's high-water mark stops moving and no step asks the operating
+ * system for memory. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/nn.h"
+#include "tools/train/batch.h"
+#include "tools/formats/checkpoint.h"
+#include "tools/train/mnist.h"
+#include "tools/threads/pool.h"
+#include "tools/train/progress.h"
+#include "tools/train/svgplot.h"
+#include "tools/train/trainer.h"
+
+#define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void eo_train_defaults(eo_train_config *c, eo_model_kind model)
+{
+    memset(c, 0, sizeof *c);
+    c->model = model;
+    c->data_dir = "/usr/share/datasets/fashion-mnist";
+    c->batch = 128;
+    c->adamw = 1;
+    c->momentum = 0.9f;
+    c->schedule = EO_LR_COSINE;
+    c->seed = 1;
+    c->threads = 2;
+    c->persist_mb = 64;
+    c->step_mb = model == EO_MODEL_CNN ? 768 : model == EO_MODEL_VIT ? 1024 : 128;
+    if (model == EO_MODEL_VIT) {
+        c->epochs = 1;
+        c->lr = 1e-3f;
+        c->weight_decay = 0.01f;
+    } else if (model == EO_MODEL_CNN) {
+        c->epochs = 4;
+        c->lr = 2e-3f;
+    } else {
+        c->epochs = 15;
+        c->lr = 2e-3f;
+    }
+}
+
+/* A batch from host memory as a tensor on the model's device: a view of
+ * the host buffer on the CPU, a copy in the step arena on CUDA. */
+static eo_status batch_tensor(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank,
+                              const int64_t *shape, void *data, eo_tensor **out)
+{
+    TRY(eo_tensor_wrap(ctx, dt, rank, shape, data, out));
+    return dev == EO_CPU ? EO_OK : eo_to_device(ctx, *out, dev, EO_STEP, out);
+}
+
+static eo_device device_of(const eo_classifier *m) { return m->params.items[0]->device; }
+
+/* Fraction of `ds` classified correctly, in evaluation mode, no tape. */
+static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset *ds,
+                          double *acc)
+{
+    int was_train = eo_set_training(ctx, 0), was_grad = eo_set_grad(ctx, 0);
+    size_t correct = 0, B = 500;
+    eo_status s = EO_OK;
+    float *host = malloc(B * 10 * sizeof(float));
+    for (size_t i = 0; i < ds->n && s == EO_OK; i += B) {
+        size_t rows = ds->n - i < B ? ds->n - i : B;
+        eo_mark mk = eo_mark_get(ctx);
+        eo_tensor *x, *logits;
+        int64_t shape[2] = { (int64_t)rows, (int64_t)ds->dim };
+        s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, ds->x + i * ds->dim, &x);
+        if (s == EO_OK) s = eo_classifier_forward(ctx, m, x, &logits);
+        if (s == EO_OK) s = eo_read(ctx, logits, host, rows * 10 * sizeof(float));
+        for (size_t r = 0; r < rows && s == EO_OK; r++) {
+            int best = 0;
+            for (int k = 1; k < 10; k++)
+                if (host[r * 10 + k] > host[r * 10 + best])
+                    best = k;
+            correct += best == ds->y[i + r];
+        }
+        eo_rewind(ctx, mk);
+    }
+    free(host);
+    eo_set_training(ctx, was_train);
+    eo_set_grad(ctx, was_grad);
+    *acc = ds->n ? (double)correct / (double)ds->n : 0.0;
+    return s;
+}
+
+/* One training step on a batch; *loss gets its value. */
+static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *opt, float clip,
+                            float *xb, int32_t *yb, size_t rows, float *loss)
+{
+    eo_tensor *x, *y, *logits, *L;
+    int64_t sx[2] = { (int64_t)rows, 784 }, sy[1] = { (int64_t)rows };
+    TRY(batch_tensor(ctx, device_of(m), EO_F32, 2, sx, xb, &x));
+    TRY(batch_tensor(ctx, device_of(m), EO_I32, 1, sy, yb, &y));
+    TRY(eo_params_zero_grad(ctx, &m->params));
+    TRY(eo_classifier_forward(ctx, m, x, &logits));
+    TRY(eo_cross_entropy(ctx, logits, y, -100, &L));
+    TRY(eo_backward(ctx, L));
+    if (clip > 0)
+        TRY(eo_clip_grad_norm(ctx, &m->params, clip, NULL));
+    TRY(eo_optimizer_step(ctx, opt));
+    return eo_read(ctx, L, loss, sizeof *loss);
+}
+
+typedef struct {
+    double *x, *loss, *acc; /* per epoch */
+    size_t n;
+} history;
+
+static void write_plot(const eo_train_config *c, const history *h, FILE *out)
+{
+    char err[256], title[128];
+    eo_plot_series loss = { "train loss (epoch mean)", NULL, h->x, h->loss, h->n };
+    eo_plot_series acc = { "test accuracy", NULL, h->x, h->acc, h->n };
+    eo_plot_panel panels[2] = { { "cross-entropy (nats)", &loss, 1 }, { "accuracy", &acc, 1 } };
+    snprintf(title, sizeof title, "EveryO %s on Fashion-MNIST", eo_model_name(c->model));
+    eo_plot p = { title, "epoch", panels, 2, 0, 0 };
+    if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
+        if (out) fprintf(out, "warning: plot not written: %s\n", err);
+    } else if (out) {
+        fprintf(out, "plot: %s\n", c->plot);
+    }
+}
+
+eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, char *err,
+                       size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    eo_dataset train = {0}, test = {0};
+    eo_status s = eo_mnist_load(c->data_dir, 1, &train, err, errlen);
+    if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, &test, err, errlen);
+    if (s == EO_OK && c->train_subset) s = eo_dataset_subset(&train, c->train_subset, err, errlen);
+    if (s == EO_OK && c->test_subset) s = eo_dataset_subset(&test, c->test_subset, err, errlen);
+    if (s != EO_OK) {
+        eo_dataset_free(&train);
+        eo_dataset_free(&test);
+        return s;
+    }
+
+    eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
+    void *pbuf = malloc(c->persist_mb << 20), *sbuf = malloc(c->step_mb << 20);
+    float *xb = malloc((size_t)c->batch * 784 * sizeof(float));
+    int32_t *yb = malloc((size_t)c->batch * sizeof(int32_t));
+    FILE *log = NULL;
+    eo_batcher bat = {0};
+    history h = {0};
+    eo_ctx ctx;
+    eo_classifier m;
+    eo_optimizer opt;
+    int attached = 0;
+    if (!pbuf || !sbuf || !xb || !yb) {
+        snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", c->persist_mb,
+                 c->step_mb);
+        s = EO_ERR_OOM;
+        goto done;
+    }
+    eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    if (pool)
+        eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
+    eo_seed(&ctx, c->seed);
+#define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
+    if (c->cuda) {
+        /* Device arenas as large as the host ones; parameters, gradients,
+         * optimizer state and activations all stay on the GPU. */
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, c->persist_mb << 20, c->step_mb << 20));
+        attached = 1;
+        if (out) fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
+    }
+    CORE(eo_classifier_build(&ctx, c->model, c->cuda ? EO_CUDA : EO_CPU, &m));
+    if (c->load) {
+        s = eo_checkpoint_load(&ctx, &m.params, c->load, err, errlen);
+        if (s != EO_OK)
+            goto done;
+        if (out) fprintf(out, "loaded %s\n", c->load);
+    }
+    if (c->adamw)
+        CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
+    else
+        CORE(eo_sgd_init(&ctx, &opt, &m.params, c->lr, c->momentum, c->weight_decay, c->nesterov));
+
+    eo_batch_opts bo = { (size_t)c->batch, 1, 0, c->seed };
+    s = eo_batcher_init(&bat, &train, bo, err, errlen);
+    if (s != EO_OK)
+        goto done;
+    if (c->log && !(log = fopen(c->log, "w"))) {
+        snprintf(err, errlen, "%s: cannot open for writing", c->log);
+        s = EO_ERR_IO;
+        goto done;
+    }
+    /* Find out now, not after an hour of training, that --save or --plot
+     * points somewhere unwritable. */
+    const char *outputs[2] = { c->save, c->plot };
+    for (int k = 0; k < 2; k++) {
+        if (!outputs[k])
+            continue;
+        char probe[1024];
+        snprintf(probe, sizeof probe, "%s.tmp", outputs[k]);
+        FILE *f = fopen(probe, "wb");
+        if (!f) {
+            snprintf(err, errlen, "%s: cannot write here (checked before training)", outputs[k]);
+            s = EO_ERR_IO;
+            goto done;
+        }
+        fclose(f);
+        remove(probe);
+    }
+    if (log)
+        fprintf(log, "step,epoch,loss,lr\n");
+    if (out)
+        fprintf(out, "model %s: %lld parameters; train %zu, test %zu images; %s lr %g, batch %d, "
+                     "%d thread%s, seed %llu\n",
+                eo_model_name(c->model), (long long)eo_params_numel(&m.params), train.n, test.n,
+                c->adamw ? "AdamW" : "SGD", (double)c->lr, c->batch, c->threads,
+                c->threads == 1 ? "" : "s", (unsigned long long)c->seed);
+
+    size_t steps = bat.nbatches, total = steps * (size_t)c->epochs;
+    if (c->max_steps && c->max_steps < total)
+        total = c->max_steps; /* the schedule ends where the run does */
+    eo_lr_schedule sched = { (eo_lr_kind)c->schedule, c->lr, 0.0f, 0.1f,
+                             (int64_t)(steps * 3 > 0 ? steps * 3 : 1), c->warmup, (int64_t)total };
+    h.x = calloc((size_t)c->epochs + 1, sizeof(double));
+    h.loss = calloc((size_t)c->epochs + 1, sizeof(double));
+    h.acc = calloc((size_t)c->epochs + 1, sizeof(double));
+    double train_time = 0;
+    size_t global = 0, total_steps = 0;
+    for (int e = 0; e < c->epochs; e++) {
+        eo_batcher_epoch(&bat, (uint64_t)e);
+        eo_progress pr;
+        if (!c->quiet && out)
+            eo_progress_start(&pr, out, EO_PROGRESS_AUTO, e + 1, c->epochs, steps);
+        double t0 = now(), sum = 0;
+        size_t seen = 0;
+        size_t done_steps = 0;
+        for (size_t i = 0; i < steps; i++, global++) {
+            size_t rows;
+            if (c->max_steps && global >= c->max_steps)
+                break;
+            s = eo_batcher_get(&bat, i, xb, yb, &rows, err, errlen);
+            if (s != EO_OK)
+                goto done;
+            opt.lr = eo_lr_at(&sched, (int64_t)global);
+            eo_mark mk = eo_mark_get(&ctx);
+            float loss = 0;
+            CORE(train_step(&ctx, &m, &opt, c->clip, xb, yb, rows, &loss));
+            eo_rewind(&ctx, mk);
+            if (global == 0)
+                r->step_high_after_first = eo_arena_high(&ctx.step);
+            if (!isfinite(loss)) {
+                snprintf(err, errlen, "loss became %f at step %zu (epoch %d): lower --lr?",
+                         (double)loss, global, e + 1);
+                s = EO_ERR_NUMERIC;
+                goto done;
+            }
+            sum += loss;
+            seen += rows;
+            done_steps++;
+            if (log)
+                fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss, (double)opt.lr);
+            if (!c->quiet && out)
+                eo_progress_update(&pr, i + 1, sum / (double)(i + 1), seen);
+        }
+        double dt = now() - t0;
+        train_time += dt;
+        total_steps += done_steps;
+        if (done_steps == 0)
+            done_steps = 1; /* only the means below divide by it */
+        if (e == 0)
+            r->step_high_epoch1 = eo_arena_high(&ctx.step);
+        double acc;
+        CORE(evaluate(&ctx, &m, &test, &acc));
+        h.x[h.n] = e + 1;
+        h.loss[h.n] = sum / (double)done_steps;
+        h.acc[h.n++] = acc;
+        r->last_loss = sum / (double)done_steps;
+        r->images_per_second = (double)seen / dt;
+        if (out) {
+            char extra[96];
+            snprintf(extra, sizeof extra, "test acc %.2f%%", 100.0 * acc);
+            if (!c->quiet)
+                eo_progress_finish(&pr, extra);
+            else
+                fprintf(out, "epoch %d/%d loss %.4f %s %.1f s\n", e + 1, c->epochs,
+                        sum / (double)done_steps, extra, dt);
+        }
+    }
+    if (c->epochs == 0)
+        CORE(evaluate(&ctx, &m, &test, &r->test_accuracy));
+    else
+        r->test_accuracy = h.acc[h.n - 1];
+    if (c->epochs == 0 && out)
+        fprintf(out, "test accuracy %.2f%%\n", 100.0 * r->test_accuracy);
+    r->seconds_per_epoch = c->epochs ? train_time / c->epochs : 0;
+    r->ms_per_step = total_steps ? 1000.0 * train_time / (double)total_steps : 0;
+    r->persist_high = eo_arena_high(&ctx.persist);
+    r->step_high = eo_arena_high(&ctx.step);
+    if (out)
+        fprintf(out, "arenas: persistent %.1f MiB high-water, step %.1f MiB high-water (%.1f MiB "
+                     "after the first step)\n",
+                r->persist_high / 1048576.0, r->step_high / 1048576.0,
+                r->step_high_after_first / 1048576.0);
+    if (c->save) {
+        char acc[32], ep[16], seed[24];
+        snprintf(acc, sizeof acc, "%.4f", r->test_accuracy);
+        snprintf(ep, sizeof ep, "%d", c->epochs);
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+        const char *keys[4] = { "model", "epochs", "seed", "test_accuracy" };
+        const char *vals[4] = { eo_model_name(c->model), ep, seed, acc };
+        s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, 4, err, errlen);
+        if (s != EO_OK)
+            goto done;
+        if (out) fprintf(out, "saved %s\n", c->save);
+    }
+    if (c->plot && h.n)
+        write_plot(c, &h, out);
+#undef CORE
+done:
+    if (attached)
+        eo_cuda_detach(&ctx);
+    if (log)
+        fclose(log);
+    eo_batcher_free(&bat);
+    free(h.x);
+    free(h.loss);
+    free(h.acc);
+    free(xb);
+    free(yb);
+    free(pbuf);
+    free(sbuf);
+    if (pool)
+        eo_pool_destroy(pool);
+    eo_dataset_free(&train);
+    eo_dataset_free(&test);
+    return s;
+}

@@ -1,0 +1,59 @@
+/* tools/train/trainer.h — train an image classifier on Fashion-MNIST (or any
+ * IDX data of the same shape) from a configuration: the whole main job in
+ * one call, used by eo-train and by the fast training test. */
+#ifndef EO_TOOLS_TRAINER_H
+#define EO_TOOLS_TRAINER_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "core/everyo.h"
+#include "tools/train/models.h"
+
+typedef struct eo_train_config {
+    eo_model_kind model;
+    const char *data_dir;     /* holds {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
+    int epochs;
+    int batch;
+    float lr;
+    int adamw;                /* 1: AdamW, 0: SGD */
+    float momentum;           /* SGD */
+    int nesterov;             /* SGD */
+    float weight_decay;
+    int schedule;             /* eo_lr_kind */
+    int warmup;               /* COSINE warm-up steps */
+    float clip;               /* max global grad norm; 0 = off */
+    uint64_t seed;
+    int threads;
+    size_t train_subset;      /* 0 = all */
+    size_t test_subset;       /* 0 = all */
+    size_t max_steps;         /* stop after this many steps in all, then evaluate; 0 = off */
+    const char *save;         /* safetensors path or NULL */
+    const char *load;         /* safetensors path or NULL */
+    const char *log;          /* per-step CSV or NULL */
+    const char *plot;         /* SVG path or NULL */
+    int quiet;                /* no progress bar */
+    int cuda;                 /* 1: tensors on the first CUDA device */
+    const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
+    size_t persist_mb, step_mb;
+} eo_train_config;
+
+typedef struct eo_train_result {
+    double test_accuracy;     /* after the last epoch (or after loading, 0 epochs) */
+    double last_loss;         /* mean training loss of the last epoch */
+    double seconds_per_epoch; /* mean wall time of the training part of an epoch */
+    double images_per_second;
+    double ms_per_step;       /* mean wall time of one training step */
+    size_t persist_high, step_high; /* arenas' high-water marks, bytes */
+    size_t step_high_after_first;   /* step arena high-water after step 1 */
+    size_t step_high_epoch1;        /* ... after every step of epoch 1 (before evaluation) */
+} eo_train_result;
+
+/* Defaults for the model: the ones README.md quotes. */
+void eo_train_defaults(eo_train_config *c, eo_model_kind model);
+
+/* Run it. Prints progress to `out` (may be NULL for silence). On failure
+ * returns the status and writes a message into err. */
+eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, char *err,
+                       size_t errlen);
+
+#endif
