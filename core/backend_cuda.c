@@ -12,7 +12,7 @@
 #include "core/internal.h"
 #include "ops/cuda/device.h"
 
-static eo_cuda *state(eo_ctx *ctx) { return (eo_cuda *)ctx->cuda; }
+static eo_cuda *state(eo_ctx *ctx) { return (eo_cuda *)ctx->exec.cuda; }
 
 /* Surface a launch error recorded since the last check. */
 static eo_status pending(eo_ctx *ctx, const char *what)
@@ -97,7 +97,7 @@ eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int devi
 {
     if (!ctx)
         return EO_ERR_ARG;
-    if (ctx->cuda)
+    if (ctx->exec.cuda)
         return eo_fail(ctx, EO_ERR_STATE, "cuda_attach: a CUDA device is already attached");
     ctx->op = "cuda_attach";
     /* The driver table and the backend state live in the persistent arena. */
@@ -129,7 +129,7 @@ eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int devi
     }
     eo_arena_init(&ctx->dev_persist, (void *)(uintptr_t)p0, persist_bytes, "cuda persistent");
     eo_arena_init(&ctx->dev_step, (void *)(uintptr_t)p1, step_bytes, "cuda step");
-    ctx->cuda = cu;
+    ctx->exec.cuda = cu;
     ctx->backend[EO_CUDA] = &eo_backend_cuda;
     return EO_OK;
 }
@@ -142,11 +142,11 @@ void eo_cuda_detach(eo_ctx *ctx)
     eo_cuda_free_block(cu, (eo_cu_deviceptr)ctx->dev_persist.base);
     eo_cuda_free_block(cu, (eo_cu_deviceptr)ctx->dev_step.base);
     eo_cuda_close(cu);
-    ctx->cuda = NULL;
+    ctx->exec.cuda = NULL;
     ctx->backend[EO_CUDA] = NULL;
 }
 
 const char *eo_cuda_device_name(const eo_ctx *ctx)
 {
-    return ctx && ctx->cuda ? ((const eo_cuda *)ctx->cuda)->name : "";
+    return ctx && ctx->exec.cuda ? ((const eo_cuda *)ctx->exec.cuda)->name : "";
 }

@@ -18,7 +18,7 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void
     ctx->backend[EO_CPU] = &eo_backend_cpu;
     ctx->grad_enabled = 1;
     ctx->training = 1;
-    ctx->par.nthreads = 1;
+    ctx->exec.par.nthreads = 1;
     eo_seed(ctx, 0);
     return EO_OK;
 }
@@ -31,7 +31,7 @@ void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par)
         return;
     if (par.nthreads < 1)
         par.nthreads = 1;
-    ctx->par = par;
+    ctx->exec.par = par;
 }
 
 int eo_set_grad(eo_ctx *ctx, int enabled)

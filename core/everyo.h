@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include "alloc/arena.h"
 #include "alloc/status.h"
-#include "ops/parallel.h"
+#include "ops/exec.h"
 
 #define EO_MAX_RANK 4
 
@@ -68,11 +68,11 @@ typedef struct eo_ctx {
     eo_arena persist, step;        /* host arenas (metadata always; data for CPU tensors) */
     eo_arena dev_persist, dev_step;/* device arenas (data of CUDA tensors) */
     const struct eo_backend *backend[EO_DEVICE_COUNT];
-    void *cuda;                    /* the CUDA backend's state, when opened */
     struct eo_node *tape;          /* last recorded node (nodes link backwards) */
     int grad_enabled;              /* record the tape? */
     int training;                  /* nn mode: dropout active when 1 */
-    eo_par par;                    /* threading hook; run == NULL: one thread */
+    eo_exec exec;                  /* passed to every kernel: the thread hook and,
+                                      once attached, the CUDA device state */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
     const char *op;                /* the op running now, for messages */
@@ -112,7 +112,7 @@ void eo_rewind(eo_ctx *ctx, eo_mark m);
 /* ---- CUDA ------------------------------------------------------------------
  * Attach a CUDA device to the context: open device `device` through a
  * driver table (NULL: load the real driver, dlopen("libcuda.so.1"); or a
- * double such as the PTX interpreter's, see tools/ptxsim//driver.h), load
+ * double such as the PTX interpreter's, see tools/ptxsim/driver.h), load
  * the embedded PTX once, and carve two device arenas from one cuMemAlloc
  * block each. Afterwards tensors made with device EO_CUDA live there and
  * every op on them runs the PTX kernels. Kernel faults surface at the next

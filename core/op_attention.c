@@ -163,11 +163,11 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
     eo_tensor *o, *lse;
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 4, q->shape, &o));
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 3, q->shape, &lse));
-    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->par)) : 0;
+    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws; /* the tiles live for this call only */
     EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
     be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
-                  causal, scale, o->data, lse->data, ws.p, &ctx->par);
+                  causal, scale, o->data, lse->data, ws.p, &ctx->exec);
     eo_give_back(&ws);
     eo_tensor *in[4] = { q, k, v, mask };
     if (eo_needs_grad(ctx, in, 4)) {
@@ -198,14 +198,14 @@ eo_status eo_bwd_attention(eo_ctx *ctx, eo_node *n)
         mask_strides(mask, ms);
     if (gm)
         mask_strides(gm, gms);
-    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->par)) : 0;
+    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws;
     EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
     be->attention_backward(B, H, Tq, Tk, D, q->data, k->data, v->data,
                            mask ? mask->data : NULL, ms, n->p.attn.causal, n->p.attn.scale,
                            o->data, n->saved[0]->data, o->grad->data, gq ? gq->data : NULL,
                            gk ? gk->data : NULL, gv ? gv->data : NULL, gm ? gm->data : NULL,
-                           gms, ws.p, &ctx->par);
+                           gms, ws.p, &ctx->exec);
     eo_give_back(&ws);
     return EO_OK;
 }

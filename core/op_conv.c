@@ -21,7 +21,7 @@ static eo_status im2col(eo_ctx *ctx, eo_tensor *x, int kh, int kw, int pad, int 
     int64_t shape[2] = { C * kh * kw, N * OH * OW };
     eo_tensor *cols;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 2, shape, &cols));
-    be->im2col(N, C, H, W, kh, kw, pad, stride, x->data, cols->data, &ctx->par);
+    be->im2col(N, C, H, W, kh, kw, pad, stride, x->data, cols->data, &ctx->exec);
     if (eo_needs_grad(ctx, &x, 1)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_IM2COL, &x, 1, cols, &nd));
@@ -43,7 +43,7 @@ eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
     EO_NEED_KERNEL(ctx, "conv2d", be, col2im);
     EO_CHECK(eo_grad_of(ctx, x, &g));
     be->col2im(x->shape[0], x->shape[1], x->shape[2], x->shape[3], n->p.conv.kh, n->p.conv.kw,
-               n->p.conv.pad, n->p.conv.stride, n->out->grad->data, g->data, &ctx->par);
+               n->p.conv.pad, n->p.conv.stride, n->out->grad->data, g->data, &ctx->exec);
     return EO_OK;
 }
 
@@ -111,7 +111,7 @@ eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out)
     eo_tensor *y, *arg;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 4, shape, &y));
     EO_CHECK(eo_new_out(ctx, x->device, EO_I32, 4, shape, &arg));
-    be->maxpool2d(P, H, W, k, x->data, y->data, arg->data, &ctx->par);
+    be->maxpool2d(P, H, W, k, x->data, y->data, arg->data, &ctx->exec);
     if (eo_needs_grad(ctx, &x, 1)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_MAXPOOL2D, &x, 1, y, &nd));
@@ -131,6 +131,6 @@ eo_status eo_bwd_maxpool2d(eo_ctx *ctx, eo_node *n)
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
     be->maxpool2d_backward(x->shape[0] * x->shape[1], x->shape[2], x->shape[3], n->p.pool.k,
-                           n->out->grad->data, n->saved[0]->data, g->data, &ctx->par);
+                           n->out->grad->data, n->saved[0]->data, g->data, &ctx->exec);
     return EO_OK;
 }

@@ -52,7 +52,7 @@ static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo
     broadcast_strides(a, shape, sa);
     broadcast_strides(b, shape, sb);
     eo_pad4(y, shape, sy);
-    be->binary(binop_of[id], shape, y->data, sy, a->data, sa, b->data, sb);
+    be->binary(binop_of[id], shape, y->data, sy, a->data, sa, b->data, sb, &ctx->exec);
     eo_tensor *in[2] = { a, b };
     if (eo_needs_grad(ctx, in, 2))
         EO_CHECK(eo_record(ctx, id, in, 2, y, NULL));
@@ -78,7 +78,7 @@ static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
     if (gb)
         broadcast_strides(gb, shape, sgb);
     be->binary_backward(binop_of[n->op], shape, y->grad->data, sy, a->data, sa, b->data, sb,
-                        ga ? ga->data : NULL, sga, gb ? gb->data : NULL, sgb);
+                        ga ? ga->data : NULL, sga, gb ? gb->data : NULL, sgb, &ctx->exec);
     return EO_OK;
 }
 
@@ -126,7 +126,7 @@ eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tenso
     }
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
-    be->unary(k, n, x->data, y->data, alpha, &ctx->par);
+    be->unary(k, n, x->data, y->data, alpha, &ctx->exec);
     if (eo_needs_grad(ctx, &x, 1)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, id, &x, 1, y, &nd));
@@ -145,7 +145,7 @@ static eo_status unary_backward(eo_ctx *ctx, eo_node *n)
     EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, unary_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
     be->unary_backward(unop_of[n->op], eo_numel(x), x->data, y->data, y->grad->data, g->data,
-                       n->p.scale.s, &ctx->par);
+                       n->p.scale.s, &ctx->exec);
     return EO_OK;
 }
 

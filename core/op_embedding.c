@@ -34,7 +34,7 @@ eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor 
     shape[idx->rank] = D;
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, table->device, EO_F32, idx->rank + 1, shape, &y));
-    be->embedding(n, D, table->data, idx->data, y->data, &ctx->par);
+    be->embedding(n, D, table->data, idx->data, y->data, &ctx->exec);
     eo_tensor *in[2] = { table, idx };
     if (eo_needs_grad(ctx, in, 1))
         EO_CHECK(eo_record(ctx, EO_OP_EMBEDDING, in, 2, y, NULL));
@@ -51,7 +51,7 @@ eo_status eo_bwd_embedding(eo_ctx *ctx, eo_node *n)
     EO_NEED_KERNEL(ctx, "embedding", be, embedding_backward);
     EO_CHECK(eo_grad_of(ctx, table, &g));
     be->embedding_backward(eo_numel(idx), table->shape[1], idx->data, n->out->grad->data,
-                           g->data, &ctx->par);
+                           g->data, &ctx->exec);
     return EO_OK;
 }
 
@@ -67,7 +67,7 @@ eo_status eo_dropout(eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tenso
     EO_NEED_KERNEL(ctx, "dropout", be, dropout);
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
-    be->dropout(eo_numel(x), x->data, y->data, p, seed, &ctx->par);
+    be->dropout(eo_numel(x), x->data, y->data, p, seed, &ctx->exec);
     if (eo_needs_grad(ctx, &x, 1)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_DROPOUT, &x, 1, y, &nd));
@@ -87,6 +87,6 @@ eo_status eo_bwd_dropout(eo_ctx *ctx, eo_node *n)
     EO_NEED_KERNEL(ctx, "dropout", be, dropout_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
     be->dropout_backward(eo_numel(x), n->out->grad->data, g->data, n->p.dropout.p,
-                         n->p.dropout.seed, &ctx->par);
+                         n->p.dropout.seed, &ctx->exec);
     return EO_OK;
 }

@@ -38,7 +38,7 @@ eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, fl
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 1, &rows, &mean));
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 1, &rows, &rstd));
     be->layernorm(rows, cols, x->data, w ? w->data : NULL, b ? b->data : NULL, eps, y->data,
-                  mean->data, rstd->data, &ctx->par);
+                  mean->data, rstd->data, &ctx->exec);
     eo_tensor *in[3] = { x, w, b };
     if (eo_needs_grad(ctx, in, 3)) {
         eo_node *nd;
@@ -62,13 +62,13 @@ eo_status eo_bwd_layernorm(eo_ctx *ctx, eo_node *n)
     if (b && b->requires_grad) EO_CHECK(eo_grad_of(ctx, b, &gb));
     int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
     size_t bytes = be->layernorm_backward_ws
-                       ? be->layernorm_backward_ws(rows, cols, eo_par_threads(&ctx->par))
+                       ? be->layernorm_backward_ws(rows, cols, eo_par_threads(&ctx->exec.par))
                        : 0;
     eo_lent ws;
     EO_CHECK(eo_lend(ctx, x->device, bytes, &ws));
     be->layernorm_backward(rows, cols, x->data, w ? w->data : NULL, n->saved[0]->data,
                            n->saved[1]->data, n->out->grad->data, gx ? gx->data : NULL,
-                           gw ? gw->data : NULL, gb ? gb->data : NULL, ws.p, &ctx->par);
+                           gw ? gw->data : NULL, gb ? gb->data : NULL, ws.p, &ctx->exec);
     eo_give_back(&ws);
     return EO_OK;
 }

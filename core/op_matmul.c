@@ -70,17 +70,17 @@ static eo_status mm(eo_ctx *ctx, const eo_backend *be, int64_t batch, int64_t M,
                     int64_t K, mm_operand X, mm_operand Y, float *C, int64_t ldc, int64_t sc,
                     float beta)
 {
-    size_t bytes = be->matmul_ws ? be->matmul_ws(M, N, K, eo_par_threads(&ctx->par)) : 0;
+    size_t bytes = be->matmul_ws ? be->matmul_ws(M, N, K, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws; /* the workspace lives for this call only */
     EO_CHECK(eo_lend(ctx, be->device, bytes, &ws));
     if (sc == 0 && batch > 1) {
         for (int64_t b = 0; b < batch; b++) {
             be->matmul(X.t, Y.t, 1, M, N, K, X.p + b * X.bs, X.ld, 0, Y.p + b * Y.bs, Y.ld, 0,
-                       b ? 1.0f : beta, C, ldc, 0, ws.p, &ctx->par);
+                       b ? 1.0f : beta, C, ldc, 0, ws.p, &ctx->exec);
         }
     } else {
         be->matmul(X.t, Y.t, batch, M, N, K, X.p, X.ld, X.bs, Y.p, Y.ld, Y.bs, beta, C, ldc, sc,
-                   ws.p, &ctx->par);
+                   ws.p, &ctx->exec);
     }
     eo_give_back(&ws);
     return EO_OK;

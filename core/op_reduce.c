@@ -47,7 +47,7 @@ static eo_status reduce(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int ke
     if (id == EO_OP_MAX && grad)
         EO_CHECK(eo_new_out(ctx, x->device, EO_I32, rank, shape, &arg));
     be->reduce(redop_of[id], outer, n, inner, x->data, y->data, arg ? arg->data : NULL,
-               &ctx->par);
+               &ctx->exec);
     if (grad) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, id, &x, 1, y, &nd));
@@ -69,7 +69,7 @@ static eo_status reduce_backward(eo_ctx *ctx, eo_node *n)
     int64_t outer, len, inner;
     split(x, n->p.reduce.axis, &outer, &len, &inner);
     be->reduce_backward(redop_of[n->op], outer, len, inner, n->out->grad->data,
-                        n->saved[0] ? n->saved[0]->data : NULL, g->data, &ctx->par);
+                        n->saved[0] ? n->saved[0]->data : NULL, g->data, &ctx->exec);
     return EO_OK;
 }
 

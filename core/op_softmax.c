@@ -24,10 +24,10 @@ static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out
     /* The kernel's scratch (a row of exps per worker) lives only for the
      * call: lent after y is taken, and given back. */
     const int log = id == EO_OP_LOG_SOFTMAX;
-    size_t bytes = be->softmax_ws ? be->softmax_ws(log, rows, cols, eo_par_threads(&ctx->par)) : 0;
+    size_t bytes = be->softmax_ws ? be->softmax_ws(log, rows, cols, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws;
     EO_CHECK(eo_lend(ctx, x->device, bytes, &ws));
-    be->softmax(log, rows, cols, x->data, y->data, ws.p, &ctx->par);
+    be->softmax(log, rows, cols, x->data, y->data, ws.p, &ctx->exec);
     eo_give_back(&ws);
     if (eo_needs_grad(ctx, &x, 1))
         EO_CHECK(eo_record(ctx, id, &x, 1, y, NULL));
@@ -45,7 +45,7 @@ static eo_status softmax_backward(eo_ctx *ctx, eo_node *n)
     EO_CHECK(eo_grad_of(ctx, x, &g));
     int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
     be->softmax_backward(n->op == EO_OP_LOG_SOFTMAX, rows, cols, y->data, y->grad->data,
-                         g->data, &ctx->par);
+                         g->data, &ctx->exec);
     return EO_OK;
 }
 
@@ -86,7 +86,7 @@ eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
     EO_CHECK(eo_new_out(ctx, logits->device, EO_F32, 0, NULL, &loss));
     EO_CHECK(eo_new_out(ctx, logits->device, EO_F32, 1, &rows, &lse));
     be->cross_entropy(rows, cols, logits->data, target->data, ignore_index, lse->data,
-                      loss->data, &ctx->par);
+                      loss->data, &ctx->exec);
     eo_tensor *in[2] = { logits, target };
     if (eo_needs_grad(ctx, in, 1)) {
         eo_node *nd;
@@ -108,6 +108,6 @@ eo_status eo_bwd_cross_entropy(eo_ctx *ctx, eo_node *n)
     EO_CHECK(eo_grad_of(ctx, logits, &g));
     be->cross_entropy_backward(logits->shape[0], logits->shape[1], logits->data, target->data,
                                n->p.ce.ignore_index, n->saved[0]->data, n->out->grad->data,
-                               g->data, &ctx->par);
+                               g->data, &ctx->exec);
     return EO_OK;
 }

@@ -50,7 +50,7 @@ static eo_status accumulate_into(eo_ctx *ctx, const eo_tensor *dst, const eo_ten
     int64_t shape[4], sd[4], tmp[4], ss[4];
     eo_pad4(dst, shape, sd);
     eo_pad4(src, tmp, ss);
-    be->accumulate(shape, dst->data, sd, src->data, ss);
+    be->accumulate(shape, dst->data, sd, src->data, ss, &ctx->exec);
     return EO_OK;
 }
 
@@ -95,7 +95,7 @@ eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out)
     int64_t shape[4], sx[4], sy[4];
     eo_pad4(x, shape, sx);
     eo_pad4(y, shape, sy);
-    be->copy32(shape, y->data, sy, x->data, sx);
+    be->copy32(shape, y->data, sy, x->data, sx, &ctx->exec);
     if (eo_needs_grad(ctx, &x, 1))
         EO_CHECK(eo_record(ctx, EO_OP_COPY, &x, 1, y, NULL));
     *out = y;
@@ -242,7 +242,7 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
         int64_t sh[4], sd[4], ss[4];
         eo_pad4(&part, sh, sd);
         eo_pad4(xs[k], sh, ss);
-        be->copy32(sh, part.data, sd, xs[k]->data, ss);
+        be->copy32(sh, part.data, sd, xs[k]->data, ss, &ctx->exec);
         p.view.start += xs[k]->shape[a];
     }
     if (eo_needs_grad(ctx, xs, n)) {

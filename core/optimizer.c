@@ -72,11 +72,11 @@ eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o)
         if (o->kind == EO_OPTIM_SGD) {
             EO_NEED_KERNEL(ctx, "sgd", be, sgd);
             be->sgd(n, p->data, p->grad->data, o->v ? o->v[i]->data : NULL, o->lr, o->momentum,
-                    o->weight_decay, o->nesterov, &ctx->par);
+                    o->weight_decay, o->nesterov, &ctx->exec);
         } else {
             EO_NEED_KERNEL(ctx, "adamw", be, adamw);
             be->adamw(n, p->data, p->grad->data, o->m[i]->data, o->v[i]->data, o->lr,
-                      o->beta1, o->beta2, o->eps, o->weight_decay, o->step, &ctx->par);
+                      o->beta1, o->beta2, o->eps, o->weight_decay, o->step, &ctx->exec);
         }
     }
     return EO_OK;
@@ -93,7 +93,7 @@ eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, fl
         eo_mark m = eo_mark_get(ctx);
         float part = 0, *dev;
         EO_CHECK(eo_scratch(ctx, g->device, sizeof(float), (void **)&dev));
-        be->sumsq(eo_numel(g), g->data, dev);
+        be->sumsq(eo_numel(g), g->data, dev, &ctx->exec);
         eo_status s = be->download(ctx, &part, dev, sizeof part);
         eo_rewind(ctx, m);
         EO_CHECK(s);
@@ -109,7 +109,7 @@ eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, fl
         for (int i = 0; i < ps->count; i++) {
             eo_tensor *g = ps->items[i]->grad;
             const eo_backend *be = eo_backend_of(ctx, g);
-            be->unary(EO_UN_SCALE, eo_numel(g), g->data, g->data, f, &ctx->par);
+            be->unary(EO_UN_SCALE, eo_numel(g), g->data, g->data, f, &ctx->exec);
         }
     }
     return EO_OK;

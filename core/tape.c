@@ -100,7 +100,7 @@ eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss)
     EO_CHECK(eo_grad_of(ctx, loss, &g));
     const eo_backend *be = eo_backend_of(ctx, loss);
     EO_NEED_KERNEL(ctx, "backward", be, fill);
-    be->fill(1, g->data, 1.0f);
+    be->fill(1, g->data, 1.0f, &ctx->exec);
 
     int was = eo_set_grad(ctx, 0); /* backward records nothing */
     eo_status s = EO_OK;

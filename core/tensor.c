@@ -284,7 +284,7 @@ eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value)
     EO_CHECK(eo_expect(ctx, "fill", x, EO_F32));
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "fill", be, fill);
-    be->fill(eo_numel(x), x->data, value);
+    be->fill(eo_numel(x), x->data, value, &ctx->exec);
     return EO_OK;
 }
 

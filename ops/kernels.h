@@ -19,14 +19,17 @@
  *    which is what lets a tensor used twice receive both contributions;
  *  - kernels never fail: the core validates shapes and index ranges
  *    before calling, so a kernel has no status to return;
- *  - `par` may be NULL (run on the calling thread); `ws` is caller-owned
- *    scratch of at least the size the matching *_ws function returns. */
+ *  - the last argument of every kernel is the execution handle `ex`
+ *    (ops/exec.h): the thread hook for the CPU, the device state for CUDA;
+ *    a CPU kernel accepts NULL (run on the calling thread); `ws` is
+ *    caller-owned scratch of at least the size the matching *_ws function
+ *    returns. */
 #ifndef EO_KERNELS_H
 #define EO_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "ops/parallel.h"
+#include "ops/exec.h"
 
 /* ---- strided 4-D layout ------------------------------------------------
  * Elementwise kernels walk a 4-D index space shape[0..3]; each operand
@@ -36,13 +39,14 @@
 
 /* dst[i] = src[i] (bit copy of 4-byte elements; works for f32 and i32). */
 typedef void eo_k_copy32_fn(const int64_t shape[4], void *dst, const int64_t sd[4],
-                            const void *src, const int64_t ss[4]);
+                            const void *src, const int64_t ss[4], const eo_exec *ex);
 /* dst[i] += src[i]. dst may have stride-0 axes: those sum over the axis
  * (this is how a broadcast input's gradient is reduced to its shape). */
 typedef void eo_k_accumulate_fn(const int64_t shape[4], float *dst, const int64_t sd[4],
-                                const float *src, const int64_t ss[4]);
+                                const float *src, const int64_t ss[4],
+                                const eo_exec *ex);
 /* x[0..n) = value. */
-typedef void eo_k_fill_fn(int64_t n, float *x, float value);
+typedef void eo_k_fill_fn(int64_t n, float *x, float value, const eo_exec *ex);
 
 /* ---- elementwise binary with broadcasting ------------------------------ */
 typedef enum eo_binop { EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_COUNT } eo_binop;
@@ -51,7 +55,7 @@ typedef enum eo_binop { EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_C
 typedef void eo_k_binary_fn(eo_binop op, const int64_t shape[4],
                             float *out, const int64_t so[4],
                             const float *a, const int64_t sa[4],
-                            const float *b, const int64_t sb[4]);
+                            const float *b, const int64_t sb[4], const eo_exec *ex);
 /* Given dout (= dL/dout) over `shape`, da += dout * d(out)/da and
  * db += dout * d(out)/db. da/db use stride 0 on the axes their input was
  * broadcast along, so the sum over that axis happens here. da or db may
@@ -62,7 +66,7 @@ typedef void eo_k_binary_backward_fn(eo_binop op, const int64_t shape[4],
                                      const float *a, const int64_t sa[4],
                                      const float *b, const int64_t sb[4],
                                      float *da, const int64_t sda[4],
-                                     float *db, const int64_t sdb[4]);
+                                     float *db, const int64_t sdb[4], const eo_exec *ex);
 
 /* ---- elementwise unary (contiguous) ------------------------------------
  * GELU_TANH: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  — the tanh
@@ -77,12 +81,12 @@ typedef enum eo_unop {
 } eo_unop;
 
 typedef void eo_k_unary_fn(eo_unop op, int64_t n, const float *x, float *y, float alpha,
-                           const eo_par *par);
+                           const eo_exec *ex);
 /* dx += dy * f'(x). x is the forward input, y the forward output (kernels
  * use whichever is cheaper: sigmoid and tanh and exp use y). */
 typedef void eo_k_unary_backward_fn(eo_unop op, int64_t n, const float *x, const float *y,
                                     const float *dy, float *dx, float alpha,
-                                    const eo_par *par);
+                                    const eo_exec *ex);
 
 /* ---- matmul --------------------------------------------------------------
  * For each b in [0, batch):
@@ -96,7 +100,7 @@ typedef void eo_k_matmul_fn(int ta, int tb, int64_t batch, int64_t M, int64_t N,
                             const float *A, int64_t lda, int64_t sa,
                             const float *B, int64_t ldb, int64_t sb,
                             float beta, float *C, int64_t ldc, int64_t sc,
-                            void *ws, const eo_par *par);
+                            void *ws, const eo_exec *ex);
 /* Scratch bytes eo_k_matmul needs for these sizes and thread count. */
 typedef size_t eo_k_matmul_ws_fn(int64_t M, int64_t N, int64_t K, int nthreads);
 
@@ -107,13 +111,13 @@ typedef size_t eo_k_matmul_ws_fn(int64_t M, int64_t N, int64_t K, int nthreads);
 typedef enum eo_redop { EO_RED_SUM, EO_RED_MEAN, EO_RED_MAX, EO_RED_COUNT } eo_redop;
 
 typedef void eo_k_reduce_fn(eo_redop op, int64_t outer, int64_t n, int64_t inner,
-                            const float *x, float *y, int32_t *argmax, const eo_par *par);
+                            const float *x, float *y, int32_t *argmax, const eo_exec *ex);
 /* dx += broadcast of dy (SUM), dy / n (MEAN), or dy at argmax (MAX). */
 typedef void eo_k_reduce_backward_fn(eo_redop op, int64_t outer, int64_t n, int64_t inner,
                                      const float *dy, const int32_t *argmax, float *dx,
-                                     const eo_par *par);
+                                     const eo_exec *ex);
 /* out[0] = sum of x[i]^2, accumulated in double (gradient clipping). */
-typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out);
+typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out, const eo_exec *ex);
 
 /* ---- softmax / log_softmax over the last axis ----------------------------
  * Max-subtracted: y = exp(x - max) / sum exp(x - max), so logits of ±1e4
@@ -125,13 +129,13 @@ typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out);
  * that need not be initialised: the CPU kernel keeps one row of exps per
  * worker there while the previous row is written out. */
 typedef void eo_k_softmax_fn(int log, int64_t rows, int64_t cols, const float *x, float *y,
-                             void *ws, const eo_par *par);
+                             void *ws, const eo_exec *ex);
 typedef size_t eo_k_softmax_ws_fn(int log, int64_t rows, int64_t cols, int nthreads);
 /* From the forward output y:
  *   softmax:     dx += y * (dy - sum_j dy_j y_j)
  *   log_softmax: dx += dy - exp(y) * sum_j dy_j   (0 where y = -inf) */
 typedef void eo_k_softmax_backward_fn(int log, int64_t rows, int64_t cols, const float *y,
-                                      const float *dy, float *dx, const eo_par *par);
+                                      const float *dy, float *dx, const eo_exec *ex);
 
 /* ---- cross-entropy over class indices -------------------------------------
  * loss[0] = mean over rows r with target[r] != ignore_index of
@@ -140,13 +144,13 @@ typedef void eo_k_softmax_backward_fn(int log, int64_t rows, int64_t cols, const
  * row is ignored, loss[0] = 0. Targets are in [0, cols) or ignore_index. */
 typedef void eo_k_cross_entropy_fn(int64_t rows, int64_t cols, const float *logits,
                                    const int32_t *target, int32_t ignore_index,
-                                   float *lse, float *loss, const eo_par *par);
+                                   float *lse, float *loss, const eo_exec *ex);
 /* dlogits[r,c] += dloss[0] / count * (softmax(logits)[r,c] - [c == target[r]])
  * for non-ignored rows (count = their number); ignored rows get nothing. */
 typedef void eo_k_cross_entropy_backward_fn(int64_t rows, int64_t cols, const float *logits,
                                             const int32_t *target, int32_t ignore_index,
                                             const float *lse, const float *dloss,
-                                            float *dlogits, const eo_par *par);
+                                            float *dlogits, const eo_exec *ex);
 
 /* ---- layernorm over the last axis -------------------------------------------
  * Ba, Kiros & Hinton, "Layer Normalization" (2016):
@@ -158,7 +162,7 @@ typedef void eo_k_cross_entropy_backward_fn(int64_t rows, int64_t cols, const fl
  * mean and rstd ([rows]) are saved for the backward. */
 typedef void eo_k_layernorm_fn(int64_t rows, int64_t cols, const float *x, const float *w,
                                const float *b, float eps, float *y, float *mean, float *rstd,
-                               const eo_par *par);
+                               const eo_exec *ex);
 /* xhat = (x - mean) * rstd, g = dy * w:
  *   dx += rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
  *   dw += sum_rows dy * xhat,   db += sum_rows dy.
@@ -166,16 +170,16 @@ typedef void eo_k_layernorm_fn(int64_t rows, int64_t cols, const float *x, const
 typedef void eo_k_layernorm_backward_fn(int64_t rows, int64_t cols, const float *x,
                                         const float *w, const float *mean, const float *rstd,
                                         const float *dy, float *dx, float *dw, float *db,
-                                        void *ws, const eo_par *par);
+                                        void *ws, const eo_exec *ex);
 typedef size_t eo_k_layernorm_backward_ws_fn(int64_t rows, int64_t cols, int nthreads);
 
 /* ---- embedding -----------------------------------------------------------------
  * out[i, :] = table[idx[i], :] for i in [0, n); table is [vocab, dim]. */
 typedef void eo_k_embedding_fn(int64_t n, int64_t dim, const float *table, const int32_t *idx,
-                               float *out, const eo_par *par);
+                               float *out, const eo_exec *ex);
 /* dtable[idx[i], :] += dout[i, :]; a repeated index receives every row. */
 typedef void eo_k_embedding_backward_fn(int64_t n, int64_t dim, const int32_t *idx,
-                                        const float *dout, float *dtable, const eo_par *par);
+                                        const float *dout, float *dtable, const eo_exec *ex);
 
 /* ---- dropout (inverted) --------------------------------------------------------
  * Element i is kept when u(seed, i) >= p, where u is a counter-based hash
@@ -183,10 +187,10 @@ typedef void eo_k_embedding_backward_fn(int64_t n, int64_t dim, const int32_t *i
  * recomputed in the backward instead of stored, and does not depend on
  * the thread count. y = keep ? x / (1 - p) : 0; p in [0, 1). */
 typedef void eo_k_dropout_fn(int64_t n, const float *x, float *y, float p, uint64_t seed,
-                             const eo_par *par);
+                             const eo_exec *ex);
 /* dx += keep ? dy / (1 - p) : 0 with the same mask. */
 typedef void eo_k_dropout_backward_fn(int64_t n, const float *dy, float *dx, float p,
-                                      uint64_t seed, const eo_par *par);
+                                      uint64_t seed, const eo_exec *ex);
 
 /* ---- convolution helpers (NCHW) ----------------------------------------------
  * im2col: for N images x [N, C, H, W], cols [C*kh*kw, N*OH*OW] with
@@ -197,19 +201,19 @@ typedef void eo_k_dropout_backward_fn(int64_t n, const float *dy, float *dx, flo
  * large enough to run the matmul kernel at full speed. */
 typedef void eo_k_im2col_fn(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh,
                             int64_t kw, int64_t pad, int64_t stride, const float *x,
-                            float *cols, const eo_par *par);
+                            float *cols, const eo_exec *ex);
 /* The adjoint: dx [N, C, H, W] += scatter of dcols (padding taps dropped). */
 typedef void eo_k_col2im_fn(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh,
                             int64_t kw, int64_t pad, int64_t stride, const float *dcols,
-                            float *dx, const eo_par *par);
+                            float *dx, const eo_exec *ex);
 /* Max pool k×k, stride k, no padding, over planes [P, H, W] (P = N*C):
  * y [P, H/k, W/k] (floor), arg = flat index in the plane of the max. */
 typedef void eo_k_maxpool2d_fn(int64_t P, int64_t H, int64_t W, int64_t k, const float *x,
-                               float *y, int32_t *arg, const eo_par *par);
+                               float *y, int32_t *arg, const eo_exec *ex);
 /* dx[p, arg] += dy[p, o]. */
 typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t k,
                                         const float *dy, const int32_t *arg, float *dx,
-                                        const eo_par *par);
+                                        const eo_exec *ex);
 
 /* ---- optimizer updates (in place) ------------------------------------------------
  * SGD with momentum and weight decay, as PyTorch's torch.optim.SGD
@@ -217,7 +221,7 @@ typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t
  * momentum*v : v (or d itself when momentum = 0; v may then be NULL);
  * w -= lr * d. */
 typedef void eo_k_sgd_fn(int64_t n, float *w, const float *g, float *v, float lr,
-                         float momentum, float wd, int nesterov, const eo_par *par);
+                         float momentum, float wd, int nesterov, const eo_exec *ex);
 /* AdamW, Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
  * (ICLR 2019), Algorithm 2, with Adam's bias correction (Kingma & Ba 2015):
  *   w -= lr * wd * w;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
@@ -225,7 +229,7 @@ typedef void eo_k_sgd_fn(int64_t n, float *w, const float *g, float *v, float lr
  * t = step >= 1. Same order of operations as torch.optim.AdamW. */
 typedef void eo_k_adamw_fn(int64_t n, float *w, const float *g, float *m, float *v, float lr,
                            float beta1, float beta2, float eps, float wd, int64_t step,
-                           const eo_par *par);
+                           const eo_exec *ex);
 
 /* ---- the CPU implementations ------------------------------------------------------ */
 eo_k_copy32_fn eo_k_copy32;
@@ -284,7 +288,7 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
 typedef void eo_k_attention_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,
                                const float *q, const float *k, const float *v,
                                const float *mask, const int64_t ms[4], int causal, float scale,
-                               float *out, float *lse, void *ws, const eo_par *par);
+                               float *out, float *lse, void *ws, const eo_exec *ex);
 /* From the forward's inputs, out and lse, and dout = dL/dout:
  * dq, dk, dv += their gradients and dmask += dL/ds (stride 0 on a
  * broadcast axis sums over it; dms as ms). Any of dq, dk, dv, dmask may be
@@ -295,7 +299,7 @@ typedef void eo_k_attention_backward_fn(int64_t B, int64_t H, int64_t Tq, int64_
                                         float scale, const float *out, const float *lse,
                                         const float *dout, float *dq, float *dk, float *dv,
                                         float *dmask, const int64_t dms[4], void *ws,
-                                        const eo_par *par);
+                                        const eo_exec *ex);
 typedef size_t eo_k_attention_ws_fn(int64_t Tq, int64_t Tk, int64_t D, int nthreads);
 eo_k_attention_fn eo_k_attention;
 eo_k_attention_backward_fn eo_k_attention_backward;

@@ -27,6 +27,7 @@
 
 static eo_cuda_driver D;
 static eo_cuda CU;
+static eo_exec EX; /* the launchers' device: {.cuda = &CU} once open */
 /* EO_TEST_CUDA=real runs the same comparisons on the machine's GPU through
  * libcuda.so.1 instead of the interpreter. */
 static int real_gpu;
@@ -45,6 +46,7 @@ static void setup(void)
     }
     eo_status s = eo_cuda_open(&CU, &D, 0, err, sizeof err);
     ck_assert_msg(s == EO_OK, "eo_cuda_open: %s", err);
+    EX.cuda = &CU;
 }
 
 static void teardown(void)
@@ -149,7 +151,7 @@ START_TEST(fill_copy_accumulate)
 {
     enum { N = 1000 };
     float *d = dev_alloc(N * sizeof(float)), want[N];
-    eo_cuda_k_fill(N, d, 2.5f);
+    eo_cuda_k_fill(N, d, 2.5f, &EX);
     for (int i = 0; i < N; i++)
         want[i] = 2.5f;
     check_dev("fill", d, want, N, 0, 0);
@@ -158,10 +160,10 @@ START_TEST(fill_copy_accumulate)
     int64_t shape[4] = {2, 3, 4, 5}, sd[4] = {60, 20, 5, 1}, ss[4] = {1, 2, 6, 24};
     float *src = rand_buf(120, -1, 1), cpu[120];
     float *dsrc = up(src, sizeof cpu), *ddst = dev_alloc(sizeof cpu);
-    eo_k_copy32(shape, cpu, sd, src, ss);
-    eo_cuda_k_copy32(shape, ddst, sd, dsrc, ss);
+    eo_k_copy32(shape, cpu, sd, src, ss, NULL);
+    eo_cuda_k_copy32(shape, ddst, sd, dsrc, ss, &EX);
     check_dev("copy32 strided", ddst, cpu, 120, 0, 0);
-    eo_cuda_k_copy32(shape, ddst, sd, dsrc, sd); /* contiguous path */
+    eo_cuda_k_copy32(shape, ddst, sd, dsrc, sd, &EX); /* contiguous path */
     check_dev("copy32 flat", ddst, src, 120, 0, 0);
 
     /* accumulate into a broadcast destination [1,3,1,5] (stride 0 on axes 0, 2) */
@@ -169,11 +171,11 @@ START_TEST(fill_copy_accumulate)
     float acc[15], *a0 = rand_buf(15, -1, 1);
     memcpy(acc, a0, sizeof acc);
     float *dacc = up(a0, sizeof acc);
-    eo_k_accumulate(shape, acc, sb, src, sd);
-    eo_cuda_k_accumulate(shape, dacc, sb, dsrc, sd);
+    eo_k_accumulate(shape, acc, sb, src, sd, NULL);
+    eo_cuda_k_accumulate(shape, dacc, sb, dsrc, sd, &EX);
     check_dev("accumulate broadcast", dacc, acc, 15, 1e-6f, 1e-6f);
-    eo_k_accumulate(shape, cpu, sd, src, sd); /* contiguous path: cpu holds the strided copy */
-    eo_cuda_k_accumulate(shape, ddst, sd, dsrc, sd);
+    eo_k_accumulate(shape, cpu, sd, src, sd, NULL); /* contiguous path: cpu holds the strided copy */
+    eo_cuda_k_accumulate(shape, ddst, sd, dsrc, sd, &EX);
     float twice[120];
     for (int i = 0; i < 120; i++)
         twice[i] = src[i] + src[i];
@@ -194,12 +196,12 @@ START_TEST(binary_forward_backward)
     float *dout = dev_alloc(120 * 4);
     for (int op = 0; op < EO_BIN_COUNT; op++) {
         float out[120], ga[60] = {0}, gb[8] = {0};
-        eo_k_binary((eo_binop)op, shape, out, so, a, sa, b, sb);
-        eo_cuda_k_binary((eo_binop)op, shape, dout, so, da_, sa, db_, sb);
+        eo_k_binary((eo_binop)op, shape, out, so, a, sa, b, sb, NULL);
+        eo_cuda_k_binary((eo_binop)op, shape, dout, so, da_, sa, db_, sb, &EX);
         check_dev("binary", dout, out, 120, 1e-6f, 0);
         float *dga = up(ga, sizeof ga), *dgb = up(gb, sizeof gb);
-        eo_k_binary_backward((eo_binop)op, shape, g, so, a, sa, b, sb, ga, sa, gb, sb);
-        eo_cuda_k_binary_backward((eo_binop)op, shape, dg, so, da_, sa, db_, sb, dga, sa, dgb, sb);
+        eo_k_binary_backward((eo_binop)op, shape, g, so, a, sa, b, sb, ga, sa, gb, sb, NULL);
+        eo_cuda_k_binary_backward((eo_binop)op, shape, dg, so, da_, sa, db_, sb, dga, sa, dgb, sb, &EX);
         check_dev("binary_backward da", dga, ga, 60, 1e-5f, 1e-6f);
         check_dev("binary_backward db", dgb, gb, 8, 1e-5f, 1e-5f);
     }
@@ -223,13 +225,13 @@ START_TEST(unary_forward_backward)
         float *din = op == EO_UN_LOG ? dxp : dx;
         float y[N], g[N];
         eo_k_unary((eo_unop)op, N, in, y, 0.75f, NULL);
-        eo_cuda_k_unary((eo_unop)op, N, din, dyo, 0.75f, NULL);
+        eo_cuda_k_unary((eo_unop)op, N, din, dyo, 0.75f, &EX);
         check_dev("unary", dyo, y, N, 4e-6f, 1e-6f);
         for (int i = 0; i < N; i++)
             g[i] = 0.125f;
         float *dgo = up(g, sizeof g);
         eo_k_unary_backward((eo_unop)op, N, in, y, dy, g, 0.75f, NULL);
-        eo_cuda_k_unary_backward((eo_unop)op, N, din, dyo, ddy, dgo, 0.75f, NULL);
+        eo_cuda_k_unary_backward((eo_unop)op, N, din, dyo, ddy, dgo, 0.75f, &EX);
         check_dev("unary_backward", dgo, g, N, 2e-5f, 1e-6f);
     }
     free(x);
@@ -257,7 +259,7 @@ START_TEST(matmul_all_transposes)
         eo_k_matmul(ta, tb, B, M, N, K, A, lda, sa, Bm, ldb, (int64_t)K * N, acc ? 1.0f : 0.0f,
                     C, N, (int64_t)M * N, ws, NULL);
         eo_cuda_k_matmul(ta, tb, B, M, N, K, dA, lda, sa, dB, ldb, (int64_t)K * N,
-                         acc ? 1.0f : 0.0f, dC, N, (int64_t)M * N, NULL, NULL);
+                         acc ? 1.0f : 0.0f, dC, N, (int64_t)M * N, NULL, &EX);
         check_dev("matmul", dC, C, B * M * N, 1e-5f, 1e-5f);
         free(C);
     }
@@ -294,14 +296,14 @@ START_TEST(reduce_forward_backward)
             float *dyo = dev_alloc(ny * 4), *dg = up(g, nx * 4);
             int32_t *dam = dev_alloc(ny * 4);
             eo_k_reduce((eo_redop)op, o, n, in, x, y, am, NULL);
-            eo_cuda_k_reduce((eo_redop)op, o, n, in, dxv, dyo, dam, NULL);
+            eo_cuda_k_reduce((eo_redop)op, o, n, in, dxv, dyo, dam, &EX);
             check_dev("reduce", dyo, y, ny, 1e-5f, 1e-5f);
             if (op == EO_RED_MAX) {
                 down(amg, dam, ny * 4);
                 ck_assert_int_eq(memcmp(am, amg, ny * 4), 0);
             }
             eo_k_reduce_backward((eo_redop)op, o, n, in, dy, am, g, NULL);
-            eo_cuda_k_reduce_backward((eo_redop)op, o, n, in, ddy, dam, dg, NULL);
+            eo_cuda_k_reduce_backward((eo_redop)op, o, n, in, ddy, dam, dg, &EX);
             check_dev("reduce_backward", dg, g, nx, 1e-6f, 1e-7f);
             free(y), free(g), free(am), free(amg);
         }
@@ -313,8 +315,8 @@ START_TEST(reduce_forward_backward)
         int64_t n = sizes[c];
         float *x = rand_buf((size_t)n + 1, -2, 2), want, got;
         float *dxv = up(x, (size_t)n * 4 + 4), *dout = dev_alloc(4);
-        eo_k_sumsq(n, x, &want);
-        eo_cuda_k_sumsq(n, dxv, dout);
+        eo_k_sumsq(n, x, &want, NULL);
+        eo_cuda_k_sumsq(n, dxv, dout, &EX);
         down(&got, dout, 4);
         ck_assert_float_eq_tol(got, want, 1e-6f * want + 1e-30f);
         free(x);
@@ -337,13 +339,13 @@ START_TEST(softmax_forward_backward)
     for (int log = 0; log < 2; log++) {
         float y[R * C], g[R * C];
         eo_k_softmax(log, R, C, x, y, NULL, NULL);
-        eo_cuda_k_softmax(log, R, C, dx, dyo, NULL, NULL);
+        eo_cuda_k_softmax(log, R, C, dx, dyo, NULL, &EX);
         check_dev("softmax", dyo, y, R * C, 1e-5f, 1e-6f);
         for (int i = 0; i < R * C; i++)
             g[i] = 0.5f;
         float *dg = up(g, sizeof g);
         eo_k_softmax_backward(log, R, C, y, dy, g, NULL);
-        eo_cuda_k_softmax_backward(log, R, C, dyo, ddy, dg, NULL);
+        eo_cuda_k_softmax_backward(log, R, C, dyo, ddy, dg, &EX);
         check_dev("softmax_backward", dg, g, R * C, 1e-4f, 1e-5f);
     }
     free(x), free(dy);
@@ -366,7 +368,7 @@ START_TEST(cross_entropy_forward_backward)
     float *dloss = dev_alloc(4), *ddl = up(&dl, 4), *dg = up(g, sizeof g);
     int32_t *dt = up(t, sizeof t);
     eo_k_cross_entropy(R, C, x, t, -100, lse, &loss, NULL);
-    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, dlse, dloss, NULL);
+    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, dlse, dloss, &EX);
     check_dev("cross_entropy loss", dloss, &loss, 1, 1e-5f, 1e-6f);
     float glse[R];
     down(glse, dlse, sizeof glse);
@@ -374,7 +376,7 @@ START_TEST(cross_entropy_forward_backward)
         if (t[r] != -100)
             ck_assert_float_eq_tol(glse[r], lse[r], 1e-5f * fabsf(lse[r]) + 1e-6f);
     eo_k_cross_entropy_backward(R, C, x, t, -100, lse, &dl, g, NULL);
-    eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, dlse, ddl, dg, NULL);
+    eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, dlse, ddl, dg, &EX);
     check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
 
     int32_t all_ignored[R];
@@ -382,7 +384,7 @@ START_TEST(cross_entropy_forward_backward)
         all_ignored[r] = -1;
     int32_t *dti = up(all_ignored, sizeof all_ignored);
     float zero = 0.0f;
-    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, dlse, dloss, NULL);
+    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, dlse, dloss, &EX);
     check_dev("cross_entropy all ignored", dloss, &zero, 1, 0, 0);
     free(x);
     free_all();
@@ -414,7 +416,7 @@ static void layernorm_case(int64_t R, int64_t C)
         float *y = malloc(n * 4), *mean = malloc((size_t)R * 4), *rstd = malloc((size_t)R * 4);
         float *dyo = dev_alloc(n * 4), *dm = dev_alloc((size_t)R * 4), *dr = dev_alloc((size_t)R * 4);
         eo_k_layernorm(R, C, x, W, Bb, 1e-5f, y, mean, rstd, NULL);
-        eo_cuda_k_layernorm(R, C, dx, dW, dB, 1e-5f, dyo, dm, dr, NULL);
+        eo_cuda_k_layernorm(R, C, dx, dW, dB, 1e-5f, dyo, dm, dr, &EX);
         check_dev("layernorm y", dyo, y, n, 1e-5f, 1e-5f);
         check_dev("layernorm mean", dm, mean, R, 1e-6f, 1e-6f);
         check_dev("layernorm rstd", dr, rstd, R, 1e-5f, 0);
@@ -433,7 +435,7 @@ static void layernorm_case(int64_t R, int64_t C)
         size_t wsb = eo_k_layernorm_backward_ws(R, C, 1);
         void *ws = malloc(wsb ? wsb : 1);
         eo_k_layernorm_backward(R, C, x, W, mean, rstd, dy, gx, gw, gb, ws, NULL);
-        eo_cuda_k_layernorm_backward(R, C, dx, dW, dm, dr, ddy, dgx, dgw, dgb, NULL, NULL);
+        eo_cuda_k_layernorm_backward(R, C, dx, dW, dm, dr, ddy, dgx, dgw, dgb, NULL, &EX);
         free(ws);
         check_dev("layernorm dx", dgx, gx, n, 2e-4f, 2e-5f);
         check_dev("layernorm dw", dgw, gw, C, 1e-4f, 1e-5f);
@@ -455,10 +457,10 @@ START_TEST(embedding_dropout)
     float *ddt = up(dtab, sizeof dtab);
     int32_t *di = up(idx, sizeof idx);
     eo_k_embedding(NI, DIM, table, idx, out, NULL);
-    eo_cuda_k_embedding(NI, DIM, dt, di, dout_, NULL);
+    eo_cuda_k_embedding(NI, DIM, dt, di, dout_, &EX);
     check_dev("embedding", dout_, out, NI * DIM, 0, 0);
     eo_k_embedding_backward(NI, DIM, idx, dout, dtab, NULL);
-    eo_cuda_k_embedding_backward(NI, DIM, di, ddo, ddt, NULL);
+    eo_cuda_k_embedding_backward(NI, DIM, di, ddo, ddt, &EX);
     check_dev("embedding_backward", ddt, dtab, V * DIM, 1e-6f, 1e-6f);
 
     enum { N = 2000 };
@@ -467,10 +469,10 @@ START_TEST(embedding_dropout)
         g[i] = 1.0f;
     float *dx = up(x, sizeof y), *dy = dev_alloc(sizeof y), *dg = up(g, sizeof g);
     eo_k_dropout(N, x, y, 0.3f, 12345, NULL);
-    eo_cuda_k_dropout(N, dx, dy, 0.3f, 12345, NULL);
+    eo_cuda_k_dropout(N, dx, dy, 0.3f, 12345, &EX);
     check_dev("dropout", dy, y, N, 0, 0);
     eo_k_dropout_backward(N, x, g, 0.3f, 12345, NULL);
-    eo_cuda_k_dropout_backward(N, dx, dg, 0.3f, 12345, NULL);
+    eo_cuda_k_dropout_backward(N, dx, dg, 0.3f, 12345, &EX);
     check_dev("dropout_backward", dg, g, N, 0, 0);
     free(table), free(dout), free(x);
     free_all();
@@ -487,7 +489,7 @@ START_TEST(optimizers)
         float *w = copy_buf(w0, N), *v = copy_buf(v0, N);
         float *dw = up(w0, N * 4), *dv = up(v0, N * 4);
         eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nest, NULL);
-        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.01f, nest, NULL);
+        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.01f, nest, &EX);
         check_dev("sgd w", dw, w, N, 1e-6f, 1e-7f);
         check_dev("sgd v", dv, v, N, 1e-6f, 1e-7f);
         free(w), free(v);
@@ -495,7 +497,7 @@ START_TEST(optimizers)
     float *w = copy_buf(w0, N), *m = copy_buf(m0, N), *s = copy_buf(s0, N);
     float *dw = up(w0, N * 4), *dm = up(m0, N * 4), *ds = up(s0, N * 4);
     eo_k_adamw(N, w, g, m, s, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7, NULL);
-    eo_cuda_k_adamw(N, dw, dg, dm, ds, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7, NULL);
+    eo_cuda_k_adamw(N, dw, dg, dm, ds, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7, &EX);
     check_dev("adamw w", dw, w, N, 1e-6f, 1e-7f);
     check_dev("adamw m", dm, m, N, 1e-6f, 1e-8f);
     check_dev("adamw v", ds, s, N, 1e-6f, 1e-9f);
@@ -514,10 +516,10 @@ START_TEST(convolution_helpers)
     float *d_x = up(x, nx * 4), *d_cols = dev_alloc(ncol * 4), *d_dcols = up(dcols, ncol * 4);
     float *d_dx = up(dx, nx * 4);
     eo_k_im2col(NB, C, H, W, KH, KW, PAD, S, x, cols, NULL);
-    eo_cuda_k_im2col(NB, C, H, W, KH, KW, PAD, S, d_x, d_cols, NULL);
+    eo_cuda_k_im2col(NB, C, H, W, KH, KW, PAD, S, d_x, d_cols, &EX);
     check_dev("im2col", d_cols, cols, ncol, 0, 0);
     eo_k_col2im(NB, C, H, W, KH, KW, PAD, S, dcols, dx, NULL);
-    eo_cuda_k_col2im(NB, C, H, W, KH, KW, PAD, S, d_dcols, d_dx, NULL);
+    eo_cuda_k_col2im(NB, C, H, W, KH, KW, PAD, S, d_dcols, d_dx, &EX);
     check_dev("col2im", d_dx, dx, nx, 1e-6f, 1e-6f);
 
     enum { P = 4, PH = 9, PW = 8, K = 2 };
@@ -529,12 +531,12 @@ START_TEST(convolution_helpers)
     int32_t *d_arg = dev_alloc(sizeof(int32_t) * P * QH * QW);
     float *d_pdy = up(pdy, sizeof(float) * P * QH * QW), *d_pdx = up(pdx, sizeof(float) * P * PH * PW);
     eo_k_maxpool2d(P, PH, PW, K, px, py, arg, NULL);
-    eo_cuda_k_maxpool2d(P, PH, PW, K, d_px, d_py, d_arg, NULL);
+    eo_cuda_k_maxpool2d(P, PH, PW, K, d_px, d_py, d_arg, &EX);
     check_dev("maxpool", d_py, py, (size_t)P * QH * QW, 0, 0);
     down(garg, d_arg, sizeof(int32_t) * P * QH * QW);
     ck_assert_int_eq(memcmp(garg, arg, sizeof(int32_t) * P * QH * QW), 0);
     eo_k_maxpool2d_backward(P, PH, PW, K, pdy, arg, pdx, NULL);
-    eo_cuda_k_maxpool2d_backward(P, PH, PW, K, d_pdy, d_arg, d_pdx, NULL);
+    eo_cuda_k_maxpool2d_backward(P, PH, PW, K, d_pdy, d_arg, d_pdx, &EX);
     check_dev("maxpool_backward", d_pdx, pdx, (size_t)P * PH * PW, 0, 0);
     free(x), free(cols), free(dx), free(dcols), free(px), free(py), free(arg), free(garg);
     free(pdy), free(pdx);
@@ -575,14 +577,14 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
     float *d_mask = masked ? up(mask, nm * 4) : NULL, *d_dout = up(dout, nq * 4);
     float *d_out = dev_alloc(nq * 4), *d_lse = dev_alloc(nl * 4);
     eo_cuda_k_attention(B, H, Tq, Tk, D, d_q, d_k, d_v, d_mask, ms, causal, scale, d_out, d_lse,
-                        NULL, NULL);
+                        NULL, &EX);
     check_dev("attention out", d_out, out, nq, 1e-5f, 1e-6f);
     check_dev("attention lse", d_lse, lse, nl, 1e-5f, 1e-6f);
     float *zq = calloc(nq, 4), *zk = calloc(nk, 4), *zm = calloc(nm, 4);
     float *d_dq = up(zq, nq * 4), *d_dk = up(zk, nk * 4), *d_dv = up(zk, nk * 4);
     float *d_dmask = masked ? up(zm, nm * 4) : NULL;
     eo_cuda_k_attention_backward(B, H, Tq, Tk, D, d_q, d_k, d_v, d_mask, ms, causal, scale, d_out,
-                                 d_lse, d_dout, d_dq, d_dk, d_dv, d_dmask, ms, NULL, NULL);
+                                 d_lse, d_dout, d_dq, d_dk, d_dv, d_dmask, ms, NULL, &EX);
     check_dev("attention dq", d_dq, dq, nq, 1e-4f, 1e-5f);
     check_dev("attention dk", d_dk, dk, nk, 1e-4f, 1e-5f);
     check_dev("attention dv", d_dv, dv, nk, 1e-4f, 1e-5f);
@@ -607,9 +609,9 @@ START_TEST(edge_cases)
     /* matmul with K = 0: C = 0 (beta 0) or C unchanged (beta 1) */
     float c0[6] = {1, 2, 3, 4, 5, 6}, zeros[6] = {0}, one = 1.0f;
     float *dC = up(c0, sizeof c0), *dA = up(&one, 4);
-    eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 1.0f, dC, 3, 0, NULL, NULL);
+    eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 1.0f, dC, 3, 0, NULL, &EX);
     check_dev("matmul K=0 beta=1", dC, c0, 6, 0, 0);
-    eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 0.0f, dC, 3, 0, NULL, NULL);
+    eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 0.0f, dC, 3, 0, NULL, &EX);
     check_dev("matmul K=0 beta=0", dC, zeros, 6, 0, 0);
 
     /* binary backward wanting only db, with a, b read (mul) */
@@ -617,8 +619,8 @@ START_TEST(edge_cases)
     float *a = rand_buf(12, -1, 1), *b = rand_buf(4, -1, 1), *g = rand_buf(12, -1, 1);
     float gb[4] = {0};
     float *d_a = up(a, 48), *d_b = up(b, 16), *d_g = up(g, 48), *d_gb = up(gb, 16);
-    eo_k_binary_backward(EO_BIN_MUL, shape, g, s34, a, s34, b, sb, NULL, s34, gb, sb);
-    eo_cuda_k_binary_backward(EO_BIN_MUL, shape, d_g, s34, d_a, s34, d_b, sb, NULL, s34, d_gb, sb);
+    eo_k_binary_backward(EO_BIN_MUL, shape, g, s34, a, s34, b, sb, NULL, s34, gb, sb, NULL);
+    eo_cuda_k_binary_backward(EO_BIN_MUL, shape, d_g, s34, d_a, s34, d_b, sb, NULL, s34, d_gb, sb, &EX);
     check_dev("binary_backward db only", d_gb, gb, 4, 1e-6f, 1e-7f);
 
     /* softmax over one column, layernorm over one column, reduce over n = 1 */
@@ -627,23 +629,23 @@ START_TEST(edge_cases)
     float *d_r = dev_alloc(20);
     for (int log = 0; log < 2; log++) {
         eo_k_softmax(log, 5, 1, x, y, NULL, NULL);
-        eo_cuda_k_softmax(log, 5, 1, d_x, d_y, NULL, NULL);
+        eo_cuda_k_softmax(log, 5, 1, d_x, d_y, NULL, &EX);
         check_dev("softmax cols=1", d_y, y, 5, 0, 0);
     }
     eo_k_layernorm(4, 1, x, NULL, NULL, 1e-5f, ln_y, mean, rstd, NULL);
-    eo_cuda_k_layernorm(4, 1, d_x, NULL, NULL, 1e-5f, d_y, d_m, d_r, NULL);
+    eo_cuda_k_layernorm(4, 1, d_x, NULL, NULL, 1e-5f, d_y, d_m, d_r, &EX);
     check_dev("layernorm cols=1", d_y, ln_y, 4, 0, 0);
     eo_k_reduce(EO_RED_MEAN, 5, 1, 1, x, r, NULL, NULL);
-    eo_cuda_k_reduce(EO_RED_MEAN, 5, 1, 1, d_x, d_y, NULL, NULL);
+    eo_cuda_k_reduce(EO_RED_MEAN, 5, 1, 1, d_x, d_y, NULL, &EX);
     check_dev("reduce n=1", d_y, r, 5, 0, 0);
 
     /* dropout with p = 0 keeps everything */
-    eo_cuda_k_dropout(4, d_x, d_y, 0.0f, 7, NULL);
+    eo_cuda_k_dropout(4, d_x, d_y, 0.0f, 7, &EX);
     check_dev("dropout p=0", d_y, x, 4, 0, 0);
     /* zero-sized launches are skipped, not errors */
-    eo_cuda_k_fill(0, d_y, 1.0f);
-    eo_cuda_k_unary(EO_UN_EXP, 0, d_x, d_y, 1.0f, NULL);
-    eo_cuda_k_softmax(0, 0, 5, d_x, d_y, NULL, NULL);
+    eo_cuda_k_fill(0, d_y, 1.0f, &EX);
+    eo_cuda_k_unary(EO_UN_EXP, 0, d_x, d_y, 1.0f, &EX);
+    eo_cuda_k_softmax(0, 0, 5, d_x, d_y, NULL, &EX);
     char msg[256];
     ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_OK);
     free(a), free(b), free(g);
@@ -657,14 +659,14 @@ START_TEST(launch_failure_is_sticky)
     char msg[512];
     float *d = dev_alloc(16 * sizeof(float));
     /* 2^31 elements: beyond what the PTX indexes; recorded, not launched. */
-    eo_cuda_k_fill((int64_t)1 << 31, d, 1.0f);
+    eo_cuda_k_fill((int64_t)1 << 31, d, 1.0f, &EX);
     eo_status s = eo_cuda_take_error(&CU, msg, sizeof msg);
     ck_assert_int_eq(s, EO_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(msg, "fill") != NULL, "%s", msg);
     if (real_gpu) /* a GPU need not fault one element past an allocation */
         return;
     /* A kernel that faults (write past the end) surfaces at the next sync. */
-    eo_cuda_k_fill(17, d, 1.0f);
+    eo_cuda_k_fill(17, d, 1.0f, &EX);
     s = eo_cuda_sync(&CU);
     ck_assert_int_eq(s, EO_ERR_CUDA);
     ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_ERR_CUDA);

@@ -267,15 +267,18 @@ START_TEST(open_and_close_balance)
     char err[EO_CUDA_MSG_LEN];
     eo_cuda_driver d = fake();
     ck_assert_int_eq(eo_cuda_open(&cu, &d, 0, err, sizeof err), EO_OK);
-    ck_assert_ptr_eq(eo_cuda_current(), &cu);
+    ck_assert_int_eq(cu.is_open, 1);
     ck_assert_int_eq(cu.cc_major, 8);
     ck_assert_str_eq(cu.name, "Fake GPU");
     ck_assert_int_eq(cu.nmodules, eo_ptx_count());
     eo_cuda_close(&cu);
-    ck_assert_ptr_null(eo_cuda_current());
+    ck_assert_int_eq(cu.is_open, 0);
     ck_assert_int_eq(fake_allocs, 0);
-    /* With no current device a launch is dropped, not a crash. */
-    eo_cuda_k_fill(10, NULL, 1.0f);
+    /* A launch on a handle without a device, or on a closed one, is
+     * dropped, not a crash (the core never makes either). */
+    eo_cuda_k_fill(10, NULL, 1.0f, NULL);
+    eo_exec ex = {{0}, &cu};
+    eo_cuda_k_fill(10, NULL, 1.0f, &ex);
     eo_cuda_close(&cu); /* twice is fine */
 }
 END_TEST

@@ -3,7 +3,7 @@
  * compared value by value (outputs and every gradient).
  *
  * Without a GPU (always, in CI) the device is the PTX interpreter behind
- * the driver-API double (tools/ptxsim//driver.h): the real host code —
+ * the driver-API double (tools/ptxsim/driver.h): the real host code —
  * eo_cuda_attach, the device arenas, every launcher — runs, and every PTX
  * instruction executes on the CPU under the interpreter's memory, race and
  * barrier checks. With EO_TEST_CUDA=real the same tests use the machine's
@@ -18,7 +18,7 @@
 #include "core/nn.h"
 #include "ops/cuda/driver.h"
 #include "tests/gradcheck.h"
-#include "tools/ptxsim//driver.h"
+#include "tools/ptxsim/driver.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/train/trainer.h"
 

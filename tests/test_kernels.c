@@ -91,7 +91,7 @@ static void fake_run(void *user, eo_par_body body, void *arg, int64_t n)
     if (0 < mid)
         body(arg, 0, mid, 0);
 }
-static const eo_par fake_par = {fake_run, NULL, 2};
+static const eo_exec fake_par = {{fake_run, NULL, 2}, NULL};
 
 static void check_same_bits(const char *what, const void *a, const void *b, size_t bytes)
 {
@@ -111,27 +111,27 @@ START_TEST(copy32_strided)
     float src[5 * 33], dst[5 * 33];
     fill_rand(src, 5 * 33, 1.0f);
     const int64_t shape[4] = {1, 1, 33, 5}, sd[4] = {0, 0, 5, 1}, ss[4] = {0, 0, 1, 33};
-    eo_k_copy32(shape, dst, sd, src, ss);
+    eo_k_copy32(shape, dst, sd, src, ss, NULL);
     for (int i = 0; i < 33; i++)
         for (int j = 0; j < 5; j++)
             CHECK(dst[i * 5 + j] == src[j * 33 + i]);
 
     int32_t isrc[7] = {1, 2, 3, 4, 5, 6, 7}, idst[3 * 7];
     const int64_t sh2[4] = {1, 3, 1, 7}, d2[4] = {0, 7, 7, 1}, s2[4] = {0, 0, 0, 1};
-    eo_k_copy32(sh2, idst, d2, isrc, s2);
+    eo_k_copy32(sh2, idst, d2, isrc, s2, NULL);
     for (int i = 0; i < 21; i++)
         ck_assert_int_eq(idst[i], isrc[i % 7]);
 
     const int64_t one[4] = {1, 1, 1, 1}, z[4] = {0, 0, 0, 0};
     float a = 3.5f, b = 0.0f;
-    eo_k_copy32(one, &b, z, &a, z);
+    eo_k_copy32(one, &b, z, &a, z, NULL);
     CHECK(b == 3.5f);
 
     /* A 4-D permutation with every axis > 1: [2,3,4,5] -> axes (3,1,0,2). */
     float x[120], y[120];
     fill_rand(x, 120, 1.0f);
     const int64_t shp[4] = {5, 3, 2, 4}, sy[4] = {24, 8, 4, 1}, sx[4] = {1, 20, 60, 5};
-    eo_k_copy32(shp, y, sy, x, sx);
+    eo_k_copy32(shp, y, sy, x, sx, NULL);
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 2; k++)
@@ -153,8 +153,8 @@ START_TEST(accumulate_sums_broadcast_axes)
     for (int i = 0; i < 60; i++)
         w2[i] = d2[i] = -(float)i;
     const int64_t s1[4] = {0, 7, 0, 1}, s2[4] = {15, 5, 1, 0};
-    eo_k_accumulate(shape, d1, s1, src, ss);
-    eo_k_accumulate(shape, d2, s2, src, ss);
+    eo_k_accumulate(shape, d1, s1, src, ss, NULL);
+    eo_k_accumulate(shape, d2, s2, src, ss, NULL);
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 5; k++)
@@ -173,8 +173,8 @@ START_TEST(accumulate_sums_broadcast_axes)
     for (int i = 0; i < 37; i++)
         w3[i] = d3[i] = 1.0f;
     const int64_t sh3[4] = {1, 1, 1, 37}, st3[4] = {0, 0, 0, 1}, z[4] = {0, 0, 0, 0};
-    eo_k_accumulate(sh3, d3, st3, s3, st3);
-    eo_k_accumulate(sh3, d3, st3, s3 + 3, z);
+    eo_k_accumulate(sh3, d3, st3, s3, st3, NULL);
+    eo_k_accumulate(sh3, d3, st3, s3 + 3, z, NULL);
     for (int i = 0; i < 37; i++)
         w3[i] += (double)s3[i] + s3[3];
     check_all("acc contiguous", d3, w3, 37, 1e-6, 1e-6);
@@ -187,7 +187,7 @@ START_TEST(fill_writes_n)
     float x[11];
     for (int i = 0; i < 11; i++)
         x[i] = 7.0f;
-    eo_k_fill(10, x, -2.5f);
+    eo_k_fill(10, x, -2.5f, NULL);
     for (int i = 0; i < 10; i++)
         CHECK(x[i] == -2.5f);
     CHECK(x[10] == 7.0f);
@@ -217,7 +217,7 @@ START_TEST(binary_broadcast)
     for (int i = 0; i < 15; i++)
         b[i] += b[i] < 0 ? -0.5f : 0.5f; /* away from 0 for DIV */
     for (int op = 0; op < EO_BIN_COUNT; op++) {
-        eo_k_binary((eo_binop)op, bshape, out, bso, a, bsa, b, bsb);
+        eo_k_binary((eo_binop)op, bshape, out, bso, a, bsa, b, bsb, NULL);
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 3; j++)
                 for (int k = 0; k < 4; k++)
@@ -230,11 +230,11 @@ START_TEST(binary_broadcast)
     /* 1x1, and a scalar b over an odd-length run. */
     const int64_t one[4] = {1, 1, 1, 1}, z[4] = {0, 0, 0, 0};
     float r;
-    eo_k_binary(EO_BIN_DIV, one, &r, z, a, z, b, z);
+    eo_k_binary(EO_BIN_DIV, one, &r, z, a, z, b, z, NULL);
     CHECK(r == a[0] / b[0]);
     const int64_t sh[4] = {1, 1, 3, 13}, s[4] = {0, 0, 13, 1};
     float o2[39];
-    eo_k_binary(EO_BIN_SUB, sh, o2, s, a, s, b + 2, z);
+    eo_k_binary(EO_BIN_SUB, sh, o2, s, a, s, b + 2, z, NULL);
     for (int i = 0; i < 39; i++)
         CHECK(o2[i] == a[i] - b[2]);
 }
@@ -255,7 +255,7 @@ START_TEST(binary_backward_broadcast_accumulates)
             wa[i] = da[i] = 0.25f; /* += : what was there stays */
         for (int i = 0; i < 15; i++)
             wb[i] = db[i] = -0.5f;
-        eo_k_binary_backward((eo_binop)op, bshape, dout, bso, a, bsa, b, bsb, da, bsa, db, bsb);
+        eo_k_binary_backward((eo_binop)op, bshape, dout, bso, a, bsa, b, bsb, da, bsa, db, bsb, NULL);
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 3; j++)
                 for (int k = 0; k < 4; k++)
@@ -279,7 +279,7 @@ START_TEST(binary_backward_broadcast_accumulates)
         float db2[15];
         for (int i = 0; i < 15; i++)
             db2[i] = -0.5f;
-        eo_k_binary_backward((eo_binop)op, bshape, dout, bso, a, bsa, b, bsb, NULL, bsa, db2, bsb);
+        eo_k_binary_backward((eo_binop)op, bshape, dout, bso, a, bsa, b, bsb, NULL, bsa, db2, bsb, NULL);
         CHECK(memcmp(db, db2, sizeof db) == 0);
     }
     /* x * x: both gradients land in the same buffer, 2 x dout. */
@@ -288,7 +288,7 @@ START_TEST(binary_backward_broadcast_accumulates)
     fill_rand(d, 37, 1.0f);
     memset(gx, 0, sizeof gx);
     const int64_t sh[4] = {1, 1, 1, 37}, s[4] = {0, 0, 0, 1};
-    eo_k_binary_backward(EO_BIN_MUL, sh, d, s, x, s, x, s, gx, s, gx, s);
+    eo_k_binary_backward(EO_BIN_MUL, sh, d, s, x, s, x, s, gx, s, gx, s, NULL);
     for (int i = 0; i < 37; i++)
         check_close("x*x", i, gx[i], 2.0 * x[i] * d[i], 1e-6, 1e-7);
 }
@@ -468,11 +468,11 @@ START_TEST(sumsq_in_double)
         w += (double)x[i] * x[i];
     }
     float out;
-    eo_k_sumsq(n, x, &out);
+    eo_k_sumsq(n, x, &out, NULL);
     ck_assert_double_eq_tol(out, w, w * 1e-7);
-    eo_k_sumsq(1, x, &out);
+    eo_k_sumsq(1, x, &out, NULL);
     CHECK(out == x[0] * x[0]);
-    eo_k_sumsq(0, x, &out);
+    eo_k_sumsq(0, x, &out, NULL);
     CHECK(out == 0.0f);
     free(x);
 }
@@ -979,7 +979,7 @@ START_TEST(row_kernels_independent_of_split)
     int32_t t[R];
     for (int r = 0; r < R; r++)
         t[r] = r == 5 ? -1 : (r * 37) % C;
-    const eo_par *pars[2] = {NULL, &fake_par};
+    const eo_exec *pars[2] = {NULL, &fake_par};
 
     for (int lg = 0; lg < 2; lg++) {
         void *ws = malloc(eo_k_softmax_ws(lg, R, C, 2) + 1);

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tools/ptxsim//driver.h"
+#include "tools/ptxsim/driver.h"
 
 static eo_cuda_driver D;
 static eo_cu_context ctx;

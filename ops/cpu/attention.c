@@ -492,8 +492,9 @@ size_t eo_k_attention_ws(int64_t Tq, int64_t Tk, int64_t D, int nthreads)
 void eo_k_attention(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, const float *q,
                     const float *k, const float *v, const float *mask, const int64_t ms[4],
                     int causal, float scale, float *out, float *lse, void *ws,
-                    const eo_par *par)
+                    const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     attn_args a = { 0 };
     a.B = B, a.H = H, a.Tq = Tq, a.Tk = Tk, a.D = D, a.nqb = (Tq + BR - 1) / BR;
     a.q = q, a.k = k, a.v = v, a.mask = mask;
@@ -511,8 +512,9 @@ void eo_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64
                              const int64_t ms[4], int causal, float scale, const float *out,
                              const float *lse, const float *dout, float *dq, float *dk,
                              float *dv, float *dmask, const int64_t dms[4], void *ws,
-                             const eo_par *par)
+                             const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     attn_args a = { 0 };
     a.B = B, a.H = H, a.Tq = Tq, a.Tk = Tk, a.D = D, a.nqb = (Tq + BR - 1) / BR;
     a.q = q, a.k = k, a.v = v, a.mask = mask, a.o = out, a.lse = lse, a.dout = dout;

@@ -55,8 +55,10 @@ static void binary_run(eo_binop op, int64_t n, float *out, int64_t so, const flo
 }
 
 void eo_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t so[4],
-                 const float *a, const int64_t sa[4], const float *b, const int64_t sb[4])
+                 const float *a, const int64_t sa[4], const float *b, const int64_t sb[4],
+                 const eo_exec *ex)
 {
+    (void)ex; /* strided walks stay on one thread */
     int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
     int64_t st[3][4] = {{so[0], so[1], so[2], so[3]},
                         {sa[0], sa[1], sa[2], sa[3]},
@@ -157,8 +159,9 @@ static void grad_pass(grad_kind k, const int64_t shape[4], float *g, const int64
 void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout,
                           const int64_t sdo[4], const float *a, const int64_t sa[4],
                           const float *b, const int64_t sb[4], float *da, const int64_t sda[4],
-                          float *db, const int64_t sdb[4])
+                          float *db, const int64_t sdb[4], const eo_exec *ex)
 {
+    (void)ex;
     static const grad_kind left[EO_BIN_COUNT] = {G_DOUT, G_DOUT, G_MUL_B, G_DIV_B};
     static const grad_kind right[EO_BIN_COUNT] = {G_DOUT, G_NEG_DOUT, G_MUL_A, G_DIV_AB};
     if (eo_strided_count(shape) == 0 || (unsigned)op >= EO_BIN_COUNT)

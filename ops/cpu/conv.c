@@ -80,15 +80,17 @@ static void im2col_walk(void *arg, int64_t n0, int64_t n1, int worker)
 /* Images are independent in both directions (each writes its own columns,
  * or its own dx plane), so the thread hook splits the batch. */
 void eo_k_im2col(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
-                 int64_t pad, int64_t stride, const float *x, float *cols, const eo_par *par)
+                 int64_t pad, int64_t stride, const float *x, float *cols, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     conv_args a = { N, C, H, W, kh, kw, pad, stride, x, NULL, cols, NULL };
     eo_par_for(eo_par_if(par, N * C * H * W * kh * kw), N, im2col_walk, &a);
 }
 
 void eo_k_col2im(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw,
-                 int64_t pad, int64_t stride, const float *dcols, float *dx, const eo_par *par)
+                 int64_t pad, int64_t stride, const float *dcols, float *dx, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     conv_args a = { N, C, H, W, kh, kw, pad, stride, NULL, dcols, NULL, dx };
     eo_par_for(eo_par_if(par, N * C * H * W * kh * kw), N, im2col_walk, &a);
 }
@@ -130,8 +132,9 @@ static void maxpool_body(void *arg, int64_t p0, int64_t p1, int worker)
 }
 
 void eo_k_maxpool2d(int64_t P, int64_t H, int64_t W, int64_t k, const float *x, float *y,
-                    int32_t *arg, const eo_par *par)
+                    int32_t *arg, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     pool_args a = {H, W, k, x, NULL, y, NULL, arg, NULL};
     eo_par_for(eo_par_if(par, P * H * W), P, maxpool_body, &a);
 }
@@ -147,8 +150,9 @@ static void maxpool_backward_body(void *arg, int64_t p0, int64_t p1, int worker)
 }
 
 void eo_k_maxpool2d_backward(int64_t P, int64_t H, int64_t W, int64_t k, const float *dy,
-                             const int32_t *arg, float *dx, const eo_par *par)
+                             const int32_t *arg, float *dx, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     pool_args a = {H, W, k, NULL, dy, NULL, dx, NULL, arg};
     eo_par_for(eo_par_if(par, P * H * W), P, maxpool_backward_body, &a);
 }

@@ -10,8 +10,9 @@
 #include "ops/cpu/strided.h"
 
 void eo_k_copy32(const int64_t shape[4], void *dst, const int64_t sd[4], const void *src,
-                 const int64_t ss[4])
+                 const int64_t ss[4], const eo_exec *ex)
 {
+    (void)ex; /* strided walks stay on one thread */
     int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
     int64_t st[2][4] = {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}};
     if (eo_strided_count(sh) == 0)
@@ -57,8 +58,9 @@ static void accumulate_row(int64_t n, float *dst, int64_t dj, const float *src, 
 }
 
 void eo_k_accumulate(const int64_t shape[4], float *dst, const int64_t sd[4], const float *src,
-                     const int64_t ss[4])
+                     const int64_t ss[4], const eo_exec *ex)
 {
+    (void)ex;
     int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
     int64_t st[2][4] = {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}};
     if (eo_strided_count(sh) == 0)
@@ -72,8 +74,9 @@ void eo_k_accumulate(const int64_t shape[4], float *dst, const int64_t sd[4], co
                                st[1][3]);
 }
 
-void eo_k_fill(int64_t n, float *x, float value)
+void eo_k_fill(int64_t n, float *x, float value, const eo_exec *ex)
 {
+    (void)ex;
     for (int64_t i = 0; i < n; i++)
         x[i] = value;
 }

@@ -137,8 +137,9 @@ static void ce_body(void *arg, int64_t r0, int64_t r1, int worker)
 }
 
 void eo_k_cross_entropy(int64_t rows, int64_t cols, const float *logits, const int32_t *target,
-                        int32_t ignore_index, float *lse, float *loss, const eo_par *par)
+                        int32_t ignore_index, float *lse, float *loss, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     ce_args a = {cols, logits, target, ignore_index, NULL, lse, NULL, 0.0f};
     eo_par_for(eo_par_if(par, rows * cols), rows, ce_body, &a);
     double sum = 0.0;
@@ -188,8 +189,9 @@ static void ce_backward_body(void *arg, int64_t r0, int64_t r1, int worker)
 
 void eo_k_cross_entropy_backward(int64_t rows, int64_t cols, const float *logits,
                                  const int32_t *target, int32_t ignore_index, const float *lse,
-                                 const float *dloss, float *dlogits, const eo_par *par)
+                                 const float *dloss, float *dlogits, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     int64_t count = 0;
     for (int64_t r = 0; r < rows; r++)
         count += target[r] != ignore_index;

@@ -132,15 +132,17 @@ static void dropout_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
         dx[i] += select_kept(eo_dropout_keep(seed, i, p), dy[i] / q);
 }
 
-void eo_k_dropout(int64_t n, const float *x, float *y, float p, uint64_t seed, const eo_par *par)
+void eo_k_dropout(int64_t n, const float *x, float *y, float p, uint64_t seed, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     dropout_args a = {n, x, y, p, seed};
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, dropout_body, &a);
 }
 
 void eo_k_dropout_backward(int64_t n, const float *dy, float *dx, float p, uint64_t seed,
-                           const eo_par *par)
+                           const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     dropout_args a = {n, dy, dx, p, seed};
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, dropout_backward_body, &a);
 }

@@ -33,8 +33,9 @@ static void emb_body(void *arg, int64_t i0, int64_t i1, int worker)
 }
 
 void eo_k_embedding(int64_t n, int64_t dim, const float *table, const int32_t *idx, float *out,
-                    const eo_par *par)
+                    const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     emb_args a = {n, dim, table, idx, out};
     eo_par_for(eo_par_if(par, n * dim), n, emb_body, &a);
 }
@@ -53,8 +54,9 @@ static void emb_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
 }
 
 void eo_k_embedding_backward(int64_t n, int64_t dim, const int32_t *idx, const float *dout,
-                             float *dtable, const eo_par *par)
+                             float *dtable, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     emb_args a = {n, dim, dout, idx, dtable};
     eo_par_for(eo_par_if(par, n * dim), (dim + COLBLOCK - 1) / COLBLOCK, emb_backward_body, &a);
 }

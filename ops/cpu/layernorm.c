@@ -214,8 +214,9 @@ static void ln_body(void *arg, int64_t r0, int64_t r1, int worker)
 }
 
 void eo_k_layernorm(int64_t rows, int64_t cols, const float *x, const float *w, const float *b,
-                    float eps, float *y, float *mean, float *rstd, const eo_par *par)
+                    float eps, float *y, float *mean, float *rstd, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     if (cols <= 0)
         return; /* no row has a mean; the core never asks */
     ln_args a = {0};
@@ -343,8 +344,9 @@ size_t eo_k_layernorm_backward_ws(int64_t rows, int64_t cols, int nthreads)
 
 void eo_k_layernorm_backward(int64_t rows, int64_t cols, const float *x, const float *w,
                              const float *mean, const float *rstd, const float *dy, float *dx,
-                             float *dw, float *db, void *ws, const eo_par *par)
+                             float *dw, float *db, void *ws, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     par = eo_par_if(par, rows * cols);
     const int nt = eo_par_threads(par);
     ln_args a = {0};

@@ -510,8 +510,8 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
 
 void eo_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
                  const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
-                 float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_par *par)
+                 float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_exec *ex)
 {
     eo_mm_run(EO_MM_BEST, ta, tb, batch, M, N, K, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, ws,
-              par);
+              eo_exec_par(ex));
 }

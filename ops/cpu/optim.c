@@ -64,8 +64,9 @@ static void sgd_body(void *arg, int64_t b0, int64_t b1, int worker)
 }
 
 void eo_k_sgd(int64_t n, float *w, const float *g, float *v, float lr, float momentum, float wd,
-              int nesterov, const eo_par *par)
+              int nesterov, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     optim_args a = {0};
     a.n = n;
     a.w = w;
@@ -126,8 +127,9 @@ static double pow_int(double b, int64_t t)
 }
 
 void eo_k_adamw(int64_t n, float *w, const float *g, float *m, float *v, float lr, float beta1,
-                float beta2, float eps, float wd, int64_t step, const eo_par *par)
+                float beta2, float eps, float wd, int64_t step, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     const double bc1 = 1.0 - pow_int(beta1, step), bc2 = 1.0 - pow_int(beta2, step);
     /* sqrt in double without libm's sqrt (not in the freestanding set):
      * sqrtf's answer is within an ulp of float, one Newton step makes it

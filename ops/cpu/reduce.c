@@ -99,8 +99,9 @@ static void reduce_body(void *arg, int64_t o0, int64_t o1, int worker)
 }
 
 void eo_k_reduce(eo_redop op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y,
-                 int32_t *argmax, const eo_par *par)
+                 int32_t *argmax, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     if (op == EO_RED_MAX && n <= 0)
         return; /* a max over nothing has no value; the core never asks */
     reduce_args a = {op, n, inner, x, NULL, y, NULL, op == EO_RED_MAX ? argmax : NULL, NULL};
@@ -129,15 +130,17 @@ static void reduce_backward_body(void *arg, int64_t o0, int64_t o1, int worker)
 }
 
 void eo_k_reduce_backward(eo_redop op, int64_t outer, int64_t n, int64_t inner, const float *dy,
-                          const int32_t *argmax, float *dx, const eo_par *par)
+                          const int32_t *argmax, float *dx, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     reduce_args a = {op, n, inner, NULL, dy, NULL, dx, NULL, argmax};
     eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_backward_body, &a);
 }
 
 /* Eight double accumulators, as in sum_run. */
-void eo_k_sumsq(int64_t n, const float *x, float *out)
+void eo_k_sumsq(int64_t n, const float *x, float *out, const eo_exec *ex)
 {
+    (void)ex;
     double acc[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

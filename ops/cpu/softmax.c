@@ -396,8 +396,9 @@ size_t eo_k_softmax_ws(int log, int64_t rows, int64_t cols, int nthreads)
 }
 
 void eo_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y, void *ws,
-                  const eo_par *par)
+                  const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     softmax_args a = {log, cols, x, NULL, NULL, y, ws, 0};
 #ifdef EO_AVX2
     a.stream = eo_v8_stream_worth(rows * cols);
@@ -406,8 +407,9 @@ void eo_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y,
 }
 
 void eo_k_softmax_backward(int log, int64_t rows, int64_t cols, const float *y, const float *dy,
-                           float *dx, const eo_par *par)
+                           float *dx, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     softmax_args a = {log, cols, NULL, y, dy, dx, NULL, 0};
     eo_par_for(eo_par_if(par, rows * cols), rows, softmax_backward_body, &a);
 }

@@ -276,8 +276,9 @@ static void unary_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
     unary_backward_scalar(a, i0, i1);
 }
 
-void eo_k_unary(eo_unop op, int64_t n, const float *x, float *y, float alpha, const eo_par *par)
+void eo_k_unary(eo_unop op, int64_t n, const float *x, float *y, float alpha, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     unary_args a = {op, n, x, NULL, NULL, y, alpha, 0};
 #ifdef EO_AVX2
     a.stream = eo_v8_stream_worth(n);
@@ -286,8 +287,9 @@ void eo_k_unary(eo_unop op, int64_t n, const float *x, float *y, float alpha, co
 }
 
 void eo_k_unary_backward(eo_unop op, int64_t n, const float *x, const float *y, const float *dy,
-                         float *dx, float alpha, const eo_par *par)
+                         float *dx, float alpha, const eo_exec *ex)
 {
+    const eo_par *par = eo_exec_par(ex);
     unary_args a = {op, n, x, y, dy, dx, alpha, 0};
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, unary_backward_body, &a);
 }

@@ -1,17 +1,13 @@
 /* ops/cuda/device.h — the CUDA device: context, modules, device memory,
  * and host launchers with exactly the kernel signatures of ops/kernels.h.
  *
- * How a launcher finds its device (the one design decision here):
- * ops/kernels.h types have no context argument, because the backend table
- * holds one plain function pointer per kernel for every device. The CUDA
- * launchers therefore reach their state (driver table, loaded modules,
- * cached function handles, error slot) through ONE pointer, the "current"
- * eo_cuda, set by eo_cuda_open() and eo_cuda_make_current(). This mirrors
- * the driver's own current context and is the single piece of mutable
- * global state in the library. It is documented, not hidden: the core
- * owns the eo_cuda struct (it lives in the core's context, not here),
- * calls eo_cuda_make_current() before dispatching to CUDA kernels, and
- * drives one device from one host thread at a time.
+ * How a launcher finds its device: every kernel type of ops/kernels.h
+ * ends with the execution handle (ops/exec.h), and the core passes its
+ * context's handle, whose `cuda` member points at this struct. There is no
+ * "current device" anywhere in the library: two contexts attached to two
+ * devices interleave their ops freely, and detaching one cannot affect the
+ * other. Each eo_cuda is driven by one host thread at a time (as a
+ * context is).
  *
  * Errors: kernels never fail by contract (the core validates shapes), but
  * a launch can (driver error, a size beyond what the PTX indexes). A
@@ -69,21 +65,16 @@ typedef struct eo_cuda {
  * check the compute capability is at least 8.0 (the PTX targets sm_80),
  * retain and bind the primary context, JIT every embedded PTX module
  * once (the JIT's error log goes into the message on failure), cache
- * every kernel's function handle and check its parameter list, and make
- * cu current. Statuses: EO_ERR_ARG (NULL cu/drv), EO_ERR_NO_DEVICE (no
- * device at all), EO_ERR_DEVICE (no device with that number),
+ * every kernel's function handle and check its parameter list. Statuses:
+ * EO_ERR_ARG (NULL cu/drv), EO_ERR_NO_DEVICE (no device at all), EO_ERR_DEVICE (no device with that number),
  * EO_ERR_UNSUPPORTED (compute capability below 8.0), EO_ERR_CUDA (any
  * other driver failure, JIT errors included). err may be NULL. On
  * failure nothing stays allocated or retained. */
 eo_status eo_cuda_open(eo_cuda *cu, const eo_cuda_driver *drv, int device, char *err,
                        size_t errlen);
-/* Free the scratch, unload the modules, release the primary context;
- * clears the current pointer if it was cu. Safe on a closed or zeroed cu. */
+/* Free the scratch, unload the modules, release the primary context.
+ * Safe on a closed or zeroed cu. */
 void eo_cuda_close(eo_cuda *cu);
-
-/* The launchers' device (NULL: launches are dropped). */
-void eo_cuda_make_current(eo_cuda *cu);
-eo_cuda *eo_cuda_current(void);
 
 /* Return the first recorded failure (EO_OK if none), copy its message into
  * msg (may be NULL) and clear it, so that launches resume. */
@@ -108,8 +99,9 @@ const char *eo_cuda_kernel_params(eo_cuda_kernel k); /* "iiipp", see cuda_kernel
 
 /* ---- launchers: the CUDA slots of the backend table ----------------------
  * Same contracts as the CPU kernels in ops/kernels.h, over device
- * addresses; `par` is ignored and `ws` is unused (the *_ws functions
- * return 0). Element counts and in-tensor offsets must be below 2^31
+ * addresses; they read the device from `ex->cuda` (a launch on a handle
+ * without an open device does nothing: the core never makes one) and
+ * `ws` is unused (the *_ws functions return 0). Element counts and in-tensor offsets must be below 2^31
  * (beyond that the launch records EO_ERR_UNSUPPORTED; attention also
  * needs D <= 256 and B*H <= 65535). Gradients that several threads add to
  * the same element (broadcast operands, repeated embedding ids, col2im,

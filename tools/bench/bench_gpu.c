@@ -59,6 +59,7 @@ typedef struct {
     eo_cu_deviceptr a, b, c, d, e, f; /* enough buffers for any case */
     eo_cu_deviceptr i32;              /* targets */
     void *cublas;                     /* handle, when cuBLAS was found */
+    eo_exec ex;                       /* the launchers' device */
 } bufs;
 
 static bufs B;
@@ -68,7 +69,7 @@ static void run_matmul(void *arg)
     (void)arg;
     eo_cuda_k_matmul(0, 0, 1, B.M, B.N, B.K, (const float *)(uintptr_t)B.a, B.K, 0,
                      (const float *)(uintptr_t)B.b, B.N, 0, 0.0f, (float *)(uintptr_t)B.c, B.N,
-                     0, NULL, NULL);
+                     0, NULL, &B.ex);
 }
 static void run_copy(void *arg)
 {
@@ -79,14 +80,14 @@ static void run_softmax(void *arg)
 {
     (void)arg;
     eo_cuda_k_softmax(0, B.rows, B.cols, (const float *)(uintptr_t)B.a, (float *)(uintptr_t)B.b, NULL,
-                      NULL);
+                      &B.ex);
 }
 static void run_layernorm(void *arg)
 {
     (void)arg;
     eo_cuda_k_layernorm(B.rows, B.cols, (const float *)(uintptr_t)B.a, (const float *)(uintptr_t)B.d,
                         (const float *)(uintptr_t)B.e, 1e-5f, (float *)(uintptr_t)B.b,
-                        (float *)(uintptr_t)B.c, (float *)(uintptr_t)B.f, NULL);
+                        (float *)(uintptr_t)B.c, (float *)(uintptr_t)B.f, &B.ex);
 }
 static void run_layernorm_bwd(void *arg)
 {
@@ -94,27 +95,27 @@ static void run_layernorm_bwd(void *arg)
     eo_cuda_k_layernorm_backward(B.rows, B.cols, (const float *)(uintptr_t)B.a,
                                  (const float *)(uintptr_t)B.d, (const float *)(uintptr_t)B.c,
                                  (const float *)(uintptr_t)B.f, (const float *)(uintptr_t)B.b,
-                                 (float *)(uintptr_t)B.a, NULL, NULL, NULL, NULL);
+                                 (float *)(uintptr_t)B.a, NULL, NULL, NULL, &B.ex);
 }
 static void run_gelu(void *arg)
 {
     (void)arg;
     eo_cuda_k_unary(EO_UN_GELU_TANH, B.rows * B.cols, (const float *)(uintptr_t)B.a,
-                    (float *)(uintptr_t)B.b, 0.0f, NULL);
+                    (float *)(uintptr_t)B.b, 0.0f, &B.ex);
 }
 static void run_xent(void *arg)
 {
     (void)arg;
     eo_cuda_k_cross_entropy(B.rows, B.cols, (const float *)(uintptr_t)B.a,
                             (const int32_t *)(uintptr_t)B.i32, -100, (float *)(uintptr_t)B.c,
-                            (float *)(uintptr_t)B.f, NULL);
+                            (float *)(uintptr_t)B.f, &B.ex);
 }
 static void run_adamw(void *arg)
 {
     (void)arg;
     eo_cuda_k_adamw(B.rows * B.cols, (float *)(uintptr_t)B.a, (const float *)(uintptr_t)B.b,
                     (float *)(uintptr_t)B.c, (float *)(uintptr_t)B.e, 1e-3f, 0.9f, 0.999f, 1e-8f,
-                    0.01f, 3, NULL);
+                    0.01f, 3, &B.ex);
 }
 
 /* cuBLAS, found at bench time. Row-major C = A·B is column-major
@@ -217,7 +218,7 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
         fprintf(stderr, "eo-bench --device cuda: cannot allocate the buffers\n");
         return 1;
     }
-    eo_cuda_make_current(&cu);
+    B.ex.cuda = &cu;
 
     double bytes = (double)rows * (double)cols * 4.0;
     double copy_ms = time_ms(&g, run_copy, &g, reps);

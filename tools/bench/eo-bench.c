@@ -298,7 +298,7 @@ typedef struct bcase {
 /* Everything a case needs at run time. */
 typedef struct state {
     const bcase *c;
-    const eo_par *par;
+    eo_exec ex; /* the kernels' execution handle: the thread hook */
     int threads;
     float *A, *B, *C, *ws_f;
     float *x, *y, *dy, *dx, *w, *b, *mean, *rstd, *dw, *db, *m, *v, *lse, *loss, *dloss;
@@ -500,7 +500,7 @@ static void run_impl(int impl, const state *s)
         if (impl == IMPL_EO) {
             eo_k_matmul(c->ta, c->tb, c->batch, c->M, c->N, c->K, s->A, lda_of(c),
                         c->share_a ? 0 : c->M * c->K, s->B, ldb_of(c), c->K * c->N, 0.0f, s->C,
-                        c->N, c->M * c->N, s->ws, s->par);
+                        c->N, c->M * c->N, s->ws, &s->ex);
         } else if (impl == IMPL_BLAS) {
             for (int64_t bt = 0; bt < c->batch; bt++)
                 blas_sgemm(101, c->ta ? 112 : 111, c->tb ? 112 : 111, (int)c->M, (int)c->N,
@@ -514,58 +514,58 @@ static void run_impl(int impl, const state *s)
     case K_SOFTMAX:
     case K_LOG_SOFTMAX:
         if (impl == IMPL_EO)
-            eo_k_softmax(c->k == K_LOG_SOFTMAX, rows, cols, s->x, s->y, s->ws, s->par);
+            eo_k_softmax(c->k == K_LOG_SOFTMAX, rows, cols, s->x, s->y, s->ws, &s->ex);
         else
             naive_softmax(c->k == K_LOG_SOFTMAX, rows, cols, s->x, s->y);
         break;
     case K_SOFTMAX_BWD:
         if (impl == IMPL_EO)
-            eo_k_softmax_backward(0, rows, cols, s->y, s->dy, s->dx, s->par);
+            eo_k_softmax_backward(0, rows, cols, s->y, s->dy, s->dx, &s->ex);
         else
             naive_softmax_bwd(rows, cols, s->y, s->dy, s->dx);
         break;
     case K_LAYERNORM:
         if (impl == IMPL_EO)
-            eo_k_layernorm(rows, cols, s->x, s->w, s->b, 1e-5f, s->y, s->mean, s->rstd, s->par);
+            eo_k_layernorm(rows, cols, s->x, s->w, s->b, 1e-5f, s->y, s->mean, s->rstd, &s->ex);
         else
             naive_layernorm(s);
         break;
     case K_LAYERNORM_BWD:
         if (impl == IMPL_EO)
             eo_k_layernorm_backward(rows, cols, s->x, s->w, s->mean, s->rstd, s->dy, s->dx,
-                                    s->dw, s->db, s->ws, s->par);
+                                    s->dw, s->db, s->ws, &s->ex);
         else
             naive_layernorm_bwd(s);
         break;
     case K_GELU:
         if (impl == IMPL_EO)
-            eo_k_unary(EO_UN_GELU_TANH, n, s->x, s->y, 0.0f, s->par);
+            eo_k_unary(EO_UN_GELU_TANH, n, s->x, s->y, 0.0f, &s->ex);
         else
             naive_gelu(n, s->x, s->y);
         break;
     case K_GELU_BWD:
         if (impl == IMPL_EO)
-            eo_k_unary_backward(EO_UN_GELU_TANH, n, s->x, s->y, s->dy, s->dx, 0.0f, s->par);
+            eo_k_unary_backward(EO_UN_GELU_TANH, n, s->x, s->y, s->dy, s->dx, 0.0f, &s->ex);
         else
             naive_gelu_bwd(n, s->x, s->dy, s->dx);
         break;
     case K_XENT:
         if (impl == IMPL_EO)
-            eo_k_cross_entropy(rows, cols, s->x, s->target, -100, s->lse, s->loss, s->par);
+            eo_k_cross_entropy(rows, cols, s->x, s->target, -100, s->lse, s->loss, &s->ex);
         else
             naive_xent(s);
         break;
     case K_XENT_BWD:
         if (impl == IMPL_EO)
             eo_k_cross_entropy_backward(rows, cols, s->x, s->target, -100, s->lse, s->dloss,
-                                        s->dx, s->par);
+                                        s->dx, &s->ex);
         else
             naive_xent_bwd(s);
         break;
     case K_ADAMW:
         if (impl == IMPL_EO)
             eo_k_adamw(n, s->w, s->dy, s->m, s->v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, ADAM_STEP,
-                       s->par);
+                       &s->ex);
         else
             naive_adamw(n, s->w, s->dy, s->m, s->v);
         break;
@@ -578,11 +578,11 @@ static void run_impl(int impl, const state *s)
             naive_attention(s); /* the forward only */
         else if (c->k == K_ATTN)
             eo_k_attention(B, H, T, T, D, s->aq, s->ak, s->av, NULL, no_mask, 1, scale, s->o,
-                           s->alse, s->ws, s->par);
+                           s->alse, s->ws, &s->ex);
         else
             eo_k_attention_backward(B, H, T, T, D, s->aq, s->ak, s->av, NULL, no_mask, 1, scale,
                                     s->o, s->alse, s->dout, s->dq, s->dk, s->dv, NULL, no_mask,
-                                    s->ws, s->par);
+                                    s->ws, &s->ex);
         break;
     }
     }
@@ -651,7 +651,8 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
     state s;
     memset(&s, 0, sizeof s);
     s.c = c;
-    s.par = par;
+    if (par)
+        s.ex.par = *par;
     s.threads = threads;
     if (c->k == K_MATMUL) {
         size_t a = (size_t)((c->share_a ? 1 : c->batch) * c->M * c->K);

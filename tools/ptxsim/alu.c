@@ -1,4 +1,4 @@
-/* tools/ptxsim//alu.c — what one thread computes for one arithmetic,
+/* tools/ptxsim/alu.c — what one thread computes for one arithmetic,
  * logic, comparison or conversion instruction.
  *
  * Kept apart from the executor because this part has nothing to do with
@@ -15,7 +15,7 @@
 #include <fenv.h>
 #include <math.h>
 #include <string.h>
-#include "tools/ptxsim//alu.h"
+#include "tools/ptxsim/alu.h"
 
 static float f32(uint64_t v)
 {

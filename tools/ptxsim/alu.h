@@ -1,4 +1,4 @@
-/* tools/ptxsim//alu.h — per-thread arithmetic of the PTX interpreter
+/* tools/ptxsim/alu.h — per-thread arithmetic of the PTX interpreter
  * (ptxsim_alu.c), used by the executor. Internal to tools/ptxsim_*.c.
  *
  * Values travel as raw 64-bit register bits. A register holds its value
@@ -8,7 +8,7 @@
 #define EO_PTXSIM_ALU_H
 
 #include <stdint.h>
-#include "tools/ptxsim//isa.h"
+#include "tools/ptxsim/isa.h"
 
 /* v cut to the type's width and extended back to 64 bits. */
 static inline uint64_t px_narrow(uint64_t v, int type)

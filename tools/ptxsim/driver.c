@@ -1,4 +1,4 @@
-/* tools/ptxsim//driver.c — the CUDA driver-API double (see
+/* tools/ptxsim/driver.c — the CUDA driver-API double (see
  * ptxsim_driver.h for what it promises).
  *
  * Why model the driver's error behaviour so closely (deferred faults,
@@ -15,7 +15,7 @@
  * rather than a crash. */
 #include <stdlib.h>
 #include <string.h>
-#include "tools/ptxsim//driver.h"
+#include "tools/ptxsim/driver.h"
 
 /* Result codes the double returns beyond those ops/cuda/driver.h names
  * (values from cuda.h). */

@@ -1,4 +1,4 @@
-/* tools/ptxsim//driver.h — a CUDA driver-API double backed by the PTX
+/* tools/ptxsim/driver.h — a CUDA driver-API double backed by the PTX
  * interpreter, so the CUDA backend's host code (module loading, launches,
  * copies, error handling) runs in tests on a machine with no GPU.
  *
@@ -29,7 +29,7 @@
 #define EO_PTXSIM_DRIVER_H
 
 #include "ops/cuda/driver.h"
-#include "tools/ptxsim//ptxsim.h"
+#include "tools/ptxsim/ptxsim.h"
 
 /* Fill *d. Does not touch the fake device's state (call
  * eo_ptxsim_driver_reset() for a fresh device). d->lib is NULL. */

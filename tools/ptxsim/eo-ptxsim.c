@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tools/ptxsim//ptxsim.h"
+#include "tools/ptxsim/ptxsim.h"
 
 #define MAX_ARGS 32
 

@@ -1,4 +1,4 @@
-/* tools/ptxsim//exec.c — running a decoded kernel the way a GPU does, and
+/* tools/ptxsim/exec.c — running a decoded kernel the way a GPU does, and
  * checking it while it runs.
  *
  * The execution model, as simple as it can be while still being faithful
@@ -31,7 +31,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tools/ptxsim//alu.h"
+#include "tools/ptxsim/alu.h"
 
 enum { TS_RUN, TS_BAR, TS_DONE };
 

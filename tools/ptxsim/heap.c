@@ -1,4 +1,4 @@
-/* tools/ptxsim//heap.c — the interpreter's device memory.
+/* tools/ptxsim/heap.c — the interpreter's device memory.
  *
  * Every allocation is a host malloc, but what the caller (and the kernel)
  * sees is a fake device address handed out from EO_PX_GLOBAL_BASE upward.
@@ -13,7 +13,7 @@
  * the top), so a lookup is a binary search. */
 #include <stdlib.h>
 #include <string.h>
-#include "tools/ptxsim//ptxsim.h"
+#include "tools/ptxsim/ptxsim.h"
 
 /* Start addresses are 256-byte aligned, like cuMemAlloc's, and each
  * allocation is followed by at least this many unmapped bytes. */

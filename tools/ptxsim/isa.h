@@ -1,4 +1,4 @@
-/* tools/ptxsim//isa.h — the interpreter's compact form of a PTX kernel,
+/* tools/ptxsim/isa.h — the interpreter's compact form of a PTX kernel,
  * shared by the parser (which writes it) and the executor (which reads
  * it). Internal to tools/ptxsim_*.c.
  *
@@ -13,7 +13,7 @@
 #define EO_PTXSIM_ISA_H
 
 #include <stdint.h>
-#include "tools/ptxsim//ptxsim.h"
+#include "tools/ptxsim/ptxsim.h"
 
 typedef enum px_type {
     PX_T_NONE, PX_T_PRED,

@@ -1,4 +1,4 @@
-/* tools/ptxsim//parse.c — PTX text to the decoded form of ptxsim_isa.h.
+/* tools/ptxsim/parse.c — PTX text to the decoded form of ptxsim_isa.h.
  *
  * The parser's other job is to say "no" early. A kernel that uses an
  * instruction the interpreter does not model must fail at module load,
@@ -16,7 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tools/ptxsim//alu.h"
+#include "tools/ptxsim/alu.h"
 
 /* ---- types ---------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* tools/ptxsim//ptxsim.h — a PTX interpreter, so that every hand-written CUDA
+/* tools/ptxsim/ptxsim.h — a PTX interpreter, so that every hand-written CUDA
  * kernel can be run, and checked, on a machine without a GPU.
  *
  * Why an interpreter and not "compile the kernel for the CPU": the bugs

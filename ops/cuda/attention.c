@@ -1,0 +1,88 @@
+/* ops/cuda/attention.c — CUDA launchers for fused scaled dot-product attention, forward and backward:
+ * the host side of ptx/attention.ptx, behind the kernel types of ops/kernels.h.
+ *
+ * One block per (query, batch*head).
+ * Each launcher checks that every size fits the PTX's 32-bit indexing
+ * (else the failure is recorded in the device state and the launch is
+ * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
+#include "ops/cuda/launch.h"
+
+/* ---- attention: one block per (query, head) ---------------------------------------------- */
+static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
+                      int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
+{
+    int64_t in[5] = {B, H, Tq, Tk, D};
+    for (int i = 0; i < 5; i++) {
+        if (!eo_cuda_fits(cu, who, in[i]))
+            return 0;
+        v[i] = (uint32_t)in[i];
+    }
+    if (D > 256 || B * H > MAX_GRID || (causal && Tq != Tk)) {
+        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, who,
+                  ": the CUDA kernel needs D <= 256, B*H <= 65535 and Tq == Tk when causal",
+                  NULL);
+        return 0;
+    }
+    if (!eo_cuda_fits(cu, who, B * H * Tq * D) || !eo_cuda_fits(cu, who, B * H * Tk * D))
+        return 0;
+    int64_t reach = 0;
+    for (int i = 0; i < 4; i++) {
+        int64_t s = ms ? ms[i] : 0, a = s < 0 ? -s : s;
+        if (!eo_cuda_fits(cu, who, a))
+            return 0;
+        m[i] = (int32_t)s;
+        reach += a * (in[i] > 0 ? in[i] - 1 : 0); /* axes b, h, i, j: extents B, H, Tq, Tk */
+        if (!eo_cuda_fits(cu, who, reach))
+            return 0;
+    }
+    return 1;
+}
+
+void eo_cuda_k_attention(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, const float *q,
+                         const float *k, const float *v, const float *mask, const int64_t ms[4],
+                         int causal, float scale, float *out, float *lse, void *ws,
+                         const eo_exec *ex)
+{
+    (void)ws;
+    eo_cuda *cu = eo_cuda_ready(ex);
+    uint32_t s[5];
+    int32_t m[4];
+    if (!cu || !attn_sizes(cu, "attention", B, H, Tq, Tk, D, causal, mask ? ms : NULL, s, m) ||
+        B * H * Tq == 0)
+        return;
+    uint32_t c = causal != 0;
+    uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask), po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
+    LAUNCH(cu, EO_CUK_ATTN_FWD, s[2], (unsigned)(B * H), 1, BLOCK, 1, &s[0], &s[1], &s[2], &s[3],
+           &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl);
+}
+
+void eo_cuda_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,
+                                  const float *q, const float *k, const float *v,
+                                  const float *mask, const int64_t ms[4], int causal, float scale,
+                                  const float *out, const float *lse, const float *dout, float *dq,
+                                  float *dk, float *dv, float *dmask, const int64_t dms[4],
+                                  void *ws, const eo_exec *ex)
+{
+    (void)ws;
+    eo_cuda *cu = eo_cuda_ready(ex);
+    uint32_t s[5];
+    int32_t m[4], dm[4];
+    if (!cu ||
+        !attn_sizes(cu, "attention_backward", B, H, Tq, Tk, D, causal, mask ? ms : NULL, s, m) ||
+        !attn_sizes(cu, "attention_backward", B, H, Tq, Tk, D, causal, dmask ? dms : NULL, s,
+                    dm) ||
+        B * H * Tq == 0 || (!dq && !dk && !dv && !dmask))
+        return;
+    uint32_t c = causal != 0;
+    uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask), po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
+    uint64_t pdo = eo_cuda_dp(dout), pdq = eo_cuda_dp(dq), pdk = eo_cuda_dp(dk), pdv = eo_cuda_dp(dv), pdm = eo_cuda_dp(dmask);
+    LAUNCH(cu, EO_CUK_ATTN_BWD, s[2], (unsigned)(B * H), 1, BLOCK, 1, &s[0], &s[1], &s[2], &s[3],
+           &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl, &pdo,
+           &pdq, &pdk, &pdv, &pdm, &dm[0], &dm[1], &dm[2], &dm[3]);
+}
+
+size_t eo_cuda_k_attention_ws(int64_t Tq, int64_t Tk, int64_t D, int nthreads)
+{
+    (void)Tq, (void)Tk, (void)D, (void)nthreads;
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* ops/cuda/launch.h — what every CUDA launcher shares (private to ops/cuda/).
+ *
+ * A launcher (ops/cuda/<family>.c, named like the ptx/<family>.ptx it
+ * launches) does three things: find its device in the execution handle,
+ * check that the sizes fit the PTX's 32-bit indexing, and call
+ * cuLaunchKernel with a `void *params[]` array in the order of
+ * ops/cuda/kernels.def. The helpers below are those three steps; the
+ * device state itself (open, memory, the first-error slot) is
+ * ops/cuda/device.c. */
+#ifndef EO_CUDA_LAUNCH_H
+#define EO_CUDA_LAUNCH_H
+
+#include "ops/cuda/device.h"
+#include "ops/cuda/msg.h"
+
+/* Scratch, one device allocation made at open:
+ *   [0, 256)           one float: cross-entropy's backward scale;
+ *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
+ *   [8448, +4 MiB)     the work buffer for two-stage sums
+ *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part). */
+enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SCRATCH_SUMSQ = 256,
+       EO_CU_SUMSQ_PARTS = 1024, EO_CU_SCRATCH_WORK = EO_CU_SCRATCH_SUMSQ + EO_CU_SUMSQ_PARTS * 8,
+       EO_CU_WORK_BYTES = 4 << 20, EO_CU_SCRATCH_BYTES = EO_CU_SCRATCH_WORK + EO_CU_WORK_BYTES };
+#define BLOCK EO_CU_BLOCK
+#define MAX_GRID EO_CU_MAX_GRID
+#define WORK_BYTES EO_CU_WORK_BYTES
+#define SCRATCH_CE EO_CU_SCRATCH_CE
+#define SCRATCH_SUMSQ EO_CU_SCRATCH_SUMSQ
+#define SUMSQ_PARTS EO_CU_SUMSQ_PARTS
+#define SCRATCH_WORK EO_CU_SCRATCH_WORK
+
+/* The device a launcher runs on: ex->cuda when it is open and no failure
+ * is pending (a pending failure means this launch's inputs may be wrong,
+ * so it is skipped and the first failure is what the core reports).
+ * NULL when there is nothing to launch on; a NULL handle or a handle
+ * without a device is a caller error the core never makes. */
+eo_cuda *eo_cuda_ready(const eo_exec *ex);
+
+/* Launch kernel k on cu's stream; a driver failure, or a parameter count
+ * that differs from kernels.def, is recorded in cu. */
+void eo_cuda_launch(eo_cuda *cu, eo_cuda_kernel k, unsigned gx, unsigned gy, unsigned gz,
+                    unsigned bx, unsigned by, void **params, size_t nparams);
+#define LAUNCH(cu, k, gx, gy, gz, bx, by, ...)                                  \
+    do {                                                                        \
+        void *launch_params_[] = {__VA_ARGS__};                                 \
+        eo_cuda_launch(cu, k, gx, gy, gz, bx, by, launch_params_,               \
+                       sizeof launch_params_ / sizeof launch_params_[0]);       \
+    } while (0)
+
+/* Record a failure: the first one since the last eo_cuda_take_error is
+ * kept, later ones are usually its consequences. fail_begin returns a
+ * writer into cu->msg (or one that discards). */
+eo_cuda_msg eo_cuda_fail_begin(eo_cuda *cu, eo_status s);
+eo_status eo_cuda_fail_text(eo_cuda *cu, eo_status s, const char *a, const char *b,
+                            const char *c);
+
+/* A device address as the kernels receive it (.u64). */
+static inline uint64_t eo_cuda_dp(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* Blocks for a grid-stride kernel over `work` items. */
+static inline unsigned eo_cuda_grid(int64_t work)
+{
+    int64_t g = (work + BLOCK - 1) / BLOCK;
+    return g > MAX_GRID ? MAX_GRID : (unsigned)g;
+}
+
+/* Sizes the PTX indexes with 32-bit integers must lie in [0, 2^31);
+ * otherwise a failure naming `who` is recorded and 0 returned. */
+int eo_cuda_fits(eo_cuda *cu, const char *who, int64_t v);
+
+/* ---- 4-D strided operands ---- */
+typedef struct shape4 {
+    uint32_t n[4];
+    int64_t total;
+} shape4;
+typedef struct strides4 {
+    int32_t s[4];
+} strides4;
+/* The shape as u32, its product checked to fit. */
+int eo_cuda_shape4(eo_cuda *cu, const char *who, const int64_t shape[4], shape4 *out);
+/* Strides as s32, checking every reachable offset fits (s == NULL: zeros). */
+int eo_cuda_strides4(eo_cuda *cu, const char *who, const int64_t shape[4], const int64_t *s,
+                     strides4 *out);
+/* Row-major contiguous over `shape` (size-1 axes may have any stride)? */
+int eo_cuda_contiguous(const int64_t shape[4], const int64_t s[4]);
+
+#define N4(sh) &(sh).n[0], &(sh).n[1], &(sh).n[2], &(sh).n[3]
+#define S4(st) &(st).s[0], &(st).s[1], &(st).s[2], &(st).s[3]
+
+#endif
