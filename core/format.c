@@ -2,8 +2,24 @@
  *
  * The library is freestanding, so there is no snprintf. Messages only
  * need strings, integers, a few floats and tensor shapes; this is that
- * and nothing more. Output is always NUL-terminated and truncated to fit. */
+ * and nothing more. Output is always NUL-terminated and truncated to fit.
+ *
+ * The dtype names live here, not in tensor.c: printing is what they are
+ * for, and it keeps the dependency one way (tensor.c reports errors
+ * through eo_fail; the formatter needs nothing of tensor.c, only the
+ * eo_tensor struct's shape fields). */
 #include "core/internal.h"
+
+const char *eo_dtype_name(eo_dtype dt)
+{
+    switch (dt) {
+    case EO_F32: return "f32";
+    case EO_I32: return "i32";
+    case EO_BF16: return "bf16";
+    case EO_F16: return "f16";
+    default: return "?";
+    }
+}
 
 typedef struct { char *buf; size_t cap, len; } sink;
 

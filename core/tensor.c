@@ -16,17 +16,6 @@ size_t eo_dtype_size(eo_dtype dt)
     }
 }
 
-const char *eo_dtype_name(eo_dtype dt)
-{
-    switch (dt) {
-    case EO_F32: return "f32";
-    case EO_I32: return "i32";
-    case EO_BF16: return "bf16";
-    case EO_F16: return "f16";
-    default: return "?";
-    }
-}
-
 int64_t eo_numel(const eo_tensor *t)
 {
     int64_t n = 1;
