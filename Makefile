@@ -132,6 +132,13 @@ train-gpt:
 # Compile alloc/, core/ and ops/ with -ffreestanding and list what their
 # objects need from outside: only memory primitives and libm's float
 # functions may appear.
+# It also checks the library has no mutable global state: no object of
+# alloc/ core/ ops/ (freestanding or hosted build) may define a writable
+# symbol, i.e. one nm classes D d B b (data, bss), C (common) or G g S s
+# (small data/bss). Those found are listed with their object and section.
+# Const tables that hold pointers sit in .data.rel.ro* in a position-
+# independent build (written once by the loader, read-only afterwards):
+# they are allowed.
 FS_ALLOWED := memcpy memset memmove memcmp \
 	expf logf sqrtf tanhf erff powf fabsf floorf ceilf expm1f log1pf sinf cosf
 FS_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fs/%.o)
@@ -153,6 +160,12 @@ check-freestanding: $(FS_OBJS)
 	    grep -vxF $(foreach s,$(FS_ALLOWED) dlopen dlsym dlclose dlerror,-e $(s)) | grep -v '^_GLOBAL_OFFSET_TABLE_$$' || true); \
 	if [ -n "$$bad" ]; then echo "check-freestanding: FAILED, the hosted library also needs: $$bad"; exit 1; \
 	else echo "check-freestanding: OK for the hosted build too (plus dlopen/dlsym/dlclose/dlerror for the CUDA loader)"; fi
+	@bad=$$(nm -f sysv $(FS_OBJS) $(LIB_OBJS) | awk -F'|' \
+	    '/^Symbols from / { obj = $$0; sub(/^Symbols from /, "", obj); sub(/:$$/, "", obj); next } \
+	     NF >= 7 { c = $$3; gsub(/ /, "", c); sec = $$7; gsub(/ /, "", sec); nm = $$1; gsub(/ /, "", nm); \
+	       if (c ~ /^[DdBbCGgSs]$$/ && sec !~ /^\.data\.rel\.ro/) print "  " obj ": " nm " (" c ", " sec ")" }'); \
+	if [ -n "$$bad" ]; then echo "check-freestanding: FAILED, writable global state in the library:"; echo "$$bad"; exit 1; \
+	else echo "check-freestanding: OK, no writable .data/.bss/common symbol in alloc/ core/ ops/"; fi
 
 # ---- how big is the part a reader must study -------------------------------
 LAYERS := alloc core ops ops/cpu ops/cuda
