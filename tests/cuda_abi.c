@@ -73,6 +73,7 @@ SAME(EO_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 SAME(EO_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+SAME(EO_CU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
 SAME(EO_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 SAME(EO_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
 SAME(EO_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
@@ -93,6 +94,9 @@ void eo_cuda_abi_check(eo_cuda_driver *d)
     d->cuDevicePrimaryCtxRelease = cuDevicePrimaryCtxRelease;
     d->cuCtxSetCurrent = cuCtxSetCurrent;
     d->cuCtxSynchronize = cuCtxSynchronize;
+    d->cuStreamCreate = cuStreamCreate;
+    d->cuStreamDestroy = cuStreamDestroy;
+    d->cuStreamSynchronize = cuStreamSynchronize;
     d->cuModuleLoadDataEx = cuModuleLoadDataEx;
     d->cuModuleUnload = cuModuleUnload;
     d->cuModuleGetFunction = cuModuleGetFunction;
@@ -105,6 +109,10 @@ void eo_cuda_abi_check(eo_cuda_driver *d)
     d->cuMemcpyDtoH = cuMemcpyDtoH;
     d->cuMemcpyDtoD = cuMemcpyDtoD;
     d->cuMemsetD32 = cuMemsetD32;
+    d->cuMemcpyHtoDAsync = cuMemcpyHtoDAsync;
+    d->cuMemcpyDtoHAsync = cuMemcpyDtoHAsync;
+    d->cuMemcpyDtoDAsync = cuMemcpyDtoDAsync;
+    d->cuMemsetD32Async = cuMemsetD32Async;
     d->cuEventCreate = cuEventCreate;
     d->cuEventRecord = cuEventRecord;
     d->cuEventSynchronize = cuEventSynchronize;

@@ -147,24 +147,43 @@ static eo_cu_result f_free(eo_cu_deviceptr p)
     fake_allocs--;
     return 0;
 }
-static eo_cu_result f_h2d(eo_cu_deviceptr d, const void *s, size_t n)
+/* The stream counts as an allocation, so open/close must balance it. */
+static eo_cu_result f_stream_create(eo_cu_stream *s, unsigned flags)
 {
-    (void)d, (void)s, (void)n;
+    (void)flags;
+    *s = (eo_cu_stream)&fake_allocs;
+    fake_allocs++;
     return 0;
 }
-static eo_cu_result f_d2h(void *d, eo_cu_deviceptr s, size_t n)
+static eo_cu_result f_stream_destroy(eo_cu_stream s)
 {
-    (void)d, (void)s, (void)n;
+    (void)s;
+    fake_allocs--;
     return 0;
 }
-static eo_cu_result f_d2d(eo_cu_deviceptr d, eo_cu_deviceptr s, size_t n)
+static eo_cu_result f_stream_sync(eo_cu_stream s)
 {
-    (void)d, (void)s, (void)n;
+    (void)s;
     return 0;
 }
-static eo_cu_result f_memset(eo_cu_deviceptr d, unsigned v, size_t n)
+static eo_cu_result f_h2d(eo_cu_deviceptr d, const void *s, size_t n, eo_cu_stream st)
 {
-    (void)d, (void)v, (void)n;
+    (void)d, (void)s, (void)n, (void)st;
+    return 0;
+}
+static eo_cu_result f_d2h(void *d, eo_cu_deviceptr s, size_t n, eo_cu_stream st)
+{
+    (void)d, (void)s, (void)n, (void)st;
+    return 0;
+}
+static eo_cu_result f_d2d(eo_cu_deviceptr d, eo_cu_deviceptr s, size_t n, eo_cu_stream st)
+{
+    (void)d, (void)s, (void)n, (void)st;
+    return 0;
+}
+static eo_cu_result f_memset(eo_cu_deviceptr d, unsigned v, size_t n, eo_cu_stream st)
+{
+    (void)d, (void)v, (void)n, (void)st;
     return 0;
 }
 static eo_cu_result f_errname(eo_cu_result r, const char **s)
@@ -195,16 +214,19 @@ static eo_cuda_driver fake(void)
     d.cuDevicePrimaryCtxRelease = f_release;
     d.cuCtxSetCurrent = f_setcur;
     d.cuCtxSynchronize = f_sync;
+    d.cuStreamCreate = f_stream_create;
+    d.cuStreamDestroy = f_stream_destroy;
+    d.cuStreamSynchronize = f_stream_sync;
     d.cuModuleLoadDataEx = f_load;
     d.cuModuleUnload = f_unload;
     d.cuModuleGetFunction = f_getfn;
     d.cuLaunchKernel = f_launch;
     d.cuMemAlloc = f_alloc;
     d.cuMemFree = f_free;
-    d.cuMemcpyHtoD = f_h2d;
-    d.cuMemcpyDtoH = f_d2h;
-    d.cuMemcpyDtoD = f_d2d;
-    d.cuMemsetD32 = f_memset;
+    d.cuMemcpyHtoDAsync = f_h2d;
+    d.cuMemcpyDtoHAsync = f_d2h;
+    d.cuMemcpyDtoDAsync = f_d2d;
+    d.cuMemsetD32Async = f_memset;
     d.cuGetErrorName = f_errname;
     d.cuGetErrorString = f_errstr;
     fake_init_result = 0;

@@ -5,6 +5,10 @@
  * Why it is shaped like this (see ops/cuda/device.h for the contract):
  *  - every driver call goes through the eo_cuda_driver table, so the same
  *    code runs on a GPU and on the PTX interpreter used by the tests;
+ *  - the device's primary context is made current on the calling thread
+ *    at every entry (eo_cuda_enter), and all work goes on the stream the
+ *    device state owns, so nothing depends on which thread opened it or
+ *    on what another context did last;
  *  - the PTX modules are JIT-compiled once at open and every function
  *    handle is cached by kernel id, so a launch is one table lookup and
  *    one cuLaunchKernel with a `void *params[]` array;
@@ -104,6 +108,17 @@ eo_status eo_cuda_take_error(eo_cuda *cu, char *msg, size_t msglen)
 static void release(eo_cuda *cu)
 {
     const eo_cuda_driver *d = cu->drv;
+    /* Everything below acts on the current context: make it ours (the
+     * results are ignored: releasing must go on whatever failed). */
+    if (cu->ctx && d->cuCtxSetCurrent)
+        d->cuCtxSetCurrent(cu->ctx);
+    if (cu->stream) {
+        if (d->cuStreamSynchronize)
+            d->cuStreamSynchronize(cu->stream);
+        if (d->cuStreamDestroy)
+            d->cuStreamDestroy(cu->stream);
+    }
+    cu->stream = NULL;
     if (cu->scratch && d->cuMemFree)
         d->cuMemFree(cu->scratch);
     cu->scratch = 0;
@@ -134,17 +149,19 @@ static eo_status check_table(eo_cuda *cu)
         {"cuDevicePrimaryCtxRetain", d->cuDevicePrimaryCtxRetain != NULL},
         {"cuDevicePrimaryCtxRelease", d->cuDevicePrimaryCtxRelease != NULL},
         {"cuCtxSetCurrent", d->cuCtxSetCurrent != NULL},
-        {"cuCtxSynchronize", d->cuCtxSynchronize != NULL},
+        {"cuStreamCreate", d->cuStreamCreate != NULL},
+        {"cuStreamDestroy", d->cuStreamDestroy != NULL},
+        {"cuStreamSynchronize", d->cuStreamSynchronize != NULL},
         {"cuModuleLoadDataEx", d->cuModuleLoadDataEx != NULL},
         {"cuModuleUnload", d->cuModuleUnload != NULL},
         {"cuModuleGetFunction", d->cuModuleGetFunction != NULL},
         {"cuLaunchKernel", d->cuLaunchKernel != NULL},
         {"cuMemAlloc", d->cuMemAlloc != NULL},
         {"cuMemFree", d->cuMemFree != NULL},
-        {"cuMemcpyHtoD", d->cuMemcpyHtoD != NULL},
-        {"cuMemcpyDtoH", d->cuMemcpyDtoH != NULL},
-        {"cuMemcpyDtoD", d->cuMemcpyDtoD != NULL},
-        {"cuMemsetD32", d->cuMemsetD32 != NULL},
+        {"cuMemcpyHtoDAsync", d->cuMemcpyHtoDAsync != NULL},
+        {"cuMemcpyDtoHAsync", d->cuMemcpyDtoHAsync != NULL},
+        {"cuMemcpyDtoDAsync", d->cuMemcpyDtoDAsync != NULL},
+        {"cuMemsetD32Async", d->cuMemsetD32Async != NULL},
     };
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if (!need[i].present)
@@ -276,6 +293,10 @@ static eo_status open_steps(eo_cuda *cu, int device)
     }
     if ((r = d->cuCtxSetCurrent(cu->ctx)) != EO_CUDA_SUCCESS)
         return fail_cu(cu, EO_ERR_CUDA, r, "cuCtxSetCurrent", NULL);
+    if ((r = d->cuStreamCreate(&cu->stream, EO_CU_STREAM_NON_BLOCKING)) != EO_CUDA_SUCCESS) {
+        cu->stream = NULL;
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuStreamCreate", NULL);
+    }
 
     int nmod = eo_ptx_count();
     if (nmod > EO_CUDA_MAX_MODULES)
@@ -335,13 +356,27 @@ void eo_cuda_close(eo_cuda *cu)
     release(cu);
 }
 
+eo_status eo_cuda_enter(eo_cuda *cu)
+{
+    if (!cu || !cu->is_open)
+        return EO_ERR_STATE;
+    eo_cu_result r = cu->drv->cuCtxSetCurrent(cu->ctx);
+    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuCtxSetCurrent", cu->name) : EO_OK;
+}
+
+/* Wait for the stream; name the call that queued the work waited for. */
+static eo_status wait_stream(eo_cuda *cu, const char *after)
+{
+    eo_cu_result r = cu->drv->cuStreamSynchronize(cu->stream);
+    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuStreamSynchronize", after) : EO_OK;
+}
+
 eo_status eo_cuda_sync(eo_cuda *cu)
 {
     if (!cu || !cu->is_open)
         return EO_ERR_STATE;
-    eo_cu_result r = cu->drv->cuCtxSynchronize();
-    if (r != EO_CUDA_SUCCESS)
-        fail_cu(cu, EO_ERR_CUDA, r, "cuCtxSynchronize", NULL);
+    if (eo_cuda_enter(cu) == EO_OK)
+        wait_stream(cu, NULL);
     return cu->error;
 }
 
@@ -351,6 +386,9 @@ eo_status eo_cuda_alloc_block(eo_cuda *cu, size_t bytes, eo_cu_deviceptr *out)
     if (!cu || !cu->is_open || !out)
         return EO_ERR_ARG;
     *out = 0;
+    eo_status s = eo_cuda_enter(cu);
+    if (s != EO_OK)
+        return s;
     eo_cu_result r = cu->drv->cuMemAlloc(out, bytes ? bytes : 1);
     if (r == EO_CUDA_ERROR_OUT_OF_MEMORY) {
         *out = 0;
@@ -365,39 +403,56 @@ eo_status eo_cuda_alloc_block(eo_cuda *cu, size_t bytes, eo_cu_deviceptr *out)
 
 void eo_cuda_free_block(eo_cuda *cu, eo_cu_deviceptr p)
 {
-    if (cu && cu->is_open && p)
+    if (cu && cu->is_open && p) {
+        cu->drv->cuCtxSetCurrent(cu->ctx); /* freeing goes on whatever failed */
         cu->drv->cuMemFree(p);
+    }
 }
 
 eo_status eo_cuda_h2d(eo_cuda *cu, eo_cu_deviceptr dst, const void *src, size_t bytes)
 {
     if (!cu || !cu->is_open)
         return EO_ERR_ARG;
-    eo_cu_result r = bytes ? cu->drv->cuMemcpyHtoD(dst, src, bytes) : EO_CUDA_SUCCESS;
-    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyHtoD", NULL) : EO_OK;
+    eo_status s = eo_cuda_enter(cu);
+    if (s != EO_OK || !bytes)
+        return s;
+    eo_cu_result r = cu->drv->cuMemcpyHtoDAsync(dst, src, bytes, cu->stream);
+    if (r)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyHtoDAsync", NULL);
+    return wait_stream(cu, "cuMemcpyHtoDAsync");
 }
 
 eo_status eo_cuda_d2h(eo_cuda *cu, void *dst, eo_cu_deviceptr src, size_t bytes)
 {
     if (!cu || !cu->is_open)
         return EO_ERR_ARG;
-    eo_cu_result r = bytes ? cu->drv->cuMemcpyDtoH(dst, src, bytes) : EO_CUDA_SUCCESS;
-    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoH", NULL) : EO_OK;
+    eo_status s = eo_cuda_enter(cu);
+    if (s != EO_OK || !bytes)
+        return s;
+    eo_cu_result r = cu->drv->cuMemcpyDtoHAsync(dst, src, bytes, cu->stream);
+    if (r)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoHAsync", NULL);
+    return wait_stream(cu, "cuMemcpyDtoHAsync");
 }
 
 eo_status eo_cuda_d2d(eo_cuda *cu, eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t bytes)
 {
     if (!cu || !cu->is_open)
         return EO_ERR_ARG;
-    eo_cu_result r = bytes ? cu->drv->cuMemcpyDtoD(dst, src, bytes) : EO_CUDA_SUCCESS;
-    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoD", NULL) : EO_OK;
+    eo_status s = eo_cuda_enter(cu);
+    if (s != EO_OK || !bytes)
+        return s;
+    eo_cu_result r = cu->drv->cuMemcpyDtoDAsync(dst, src, bytes, cu->stream);
+    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoDAsync", NULL) : EO_OK;
 }
 
 eo_status eo_cuda_memset32(eo_cuda *cu, eo_cu_deviceptr dst, uint32_t value, size_t count)
 {
     if (!cu || !cu->is_open)
         return EO_ERR_ARG;
-    eo_cu_result r = count ? cu->drv->cuMemsetD32(dst, value, count) : EO_CUDA_SUCCESS;
-    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32", NULL) : EO_OK;
+    eo_status s = eo_cuda_enter(cu);
+    if (s != EO_OK || !count)
+        return s;
+    eo_cu_result r = cu->drv->cuMemsetD32Async(dst, value, count, cu->stream);
+    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32Async", NULL) : EO_OK;
 }
-

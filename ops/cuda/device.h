@@ -7,7 +7,20 @@
  * "current device" anywhere in the library: two contexts attached to two
  * devices interleave their ops freely, and detaching one cannot affect the
  * other. Each eo_cuda is driven by one host thread at a time (as a
- * context is).
+ * context is), but not always the same one: the CUDA driver keeps its
+ * "current context" per host thread, so every entry into the device
+ * (each launcher, copy, memset, sync, alloc, free, close) first makes
+ * this device's primary context current on the calling thread
+ * (cuCtxSetCurrent, a thread-local store in the driver). Two contexts on
+ * two devices, on one thread or on two, never launch into each other's
+ * device.
+ *
+ * Ordering: the eo_cuda owns one stream (cuStreamCreate at open,
+ * non-blocking: it never waits on the legacy NULL stream, which nothing
+ * here uses). Every launch, device-to-device copy and memset is queued on
+ * it in program order; a host<->device copy is queued on it and then
+ * waited for, so the host buffer is free (upload) or filled (download)
+ * when the call returns; eo_cuda_sync waits for the stream.
  *
  * Errors: kernels never fail by contract (the core validates shapes), but
  * a launch can (driver error, a size beyond what the PTX indexes). A
@@ -15,7 +28,8 @@
  * message naming the kernel and the driver's error), skips every later
  * launch, and the core collects it after the op with eo_cuda_take_error().
  * Errors raised while a kernel runs (an illegal address) surface at the
- * next synchronising call: eo_cuda_sync() and the d2h copy report them.
+ * next synchronising call: eo_cuda_sync() and the h2d/d2h copies report
+ * them.
  *
  * Memory: eo_cuda_alloc_block() is one cuMemAlloc; the core builds an
  * eo_arena over the returned device address (the arena never dereferences
@@ -45,6 +59,7 @@ typedef struct eo_cuda {
     const eo_cuda_driver *drv;  /* borrowed; must outlive the eo_cuda */
     eo_cu_device dev;
     eo_cu_context ctx;          /* the device's primary context, retained */
+    eo_cu_stream stream;        /* every launch, copy and memset is ordered on it */
     int ordinal;                /* device number given to eo_cuda_open */
     int cc_major, cc_minor;     /* compute capability, >= 8.0 */
     int sm_count;               /* streaming multiprocessors */
@@ -63,7 +78,8 @@ typedef struct eo_cuda {
 /* Open `device` through the driver table drv (the real driver from
  * eo_cuda_driver_load, or the PTX interpreter's table in tests): cuInit,
  * check the compute capability is at least 8.0 (the PTX targets sm_80),
- * retain and bind the primary context, JIT every embedded PTX module
+ * retain and bind the primary context, create the device's stream, JIT
+ * every embedded PTX module
  * once (the JIT's error log goes into the message on failure), cache
  * every kernel's function handle and check its parameter list. Statuses:
  * EO_ERR_ARG (NULL cu/drv), EO_ERR_NO_DEVICE (no device at all), EO_ERR_DEVICE (no device with that number),
@@ -72,18 +88,27 @@ typedef struct eo_cuda {
  * failure nothing stays allocated or retained. */
 eo_status eo_cuda_open(eo_cuda *cu, const eo_cuda_driver *drv, int device, char *err,
                        size_t errlen);
-/* Free the scratch, unload the modules, release the primary context.
- * Safe on a closed or zeroed cu. */
+/* Wait for the stream, destroy it, free the scratch, unload the modules,
+ * release the primary context. Safe on a closed or zeroed cu. */
 void eo_cuda_close(eo_cuda *cu);
 
 /* Return the first recorded failure (EO_OK if none), copy its message into
  * msg (may be NULL) and clear it, so that launches resume. */
 eo_status eo_cuda_take_error(eo_cuda *cu, char *msg, size_t msglen);
-/* Wait for all launched work (cuCtxSynchronize); a failure is recorded
- * and returned like a launch failure. */
+/* Wait for all work queued on the device's stream (cuStreamSynchronize);
+ * a failure is recorded and returned like a launch failure, and a
+ * failure recorded earlier is returned too (EO_OK: all work ran). */
 eo_status eo_cuda_sync(eo_cuda *cu);
 
-/* ---- device memory (each call records and returns its failure) -------- */
+/* Make cu's primary context current on the calling thread
+ * (cuCtxSetCurrent); every function here and every launcher does this
+ * first. A failure is recorded and returned. */
+eo_status eo_cuda_enter(eo_cuda *cu);
+
+/* ---- device memory (each call records and returns its failure) --------
+ * h2d and d2h return when the copy is done (queued on the stream, then
+ * waited for); d2d and memset32 are only queued, in order with the
+ * launches, and their failures surface at the next sync or copy. */
 eo_status eo_cuda_alloc_block(eo_cuda *cu, size_t bytes, eo_cu_deviceptr *out);
 void eo_cuda_free_block(eo_cuda *cu, eo_cu_deviceptr p);
 eo_status eo_cuda_h2d(eo_cuda *cu, eo_cu_deviceptr dst, const void *src, size_t bytes);

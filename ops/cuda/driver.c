@@ -60,6 +60,9 @@ static const slot slots[] = {
     /* 2000, not 13000: the CUDA 13 ABI takes a context argument. The
      * exported plain name is the argument-less one. */
     SLOT(cuCtxSynchronize, 2000, "cuCtxSynchronize", NULL, 0),
+    SLOT(cuStreamCreate, 2000, "cuStreamCreate", NULL, 0),
+    SLOT(cuStreamDestroy, 4000, "cuStreamDestroy_v2", NULL, 0),
+    SLOT(cuStreamSynchronize, 2000, "cuStreamSynchronize", NULL, 0),
     SLOT(cuModuleLoadDataEx, 2010, "cuModuleLoadDataEx", NULL, 0),
     SLOT(cuModuleUnload, 2000, "cuModuleUnload", NULL, 0),
     SLOT(cuModuleGetFunction, 2000, "cuModuleGetFunction", NULL, 0),
@@ -72,6 +75,11 @@ static const slot slots[] = {
     SLOT(cuMemcpyDtoH, 3020, "cuMemcpyDtoH_v2", NULL, 0),
     SLOT(cuMemcpyDtoD, 3020, "cuMemcpyDtoD_v2", NULL, 0),
     SLOT(cuMemsetD32, 3020, "cuMemsetD32_v2", NULL, 0),
+    SLOT(cuMemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2", NULL, 0),
+    SLOT(cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", NULL, 0),
+    SLOT(cuMemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2", NULL, 0),
+    /* The async memsets never changed ABI: no _v2 export. */
+    SLOT(cuMemsetD32Async, 3020, "cuMemsetD32Async", NULL, 0),
     SLOT(cuEventCreate, 2000, "cuEventCreate", NULL, 0),
     SLOT(cuEventRecord, 2000, "cuEventRecord", NULL, 0),
     SLOT(cuEventSynchronize, 2000, "cuEventSynchronize", NULL, 0),

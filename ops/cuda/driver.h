@@ -93,6 +93,9 @@ enum {
     EO_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     EO_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 };
+/* CUstream_flags for cuStreamCreate: the device's stream does not
+ * synchronise with the legacy NULL stream (nothing of ours uses it). */
+enum { EO_CU_STREAM_NON_BLOCKING = 1 };
 /* CUfunction_attribute values for cuFuncGetAttribute. */
 enum {
     EO_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
@@ -121,6 +124,9 @@ typedef struct eo_cuda_driver {
     eo_cu_result (*cuDevicePrimaryCtxRelease)(eo_cu_device dev); /* 11000 cuDevicePrimaryCtxRelease_v2 */
     eo_cu_result (*cuCtxSetCurrent)(eo_cu_context ctx);                   /* 4000 cuCtxSetCurrent */
     eo_cu_result (*cuCtxSynchronize)(void);               /* 2000 (not the 13000 form with a ctx) */
+    eo_cu_result (*cuStreamCreate)(eo_cu_stream *stream, unsigned flags);  /* 2000 */
+    eo_cu_result (*cuStreamDestroy)(eo_cu_stream stream);                /* 4000 cuStreamDestroy_v2 */
+    eo_cu_result (*cuStreamSynchronize)(eo_cu_stream stream);            /* 2000 */
     eo_cu_result (*cuModuleLoadDataEx)(eo_cu_module *mod, const void *image, unsigned nopt,
                                        eo_cu_jit_option *options, void **values); /* 2010 */
     eo_cu_result (*cuModuleUnload)(eo_cu_module mod);                     /* 2000 */
@@ -140,6 +146,14 @@ typedef struct eo_cuda_driver {
     eo_cu_result (*cuMemcpyDtoD)(eo_cu_deviceptr dst, eo_cu_deviceptr src,
                                  size_t bytes);                            /* 3020 _v2 */
     eo_cu_result (*cuMemsetD32)(eo_cu_deviceptr dst, unsigned value, size_t count); /* 3020 _v2 */
+    eo_cu_result (*cuMemcpyHtoDAsync)(eo_cu_deviceptr dst, const void *src, size_t bytes,
+                                      eo_cu_stream stream);                /* 3020 _v2 */
+    eo_cu_result (*cuMemcpyDtoHAsync)(void *dst, eo_cu_deviceptr src, size_t bytes,
+                                      eo_cu_stream stream);                /* 3020 _v2 */
+    eo_cu_result (*cuMemcpyDtoDAsync)(eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t bytes,
+                                      eo_cu_stream stream);                /* 3020 _v2 */
+    eo_cu_result (*cuMemsetD32Async)(eo_cu_deviceptr dst, unsigned value, size_t count,
+                                     eo_cu_stream stream); /* 3020 cuMemsetD32Async (no _v2) */
     eo_cu_result (*cuEventCreate)(eo_cu_event *ev, unsigned flags);       /* 2000 */
     eo_cu_result (*cuEventRecord)(eo_cu_event ev, eo_cu_stream stream);   /* 2000 */
     eo_cu_result (*cuEventSynchronize)(eo_cu_event ev);                   /* 2000 */

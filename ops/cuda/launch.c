@@ -8,7 +8,10 @@
 eo_cuda *eo_cuda_ready(const eo_exec *ex)
 {
     eo_cuda *cu = ex ? ex->cuda : NULL;
-    return (cu && cu->is_open && cu->error == EO_OK) ? cu : NULL;
+    if (!cu || !cu->is_open || cu->error != EO_OK)
+        return NULL;
+    /* This thread may have last used another device (or none). */
+    return eo_cuda_enter(cu) == EO_OK ? cu : NULL;
 }
 
 void eo_cuda_launch(eo_cuda *cu, eo_cuda_kernel k, unsigned gx, unsigned gy, unsigned gz,
@@ -19,8 +22,8 @@ void eo_cuda_launch(eo_cuda *cu, eo_cuda_kernel k, unsigned gx, unsigned gy, uns
                           eo_cuda_kernel_entry(k), NULL);
         return;
     }
-    eo_cu_result r = cu->drv->cuLaunchKernel(cu->fn[k], gx, gy, gz, bx, by, 1, 0, NULL, params,
-                                             NULL);
+    eo_cu_result r = cu->drv->cuLaunchKernel(cu->fn[k], gx, gy, gz, bx, by, 1, 0, cu->stream,
+                                             params, NULL);
     if (r != EO_CUDA_SUCCESS) {
         char text[256];
         eo_cuda_msg m = eo_cuda_fail_begin(cu, EO_ERR_CUDA);

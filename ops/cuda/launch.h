@@ -31,9 +31,11 @@ enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SC
 
 /* The device a launcher runs on: ex->cuda when it is open and no failure
  * is pending (a pending failure means this launch's inputs may be wrong,
- * so it is skipped and the first failure is what the core reports).
- * NULL when there is nothing to launch on; a NULL handle or a handle
- * without a device is a caller error the core never makes. */
+ * so it is skipped and the first failure is what the core reports), with
+ * its context made current on the calling thread (eo_cuda_enter; a
+ * failure there is recorded and NULL returned). NULL when there is
+ * nothing to launch on; a NULL handle or a handle without a device is a
+ * caller error the core never makes. */
 eo_cuda *eo_cuda_ready(const eo_exec *ex);
 
 /* Launch kernel k on cu's stream; a driver failure, or a parameter count

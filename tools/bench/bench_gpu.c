@@ -2,7 +2,9 @@
  *
  * Each hand-written PTX kernel is timed through its host launcher (the
  * same function the CUDA backend calls), bracketed by CUDA events so the
- * time is the GPU's own, not the host's. Rates are reported against the
+ * time is the GPU's own, not the host's. Everything goes on the device
+ * state's own stream (the launchers' and the copies'), so the events are
+ * recorded there too, and cuBLAS is told to use it. Rates are reported against the
  * device's measured copy bandwidth (a device-to-device cuMemcpy of a large
  * buffer: read + write) and, for matmul, against cuBLAS SGEMM when
  * libcublas can be found with dlopen at bench time — never linked, never
@@ -37,10 +39,10 @@ static int ok(const gpu *g, eo_cu_result r, const char *what)
 static double time_ms(gpu *g, void (*fn)(void *), void *arg, int reps)
 {
     fn(arg);
-    ok(g, g->d->cuEventRecord(g->start, NULL), "cuEventRecord");
+    ok(g, g->d->cuEventRecord(g->start, g->cu->stream), "cuEventRecord");
     for (int i = 0; i < reps; i++)
         fn(arg);
-    ok(g, g->d->cuEventRecord(g->stop, NULL), "cuEventRecord");
+    ok(g, g->d->cuEventRecord(g->stop, g->cu->stream), "cuEventRecord");
     ok(g, g->d->cuEventSynchronize(g->stop), "cuEventSynchronize");
     float ms = 0;
     ok(g, g->d->cuEventElapsedTime(&ms, g->start, g->stop), "cuEventElapsedTime");
@@ -74,7 +76,7 @@ static void run_matmul(void *arg)
 static void run_copy(void *arg)
 {
     gpu *g = arg;
-    g->d->cuMemcpyDtoD(B.b, B.a, (size_t)B.rows * (size_t)B.cols * 4);
+    eo_cuda_d2d(g->cu, B.b, B.a, (size_t)B.rows * (size_t)B.cols * 4);
 }
 static void run_softmax(void *arg)
 {
@@ -122,6 +124,7 @@ static void run_adamw(void *arg)
  * Cᵀ = Bᵀ·Aᵀ, so the operands are passed swapped. */
 typedef int (*cublas_create_fn)(void **);
 typedef int (*cublas_destroy_fn)(void *);
+typedef int (*cublas_set_stream_fn)(void *, void *);
 typedef int (*cublas_sgemm_fn)(void *, int, int, int, int, int, const float *, const float *,
                                int, const float *, int, const float *, float *, int);
 static cublas_sgemm_fn sgemm;
@@ -135,7 +138,8 @@ static void run_cublas(void *arg)
           (int)B.N);
 }
 
-static void *load_cublas(char *why, size_t len)
+/* A cuBLAS handle whose work goes on `stream` (the device's), or NULL. */
+static void *load_cublas(void *stream, char *why, size_t len)
 {
     static const char *names[] = { "libcublas.so", "libcublas.so.13", "libcublas.so.12",
                                    "libcublas.so.11" };
@@ -145,9 +149,18 @@ static void *load_cublas(char *why, size_t len)
             continue;
         cublas_create_fn create = (cublas_create_fn)(uintptr_t)dlsym(h, "cublasCreate_v2");
         sgemm = (cublas_sgemm_fn)(uintptr_t)dlsym(h, "cublasSgemm_v2");
+        cublas_set_stream_fn set_stream =
+            (cublas_set_stream_fn)(uintptr_t)dlsym(h, "cublasSetStream_v2");
         void *handle = NULL;
-        if (create && sgemm && create(&handle) == 0)
-            return handle;
+        if (create && sgemm && set_stream && create(&handle) == 0) {
+            if (set_stream(handle, stream) == 0)
+                return handle;
+            cublas_destroy_fn destroy = (cublas_destroy_fn)(uintptr_t)dlsym(h, "cublasDestroy_v2");
+            if (destroy)
+                destroy(handle);
+            snprintf(why, len, "%s found but cublasSetStream failed", names[i]);
+            return NULL;
+        }
         snprintf(why, len, "%s found but cublasCreate failed", names[i]);
         return NULL;
     }
@@ -223,7 +236,7 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
     double bytes = (double)rows * (double)cols * 4.0;
     double copy_ms = time_ms(&g, run_copy, &g, reps);
     double copy_gbs = 2.0 * bytes / (copy_ms * 1e6);
-    fprintf(out, "device copy bandwidth: %.1f GB/s (cuMemcpyDtoD of %.0f MiB, read + write)\n\n",
+    fprintf(out, "device copy bandwidth: %.1f GB/s (cuMemcpyDtoDAsync of %.0f MiB, read + write)\n\n",
            copy_gbs, bytes / 1048576.0);
     fprintf(out, "%-22s %-16s %10s %12s %10s %10s\n", "kernel", "shape", "ms", "rate", "% of peak",
            "vs cuBLAS");
@@ -242,7 +255,7 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
     double flops = 2.0 * (double)mm * (double)mm * (double)mm;
     double ms = time_ms(&g, run_matmul, NULL, reps);
     char why[96] = "";
-    B.cublas = load_cublas(why, sizeof why);
+    B.cublas = load_cublas(cu.stream, why, sizeof why);
     double cms = B.cublas ? time_ms(&g, run_cublas, NULL, reps) : 0;
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)mm, (long long)mm, (long long)mm);
     fprintf(out, "%-22s %-16s %10.3f %8.1f GF/s %10s ", "matmul nn", shape, ms, flops / (ms * 1e6), "-");

@@ -1,18 +1,25 @@
 /* tools/ptxsim/driver.c — the CUDA driver-API double (see
- * ptxsim_driver.h for what it promises).
+ * tools/ptxsim/driver.h for what it promises).
  *
  * Why model the driver's error behaviour so closely (deferred faults,
- * poisoned context, validated handles): the CUDA backend's own error
- * handling is code too, and the only way to test it without a GPU is for
- * the double to fail the way the real driver fails. A backend that checks
- * cuLaunchKernel's status but never cuCtxSynchronize's would pass against
- * a double that reported faults at launch, and then lose the error on a
- * real GPU.
+ * poisoned context, validated handles, a current context per thread):
+ * the CUDA backend's own error handling is code too, and the only way to
+ * test it without a GPU is for the double to fail the way the real
+ * driver fails. A backend that checks cuLaunchKernel's status but never
+ * the next synchronisation's would pass against a double that reported
+ * faults at launch, and then lose the error on a real GPU; a backend that
+ * forgets to make its context current before a call would pass against a
+ * double with one global context, and then launch into another device.
  *
- * Handles (contexts, modules, functions, events) point to structs defined
- * here; every handle passed in is looked up in this file's lists before
- * it is used, so a stale or foreign handle is CUDA_ERROR_INVALID_HANDLE
- * rather than a crash. */
+ * Handles (contexts, modules, functions, events, streams) point to
+ * structs defined here; every handle passed in is looked up in the
+ * current device's lists before it is used, so a stale or foreign handle
+ * is CUDA_ERROR_INVALID_HANDLE rather than a crash.
+ *
+ * Locking: one mutex, taken by every entry point for its whole duration
+ * (the LOCKED wrappers at the end of the file), so the functions that do
+ * the work, named do_*, never see another thread. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/driver.h"
@@ -31,7 +38,13 @@ enum {
 #define LAUNCH_PARAM_BUFFER_SIZE ((uintptr_t)2)
 
 #define DEVICE_BYTES ((size_t)4 << 30) /* what cuDeviceTotalMem reports */
+/* Device i hands out addresses from EO_PX_GLOBAL_BASE + i * DEVICE_SPAN:
+ * 1 TiB apart, far more than a test ever allocates over a context. */
+#define DEVICE_SPAN ((uint64_t)1 << 40)
 
+/* A primary context; which device it belongs to is its index in
+ * `contexts` (they never move, so a thread's current context stays a
+ * valid pointer whatever happens to the device). */
 struct eo_cu_context_st {
     int unused;
 };
@@ -52,89 +65,130 @@ struct eo_cu_event_st {
     int recorded;
 };
 
-static struct eo_cu_context_st the_ctx;
+struct eo_cu_stream_st {
+    unsigned flags;
+};
 
-/* The fake device. Zero is the state before cuInit. */
-static struct {
-    int initialised;
+/* One fake device. All zeros is a device whose primary context was never
+ * retained (or was released: that frees everything, as on a GPU). */
+typedef struct sim_device {
     int retained;           /* primary context reference count */
-    int current;            /* the primary context is current */
     eo_px_heap *heap;
     size_t bytes;           /* bytes allocated */
     eo_cu_module *modules;
     int nmodules, cap_modules;
     eo_cu_event *events;
     int nevents, cap_events;
-    eo_px_fault fault;      /* the last kernel fault */
+    eo_cu_stream *streams;
+    int nstreams, cap_streams;
     eo_cu_result pending;   /* a fault not yet reported */
     eo_cu_result sticky;    /* reported: the context is poisoned */
-    double clock_ms;
-    uint64_t step_limit;
+    eo_px_fault_kind inject; /* the next launch faults with this */
     /* Host-side bookkeeping of allocation sizes, for cuMemFree. */
     uint64_t *alloc_base;
     size_t *alloc_size;
     size_t nallocs, cap_allocs;
-} dev;
+} sim_device;
+
+static struct eo_cu_context_st contexts[EO_PTXSIM_MAX_DEVICES];
+
+/* The driver. Zero is the state before cuInit, with one device. */
+static struct {
+    int initialised;
+    int ndevices;           /* 0 stands for the default, 1 */
+    sim_device dev[EO_PTXSIM_MAX_DEVICES];
+    eo_px_fault fault;      /* the last kernel fault, any device */
+    double clock_ms;
+    uint64_t step_limit;
+} sim;
+
+/* The calling thread's current context (NULL: none), as in the driver. */
+static _Thread_local struct eo_cu_context_st *current;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int device_count(void) { return sim.ndevices ? sim.ndevices : 1; }
+static int valid_device(eo_cu_device d) { return d >= 0 && d < device_count(); }
 
 /* ---- state checks ------------------------------------------------------------ */
 
-/* Every call except the error-name ones starts here: the driver must be
- * initialised and the context not poisoned. */
+/* Device-level calls: the driver must be initialised. */
 static eo_cu_result check_alive(void)
 {
-    if (!dev.initialised)
-        return EO_CUDA_ERROR_NOT_INITIALIZED;
-    return dev.sticky;
+    return sim.initialised ? EO_CUDA_SUCCESS : EO_CUDA_ERROR_NOT_INITIALIZED;
 }
 
-/* Calls that work on the current context. */
-static eo_cu_result check_ctx(void)
+/* Calls that work on the current context: initialised, a context current
+ * on this thread and retained, not poisoned. *out is its device. */
+static eo_cu_result check_ctx(sim_device **out)
 {
+    *out = NULL;
     eo_cu_result r = check_alive();
     if (r)
         return r;
-    return dev.current && dev.retained ? EO_CUDA_SUCCESS : EO_CUDA_ERROR_INVALID_CONTEXT;
+    if (!current)
+        return EO_CUDA_ERROR_INVALID_CONTEXT;
+    sim_device *d = &sim.dev[current - contexts];
+    if (d->sticky)
+        return d->sticky;
+    if (!d->retained)
+        return EO_CUDA_ERROR_INVALID_CONTEXT;
+    *out = d;
+    return EO_CUDA_SUCCESS;
 }
 
-/* Synchronising calls: a fault from an earlier launch surfaces here and
- * poisons the context. */
-static eo_cu_result sync_point(void)
+/* Synchronising calls: a fault from an earlier launch on the current
+ * device surfaces here and poisons its context. */
+static eo_cu_result sync_point(sim_device **out)
 {
-    eo_cu_result r = check_ctx();
+    eo_cu_result r = check_ctx(out);
     if (r)
         return r;
-    if (dev.pending) {
-        dev.sticky = dev.pending;
-        dev.pending = 0;
-        return dev.sticky;
+    sim_device *d = *out;
+    if (d->pending) {
+        d->sticky = d->pending;
+        d->pending = 0;
+        *out = NULL;
+        return d->sticky;
     }
     return EO_CUDA_SUCCESS;
 }
 
-static struct eo_cu_function_st *find_function(eo_cu_function f)
+static struct eo_cu_function_st *find_function(const sim_device *d, eo_cu_function f)
 {
-    for (int i = 0; i < dev.nmodules; i++)
-        for (int j = 0; j < dev.modules[i]->nfns; j++)
-            if (&dev.modules[i]->fns[j] == f)
+    for (int i = 0; i < d->nmodules; i++)
+        for (int j = 0; j < d->modules[i]->nfns; j++)
+            if (&d->modules[i]->fns[j] == f)
                 return f;
     return NULL;
 }
 
-static int find_module(eo_cu_module m)
+static int find_module(const sim_device *d, eo_cu_module m)
 {
-    for (int i = 0; i < dev.nmodules; i++)
-        if (dev.modules[i] == m)
+    for (int i = 0; i < d->nmodules; i++)
+        if (d->modules[i] == m)
             return i;
     return -1;
 }
 
-static int find_event(eo_cu_event e)
+static int find_event(const sim_device *d, eo_cu_event e)
 {
-    for (int i = 0; i < dev.nevents; i++)
-        if (dev.events[i] == e)
+    for (int i = 0; i < d->nevents; i++)
+        if (d->events[i] == e)
             return i;
     return -1;
 }
+
+static int find_stream(const sim_device *d, eo_cu_stream s)
+{
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i] == s)
+            return i;
+    return -1;
+}
+
+/* NULL (the legacy stream) or one of this context's streams. */
+static int stream_ok(const sim_device *d, eo_cu_stream s) { return !s || find_stream(d, s) >= 0; }
 
 static void free_module(eo_cu_module m)
 {
@@ -143,49 +197,106 @@ static void free_module(eo_cu_module m)
     free(m);
 }
 
+/* What releasing the last reference to a primary context does on a GPU:
+ * everything in the context goes, including a sticky error. */
+static void destroy_device(sim_device *d)
+{
+    for (int i = 0; i < d->nmodules; i++)
+        free_module(d->modules[i]);
+    for (int i = 0; i < d->nevents; i++)
+        free(d->events[i]);
+    for (int i = 0; i < d->nstreams; i++)
+        free(d->streams[i]);
+    free(d->modules);
+    free(d->events);
+    free(d->streams);
+    eo_px_heap_free(d->heap);
+    free(d->alloc_base);
+    free(d->alloc_size);
+    memset(d, 0, sizeof *d);
+}
+
 void eo_ptxsim_driver_reset(void)
 {
-    for (int i = 0; i < dev.nmodules; i++)
-        free_module(dev.modules[i]);
-    for (int i = 0; i < dev.nevents; i++)
-        free(dev.events[i]);
-    free(dev.modules);
-    free(dev.events);
-    eo_px_heap_free(dev.heap);
-    free(dev.alloc_base);
-    free(dev.alloc_size);
-    uint64_t limit = dev.step_limit;
-    double clock = dev.clock_ms;
-    memset(&dev, 0, sizeof dev);
-    dev.step_limit = limit;
-    dev.clock_ms = clock; /* time never goes backwards */
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < EO_PTXSIM_MAX_DEVICES; i++)
+        destroy_device(&sim.dev[i]);
+    uint64_t limit = sim.step_limit;
+    double clock = sim.clock_ms;
+    memset(&sim, 0, sizeof sim);
+    sim.step_limit = limit;
+    sim.clock_ms = clock; /* time never goes backwards */
+    current = NULL;
+    pthread_mutex_unlock(&lock);
 }
 
-/* What releasing the last reference to the primary context does on a
- * GPU: everything in the context goes, including a sticky error. */
-static void destroy_context(void)
+eo_status eo_ptxsim_driver_set_devices(int n)
 {
-    int init = dev.initialised;
-    eo_ptxsim_driver_reset();
-    dev.initialised = init;
+    if (n < 1 || n > EO_PTXSIM_MAX_DEVICES)
+        return EO_ERR_ARG;
+    eo_status s = EO_OK;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < EO_PTXSIM_MAX_DEVICES; i++)
+        if (sim.dev[i].retained)
+            s = EO_ERR_STATE;
+    if (s == EO_OK)
+        sim.ndevices = n;
+    pthread_mutex_unlock(&lock);
+    return s;
 }
 
-const eo_px_fault *eo_ptxsim_last_fault(void) { return &dev.fault; }
-size_t eo_ptxsim_live_allocations(void) { return eo_px_heap_live_count(dev.heap); }
-void *eo_ptxsim_device_bytes(uint64_t d, size_t n) { return eo_px_heap_span(dev.heap, d, n); }
-void eo_ptxsim_set_step_limit(uint64_t steps) { dev.step_limit = steps; }
+eo_status eo_ptxsim_inject_fault(int device, eo_px_fault_kind kind)
+{
+    if (device < 0 || device >= EO_PTXSIM_MAX_DEVICES || kind < 0 || kind >= EO_PX_FAULT_COUNT)
+        return EO_ERR_ARG;
+    pthread_mutex_lock(&lock);
+    eo_status s = device < device_count() ? EO_OK : EO_ERR_ARG;
+    if (s == EO_OK)
+        sim.dev[device].inject = kind;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+const eo_px_fault *eo_ptxsim_last_fault(void) { return &sim.fault; }
+
+size_t eo_ptxsim_live_allocations(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < EO_PTXSIM_MAX_DEVICES; i++)
+        n += eo_px_heap_live_count(sim.dev[i].heap);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+void *eo_ptxsim_device_bytes(uint64_t d, size_t n)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < EO_PTXSIM_MAX_DEVICES && !p; i++)
+        p = eo_px_heap_span(sim.dev[i].heap, d, n);
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void eo_ptxsim_set_step_limit(uint64_t steps)
+{
+    pthread_mutex_lock(&lock);
+    sim.step_limit = steps;
+    pthread_mutex_unlock(&lock);
+}
 
 /* ---- initialisation, device, context -------------------------------------------- */
 
-static eo_cu_result sim_init(unsigned flags)
+static eo_cu_result do_init(unsigned flags)
 {
     if (flags)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    dev.initialised = 1;
+    sim.initialised = 1;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_driver_version(int *v)
+static eo_cu_result do_driver_version(int *v)
 {
     if (!v)
         return EO_CUDA_ERROR_INVALID_VALUE;
@@ -193,38 +304,38 @@ static eo_cu_result sim_driver_version(int *v)
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_device_get(eo_cu_device *d, int ordinal)
+static eo_cu_result do_device_get(eo_cu_device *d, int ordinal)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
     if (!d)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0)
+    if (!valid_device(ordinal))
         return EO_CUDA_ERROR_INVALID_DEVICE;
-    *d = 0;
+    *d = ordinal;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_device_count(int *n)
+static eo_cu_result do_device_count(int *n)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
     if (!n)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    *n = 1;
+    *n = device_count();
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_device_attribute(int *v, int attr, eo_cu_device d)
+static eo_cu_result do_device_attribute(int *v, int attr, eo_cu_device d)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
     if (!v)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (d != 0)
+    if (!valid_device(d))
         return EO_CUDA_ERROR_INVALID_DEVICE;
     switch (attr) {
     case EO_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = EO_PX_MAX_THREADS; break;
@@ -240,74 +351,147 @@ static eo_cu_result sim_device_attribute(int *v, int attr, eo_cu_device d)
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_device_name(char *name, int len, eo_cu_device d)
+static eo_cu_result do_device_name(char *name, int len, eo_cu_device d)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
     if (!name || len <= 0)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (d != 0)
+    if (!valid_device(d))
         return EO_CUDA_ERROR_INVALID_DEVICE;
-    snprintf(name, (size_t)len, "EveryO PTX interpreter (sm_80)");
+    /* Device 0 keeps the name it always had; the others say their number. */
+    if (d == 0)
+        snprintf(name, (size_t)len, "EveryO PTX interpreter (sm_80)");
+    else
+        snprintf(name, (size_t)len, "EveryO PTX interpreter #%d (sm_80)", d);
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_total_mem(size_t *bytes, eo_cu_device d)
+static eo_cu_result do_total_mem(size_t *bytes, eo_cu_device d)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
     if (!bytes)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (d != 0)
+    if (!valid_device(d))
         return EO_CUDA_ERROR_INVALID_DEVICE;
     *bytes = DEVICE_BYTES;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_ctx_retain(eo_cu_context *ctx, eo_cu_device d)
+static eo_cu_result do_ctx_retain(eo_cu_context *ctx, eo_cu_device d)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
     if (!ctx)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (d != 0)
+    if (!valid_device(d))
         return EO_CUDA_ERROR_INVALID_DEVICE;
-    if (!dev.heap && !(dev.heap = eo_px_heap_new()))
+    sim_device *sd = &sim.dev[d];
+    if (sd->sticky)
+        return sd->sticky; /* a poisoned context stays so until released */
+    if (!sd->heap && !(sd->heap = eo_px_heap_new_at(EO_PX_GLOBAL_BASE + (uint64_t)d * DEVICE_SPAN)))
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
-    dev.retained++;
-    *ctx = &the_ctx;
+    sd->retained++;
+    *ctx = &contexts[d];
     return EO_CUDA_SUCCESS;
 }
 
 /* Not gated by a sticky error: releasing is how a program recovers. */
-static eo_cu_result sim_ctx_release(eo_cu_device d)
+static eo_cu_result do_ctx_release(eo_cu_device d)
 {
-    if (!dev.initialised)
+    if (!sim.initialised)
         return EO_CUDA_ERROR_NOT_INITIALIZED;
-    if (d != 0)
+    if (!valid_device(d))
         return EO_CUDA_ERROR_INVALID_DEVICE;
-    if (dev.retained == 0)
+    sim_device *sd = &sim.dev[d];
+    if (sd->retained == 0)
         return EO_CUDA_ERROR_INVALID_CONTEXT;
-    if (--dev.retained == 0)
-        destroy_context();
+    if (--sd->retained == 0)
+        destroy_device(sd);
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_ctx_set_current(eo_cu_context ctx)
+/* Only this thread's binding changes. Not gated by a sticky error (the
+ * next call in the context reports it). */
+static eo_cu_result do_ctx_set_current(eo_cu_context ctx)
 {
     eo_cu_result r = check_alive();
     if (r)
         return r;
-    if (ctx && (ctx != &the_ctx || !dev.retained))
-        return EO_CUDA_ERROR_INVALID_CONTEXT;
-    dev.current = ctx != NULL;
+    if (ctx) {
+        int known = 0;
+        for (int i = 0; i < device_count(); i++)
+            known |= ctx == &contexts[i];
+        if (!known || !sim.dev[ctx - contexts].retained)
+            return EO_CUDA_ERROR_INVALID_CONTEXT;
+    }
+    current = ctx;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_ctx_sync(void) { return sync_point(); }
+static eo_cu_result do_ctx_sync(void)
+{
+    sim_device *d;
+    return sync_point(&d);
+}
+
+/* ---- streams ---------------------------------------------------------------------
+ * Work runs inside the call that queues it, so a stream is only a handle
+ * to validate; synchronising one is synchronising the device. */
+
+static eo_cu_result do_stream_create(eo_cu_stream *s, unsigned flags)
+{
+    sim_device *d;
+    eo_cu_result r = check_ctx(&d);
+    if (r)
+        return r;
+    if (!s || flags > EO_CU_STREAM_NON_BLOCKING)
+        return EO_CUDA_ERROR_INVALID_VALUE;
+    if (d->nstreams == d->cap_streams) {
+        int nc = d->cap_streams ? d->cap_streams * 2 : 8;
+        eo_cu_stream *q = realloc(d->streams, (size_t)nc * sizeof *q);
+        if (!q)
+            return EO_CUDA_ERROR_OUT_OF_MEMORY;
+        d->streams = q;
+        d->cap_streams = nc;
+    }
+    eo_cu_stream st = calloc(1, sizeof *st);
+    if (!st)
+        return EO_CUDA_ERROR_OUT_OF_MEMORY;
+    st->flags = flags;
+    d->streams[d->nstreams++] = st;
+    *s = st;
+    return EO_CUDA_SUCCESS;
+}
+
+static eo_cu_result do_stream_destroy(eo_cu_stream s)
+{
+    sim_device *d;
+    eo_cu_result r = check_ctx(&d);
+    if (r)
+        return r;
+    int i = s ? find_stream(d, s) : -1;
+    if (i < 0)
+        return EO_CUDA_ERROR_INVALID_HANDLE;
+    free(s);
+    d->streams[i] = d->streams[--d->nstreams];
+    return EO_CUDA_SUCCESS;
+}
+
+static eo_cu_result do_stream_sync(eo_cu_stream s)
+{
+    sim_device *d;
+    eo_cu_result r = check_ctx(&d);
+    if (r)
+        return r;
+    if (!stream_ok(d, s))
+        return EO_CUDA_ERROR_INVALID_HANDLE;
+    return sync_point(&d);
+}
 
 /* ---- modules ------------------------------------------------------------------- */
 
@@ -334,10 +518,11 @@ static void write_log(unsigned nopt, const int *options, void **values, int buf_
     values[size_at] = (void *)(uintptr_t)used;
 }
 
-static eo_cu_result sim_module_load(eo_cu_module *out, const void *image, unsigned nopt,
-                                    int *options, void **values)
+static eo_cu_result do_module_load(eo_cu_module *out, const void *image, unsigned nopt,
+                                   int *options, void **values)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
     if (!out || !image || (nopt && (!options || !values)))
@@ -363,15 +548,15 @@ static eo_cu_result sim_module_load(eo_cu_module *out, const void *image, unsign
     int n = eo_px_module_kernel_count(pm);
     if (m)
         m->fns = calloc((size_t)(n ? n : 1), sizeof *m->fns);
-    if (dev.nmodules == dev.cap_modules && m && m->fns) {
-        int nc = dev.cap_modules ? dev.cap_modules * 2 : 8;
-        eo_cu_module *q = realloc(dev.modules, (size_t)nc * sizeof *q);
+    if (dev->nmodules == dev->cap_modules && m && m->fns) {
+        int nc = dev->cap_modules ? dev->cap_modules * 2 : 8;
+        eo_cu_module *q = realloc(dev->modules, (size_t)nc * sizeof *q);
         if (q) {
-            dev.modules = q;
-            dev.cap_modules = nc;
+            dev->modules = q;
+            dev->cap_modules = nc;
         }
     }
-    if (!m || !m->fns || dev.nmodules == dev.cap_modules) {
+    if (!m || !m->fns || dev->nmodules == dev->cap_modules) {
         if (m)
             free(m->fns);
         free(m);
@@ -384,7 +569,7 @@ static eo_cu_result sim_module_load(eo_cu_module *out, const void *image, unsign
         m->fns[i].mod = m;
         m->fns[i].k = eo_px_module_kernel_at(pm, i);
     }
-    dev.modules[dev.nmodules++] = m;
+    dev->modules[dev->nmodules++] = m;
     snprintf(log, sizeof log, "ptxsim: loaded %d kernel(s)", n);
     write_log(nopt, options, values, EO_CU_JIT_INFO_LOG_BUFFER,
               EO_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, log);
@@ -394,27 +579,29 @@ static eo_cu_result sim_module_load(eo_cu_module *out, const void *image, unsign
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_module_unload(eo_cu_module m)
+static eo_cu_result do_module_unload(eo_cu_module m)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    int i = find_module(m);
+    int i = find_module(dev, m);
     if (i < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     free_module(m);
-    dev.modules[i] = dev.modules[--dev.nmodules];
+    dev->modules[i] = dev->modules[--dev->nmodules];
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_module_function(eo_cu_function *fn, eo_cu_module m, const char *name)
+static eo_cu_result do_module_function(eo_cu_function *fn, eo_cu_module m, const char *name)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
     if (!fn || !name)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (find_module(m) < 0)
+    if (find_module(dev, m) < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     for (int i = 0; i < m->nfns; i++)
         if (strcmp(eo_px_kernel_name(m->fns[i].k), name) == 0) {
@@ -424,12 +611,13 @@ static eo_cu_result sim_module_function(eo_cu_function *fn, eo_cu_module m, cons
     return EO_CUDA_ERROR_NOT_FOUND;
 }
 
-static eo_cu_result sim_param_info(eo_cu_function fn, size_t index, size_t *offset, size_t *size)
+static eo_cu_result do_param_info(eo_cu_function fn, size_t index, size_t *offset, size_t *size)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    if (!find_function(fn))
+    if (!find_function(dev, fn))
         return EO_CUDA_ERROR_INVALID_HANDLE;
     if (index >= (size_t)eo_px_kernel_param_count(fn->k))
         return EO_CUDA_ERROR_INVALID_VALUE;
@@ -437,14 +625,15 @@ static eo_cu_result sim_param_info(eo_cu_function fn, size_t index, size_t *offs
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_func_attribute(int *v, int attr, eo_cu_function fn)
+static eo_cu_result do_func_attribute(int *v, int attr, eo_cu_function fn)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
     if (!v)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (!find_function(fn))
+    if (!find_function(dev, fn))
         return EO_CUDA_ERROR_INVALID_HANDLE;
     switch (attr) {
     case EO_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = EO_PX_MAX_THREADS; break;
@@ -515,17 +704,16 @@ static eo_cu_result pack_params(const eo_px_kernel *k, void **params, void **ext
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsigned gz,
-                               unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
-                               eo_cu_stream stream, void **params, void **extra)
+static eo_cu_result do_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsigned gz,
+                              unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
+                              eo_cu_stream stream, void **params, void **extra)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    if (!find_function(fn))
+    if (!find_function(dev, fn) || !stream_ok(dev, stream))
         return EO_CUDA_ERROR_INVALID_HANDLE;
-    if (stream)
-        return EO_CUDA_ERROR_INVALID_HANDLE; /* only the default stream exists here */
     unsigned long long threads = (unsigned long long)bx * by * bz;
     if (!gx || !gy || !gz || !threads || threads > EO_PX_MAX_THREADS || bz > 64 || gy > 65535 ||
         gz > 65535 || gx > 2147483647u)
@@ -537,8 +725,19 @@ static eo_cu_result sim_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsi
     r = pack_params(fn->k, params, extra, buf);
     if (r)
         return r;
-    if (dev.pending)
+    if (dev->pending)
         return EO_CUDA_SUCCESS; /* queued behind a kernel that faulted: never runs */
+    if (dev->inject != EO_PX_FAULT_NONE) { /* eo_ptxsim_inject_fault: fault, do not run */
+        memset(&sim.fault, 0, sizeof sim.fault);
+        sim.fault.kind = dev->inject;
+        snprintf(sim.fault.kernel, sizeof sim.fault.kernel, "%s", eo_px_kernel_name(fn->k));
+        snprintf(sim.fault.msg, sizeof sim.fault.msg,
+                 "kernel %s: %s fault injected by eo_ptxsim_inject_fault (device %d)",
+                 sim.fault.kernel, eo_px_fault_name(dev->inject), (int)(dev - sim.dev));
+        dev->pending = fault_result(dev->inject);
+        dev->inject = EO_PX_FAULT_NONE;
+        return EO_CUDA_SUCCESS;
+    }
     eo_px_config c;
     memset(&c, 0, sizeof c);
     c.grid.x = gx;
@@ -550,184 +749,253 @@ static eo_cu_result sim_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsi
     c.dyn_shared = shared_bytes;
     c.params = buf;
     c.params_size = eo_px_kernel_param_bytes(fn->k);
-    c.step_limit = dev.step_limit;
+    c.step_limit = sim.step_limit;
     c.trace_block = c.trace_thread = -1;
     eo_px_fault f;
-    eo_status st = eo_px_run(fn->k, dev.heap, &c, &f);
-    dev.clock_ms += 0.01;
+    eo_status st = eo_px_run(fn->k, dev->heap, &c, &f);
+    sim.clock_ms += 0.01;
     if (st == EO_ERR_ARG)
         return EO_CUDA_ERROR_INVALID_VALUE;
     if (st == EO_ERR_OOM)
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
     if (st != EO_OK) {
-        dev.fault = f;
-        dev.pending = fault_result(f.kind);
+        sim.fault = f;
+        dev->pending = fault_result(f.kind);
     }
     return EO_CUDA_SUCCESS;
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
 
-static eo_cu_result sim_mem_alloc(eo_cu_deviceptr *p, size_t bytes)
+static eo_cu_result do_mem_alloc(eo_cu_deviceptr *p, size_t bytes)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
     if (!p || bytes == 0)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (bytes > DEVICE_BYTES - dev.bytes)
+    if (bytes > DEVICE_BYTES - dev->bytes)
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
-    if (dev.nallocs == dev.cap_allocs) {
-        size_t nc = dev.cap_allocs ? dev.cap_allocs * 2 : 64;
-        uint64_t *b = realloc(dev.alloc_base, nc * sizeof *b);
+    if (dev->nallocs == dev->cap_allocs) {
+        size_t nc = dev->cap_allocs ? dev->cap_allocs * 2 : 64;
+        uint64_t *b = realloc(dev->alloc_base, nc * sizeof *b);
         if (b)
-            dev.alloc_base = b;
-        size_t *s = realloc(dev.alloc_size, nc * sizeof *s);
+            dev->alloc_base = b;
+        size_t *s = realloc(dev->alloc_size, nc * sizeof *s);
         if (s)
-            dev.alloc_size = s;
+            dev->alloc_size = s;
         if (!b || !s)
             return EO_CUDA_ERROR_OUT_OF_MEMORY;
-        dev.cap_allocs = nc;
+        dev->cap_allocs = nc;
     }
     uint64_t d;
-    if (eo_px_heap_alloc(dev.heap, bytes, &d) != EO_OK)
+    if (eo_px_heap_alloc(dev->heap, bytes, &d) != EO_OK)
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
-    dev.alloc_base[dev.nallocs] = d;
-    dev.alloc_size[dev.nallocs++] = bytes;
-    dev.bytes += bytes;
+    dev->alloc_base[dev->nallocs] = d;
+    dev->alloc_size[dev->nallocs++] = bytes;
+    dev->bytes += bytes;
     *p = d;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_mem_free(eo_cu_deviceptr p)
+static eo_cu_result do_mem_free(eo_cu_deviceptr p)
 {
-    eo_cu_result r = sync_point();
+    sim_device *dev;
+    eo_cu_result r = sync_point(&dev);
     if (r)
         return r;
-    for (size_t i = 0; i < dev.nallocs; i++)
-        if (dev.alloc_base[i] == p) {
-            eo_px_heap_release(dev.heap, p);
-            dev.bytes -= dev.alloc_size[i];
-            dev.alloc_base[i] = dev.alloc_base[--dev.nallocs];
-            dev.alloc_size[i] = dev.alloc_size[dev.nallocs];
+    for (size_t i = 0; i < dev->nallocs; i++)
+        if (dev->alloc_base[i] == p) {
+            eo_px_heap_release(dev->heap, p);
+            dev->bytes -= dev->alloc_size[i];
+            dev->alloc_base[i] = dev->alloc_base[--dev->nallocs];
+            dev->alloc_size[i] = dev->alloc_size[dev->nallocs];
             return EO_CUDA_SUCCESS;
         }
     return EO_CUDA_ERROR_INVALID_VALUE;
 }
 
-static eo_cu_result sim_htod(eo_cu_deviceptr dst, const void *src, size_t n)
+/* The copies and the memset, once the call has decided they run. Device
+ * ranges must lie inside one allocation of the current device. */
+static eo_cu_result copy_htod(sim_device *dev, eo_cu_deviceptr dst, const void *src, size_t n,
+                              int run)
 {
-    eo_cu_result r = sync_point();
-    if (r)
-        return r;
-    void *d = eo_px_heap_span(dev.heap, dst, n);
+    void *d = eo_px_heap_span(dev->heap, dst, n);
     if (!d || (!src && n))
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (n)
+    if (run && n)
         memcpy(d, src, n);
-    dev.clock_ms += (double)n * 1e-7;
+    sim.clock_ms += (double)n * 1e-7;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_dtoh(void *dst, eo_cu_deviceptr src, size_t n)
+static eo_cu_result copy_dtoh(sim_device *dev, void *dst, eo_cu_deviceptr src, size_t n, int run)
 {
-    eo_cu_result r = sync_point();
-    if (r)
-        return r;
-    const void *s = eo_px_heap_span(dev.heap, src, n);
+    const void *s = eo_px_heap_span(dev->heap, src, n);
     if (!s || (!dst && n))
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (n)
+    if (run && n)
         memcpy(dst, s, n);
-    dev.clock_ms += (double)n * 1e-7;
+    sim.clock_ms += (double)n * 1e-7;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_dtod(eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t n)
+static eo_cu_result copy_dtod(sim_device *dev, eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t n,
+                              int run)
 {
-    eo_cu_result r = sync_point();
-    if (r)
-        return r;
-    void *d = eo_px_heap_span(dev.heap, dst, n);
-    const void *s = eo_px_heap_span(dev.heap, src, n);
+    void *d = eo_px_heap_span(dev->heap, dst, n);
+    const void *s = eo_px_heap_span(dev->heap, src, n);
     if (!d || !s)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (n)
+    if (run && n)
         memmove(d, s, n);
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_memset32(eo_cu_deviceptr dst, unsigned value, size_t count)
+static eo_cu_result set32(sim_device *dev, eo_cu_deviceptr dst, unsigned value, size_t count,
+                          int run)
 {
-    eo_cu_result r = sync_point();
-    if (r)
-        return r;
     if (dst % 4 || count > SIZE_MAX / 4)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    unsigned char *d = eo_px_heap_span(dev.heap, dst, count * 4);
+    unsigned char *d = eo_px_heap_span(dev->heap, dst, count * 4);
     if (!d)
         return EO_CUDA_ERROR_INVALID_VALUE;
     uint32_t v = value;
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; run && i < count; i++)
         memcpy(d + i * 4, &v, 4);
     return EO_CUDA_SUCCESS;
 }
 
+/* The synchronous forms: a synchronising call, then the work. */
+static eo_cu_result do_htod(eo_cu_deviceptr dst, const void *src, size_t n)
+{
+    sim_device *dev;
+    eo_cu_result r = sync_point(&dev);
+    return r ? r : copy_htod(dev, dst, src, n, 1);
+}
+
+static eo_cu_result do_dtoh(void *dst, eo_cu_deviceptr src, size_t n)
+{
+    sim_device *dev;
+    eo_cu_result r = sync_point(&dev);
+    return r ? r : copy_dtoh(dev, dst, src, n, 1);
+}
+
+static eo_cu_result do_dtod(eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t n)
+{
+    sim_device *dev;
+    eo_cu_result r = sync_point(&dev);
+    return r ? r : copy_dtod(dev, dst, src, n, 1);
+}
+
+static eo_cu_result do_memset32(eo_cu_deviceptr dst, unsigned value, size_t count)
+{
+    sim_device *dev;
+    eo_cu_result r = sync_point(&dev);
+    return r ? r : set32(dev, dst, value, count, 1);
+}
+
+/* The stream-ordered forms: like a launch, they return success and the
+ * work is dropped when a kernel queued before them faulted (the fault
+ * surfaces at the next synchronisation). */
+static eo_cu_result enqueue(sim_device **dev, eo_cu_stream s)
+{
+    eo_cu_result r = check_ctx(dev);
+    if (r)
+        return r;
+    return stream_ok(*dev, s) ? EO_CUDA_SUCCESS : EO_CUDA_ERROR_INVALID_HANDLE;
+}
+
+static eo_cu_result do_htod_async(eo_cu_deviceptr dst, const void *src, size_t n, eo_cu_stream s)
+{
+    sim_device *dev;
+    eo_cu_result r = enqueue(&dev, s);
+    return r ? r : copy_htod(dev, dst, src, n, !dev->pending);
+}
+
+static eo_cu_result do_dtoh_async(void *dst, eo_cu_deviceptr src, size_t n, eo_cu_stream s)
+{
+    sim_device *dev;
+    eo_cu_result r = enqueue(&dev, s);
+    return r ? r : copy_dtoh(dev, dst, src, n, !dev->pending);
+}
+
+static eo_cu_result do_dtod_async(eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t n,
+                                  eo_cu_stream s)
+{
+    sim_device *dev;
+    eo_cu_result r = enqueue(&dev, s);
+    return r ? r : copy_dtod(dev, dst, src, n, !dev->pending);
+}
+
+static eo_cu_result do_memset32_async(eo_cu_deviceptr dst, unsigned value, size_t count,
+                                      eo_cu_stream s)
+{
+    sim_device *dev;
+    eo_cu_result r = enqueue(&dev, s);
+    return r ? r : set32(dev, dst, value, count, !dev->pending);
+}
+
 /* ---- events ------------------------------------------------------------------------- */
 
-static eo_cu_result sim_event_create(eo_cu_event *ev, unsigned flags)
+static eo_cu_result do_event_create(eo_cu_event *ev, unsigned flags)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
     (void)flags;
     if (!ev)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (dev.nevents == dev.cap_events) {
-        int nc = dev.cap_events ? dev.cap_events * 2 : 8;
-        eo_cu_event *q = realloc(dev.events, (size_t)nc * sizeof *q);
+    if (dev->nevents == dev->cap_events) {
+        int nc = dev->cap_events ? dev->cap_events * 2 : 8;
+        eo_cu_event *q = realloc(dev->events, (size_t)nc * sizeof *q);
         if (!q)
             return EO_CUDA_ERROR_OUT_OF_MEMORY;
-        dev.events = q;
-        dev.cap_events = nc;
+        dev->events = q;
+        dev->cap_events = nc;
     }
     eo_cu_event e = calloc(1, sizeof *e);
     if (!e)
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
-    dev.events[dev.nevents++] = e;
+    dev->events[dev->nevents++] = e;
     *ev = e;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_event_record(eo_cu_event ev, eo_cu_stream stream)
+static eo_cu_result do_event_record(eo_cu_event ev, eo_cu_stream stream)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    if (find_event(ev) < 0 || stream)
+    if (find_event(dev, ev) < 0 || !stream_ok(dev, stream))
         return EO_CUDA_ERROR_INVALID_HANDLE;
-    dev.clock_ms += 0.001;
-    ev->ms = dev.clock_ms;
+    sim.clock_ms += 0.001;
+    ev->ms = sim.clock_ms;
     ev->recorded = 1;
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_event_sync(eo_cu_event ev)
+static eo_cu_result do_event_sync(eo_cu_event ev)
 {
-    eo_cu_result r = sync_point();
+    sim_device *dev;
+    eo_cu_result r = sync_point(&dev);
     if (r)
         return r;
-    return find_event(ev) < 0 ? EO_CUDA_ERROR_INVALID_HANDLE : EO_CUDA_SUCCESS;
+    return find_event(dev, ev) < 0 ? EO_CUDA_ERROR_INVALID_HANDLE : EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_event_elapsed(float *ms, eo_cu_event a, eo_cu_event b)
+static eo_cu_result do_event_elapsed(float *ms, eo_cu_event a, eo_cu_event b)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
     if (!ms)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (find_event(a) < 0 || find_event(b) < 0)
+    if (find_event(dev, a) < 0 || find_event(dev, b) < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     if (!a->recorded || !b->recorded)
         return CU_NOT_READY;
@@ -735,16 +1003,17 @@ static eo_cu_result sim_event_elapsed(float *ms, eo_cu_event a, eo_cu_event b)
     return EO_CUDA_SUCCESS;
 }
 
-static eo_cu_result sim_event_destroy(eo_cu_event ev)
+static eo_cu_result do_event_destroy(eo_cu_event ev)
 {
-    eo_cu_result r = check_ctx();
+    sim_device *dev;
+    eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    int i = find_event(ev);
+    int i = find_event(dev, ev);
     if (i < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     free(ev);
-    dev.events[i] = dev.events[--dev.nevents];
+    dev->events[i] = dev->events[--dev->nevents];
     return EO_CUDA_SUCCESS;
 }
 
@@ -791,6 +1060,78 @@ static eo_cu_result lookup_error(eo_cu_result e, const char **str, int text)
 static eo_cu_result sim_error_name(eo_cu_result e, const char **s) { return lookup_error(e, s, 0); }
 static eo_cu_result sim_error_string(eo_cu_result e, const char **s) { return lookup_error(e, s, 1); }
 
+/* ---- the table: every entry point under the lock ---------------------------------- */
+
+#define LOCKED(call)                                \
+    do {                                            \
+        pthread_mutex_lock(&lock);                  \
+        eo_cu_result locked_r_ = (call);            \
+        pthread_mutex_unlock(&lock);                \
+        return locked_r_;                           \
+    } while (0)
+
+static eo_cu_result sim_init(unsigned f) { LOCKED(do_init(f)); }
+static eo_cu_result sim_driver_version(int *v) { LOCKED(do_driver_version(v)); }
+static eo_cu_result sim_device_get(eo_cu_device *d, int i) { LOCKED(do_device_get(d, i)); }
+static eo_cu_result sim_device_count(int *n) { LOCKED(do_device_count(n)); }
+static eo_cu_result sim_device_attribute(int *v, int a, eo_cu_device d) { LOCKED(do_device_attribute(v, a, d)); }
+static eo_cu_result sim_device_name(char *s, int n, eo_cu_device d) { LOCKED(do_device_name(s, n, d)); }
+static eo_cu_result sim_total_mem(size_t *b, eo_cu_device d) { LOCKED(do_total_mem(b, d)); }
+static eo_cu_result sim_ctx_retain(eo_cu_context *c, eo_cu_device d) { LOCKED(do_ctx_retain(c, d)); }
+static eo_cu_result sim_ctx_release(eo_cu_device d) { LOCKED(do_ctx_release(d)); }
+static eo_cu_result sim_ctx_set_current(eo_cu_context c) { LOCKED(do_ctx_set_current(c)); }
+static eo_cu_result sim_ctx_sync(void) { LOCKED(do_ctx_sync()); }
+static eo_cu_result sim_stream_create(eo_cu_stream *s, unsigned f) { LOCKED(do_stream_create(s, f)); }
+static eo_cu_result sim_stream_destroy(eo_cu_stream s) { LOCKED(do_stream_destroy(s)); }
+static eo_cu_result sim_stream_sync(eo_cu_stream s) { LOCKED(do_stream_sync(s)); }
+static eo_cu_result sim_module_load(eo_cu_module *m, const void *img, unsigned n, int *o, void **v)
+{
+    LOCKED(do_module_load(m, img, n, o, v));
+}
+static eo_cu_result sim_module_unload(eo_cu_module m) { LOCKED(do_module_unload(m)); }
+static eo_cu_result sim_module_function(eo_cu_function *f, eo_cu_module m, const char *name)
+{
+    LOCKED(do_module_function(f, m, name));
+}
+static eo_cu_result sim_param_info(eo_cu_function f, size_t i, size_t *off, size_t *size)
+{
+    LOCKED(do_param_info(f, i, off, size));
+}
+static eo_cu_result sim_func_attribute(int *v, int a, eo_cu_function f) { LOCKED(do_func_attribute(v, a, f)); }
+static eo_cu_result sim_launch(eo_cu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned by, unsigned bz, unsigned shared, eo_cu_stream s,
+                               void **params, void **extra)
+{
+    LOCKED(do_launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra));
+}
+static eo_cu_result sim_mem_alloc(eo_cu_deviceptr *p, size_t n) { LOCKED(do_mem_alloc(p, n)); }
+static eo_cu_result sim_mem_free(eo_cu_deviceptr p) { LOCKED(do_mem_free(p)); }
+static eo_cu_result sim_htod(eo_cu_deviceptr d, const void *s, size_t n) { LOCKED(do_htod(d, s, n)); }
+static eo_cu_result sim_dtoh(void *d, eo_cu_deviceptr s, size_t n) { LOCKED(do_dtoh(d, s, n)); }
+static eo_cu_result sim_dtod(eo_cu_deviceptr d, eo_cu_deviceptr s, size_t n) { LOCKED(do_dtod(d, s, n)); }
+static eo_cu_result sim_memset32(eo_cu_deviceptr d, unsigned v, size_t n) { LOCKED(do_memset32(d, v, n)); }
+static eo_cu_result sim_htod_async(eo_cu_deviceptr d, const void *s, size_t n, eo_cu_stream st)
+{
+    LOCKED(do_htod_async(d, s, n, st));
+}
+static eo_cu_result sim_dtoh_async(void *d, eo_cu_deviceptr s, size_t n, eo_cu_stream st)
+{
+    LOCKED(do_dtoh_async(d, s, n, st));
+}
+static eo_cu_result sim_dtod_async(eo_cu_deviceptr d, eo_cu_deviceptr s, size_t n, eo_cu_stream st)
+{
+    LOCKED(do_dtod_async(d, s, n, st));
+}
+static eo_cu_result sim_memset32_async(eo_cu_deviceptr d, unsigned v, size_t n, eo_cu_stream st)
+{
+    LOCKED(do_memset32_async(d, v, n, st));
+}
+static eo_cu_result sim_event_create(eo_cu_event *e, unsigned f) { LOCKED(do_event_create(e, f)); }
+static eo_cu_result sim_event_record(eo_cu_event e, eo_cu_stream s) { LOCKED(do_event_record(e, s)); }
+static eo_cu_result sim_event_sync(eo_cu_event e) { LOCKED(do_event_sync(e)); }
+static eo_cu_result sim_event_elapsed(float *ms, eo_cu_event a, eo_cu_event b) { LOCKED(do_event_elapsed(ms, a, b)); }
+static eo_cu_result sim_event_destroy(eo_cu_event e) { LOCKED(do_event_destroy(e)); }
+
 void eo_ptxsim_driver(eo_cuda_driver *d)
 {
     memset(d, 0, sizeof *d);
@@ -805,6 +1146,9 @@ void eo_ptxsim_driver(eo_cuda_driver *d)
     d->cuDevicePrimaryCtxRelease = sim_ctx_release;
     d->cuCtxSetCurrent = sim_ctx_set_current;
     d->cuCtxSynchronize = sim_ctx_sync;
+    d->cuStreamCreate = sim_stream_create;
+    d->cuStreamDestroy = sim_stream_destroy;
+    d->cuStreamSynchronize = sim_stream_sync;
     d->cuModuleLoadDataEx = sim_module_load;
     d->cuModuleUnload = sim_module_unload;
     d->cuModuleGetFunction = sim_module_function;
@@ -817,6 +1161,10 @@ void eo_ptxsim_driver(eo_cuda_driver *d)
     d->cuMemcpyDtoH = sim_dtoh;
     d->cuMemcpyDtoD = sim_dtod;
     d->cuMemsetD32 = sim_memset32;
+    d->cuMemcpyHtoDAsync = sim_htod_async;
+    d->cuMemcpyDtoHAsync = sim_dtoh_async;
+    d->cuMemcpyDtoDAsync = sim_dtod_async;
+    d->cuMemsetD32Async = sim_memset32_async;
     d->cuEventCreate = sim_event_create;
     d->cuEventRecord = sim_event_record;
     d->cuEventSynchronize = sim_event_sync;

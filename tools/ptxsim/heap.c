@@ -33,13 +33,17 @@ struct eo_px_heap {
     uint64_t next;
 };
 
-eo_px_heap *eo_px_heap_new(void)
+eo_px_heap *eo_px_heap_new_at(uint64_t base)
 {
+    if (base < EO_PX_GLOBAL_BASE || base % PX_ALIGN)
+        return NULL;
     eo_px_heap *h = calloc(1, sizeof *h);
     if (h)
-        h->next = EO_PX_GLOBAL_BASE;
+        h->next = base;
     return h;
 }
+
+eo_px_heap *eo_px_heap_new(void) { return eo_px_heap_new_at(EO_PX_GLOBAL_BASE); }
 
 void eo_px_heap_free(eo_px_heap *h)
 {

@@ -99,6 +99,10 @@ typedef struct eo_px_heap eo_px_heap;
 #define EO_PX_SHARED_WINDOW 0x00000a0000000000ull /* generic address of shared byte 0 */
 
 eo_px_heap *eo_px_heap_new(void);
+/* The same, handing out addresses from `base` upward (a multiple of 256,
+ * at least EO_PX_GLOBAL_BASE): the driver double gives each simulated
+ * device its own range, so a pointer used on the wrong device faults. */
+eo_px_heap *eo_px_heap_new_at(uint64_t base);
 void eo_px_heap_free(eo_px_heap *h); /* frees every allocation too */
 /* n may be 0 (a unique address with no bytes behind it). */
 eo_status eo_px_heap_alloc(eo_px_heap *h, size_t n, uint64_t *dev);
