@@ -48,6 +48,10 @@ END_TEST
 
 /* ---- a fake driver, just enough for eo_cuda_open's decisions --------------- */
 static int fake_init_result, fake_cc_major, fake_jit_fails, fake_allocs;
+/* The stream of the last launch / copy / memset / sync, and how many
+ * calls made a context current (each entry into the device must). */
+static eo_cu_stream fake_last_stream;
+static int fake_set_current;
 
 static eo_cu_result f_init(unsigned flags)
 {
@@ -94,6 +98,7 @@ static eo_cu_result f_release(eo_cu_device d)
 static eo_cu_result f_setcur(eo_cu_context c)
 {
     (void)c;
+    fake_set_current++;
     return 0;
 }
 static eo_cu_result f_sync(void)
@@ -130,8 +135,9 @@ static eo_cu_result f_launch(eo_cu_function f, unsigned gx, unsigned gy, unsigne
                              unsigned bx, unsigned by, unsigned bz, unsigned sh, eo_cu_stream s,
                              void **p, void **e)
 {
-    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s;
+    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh;
     (void)p, (void)e;
+    fake_last_stream = s;
     return 0;
 }
 static eo_cu_result f_alloc(eo_cu_deviceptr *p, size_t n)
@@ -163,7 +169,7 @@ static eo_cu_result f_stream_destroy(eo_cu_stream s)
 }
 static eo_cu_result f_stream_sync(eo_cu_stream s)
 {
-    (void)s;
+    fake_last_stream = s;
     return 0;
 }
 static eo_cu_result f_h2d(eo_cu_deviceptr d, const void *s, size_t n, eo_cu_stream st)
@@ -183,7 +189,8 @@ static eo_cu_result f_d2d(eo_cu_deviceptr d, eo_cu_deviceptr s, size_t n, eo_cu_
 }
 static eo_cu_result f_memset(eo_cu_deviceptr d, unsigned v, size_t n, eo_cu_stream st)
 {
-    (void)d, (void)v, (void)n, (void)st;
+    (void)d, (void)v, (void)n;
+    fake_last_stream = st;
     return 0;
 }
 static eo_cu_result f_errname(eo_cu_result r, const char **s)
@@ -293,6 +300,20 @@ START_TEST(open_and_close_balance)
     ck_assert_int_eq(cu.cc_major, 8);
     ck_assert_str_eq(cu.name, "Fake GPU");
     ck_assert_int_eq(cu.nmodules, eo_ptx_count());
+    /* Work goes on the device's own stream, never the legacy NULL one,
+     * and each entry makes the device's context current first. */
+    ck_assert_ptr_nonnull(cu.stream);
+    eo_exec on = {{0}, &cu};
+    int before = fake_set_current;
+    eo_cuda_k_fill(10, (float *)(uintptr_t)0x1000, 1.0f, &on);
+    ck_assert_ptr_eq(fake_last_stream, cu.stream);
+    fake_last_stream = NULL;
+    ck_assert_int_eq(eo_cuda_memset32(&cu, 0x1000, 0, 4), EO_OK);
+    ck_assert_ptr_eq(fake_last_stream, cu.stream);
+    fake_last_stream = NULL;
+    ck_assert_int_eq(eo_cuda_sync(&cu), EO_OK);
+    ck_assert_ptr_eq(fake_last_stream, cu.stream);
+    ck_assert_int_eq(fake_set_current, before + 3);
     eo_cuda_close(&cu);
     ck_assert_int_eq(cu.is_open, 0);
     ck_assert_int_eq(fake_allocs, 0);
