@@ -1,6 +1,6 @@
 /* core/backend_cuda.c — the CUDA backend: the same kernel table as the
- * CPU, filled with the launchers of ops/cuda/device.c, and the two
- * device arenas.
+ * CPU, filled with the launchers of ops/cuda/<family>.c (one per PTX
+ * module), and the two device arenas.
  *
  * Each device arena is one cuMemAlloc block managed by the ordinary arena
  * code of alloc/ (it only does address arithmetic, so it never touches

@@ -1,6 +1,8 @@
-/* ops/cuda/device.c — opens a CUDA device through the driver table and
- * launches the hand-written PTX kernels of ptx/ behind the signatures of
- * ops/kernels.h.
+/* ops/cuda/device.c — the CUDA device state: opens a device through the
+ * driver table (context, stream, PTX modules, function handles), keeps
+ * the first-error slot, and moves device memory. The launchers behind
+ * the signatures of ops/kernels.h are ops/cuda/<family>.c, one per PTX
+ * module, sharing the launch step of ops/cuda/launch.c.
  *
  * Why it is shaped like this (see ops/cuda/device.h for the contract):
  *  - every driver call goes through the eo_cuda_driver table, so the same

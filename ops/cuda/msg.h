@@ -5,7 +5,7 @@
  * CUDA_ERROR_INVALID_PTX: ... ptxas log ...") in a buffer the caller owns.
  * These few static helpers append text and integers to such a buffer,
  * always keeping it NUL-terminated and silently truncating at its end.
- * Private to ops/cuda_*.c; the core will have its own general formatter. */
+ * Private to ops/cuda/ (the core has its own formatter, core/format.c). */
 #ifndef EO_CUDA_MSG_H
 #define EO_CUDA_MSG_H
 
