@@ -383,7 +383,7 @@ START_TEST(kernel_params_match_ptx)
         for (size_t i = 0; i < n; i++) {
             /* .u64 is a pointer ('p') or a 64-bit integer such as a seed ('l'). */
             int ok = got[i] == want[i] || (got[i] == 'P' && (want[i] == 'p' || want[i] == 'l'));
-            ck_assert_msg(ok, "%s: parameter %zu is '%c' in the PTX, '%c' in cuda_kernels.def",
+            ck_assert_msg(ok, "%s: parameter %zu is '%c' in the PTX, '%c' in ops/cuda/kernels.def",
                           entry, i, got[i], want[i]);
         }
     }

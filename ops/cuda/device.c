@@ -202,7 +202,7 @@ static eo_status load_module(eo_cuda *cu, const eo_ptx_module *pm, eo_cu_module 
     return EO_ERR_CUDA;
 }
 
-/* Compare the kernel's parameter sizes with cuda_kernels.def. */
+/* Compare the kernel's parameter sizes with ops/cuda/kernels.def. */
 static eo_status check_params(eo_cuda *cu, eo_cuda_kernel k)
 {
     const eo_cuda_driver *d = cu->drv;

@@ -120,7 +120,7 @@ eo_status eo_cuda_memset32(eo_cuda *cu, eo_cu_deviceptr dst, uint32_t value, siz
 /* ---- the kernel list, for tests and tools ------------------------------- */
 const char *eo_cuda_kernel_module(eo_cuda_kernel k); /* "softmax"; NULL if out of range */
 const char *eo_cuda_kernel_entry(eo_cuda_kernel k);  /* "eo_softmax" */
-const char *eo_cuda_kernel_params(eo_cuda_kernel k); /* "iiipp", see cuda_kernels.def */
+const char *eo_cuda_kernel_params(eo_cuda_kernel k); /* "iiipp", see kernels.def */
 
 /* ---- launchers: the CUDA slots of the backend table ----------------------
  * Same contracts as the CPU kernels in ops/kernels.h, over device

@@ -43,7 +43,7 @@ typedef struct slot {
     {#field, ver, {ex1, ex2}, offsetof(eo_cuda_driver, field), opt}
 
 /* Versions are those of the PFN_<name>_v<version> types in the toolkit's
- * cudaTypedefs.h that match the signatures in cuda_driver.h. */
+ * cudaTypedefs.h that match the signatures in ops/cuda/driver.h. */
 static const slot slots[] = {
     SLOT(cuInit, 2000, "cuInit", NULL, 0),
     SLOT(cuDriverGetVersion, 2020, "cuDriverGetVersion", NULL, 0),

@@ -26,7 +26,7 @@
  *
  * Each member has exactly the signature of the driver ABI version named
  * in its comment (the loader asks cuGetProcAddress for that version, see
- * cuda_driver.c); where the driver exports a versioned symbol (_v2) that
+ * ops/cuda/driver.c); where the driver exports a versioned symbol (_v2) that
  * is the one meant. */
 #ifndef EO_CUDA_DRIVER_H
 #define EO_CUDA_DRIVER_H
