@@ -411,6 +411,13 @@ void eo_cuda_free_block(eo_cuda *cu, eo_cu_deviceptr p)
     }
 }
 
+/* A host<->device copy was queued (result r): wait for it, so the host
+ * buffer may be reused (upload) or read (download) on return. */
+static eo_status queued_then_waited(eo_cuda *cu, eo_cu_result r, const char *call)
+{
+    return r ? fail_cu(cu, EO_ERR_CUDA, r, call, NULL) : wait_stream(cu, call);
+}
+
 eo_status eo_cuda_h2d(eo_cuda *cu, eo_cu_deviceptr dst, const void *src, size_t bytes)
 {
     if (!cu || !cu->is_open)
@@ -418,10 +425,8 @@ eo_status eo_cuda_h2d(eo_cuda *cu, eo_cu_deviceptr dst, const void *src, size_t 
     eo_status s = eo_cuda_enter(cu);
     if (s != EO_OK || !bytes)
         return s;
-    eo_cu_result r = cu->drv->cuMemcpyHtoDAsync(dst, src, bytes, cu->stream);
-    if (r)
-        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyHtoDAsync", NULL);
-    return wait_stream(cu, "cuMemcpyHtoDAsync");
+    return queued_then_waited(cu, cu->drv->cuMemcpyHtoDAsync(dst, src, bytes, cu->stream),
+                              "cuMemcpyHtoDAsync");
 }
 
 eo_status eo_cuda_d2h(eo_cuda *cu, void *dst, eo_cu_deviceptr src, size_t bytes)
@@ -431,10 +436,8 @@ eo_status eo_cuda_d2h(eo_cuda *cu, void *dst, eo_cu_deviceptr src, size_t bytes)
     eo_status s = eo_cuda_enter(cu);
     if (s != EO_OK || !bytes)
         return s;
-    eo_cu_result r = cu->drv->cuMemcpyDtoHAsync(dst, src, bytes, cu->stream);
-    if (r)
-        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoHAsync", NULL);
-    return wait_stream(cu, "cuMemcpyDtoHAsync");
+    return queued_then_waited(cu, cu->drv->cuMemcpyDtoHAsync(dst, src, bytes, cu->stream),
+                              "cuMemcpyDtoHAsync");
 }
 
 eo_status eo_cuda_d2d(eo_cuda *cu, eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t bytes)

@@ -69,18 +69,20 @@ struct eo_cu_stream_st {
     unsigned flags;
 };
 
+/* The handles of one kind a context has given out (modules, events,
+ * streams): looked up before any is used, so a foreign one is refused. */
+typedef struct handles {
+    void **at;
+    int n, cap;
+} handles;
+
 /* One fake device. All zeros is a device whose primary context was never
  * retained (or was released: that frees everything, as on a GPU). */
 typedef struct sim_device {
     int retained;           /* primary context reference count */
     eo_px_heap *heap;
     size_t bytes;           /* bytes allocated */
-    eo_cu_module *modules;
-    int nmodules, cap_modules;
-    eo_cu_event *events;
-    int nevents, cap_events;
-    eo_cu_stream *streams;
-    int nstreams, cap_streams;
+    handles modules, events, streams;
     eo_cu_result pending;   /* a fault not yet reported */
     eo_cu_result sticky;    /* reported: the context is poisoned */
     eo_px_fault_kind inject; /* the next launch faults with this */
@@ -154,41 +156,48 @@ static eo_cu_result sync_point(sim_device **out)
     return EO_CUDA_SUCCESS;
 }
 
+/* Index of h in the list, -1 if it is not there (NULL never is). */
+static int handle_find(const handles *l, const void *h)
+{
+    for (int i = 0; h && i < l->n; i++)
+        if (l->at[i] == h)
+            return i;
+    return -1;
+}
+
+/* Append h; 0 when out of memory (then h is not in the list). */
+static int handle_add(handles *l, void *h)
+{
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 8;
+        void **q = realloc(l->at, (size_t)nc * sizeof *q);
+        if (!q)
+            return 0;
+        l->at = q;
+        l->cap = nc;
+    }
+    l->at[l->n++] = h;
+    return 1;
+}
+
+static void handle_remove(handles *l, int i) { l->at[i] = l->at[--l->n]; }
+
 static struct eo_cu_function_st *find_function(const sim_device *d, eo_cu_function f)
 {
-    for (int i = 0; i < d->nmodules; i++)
-        for (int j = 0; j < d->modules[i]->nfns; j++)
-            if (&d->modules[i]->fns[j] == f)
+    for (int i = 0; i < d->modules.n; i++) {
+        eo_cu_module m = d->modules.at[i];
+        for (int j = 0; j < m->nfns; j++)
+            if (&m->fns[j] == f)
                 return f;
+    }
     return NULL;
 }
 
-static int find_module(const sim_device *d, eo_cu_module m)
-{
-    for (int i = 0; i < d->nmodules; i++)
-        if (d->modules[i] == m)
-            return i;
-    return -1;
-}
-
-static int find_event(const sim_device *d, eo_cu_event e)
-{
-    for (int i = 0; i < d->nevents; i++)
-        if (d->events[i] == e)
-            return i;
-    return -1;
-}
-
-static int find_stream(const sim_device *d, eo_cu_stream s)
-{
-    for (int i = 0; i < d->nstreams; i++)
-        if (d->streams[i] == s)
-            return i;
-    return -1;
-}
-
 /* NULL (the legacy stream) or one of this context's streams. */
-static int stream_ok(const sim_device *d, eo_cu_stream s) { return !s || find_stream(d, s) >= 0; }
+static int stream_ok(const sim_device *d, eo_cu_stream s)
+{
+    return !s || handle_find(&d->streams, s) >= 0;
+}
 
 static void free_module(eo_cu_module m)
 {
@@ -201,15 +210,15 @@ static void free_module(eo_cu_module m)
  * everything in the context goes, including a sticky error. */
 static void destroy_device(sim_device *d)
 {
-    for (int i = 0; i < d->nmodules; i++)
-        free_module(d->modules[i]);
-    for (int i = 0; i < d->nevents; i++)
-        free(d->events[i]);
-    for (int i = 0; i < d->nstreams; i++)
-        free(d->streams[i]);
-    free(d->modules);
-    free(d->events);
-    free(d->streams);
+    for (int i = 0; i < d->modules.n; i++)
+        free_module(d->modules.at[i]);
+    for (int i = 0; i < d->events.n; i++)
+        free(d->events.at[i]);
+    for (int i = 0; i < d->streams.n; i++)
+        free(d->streams.at[i]);
+    free(d->modules.at);
+    free(d->events.at);
+    free(d->streams.at);
     eo_px_heap_free(d->heap);
     free(d->alloc_base);
     free(d->alloc_size);
@@ -451,19 +460,12 @@ static eo_cu_result do_stream_create(eo_cu_stream *s, unsigned flags)
         return r;
     if (!s || flags > EO_CU_STREAM_NON_BLOCKING)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (d->nstreams == d->cap_streams) {
-        int nc = d->cap_streams ? d->cap_streams * 2 : 8;
-        eo_cu_stream *q = realloc(d->streams, (size_t)nc * sizeof *q);
-        if (!q)
-            return EO_CUDA_ERROR_OUT_OF_MEMORY;
-        d->streams = q;
-        d->cap_streams = nc;
-    }
     eo_cu_stream st = calloc(1, sizeof *st);
-    if (!st)
+    if (!st || !handle_add(&d->streams, st)) {
+        free(st);
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
+    }
     st->flags = flags;
-    d->streams[d->nstreams++] = st;
     *s = st;
     return EO_CUDA_SUCCESS;
 }
@@ -474,11 +476,11 @@ static eo_cu_result do_stream_destroy(eo_cu_stream s)
     eo_cu_result r = check_ctx(&d);
     if (r)
         return r;
-    int i = s ? find_stream(d, s) : -1;
+    int i = handle_find(&d->streams, s);
     if (i < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     free(s);
-    d->streams[i] = d->streams[--d->nstreams];
+    handle_remove(&d->streams, i);
     return EO_CUDA_SUCCESS;
 }
 
@@ -548,15 +550,7 @@ static eo_cu_result do_module_load(eo_cu_module *out, const void *image, unsigne
     int n = eo_px_module_kernel_count(pm);
     if (m)
         m->fns = calloc((size_t)(n ? n : 1), sizeof *m->fns);
-    if (dev->nmodules == dev->cap_modules && m && m->fns) {
-        int nc = dev->cap_modules ? dev->cap_modules * 2 : 8;
-        eo_cu_module *q = realloc(dev->modules, (size_t)nc * sizeof *q);
-        if (q) {
-            dev->modules = q;
-            dev->cap_modules = nc;
-        }
-    }
-    if (!m || !m->fns || dev->nmodules == dev->cap_modules) {
+    if (!m || !m->fns || !handle_add(&dev->modules, m)) {
         if (m)
             free(m->fns);
         free(m);
@@ -569,7 +563,6 @@ static eo_cu_result do_module_load(eo_cu_module *out, const void *image, unsigne
         m->fns[i].mod = m;
         m->fns[i].k = eo_px_module_kernel_at(pm, i);
     }
-    dev->modules[dev->nmodules++] = m;
     snprintf(log, sizeof log, "ptxsim: loaded %d kernel(s)", n);
     write_log(nopt, options, values, EO_CU_JIT_INFO_LOG_BUFFER,
               EO_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, log);
@@ -585,11 +578,11 @@ static eo_cu_result do_module_unload(eo_cu_module m)
     eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    int i = find_module(dev, m);
+    int i = handle_find(&dev->modules, m);
     if (i < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     free_module(m);
-    dev->modules[i] = dev->modules[--dev->nmodules];
+    handle_remove(&dev->modules, i);
     return EO_CUDA_SUCCESS;
 }
 
@@ -601,7 +594,7 @@ static eo_cu_result do_module_function(eo_cu_function *fn, eo_cu_module m, const
         return r;
     if (!fn || !name)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (find_module(dev, m) < 0)
+    if (handle_find(&dev->modules, m) < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     for (int i = 0; i < m->nfns; i++)
         if (strcmp(eo_px_kernel_name(m->fns[i].k), name) == 0) {
@@ -948,18 +941,11 @@ static eo_cu_result do_event_create(eo_cu_event *ev, unsigned flags)
     (void)flags;
     if (!ev)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (dev->nevents == dev->cap_events) {
-        int nc = dev->cap_events ? dev->cap_events * 2 : 8;
-        eo_cu_event *q = realloc(dev->events, (size_t)nc * sizeof *q);
-        if (!q)
-            return EO_CUDA_ERROR_OUT_OF_MEMORY;
-        dev->events = q;
-        dev->cap_events = nc;
-    }
     eo_cu_event e = calloc(1, sizeof *e);
-    if (!e)
+    if (!e || !handle_add(&dev->events, e)) {
+        free(e);
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
-    dev->events[dev->nevents++] = e;
+    }
     *ev = e;
     return EO_CUDA_SUCCESS;
 }
@@ -970,7 +956,7 @@ static eo_cu_result do_event_record(eo_cu_event ev, eo_cu_stream stream)
     eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    if (find_event(dev, ev) < 0 || !stream_ok(dev, stream))
+    if (handle_find(&dev->events, ev) < 0 || !stream_ok(dev, stream))
         return EO_CUDA_ERROR_INVALID_HANDLE;
     sim.clock_ms += 0.001;
     ev->ms = sim.clock_ms;
@@ -984,7 +970,7 @@ static eo_cu_result do_event_sync(eo_cu_event ev)
     eo_cu_result r = sync_point(&dev);
     if (r)
         return r;
-    return find_event(dev, ev) < 0 ? EO_CUDA_ERROR_INVALID_HANDLE : EO_CUDA_SUCCESS;
+    return handle_find(&dev->events, ev) < 0 ? EO_CUDA_ERROR_INVALID_HANDLE : EO_CUDA_SUCCESS;
 }
 
 static eo_cu_result do_event_elapsed(float *ms, eo_cu_event a, eo_cu_event b)
@@ -995,7 +981,7 @@ static eo_cu_result do_event_elapsed(float *ms, eo_cu_event a, eo_cu_event b)
         return r;
     if (!ms)
         return EO_CUDA_ERROR_INVALID_VALUE;
-    if (find_event(dev, a) < 0 || find_event(dev, b) < 0)
+    if (handle_find(&dev->events, a) < 0 || handle_find(&dev->events, b) < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     if (!a->recorded || !b->recorded)
         return CU_NOT_READY;
@@ -1009,11 +995,11 @@ static eo_cu_result do_event_destroy(eo_cu_event ev)
     eo_cu_result r = check_ctx(&dev);
     if (r)
         return r;
-    int i = find_event(dev, ev);
+    int i = handle_find(&dev->events, ev);
     if (i < 0)
         return EO_CUDA_ERROR_INVALID_HANDLE;
     free(ev);
-    dev->events[i] = dev->events[--dev->nevents];
+    handle_remove(&dev->events, i);
     return EO_CUDA_SUCCESS;
 }
 
