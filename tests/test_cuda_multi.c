@@ -22,6 +22,7 @@
  * cross-entropy, plus a matmul and a softmax, read back each step. */
 #include <check.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/everyo.h"
@@ -153,8 +154,7 @@ static eo_status job_stage(job *j, int stage)
     }
     if (s != EO_OK) {
         j->status = s;
-        memcpy(j->err, eo_last_error(c), sizeof j->err - 1);
-        j->err[sizeof j->err - 1] = '\0';
+        snprintf(j->err, sizeof j->err, "%s", eo_last_error(c));
     }
     return s;
 }
