@@ -6,6 +6,7 @@
 #   make test NATIVE=avx2     the suite on the AVX2 kernels only (NATIVE=0: portable)
 #   make train                the main job: an MLP on Fashion-MNIST
 #   make check-freestanding   the library references no libc beyond the allowed set
+#                             and has no writable global (no mutable global state)
 #   make CC=clang             any of the above with clang
 #
 # Sources are found by wildcard: a new op file in ops/ or core/ needs no
