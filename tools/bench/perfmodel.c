@@ -33,18 +33,19 @@
  *  - The clock is the one that makes the FP32 peak come out: SMs x FP32
  *    lanes x 2 x clock = peak (1.98 GHz for H200, 1.41 for A100, 2.52 for
  *    the 4090).
- *  - DRAM latency is an ASSUMPTION (order of magnitude of published
- *    microbenchmarks, not measured here): 600 ns for HBM parts, 500 ns
- *    for GDDR6X. It only matters for kernels with few loads in flight. */
+ *  - Latencies are ASSUMPTIONS (the order of magnitude of published
+ *    microbenchmarks, not measured here): a DRAM access 600 ns on the HBM
+ *    parts and 500 ns on GDDR6X, an L2 hit 200 ns. They only matter for
+ *    kernels with few loads in flight per SM. */
 static const eo_gpu_spec gpus[] = {
     {"H200", "NVIDIA H200 SXM 141GB", "sm_90", 132, 1.98, 66.9, 989.0, 4800.0, 50.0, 128, 16,
-     65536, 64, 32, 233472, 1024, 600.0,
+     65536, 64, 32, 233472, 1024, 600.0, 200.0,
      "H200 datasheet; H100 architecture whitepaper; CUDA Programming Guide (cc 9.0)"},
     {"A100", "NVIDIA A100 80GB SXM", "sm_80", 108, 1.41, 19.5, 312.0, 2039.0, 40.0, 64, 16,
-     65536, 64, 32, 167936, 1024, 600.0,
+     65536, 64, 32, 167936, 1024, 600.0, 200.0,
      "A100 datasheet and architecture whitepaper; CUDA Programming Guide (cc 8.0)"},
     {"RTX4090", "NVIDIA GeForce RTX 4090", "sm_89", 128, 2.52, 82.6, 165.2, 1008.0, 72.0, 128, 16,
-     65536, 48, 24, 102400, 1024, 500.0,
+     65536, 48, 24, 102400, 1024, 500.0, 200.0,
      "Ada Lovelace architecture whitepaper; CUDA Programming Guide (cc 8.9)"},
 };
 
@@ -143,8 +144,8 @@ void eo_occupancy_compute(const eo_gpu_spec *g, unsigned threads_per_block,
 
 const char *eo_limiter_name(int lim)
 {
-    static const char *const names[EO_LIM_COUNT] = {"DRAM", "FP32", "SFU", "shared", "issue",
-                                                   "launch"};
+    static const char *const names[EO_LIM_COUNT] = {"DRAM",  "FP32",    "SFU",   "shared",
+                                                   "issue", "latency", "launch"};
     return lim >= 0 && lim < EO_LIM_COUNT ? names[lim] : "?";
 }
 
@@ -197,10 +198,13 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
      * (measured exactly when every block ran; when sampling, the sampled
      * blocks' distinct sectors scaled to the grid, capped by the bytes of
      * the allocations they touched). A footprint that fits in L2 moves
-     * once. A larger one may be re-read: each wave of co-resident blocks
-     * is charged its own distinct sectors, at most the whole footprint,
-     * and never more than every block fetching its own (the per-block
-     * sum). */
+     * once. A larger one may be re-read: blocks that run at the same time
+     * (a wave: SMs x blocks per SM, consecutive in block index) share what
+     * they read through L2, so each wave is charged one block's distinct
+     * sectors plus, for each further block, what a block adds that its
+     * neighbour had not read (pair_new_sectors), at most the footprint;
+     * the total never exceeds every block fetching all its own sectors
+     * (the per-block sum) nor falls below the footprint. */
     double foot = (double)c->unique_sectors * 32.0;
     if (out->sampled) {
         foot *= s;
@@ -217,7 +221,10 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
         double nwaves = blocks / wave_blocks;
         if (nwaves < 1)
             nwaves = 1;
-        double per_wave = block_sum / blocks * wave_blocks;
+        double per_block = (double)c->block_sectors * 32.0 / run;
+        double extra = c->pair_blocks ? (double)c->pair_new_sectors * 32.0 / (double)c->pair_blocks
+                                      : per_block;
+        double per_wave = per_block + (wave_blocks - 1) * extra;
         if (per_wave > foot)
             per_wave = foot;
         bytes = per_wave * nwaves;
@@ -229,21 +236,26 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
                                              : "footprint exceeds L2: each sector once";
     }
     out->dram_bytes = bytes;
-    out->ideal_ms[EO_LIM_DRAM] = 1e3 * bytes / (g->dram_gbs * 1e9);
-    /* Little's law: to keep the bandwidth busy, bandwidth x latency bytes
-     * must be in flight. In flight: warps resident on the busy SMs x bytes
-     * each load request moves (its sectors) x loads per warp in flight. */
-    double eff = 1.0;
-    if (c->gld.requests && c->mlp_loads) {
-        double req_bytes = 32.0 * (double)c->gld.sectors / (double)c->gld.requests;
-        double mlp = (double)c->mlp_sq / (double)c->mlp_loads;
-        double busy_sms = blocks < sms ? blocks : sms;
-        double inflight = busy_sms * warps_res * req_bytes * mlp;
-        double need = g->dram_gbs * 1e9 * g->dram_latency_ns * 1e-9;
-        eff = inflight < need ? inflight / need : 1.0;
+    out->ideal_ms[EO_LIM_DRAM] = out->t_ms[EO_LIM_DRAM] = 1e3 * bytes / (g->dram_gbs * 1e9);
+
+    /* Latency. A warp waits once per group of global loads (count.c: the
+     * loads issued before the first use of one of them), for the DRAM
+     * latency on the share of the load traffic that misses L2 and the L2
+     * latency on the rest. An SM overlaps the waits of the warps it holds,
+     * so a block's waits take (groups per warp) x latency, and the busiest
+     * SM runs ceil(blocks per SM / resident blocks) rounds of blocks.
+     * Shared-memory and barrier latencies are not charged. */
+    if (c->load_groups && c->gld.sectors) {
+        double f = bytes / (32.0 * (double)c->gld.sectors * s);
+        f = f > 1 ? 1 : f;
+        double lat = f * g->dram_latency_ns + (1 - f) * g->l2_latency_ns;
+        double per_warp = (double)c->load_groups / run / wpb;
+        double rounds = per_sm_blocks / resident;
+        rounds = (double)(uint64_t)(rounds + 0.999999);
+        out->load_latency_ns = lat;
+        out->t_ms[EO_LIM_LATENCY] = rounds * per_warp * lat * 1e-6;
     }
-    out->mem_efficiency = eff;
-    out->t_ms[EO_LIM_DRAM] = out->ideal_ms[EO_LIM_DRAM] / eff;
+    out->occupancy = warps_res / g->max_warps_per_sm;
     out->ideal_ms[EO_LIM_LAUNCH] = out->t_ms[EO_LIM_LAUNCH] = LAUNCH_FLOOR_MS * (double)c->launches;
 
     out->limiter = 0;
@@ -251,7 +263,13 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
         if (out->t_ms[i] > out->t_ms[out->limiter])
             out->limiter = i;
     out->ms = out->t_ms[out->limiter];
-    out->pct_of_peak = out->ms > 0 ? 100.0 * out->ideal_ms[out->limiter] / out->ms : 0;
+    /* Latency and the launch floor have no peak to be a fraction of: for
+     * them the figure is the busiest throughput resource's share. */
+    double used = out->ideal_ms[out->limiter];
+    if (out->limiter == EO_LIM_LATENCY || out->limiter == EO_LIM_LAUNCH)
+        for (int i = EO_LIM_DRAM; i <= EO_LIM_ISSUE; i++)
+            used = out->ideal_ms[i] > used ? out->ideal_ms[i] : used;
+    out->pct_of_peak = out->ms > 0 ? 100.0 * used / out->ms : 0;
 }
 
 void eo_prediction_print(FILE *f, const eo_gpu_spec *g, const eo_prediction *p)
@@ -262,8 +280,9 @@ void eo_prediction_print(FILE *f, const eo_gpu_spec *g, const eo_prediction *p)
     for (int i = 0; i < EO_LIM_COUNT; i++)
         fprintf(f, "  %-7s %10.4f ms estimated (%.4f ms at full rate)%s\n", eo_limiter_name(i),
                 p->t_ms[i], p->ideal_ms[i], i == p->limiter ? "  <- limiter" : "");
-    fprintf(f, "  DRAM bytes %.3f MB (%s), loads in flight reach %.0f %% of the bandwidth\n",
-            p->dram_bytes * 1e-6, p->dram_rule, 100.0 * p->mem_efficiency);
+    fprintf(f, "  DRAM bytes %.3f MB (%s); mean load latency charged %.0f ns at %.0f %% "
+               "occupancy\n", p->dram_bytes * 1e-6, p->dram_rule, p->load_latency_ns,
+            100.0 * p->occupancy);
     if (p->fp32_flops > 0)
         fprintf(f, "  FP32 %.3f GFLOP: %.1f %% of the %.1f TFLOP/s peak at the estimated time\n",
                 p->fp32_flops * 1e-9, 100.0 * p->fp32_flops / (p->ms * 1e-3) / (g->fp32_tflops * 1e12),

@@ -5,12 +5,14 @@
  * counted work, not a measurement. README.md ("Performance counters and the
  * performance model") gives the formula, the GPU figures with their
  * sources, and the limits; in short, the predicted time is the largest of
- *   DRAM      bytes that must come from device memory / bandwidth,
- *             slowed when too few loads are in flight (Little's law);
+ *   DRAM      bytes that must come from device memory / bandwidth;
  *   FP32      FP32 lane operations / the FP32 pipe's rate;
  *   SFU       transcendental lane operations / the MUFU pipe's rate;
  *   shared    shared-memory wavefronts / one wavefront per SM per clock;
  *   issue     warp instructions / 4 schedulers per SM per clock;
+ *   latency   rounds of dependent global loads a warp waits for x the
+ *             load latency, over the warps an SM holds at once (what
+ *             occupancy buys: latency hidden by other warps);
  *   launch    a floor of a few microseconds per launch;
  * where the per-SM terms are spread over the SMs the grid can keep busy
  * (blocks, tail of the last wave) and slowed when an SM holds fewer warps
@@ -41,6 +43,7 @@ typedef struct eo_gpu_spec {
     int smem_per_sm;          /* bytes of shared memory an SM can give blocks */
     int smem_reserved_per_block; /* bytes the driver keeps per block (1 KB from sm_80) */
     double dram_latency_ns;   /* ASSUMED load-to-use latency of a DRAM access */
+    double l2_latency_ns;     /* ASSUMED load-to-use latency of an L2 hit */
     const char *source;
 } eo_gpu_spec;
 
@@ -78,8 +81,8 @@ void eo_occupancy_compute(const eo_gpu_spec *g, unsigned threads_per_block,
                           const eo_kernel_resources *res, size_t shared_per_block,
                           eo_occupancy *out);
 
-enum { EO_LIM_DRAM, EO_LIM_FP32, EO_LIM_SFU, EO_LIM_SHARED, EO_LIM_ISSUE, EO_LIM_LAUNCH,
-       EO_LIM_COUNT };
+enum { EO_LIM_DRAM, EO_LIM_FP32, EO_LIM_SFU, EO_LIM_SHARED, EO_LIM_ISSUE, EO_LIM_LATENCY,
+       EO_LIM_LAUNCH, EO_LIM_COUNT };
 const char *eo_limiter_name(int lim);
 
 typedef struct eo_prediction {
@@ -87,11 +90,13 @@ typedef struct eo_prediction {
     double t_ms[EO_LIM_COUNT];/* each term, scaled for occupancy and tail */
     double ideal_ms[EO_LIM_COUNT]; /* each term at the resource's full rate */
     int limiter;
-    double pct_of_peak;       /* 100 * ideal_ms[limiter] / ms */
+    double pct_of_peak;       /* 100 * ideal_ms[limiter] / ms; for latency and launch,
+                                 the busiest throughput resource's ideal_ms instead */
     double dram_bytes;        /* the bytes the DRAM term counts */
     const char *dram_rule;    /* "footprint <= L2", "wave re-reads", ... */
     double fp32_flops;        /* useful FP32 flops (2 per active FMA lane) */
-    double mem_efficiency;    /* Little's-law factor on the DRAM term, 0..1 */
+    double load_latency_ns;   /* the mean latency the latency term charges per round */
+    double occupancy;         /* resident warps / max warps per SM, as used */
     double scale;             /* grid blocks / blocks run (sampling) */
     int sampled;
 } eo_prediction;

@@ -139,16 +139,19 @@ static void close_group(px_count *pc, unsigned w)
         return;
     pc->c->mlp_loads += k;
     pc->c->mlp_sq += k * k;
+    pc->c->load_groups++;
     pc->grp[w] = 0;
     pc->gen[w]++; /* every register of the group stops being pending at once */
 }
 
-void px_count_block_begin(px_count *pc)
+void px_count_block_begin(px_count *pc, int second)
 {
     if (!pc->c)
         return;
     pc->serial++;
     pc->c->blocks_run++;
+    pc->second = second;
+    pc->hn_at_block = pc->hn;
 }
 
 void px_count_block_end(px_count *pc)
@@ -157,6 +160,10 @@ void px_count_block_end(px_count *pc)
         return;
     for (unsigned w = 0; w < pc->nwarps; w++)
         close_group(pc, w);
+    if (pc->second) {
+        pc->c->pair_blocks++;
+        pc->c->pair_new_sectors += pc->hn - pc->hn_at_block;
+    }
 }
 
 /* ---- memory-level parallelism ------------------------------------------------ */

@@ -31,6 +31,8 @@ typedef struct px_count {
      * register r of warp w as waiting on a global load of the current
      * group; grp[w] counts that group's loads. */
     uint32_t *pend, *gen, *grp;
+    size_t hn_at_block;         /* distinct sectors when the block began */
+    int second;                 /* the running block is the second of a pair */
     int nregs;
     unsigned nwarps;
     int oom;
@@ -41,7 +43,8 @@ typedef struct px_count {
 int px_count_begin(px_count *pc, eo_px_counters *c, const eo_px_kernel *k, const eo_px_heap *h,
                    unsigned nwarps);
 void px_count_end(px_count *pc);
-void px_count_block_begin(px_count *pc);
+/* second: the block's linear index is odd (the second of a pair). */
+void px_count_block_begin(px_count *pc, int second);
 void px_count_block_end(px_count *pc);
 
 /* One warp instruction `in` (index pc in the kernel) issued by warp w

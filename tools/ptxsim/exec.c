@@ -75,6 +75,7 @@ typedef struct block {
     uint32_t mem_mask;
     unsigned mem_bytes;
     int mem_shared;
+    int pair_second;  /* an odd linear block index (count.h, pair_new_sectors) */
 } block;
 
 static eo_px_dim thread_dim(const block *b, unsigned t)
@@ -757,6 +758,18 @@ static int barrier(block *b)
     return 1;
 }
 
+/* The j-th sampled pair of blocks out of npairs: a golden-ratio sequence
+ * (frac(0.5 + j * 0.618...)), so that samples spread over every grid
+ * dimension; evenly spaced linear indices would alias with grid.x (every
+ * sample on the same column of a 2D grid). */
+static uint64_t sample_pair(uint64_t j, uint64_t npairs)
+{
+    double f = 0.5 + (double)j * 0.6180339887498949;
+    f -= (double)(uint64_t)f;
+    uint64_t p = (uint64_t)(f * (double)npairs);
+    return p < npairs ? p : npairs - 1;
+}
+
 /* Run the block's warps until all have exited (or one faulted). */
 static void run_warps(block *b)
 {
@@ -786,7 +799,7 @@ static void run_block(block *b)
     memset(b->state, TS_RUN, b->nthreads);
     memset(b->shared, 0, b->shared_size);
     b->epoch++; /* a new interval: no shadow entry from the last block is current */
-    px_count_block_begin(&b->count);
+    px_count_block_begin(&b->count, b->pair_second);
     run_warps(b);
     px_count_block_end(&b->count);
 }
@@ -841,10 +854,18 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
             c->counters->threads_per_block = b.nthreads;
             c->counters->shared_per_block = shared;
         }
-        /* All blocks in order, or an even spread of sample_blocks of them. */
-        uint64_t runs = c->sample_blocks && c->sample_blocks < nblocks ? c->sample_blocks : nblocks;
+        /* All blocks in order, or sample_blocks of them in adjacent pairs
+         * spread evenly over the grid. */
+        uint64_t pairs = (nblocks + 1) / 2, runs = nblocks, want = c->sample_blocks;
+        if (want && want < nblocks) {
+            pairs = (want + 1) / 2;
+            runs = 2 * pairs < nblocks ? 2 * pairs : nblocks;
+        }
         for (uint64_t i = 0; i < runs && !b.faulted; i++) {
-            uint64_t linear = runs == nblocks ? i : i * nblocks / runs + nblocks / (2 * runs);
+            uint64_t linear = i;
+            if (runs != nblocks)
+                linear = 2 * sample_pair(i / 2, nblocks / 2) + i % 2;
+            b.pair_second = linear % 2 == 1;
             b.ctaid.x = (unsigned)(linear % c->grid.x);
             b.ctaid.y = (unsigned)(linear / c->grid.x % c->grid.y);
             b.ctaid.z = (unsigned)(linear / ((uint64_t)c->grid.x * c->grid.y));

@@ -37,8 +37,11 @@ void eo_px_counters_add(eo_px_counters *into, const eo_px_counters *c)
     into->unique_sectors += c->unique_sectors;
     into->block_sectors += c->block_sectors;
     into->alloc_bytes += c->alloc_bytes;
+    into->pair_new_sectors += c->pair_new_sectors;
+    into->pair_blocks += c->pair_blocks;
     into->mlp_loads += c->mlp_loads;
     into->mlp_sq += c->mlp_sq;
+    into->load_groups += c->load_groups;
 }
 
 const char *eo_px_class_name(int cls)

@@ -231,11 +231,17 @@ typedef struct eo_px_counters {
      *   alloc_bytes     bytes of the distinct allocations it touched (an
      *                   upper bound on the footprint when sampling). */
     uint64_t unique_sectors, block_sectors, alloc_bytes;
+    /* How much a block shares with its neighbour (blocks with adjacent
+     * linear indices run at the same time on the GPU): over the odd blocks
+     * (linear index 2i+1) that ran, pair_new_sectors sums the sectors each
+     * touched that no earlier block of the launch had; pair_blocks counts
+     * them. The model uses it to estimate what a wave of blocks reads. */
+    uint64_t pair_new_sectors, pair_blocks;
     /* Memory-level parallelism: global loads a warp issues before it first
      * uses one of their results form a group of k loads in flight. Over
      * all groups: mlp_loads = sum k (global load instructions), mlp_sq =
      * sum k*k; mlp_sq / mlp_loads is the load-weighted mean group size. */
-    uint64_t mlp_loads, mlp_sq;
+    uint64_t mlp_loads, mlp_sq, load_groups; /* load_groups: the number of groups */
 } eo_px_counters;
 
 /* Counter arithmetic and printing (tools/ptxsim/profile.c). */
@@ -265,8 +271,10 @@ typedef struct eo_px_config {
     eo_px_counters *counters;
     /* Sampling, for studying large grids: when sample_blocks is not 0 and
      * smaller than the grid, only that many blocks run, spread evenly over
-     * the linear block index (block i*G/S + G/(2S) for i < S). The output
-     * is then incomplete: this is for counters, never for results. */
+     * the grid in adjacent pairs (blocks 2j and 2j+1 for S/2 values of j
+     * from a golden-ratio sequence, S rounded up to even), so that what
+     * neighbouring blocks share can be measured. The output is then
+     * incomplete: this is for counters, never for results. */
     unsigned sample_blocks;
 } eo_px_config;
 
