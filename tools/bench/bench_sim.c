@@ -301,7 +301,7 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
                  "limiting resource, %% of that resource's peak.\n\n");
     fprintf(out, "%-18s %-15s %-11s", "kernel", "shape", "blocks run");
     for (int i = 0; i < eo_gpu_count(); i++)
-        if (!only || only == eo_gpu_at(i))
+        if (only ? only == eo_gpu_at(i) : eo_gpu_at(i)->in_table)
             fprintf(out, " | %-8s est. ms  limit   %%", eo_gpu_at(i)->name);
     fputc('\n', out);
     if (csv)
@@ -337,7 +337,7 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
         fprintf(out, "%-18s %-15s %-11s", c->kernel, c->shape, br);
         for (int i = 0; i < eo_gpu_count(); i++) {
             const eo_gpu_spec *g = eo_gpu_at(i);
-            if (only && only != g)
+            if (only ? only != g : !g->in_table)
                 continue;
             estimate e = estimate_case(g, &unknown);
             double pct = e.ms > 0 ? 100.0 * e.ideal_lim / e.ms : 0;

@@ -25,7 +25,8 @@
  * --device cuda times the PTX kernels on a GPU (bench_gpu.c); --device sim
  * ESTIMATES their time on named GPUs from the PTX interpreter's counters
  * (bench_sim.c), with --gpu NAME for one GPU and --profile for each
- * kernel's counters.
+ * kernel's counters; --device cuda --predicted CSV prints the estimates
+ * that a sim run wrote to CSV beside the measurements.
  *
  * Usage: eo-bench [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE]
  *                 [--svg FILE] [--no-blas] [--no-torch] [--no-naive]
@@ -41,6 +42,7 @@
 #include "ops/kernels.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_sim.h"
+#include "tools/bench/predicted.h"
 #include "tools/threads/pool.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -1137,7 +1139,7 @@ static int parse_threads(const char *s)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: eo-bench [--device cpu|cuda|sim] [--gpu NAME] [--profile] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
+            "usage: eo-bench [--device cpu|cuda|sim] [--gpu NAME] [--profile] [--predicted CSV] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
             "                [--no-blas] [--no-torch] [--no-naive] [--python EXE]\n"
             "                [--torch-script FILE]\n");
 }
@@ -1157,6 +1159,13 @@ int main(int argc, char **argv)
             gpu = v, i++;
         else if (!strcmp(a, "--profile"))
             profile = 1;
+        else if (v && !strcmp(a, "--predicted")) {
+            if (eo_predicted_load(v) != 0) {
+                fprintf(stderr, "eo-bench: cannot read %s\n", v);
+                return 2;
+            }
+            i++;
+        }
         else if (!strcmp(a, "--no-blas"))
             opt.no_blas = 1;
         else if (!strcmp(a, "--no-torch"))

@@ -45,6 +45,7 @@ typedef struct eo_gpu_spec {
     double dram_latency_ns;   /* ASSUMED load-to-use latency of a DRAM access */
     double l2_latency_ns;     /* ASSUMED load-to-use latency of an L2 hit */
     const char *source;
+    int in_table;             /* shown by default in eo-bench --device sim */
 } eo_gpu_spec;
 
 int eo_gpu_count(void);
