@@ -41,7 +41,14 @@
  * Memory-level parallelism. A warp waits for a load only when it first
  * uses (or overwrites) the load's destination, the scoreboard rule every
  * NVIDIA GPU since Fermi applies; the global loads a warp issues before
- * such a wait are in flight together. count.h says how groups are kept. */
+ * such a wait are in flight together. PTX order is not SASS order: within
+ * a basic block ptxas hoists independent loads above the first use of an
+ * earlier one, so a group here runs to the end of the basic block in
+ * which its first use falls (the next branch or barrier), except that a
+ * load whose address needs a pending value starts a new group (pointer
+ * chasing cannot be hoisted). Across basic blocks nothing is hoisted:
+ * loop bodies count as written, unrolled or not. count.h says how groups
+ * are kept. */
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/count.h"
@@ -103,7 +110,8 @@ int px_count_begin(px_count *pc, eo_px_counters *c, const eo_px_kernel *k, const
     pc->pend = calloc((size_t)nwarps * (size_t)pc->nregs, sizeof *pc->pend);
     pc->gen = malloc(nwarps * sizeof *pc->gen);
     pc->grp = calloc(nwarps, sizeof *pc->grp);
-    if (!pc->cls || !pc->hkey || !pc->hval || !pc->pend || !pc->gen || !pc->grp) {
+    pc->wait = calloc(nwarps, 1);
+    if (!pc->cls || !pc->hkey || !pc->hval || !pc->pend || !pc->gen || !pc->grp || !pc->wait) {
         px_count_end(pc);
         return -1;
     }
@@ -129,6 +137,7 @@ void px_count_end(px_count *pc)
     free(pc->pend);
     free(pc->gen);
     free(pc->grp);
+    free(pc->wait);
     memset(pc, 0, sizeof *pc);
 }
 
@@ -141,6 +150,7 @@ static void close_group(px_count *pc, unsigned w)
     pc->c->mlp_sq += k * k;
     pc->c->load_groups++;
     pc->grp[w] = 0;
+    pc->wait[w] = 0;
     pc->gen[w]++; /* every register of the group stops being pending at once */
 }
 
@@ -173,12 +183,15 @@ static int pending(const px_count *pc, unsigned w, int r)
     return r >= 0 && pc->pend[(size_t)w * (size_t)pc->nregs + (size_t)r] == pc->gen[w];
 }
 
-void px_count_uses(px_count *pc, const px_insn *in, unsigned w)
+void px_count_uses(px_count *pc, const px_insn *in, int pc_index, unsigned w)
 {
     if (!pc->c || !pc->grp[w])
         return;
     int hit = in->guard >= 0 && pending(pc, w, in->guard);
-    for (int i = 0; i < in->nops && !hit; i++) {
+    /* Sources only: a write to a pending register is no wait, as ptxas
+     * renames PTX's virtual registers. st and red have no destination. */
+    int first = in->op == PX_OP_ST || in->op == PX_OP_RED ? 0 : 1;
+    for (int i = first; i < in->nops && !hit; i++) {
         const px_operand *o = &in->o[i];
         if (o->kind == PX_O_REG || o->kind == PX_O_MEM)
             hit = pending(pc, w, o->reg);
@@ -188,8 +201,13 @@ void px_count_uses(px_count *pc, const px_insn *in, unsigned w)
         if (o->kind == PX_O_REG && o->nvec)
             hit = hit || pending(pc, w, o->v[0]);
     }
-    if (hit)
-        close_group(pc, w);
+    if (!hit)
+        return;
+    unsigned cls = pc->cls[pc_index];
+    if (cls == EO_PX_C_LD_GLOBAL || (cls == CLS_BY_ADDRESS && in->op == PX_OP_LD))
+        close_group(pc, w); /* a dependent load: it cannot join the group */
+    else
+        pc->wait[w] = 2;    /* the wait falls here; the group ends with the basic block */
 }
 
 static void mark_pending(px_count *pc, const px_insn *in, unsigned w)
@@ -383,6 +401,8 @@ void px_count_insn(px_count *pc, const px_insn *in, int pc_index, unsigned w, ui
     }
     c->warp_inst[cls]++;
     c->warp_insts++;
+    if ((cls == EO_PX_C_BRANCH || cls == EO_PX_C_BAR) && pc->wait[w])
+        close_group(pc, w); /* the end of the basic block the wait fell in */
     c->thread_insts += (uint64_t)__builtin_popcount(exec);
     if (!mem_mask)
         return;

@@ -31,6 +31,7 @@ typedef struct px_count {
      * register r of warp w as waiting on a global load of the current
      * group; grp[w] counts that group's loads. */
     uint32_t *pend, *gen, *grp;
+    uint8_t *wait;              /* per warp: 2 once the group's first use has issued */
     size_t hn_at_block;         /* distinct sectors when the block began */
     int second;                 /* the running block is the second of a pair */
     int nregs;
@@ -54,7 +55,7 @@ void px_count_block_end(px_count *pc);
  * (vector width included) and shared whether they reached shared memory.
  * Call px_count_uses before the instruction runs (it closes a load group
  * the instruction waits on), px_count_insn after. */
-void px_count_uses(px_count *pc, const px_insn *in, unsigned w);
+void px_count_uses(px_count *pc, const px_insn *in, int pc_index, unsigned w);
 void px_count_insn(px_count *pc, const px_insn *in, int pc_index, unsigned w, uint32_t exec,
                    uint32_t mem_mask, const uint64_t *addr, unsigned bytes, int shared);
 

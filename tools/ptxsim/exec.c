@@ -676,7 +676,7 @@ static int warp_step(block *b, unsigned w)
             exec |= 1u << (t - lo);
     }
     b->mem_mask = 0;
-    px_count_uses(&b->count, in, w);
+    px_count_uses(&b->count, in, pc, w);
     switch (in->op) {
     case PX_OP_SHFL: exec_shfl(b, in, w, exec); break;
     case PX_OP_VOTE: exec_vote(b, in, w, exec); break;
