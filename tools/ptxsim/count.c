@@ -103,21 +103,18 @@ int px_count_begin(px_count *pc, eo_px_counters *c, const eo_px_kernel *k, const
     pc->heap = h;
     pc->nregs = k->nregs ? k->nregs : 1;
     pc->nwarps = nwarps;
-    pc->cls = malloc((size_t)(k->ncode ? k->ncode : 1));
-    pc->hcap = 1024;
-    pc->hkey = malloc(pc->hcap * sizeof *pc->hkey);
+    (void)k;
+    pc->hcap = 256;
+    pc->hkey = calloc(pc->hcap, sizeof *pc->hkey); /* 0: empty; keys are stored + 1 */
     pc->hval = malloc(pc->hcap * sizeof *pc->hval);
     pc->pend = calloc((size_t)nwarps * (size_t)pc->nregs, sizeof *pc->pend);
     pc->gen = malloc(nwarps * sizeof *pc->gen);
     pc->grp = calloc(nwarps, sizeof *pc->grp);
     pc->wait = calloc(nwarps, 1);
-    if (!pc->cls || !pc->hkey || !pc->hval || !pc->pend || !pc->gen || !pc->grp || !pc->wait) {
+    if (!pc->hkey || !pc->hval || !pc->pend || !pc->gen || !pc->grp || !pc->wait) {
         px_count_end(pc);
         return -1;
     }
-    for (int i = 0; i < k->ncode; i++)
-        pc->cls[i] = classify(&k->code[i]);
-    memset(pc->hkey, 0xff, pc->hcap * sizeof *pc->hkey); /* ~0: empty (no sector has that number) */
     for (unsigned w = 0; w < nwarps; w++)
         pc->gen[w] = 1;
     pc->c = c;
@@ -131,7 +128,6 @@ void px_count_end(px_count *pc)
             pc->c->alloc_bytes += pc->asize[i];
         pc->c->unique_sectors += pc->hn;
     }
-    free(pc->cls);
     free(pc->hkey);
     free(pc->hval);
     free(pc->pend);
@@ -183,7 +179,7 @@ static int pending(const px_count *pc, unsigned w, int r)
     return r >= 0 && pc->pend[(size_t)w * (size_t)pc->nregs + (size_t)r] == pc->gen[w];
 }
 
-void px_count_uses(px_count *pc, const px_insn *in, int pc_index, unsigned w)
+void px_count_uses(px_count *pc, const px_insn *in, unsigned w)
 {
     if (!pc->c || !pc->grp[w])
         return;
@@ -203,7 +199,7 @@ void px_count_uses(px_count *pc, const px_insn *in, int pc_index, unsigned w)
     }
     if (!hit)
         return;
-    unsigned cls = pc->cls[pc_index];
+    unsigned cls = classify(in);
     if (cls == EO_PX_C_LD_GLOBAL || (cls == CLS_BY_ADDRESS && in->op == PX_OP_LD))
         close_group(pc, w); /* a dependent load: it cannot join the group */
     else
@@ -225,11 +221,12 @@ static void mark_pending(px_count *pc, const px_insn *in, unsigned w)
 
 /* ---- distinct sectors ------------------------------------------------------------ */
 
+/* The slot of key (a sector number + 1) or the empty slot where it goes. */
 static size_t slot(const px_count *pc, uint64_t key)
 {
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
     size_t i = (size_t)(h >> 20) & (pc->hcap - 1);
-    while (pc->hkey[i] != key && pc->hkey[i] != ~0ull)
+    while (pc->hkey[i] != key && pc->hkey[i] != 0)
         i = (i + 1) & (pc->hcap - 1);
     return i;
 }
@@ -239,7 +236,7 @@ static void grow(px_count *pc)
     size_t oc = pc->hcap;
     uint64_t *ok = pc->hkey;
     uint32_t *ov = pc->hval;
-    uint64_t *nk = malloc(2 * oc * sizeof *nk);
+    uint64_t *nk = calloc(2 * oc, sizeof *nk);
     uint32_t *nv = malloc(2 * oc * sizeof *nv);
     if (!nk || !nv) {
         free(nk);
@@ -247,12 +244,11 @@ static void grow(px_count *pc)
         pc->oom = 1;
         return;
     }
-    memset(nk, 0xff, 2 * oc * sizeof *nk);
     pc->hkey = nk;
     pc->hval = nv;
     pc->hcap = 2 * oc;
     for (size_t i = 0; i < oc; i++)
-        if (ok[i] != ~0ull) {
+        if (ok[i] != 0) {
             size_t j = slot(pc, ok[i]);
             pc->hkey[j] = ok[i];
             pc->hval[j] = ov[i];
@@ -269,9 +265,9 @@ static void touch_sector(px_count *pc, uint64_t sector)
         grow(pc);
     if (pc->oom)
         return; /* the footprint counts stop growing; the rest stays right */
-    size_t i = slot(pc, sector);
-    if (pc->hkey[i] == ~0ull) {
-        pc->hkey[i] = sector;
+    size_t i = slot(pc, sector + 1);
+    if (pc->hkey[i] == 0) {
+        pc->hkey[i] = sector + 1;
         pc->hval[i] = pc->serial;
         pc->hn++;
         pc->c->block_sectors++;
@@ -283,12 +279,17 @@ static void touch_sector(px_count *pc, uint64_t sector)
 
 static void touch_alloc(px_count *pc, uint64_t addr)
 {
+    if (pc->na && addr - pc->abase[pc->alast] < pc->asize[pc->alast])
+        return; /* the common case: the same buffer as the last request */
     for (int i = 0; i < pc->na; i++)
-        if (addr - pc->abase[i] < pc->asize[i])
+        if (addr - pc->abase[i] < pc->asize[i]) {
+            pc->alast = i;
             return;
+        }
     uint64_t base;
     size_t size;
     if (pc->na < 64 && eo_px_heap_extent(pc->heap, addr, &base, &size)) {
+        pc->alast = pc->na;
         pc->abase[pc->na] = base;
         pc->asize[pc->na++] = size;
     }
@@ -347,6 +348,19 @@ unsigned px_shared_wavefronts(const uint64_t *addr, uint32_t mask, unsigned byte
         if (!pm)
             continue;
         parts++;
+        /* The common case first: all the words within a 32-word window
+         * lie in distinct banks (or are the same word): one pass. */
+        uint64_t lo = ~0ull, hi = 0;
+        for (unsigned l = p; l < p + per; l++)
+            if ((pm >> l) & 1) {
+                uint64_t a = addr[l] / 4, z = (addr[l] + (bytes ? bytes : 1) - 1) / 4;
+                lo = a < lo ? a : lo;
+                hi = z > hi ? z : hi;
+            }
+        if (hi - lo < 32) {
+            total += 1;
+            continue;
+        }
         /* The part's distinct words, sorted (at most 32: per lanes x bytes/4). */
         uint64_t w[32];
         unsigned nw = 0;
@@ -385,13 +399,13 @@ static void shared_request(eo_px_smem *m, uint32_t mask, const uint64_t *addr, u
     m->ideal += ideal;
 }
 
-void px_count_insn(px_count *pc, const px_insn *in, int pc_index, unsigned w, uint32_t exec,
+void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
                    uint32_t mem_mask, const uint64_t *addr, unsigned bytes, int shared)
 {
     eo_px_counters *c = pc->c;
     if (!c)
         return;
-    unsigned cls = pc->cls[pc_index];
+    unsigned cls = classify(in);
     if (cls == CLS_BY_ADDRESS) {
         int st = in->op == PX_OP_ST, at = in->op == PX_OP_ATOM || in->op == PX_OP_RED;
         if (shared)

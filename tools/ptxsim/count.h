@@ -16,7 +16,6 @@
 typedef struct px_count {
     eo_px_counters *c;          /* where the launch's counts are added */
     const eo_px_heap *heap;
-    uint8_t *cls;               /* [ncode]: the class of each instruction, 0xff: by address */
     /* Distinct-sector tracking: an open-addressing table from sector
      * number to the serial of the last block that touched it. */
     uint64_t *hkey;
@@ -26,7 +25,7 @@ typedef struct px_count {
     /* Allocations touched (footprint), a short list. */
     uint64_t abase[64];
     size_t asize[64];
-    int na;
+    int na, alast;              /* alast: the one the last request touched */
     /* Memory-level parallelism per warp: pend[w*nregs + r] == gen[w] marks
      * register r of warp w as waiting on a global load of the current
      * group; grp[w] counts that group's loads. */
@@ -40,7 +39,8 @@ typedef struct px_count {
 } px_count;
 
 /* Set up for one launch of k with nwarps warps per block; 0, or -1 when
- * out of memory (counting is then off for the launch). */
+ * out of memory. Cheap: tests launch thousands of small kernels, so
+ * nothing here is proportional to the kernel's length. */
 int px_count_begin(px_count *pc, eo_px_counters *c, const eo_px_kernel *k, const eo_px_heap *h,
                    unsigned nwarps);
 void px_count_end(px_count *pc);
@@ -48,15 +48,15 @@ void px_count_end(px_count *pc);
 void px_count_block_begin(px_count *pc, int second);
 void px_count_block_end(px_count *pc);
 
-/* One warp instruction `in` (index pc in the kernel) issued by warp w
+/* One warp instruction `in` issued by warp w
  * with `exec` the lanes that executed it. For memory instructions
  * mem_mask is the set of lanes whose access was made, addr[lane] their
  * addresses (shared addresses as offsets), bytes the access size per lane
  * (vector width included) and shared whether they reached shared memory.
  * Call px_count_uses before the instruction runs (it closes a load group
  * the instruction waits on), px_count_insn after. */
-void px_count_uses(px_count *pc, const px_insn *in, int pc_index, unsigned w);
-void px_count_insn(px_count *pc, const px_insn *in, int pc_index, unsigned w, uint32_t exec,
+void px_count_uses(px_count *pc, const px_insn *in, unsigned w);
+void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
                    uint32_t mem_mask, const uint64_t *addr, unsigned bytes, int shared);
 
 /* Exposed for the unit tests of the bank rule: the wavefronts one shared

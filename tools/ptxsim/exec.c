@@ -676,7 +676,7 @@ static int warp_step(block *b, unsigned w)
             exec |= 1u << (t - lo);
     }
     b->mem_mask = 0;
-    px_count_uses(&b->count, in, pc, w);
+    px_count_uses(&b->count, in, w);
     switch (in->op) {
     case PX_OP_SHFL: exec_shfl(b, in, w, exec); break;
     case PX_OP_VOTE: exec_vote(b, in, w, exec); break;
@@ -689,7 +689,7 @@ static int warp_step(block *b, unsigned w)
     }
     if (b->faulted)
         return 0;
-    px_count_insn(&b->count, in, pc, w, exec, b->mem_mask, b->lane_addr, b->mem_bytes,
+    px_count_insn(&b->count, in, w, exec, b->mem_mask, b->lane_addr, b->mem_bytes,
                   b->mem_shared);
     for (unsigned l = 0; l < 32; l++) {
         if (!((active >> l) & 1))
