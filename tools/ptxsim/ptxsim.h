@@ -19,6 +19,8 @@
  *   ptxsim_exec.c   the grid/block/warp scheduler, barriers, shuffles,
  *                   memory accesses and the shared-memory race detector;
  *   ptxsim_alu.c    what one thread does for one arithmetic instruction;
+ *   count.c         performance counters, counted per warp instruction;
+ *   profile.c       adding and printing counters, the double's record;
  *   ptxsim_driver.c the CUDA driver-API double built on the above;
  *   eo-ptxsim.c     a command line for studying one kernel.
  *
