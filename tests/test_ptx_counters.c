@@ -169,6 +169,18 @@ START_TEST(instruction_classes_and_lanes)
 }
 END_TEST
 
+START_TEST(loads_in_flight)
+{
+    /* Two independent loads, then one that needs their sum for its
+     * address: groups of 2 and 1 (sum k = 3, sum k^2 = 5). */
+    eo_px_counters c = run_pattern("gld_pair", 1);
+    ck_assert_uint_eq(c.gld.requests, 3);
+    ck_assert_uint_eq(c.load_groups, 2);
+    ck_assert_uint_eq(c.mlp_loads, 3);
+    ck_assert_uint_eq(c.mlp_sq, 5);
+}
+END_TEST
+
 /* ---- the production kernels ---------------------------------------------------------- */
 
 static eo_cuda_driver D;
@@ -342,6 +354,7 @@ Suite *eo_suite_ptx_counters(void)
     tcase_add_test(t, shared_bank_rule);
     tcase_add_test(t, wavefronts_partial_warp);
     tcase_add_test(t, instruction_classes_and_lanes);
+    tcase_add_test(t, loads_in_flight);
     suite_add_tcase(s, t);
     TCase *p = tcase_create("production");
     tcase_add_checked_fixture(p, setup, teardown);

@@ -356,8 +356,9 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
         free_all(&s);
     }
     fprintf(out, "\n%% of peak: of the limiting resource (DRAM bandwidth, FP32 or SFU pipe, "
-                 "shared-memory wavefronts, issue slots)\nat the estimated time. Interpreter time "
-                 "%.0f s.%s\n", ((double)clock() - t0) / CLOCKS_PER_SEC,
+                 "shared-memory wavefronts, issue slots)\nat the estimated time; when latency "
+                 "(dependent load rounds) or the launch floor limits, of the busiest\nof those. "
+                 "Interpreter time %.0f s.%s\n", ((double)clock() - t0) / CLOCKS_PER_SEC,
             unknown ? " Registers unknown for some kernels (no ptxas): occupancy not limited by "
                       "them." : "");
     eo_cuda_close(&s.cu);

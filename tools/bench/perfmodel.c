@@ -259,6 +259,7 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
         rounds = (double)(uint64_t)(rounds + 0.999999);
         out->load_latency_ns = lat;
         out->t_ms[EO_LIM_LATENCY] = rounds * per_warp * lat * 1e-6;
+        out->ideal_ms[EO_LIM_LATENCY] = out->t_ms[EO_LIM_LATENCY]; /* no faster rate exists */
     }
     out->occupancy = warps_res / g->max_warps_per_sm;
     out->ideal_ms[EO_LIM_LAUNCH] = out->t_ms[EO_LIM_LAUNCH] = LAUNCH_FLOOR_MS * (double)c->launches;
@@ -271,16 +272,20 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
     /* Latency and the launch floor have no peak to be a fraction of: for
      * them the figure is the busiest throughput resource's share. */
     double used = out->ideal_ms[out->limiter];
-    if (out->limiter == EO_LIM_LATENCY || out->limiter == EO_LIM_LAUNCH)
+    if (out->limiter == EO_LIM_LATENCY || out->limiter == EO_LIM_LAUNCH) {
+        used = 0;
         for (int i = EO_LIM_DRAM; i <= EO_LIM_ISSUE; i++)
             used = out->ideal_ms[i] > used ? out->ideal_ms[i] : used;
+    }
     out->pct_of_peak = out->ms > 0 ? 100.0 * used / out->ms : 0;
 }
 
 void eo_prediction_print(FILE *f, const eo_gpu_spec *g, const eo_prediction *p)
 {
-    fprintf(f, "estimate for %s (%s): %.4f ms, limited by %s at %.0f %% of its peak%s\n",
-            g->full_name, g->arch, p->ms, eo_limiter_name(p->limiter), p->pct_of_peak,
+    int busy = p->limiter == EO_LIM_LATENCY || p->limiter == EO_LIM_LAUNCH;
+    fprintf(f, "estimate for %s (%s): %.4f ms, limited by %s, %.0f %% of %s%s\n", g->full_name,
+            g->arch, p->ms, eo_limiter_name(p->limiter), p->pct_of_peak,
+            busy ? "the busiest resource's peak" : "its peak",
             p->sampled ? " (counters from a sample of blocks, scaled to the grid)" : "");
     for (int i = 0; i < EO_LIM_COUNT; i++)
         fprintf(f, "  %-7s %10.4f ms estimated (%.4f ms at full rate)%s\n", eo_limiter_name(i),

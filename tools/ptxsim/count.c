@@ -39,16 +39,16 @@
  * the best public description rather than a specification.
  *
  * Memory-level parallelism. A warp waits for a load only when it first
- * uses (or overwrites) the load's destination, the scoreboard rule every
+ * uses the load's destination, the scoreboard rule every
  * NVIDIA GPU since Fermi applies; the global loads a warp issues before
  * such a wait are in flight together. PTX order is not SASS order: within
  * a basic block ptxas hoists independent loads above the first use of an
  * earlier one, so a group here runs to the end of the basic block in
  * which its first use falls (the next branch or barrier), except that a
  * load whose address needs a pending value starts a new group (pointer
- * chasing cannot be hoisted). Across basic blocks nothing is hoisted:
- * loop bodies count as written, unrolled or not. count.h says how groups
- * are kept. */
+ * chasing cannot be hoisted; values computed from loaded ones count as
+ * loaded). Across basic blocks nothing is hoisted: loop bodies count as
+ * written, unrolled or not. count.h says how groups are kept. */
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/count.h"
@@ -179,6 +179,31 @@ static int pending(const px_count *pc, unsigned w, int r)
     return r >= 0 && pc->pend[(size_t)w * (size_t)pc->nregs + (size_t)r] == pc->gen[w];
 }
 
+/* The destination registers of `in` now hold values of the current group
+ * (loaded, or computed from loaded values). */
+static void mark_dest(px_count *pc, const px_insn *in, unsigned w)
+{
+    const px_operand *d = &in->o[0];
+    uint32_t *p = pc->pend + (size_t)w * (size_t)pc->nregs;
+    if (in->op == PX_OP_ST || in->op == PX_OP_RED)
+        return;
+    if (d->kind == PX_O_REG && d->reg >= 0) {
+        p[d->reg] = pc->gen[w];
+        if (d->nvec && d->v[0] >= 0)
+            p[d->v[0]] = pc->gen[w];
+    } else if (d->kind == PX_O_VEC) {
+        for (int j = 0; j < d->nvec; j++)
+            if (d->v[j] >= 0)
+                p[d->v[j]] = pc->gen[w];
+    }
+}
+
+static void mark_pending(px_count *pc, const px_insn *in, unsigned w)
+{
+    mark_dest(pc, in, w);
+    pc->grp[w]++;
+}
+
 void px_count_uses(px_count *pc, const px_insn *in, unsigned w)
 {
     if (!pc->c || !pc->grp[w])
@@ -200,23 +225,12 @@ void px_count_uses(px_count *pc, const px_insn *in, unsigned w)
     if (!hit)
         return;
     unsigned cls = classify(in);
-    if (cls == EO_PX_C_LD_GLOBAL || (cls == CLS_BY_ADDRESS && in->op == PX_OP_LD))
+    if (cls == EO_PX_C_LD_GLOBAL || (cls == CLS_BY_ADDRESS && in->op == PX_OP_LD)) {
         close_group(pc, w); /* a dependent load: it cannot join the group */
-    else
-        pc->wait[w] = 2;    /* the wait falls here; the group ends with the basic block */
-}
-
-static void mark_pending(px_count *pc, const px_insn *in, unsigned w)
-{
-    const px_operand *d = &in->o[0];
-    uint32_t *p = pc->pend + (size_t)w * (size_t)pc->nregs;
-    if (d->kind == PX_O_REG && d->reg >= 0)
-        p[d->reg] = pc->gen[w];
-    else if (d->kind == PX_O_VEC)
-        for (int j = 0; j < d->nvec; j++)
-            if (d->v[j] >= 0)
-                p[d->v[j]] = pc->gen[w];
-    pc->grp[w]++;
+        return;
+    }
+    pc->wait[w] = 2;        /* the wait falls here; the group ends with the basic block */
+    mark_dest(pc, in, w);   /* and what is computed from the loads depends on it too */
 }
 
 /* ---- distinct sectors ------------------------------------------------------------ */
