@@ -245,6 +245,22 @@ fixtures: $(BUILD)/eo-transformer-fixture
 bench-transformer: $(BUILD)/eo-train
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
+# ---- GPU speed: estimated without a GPU, measured with one -------------------
+# make bench-sim    every PTX kernel at training shapes, its time on H200,
+#                   A100 and RTX 4090 ESTIMATED from the PTX interpreter's
+#                   counters (tools/bench/bench_sim.c, perfmodel.c); about a
+#                   minute on one core. ARGS: --gpu NAME, --profile, --csv FILE.
+# make gpu-report   on a machine with a GPU: the estimates, then every kernel
+#                   timed beside cuBLAS and the estimate, make test-cuda, a
+#                   short training run per model; CSV/SVG/logs in
+#                   $(BUILD)/gpu-report (tools/bench/gpu-report.sh). Without a
+#                   GPU it says so and succeeds.
+.PHONY: bench-sim gpu-report
+bench-sim: $(BUILD)/eo-bench
+	./$(BUILD)/eo-bench --device sim $(ARGS)
+gpu-report:
+	@sh tools/bench/gpu-report.sh $(BUILD) $(BUILD)/gpu-report "$(MAKE)"
+
 # ---- the CUDA suites on a real GPU ------------------------------------------
 # `make test` runs them on the PTX interpreter; this runs the same suites
 # through libcuda.so.1 when a driver is installed, and says why not if not.

@@ -17,6 +17,7 @@
 #include "ops/cuda/device.h"
 #include "ops/cuda/driver.h"
 #include "tools/bench/bench_gpu.h"
+#include "tools/bench/predicted.h"
 
 typedef struct {
     const eo_cuda_driver *d;
@@ -168,6 +169,16 @@ static void *load_cublas(void *stream, char *why, size_t len)
     return NULL;
 }
 
+/* The model's estimate beside a measurement (tools/bench/predicted.h),
+ * or "-" when the estimates were not loaded or have no such row. */
+static void print_estimate(FILE *out, double ms, double est)
+{
+    if (est > 0)
+        fprintf(out, " %10.3f %8.2fx\n", est, ms / est);
+    else
+        fprintf(out, " %10s %9s\n", "-", "-");
+}
+
 static eo_cu_deviceptr dev_rand(gpu *g, size_t n, float scale)
 {
     eo_cu_deviceptr p = 0;
@@ -238,10 +249,11 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
     double copy_gbs = 2.0 * bytes / (copy_ms * 1e6);
     fprintf(out, "device copy bandwidth: %.1f GB/s (cuMemcpyDtoDAsync of %.0f MiB, read + write)\n\n",
            copy_gbs, bytes / 1048576.0);
-    fprintf(out, "%-22s %-16s %10s %12s %10s %10s\n", "kernel", "shape", "ms", "rate", "% of peak",
-           "vs cuBLAS");
+    fprintf(out, "%-22s %-16s %10s %12s %10s %10s %10s %9s\n", "kernel", "shape", "ms", "rate",
+            "% of peak", "vs cuBLAS", "est. ms", "meas/est");
     if (csv)
-        fprintf(csv, "kernel,shape,ms,rate,unit,percent_of_copy,ratio_cublas\n");
+        fprintf(csv, "kernel,shape,ms,rate,unit,percent_of_copy,ratio_cublas,est_ms,"
+                     "measured_over_est\n");
 
     struct { const char *name; void (*fn)(void *); double traffic; } mem[] = {
         { "softmax", run_softmax, 2 * bytes },
@@ -260,21 +272,25 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)mm, (long long)mm, (long long)mm);
     fprintf(out, "%-22s %-16s %10.3f %8.1f GF/s %10s ", "matmul nn", shape, ms, flops / (ms * 1e6), "-");
     if (B.cublas)
-        fprintf(out, "%9.2fx\n", cms / ms);
+        fprintf(out, "%9.2fx", cms / ms);
     else
-        fprintf(out, "  skipped (%s)\n", why);
+        fprintf(out, "  skipped (%s)", why);
+    double est = eo_predicted_ms(cu.name, "matmul nn", shape, NULL);
+    print_estimate(out, ms, est);
     if (csv)
-        fprintf(csv, "matmul nn,%s,%.4f,%.2f,GFLOP/s,,%.3f\n", shape, ms, flops / (ms * 1e6),
-                B.cublas ? cms / ms : 0.0);
+        fprintf(csv, "matmul nn,%s,%.4f,%.2f,GFLOP/s,,%.3f,%.4f,%.3f\n", shape, ms,
+                flops / (ms * 1e6), B.cublas ? cms / ms : 0.0, est, est > 0 ? ms / est : 0.0);
     snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
     for (size_t i = 0; i < sizeof mem / sizeof *mem; i++) {
         ms = time_ms(&g, mem[i].fn, NULL, reps);
         double gbs = mem[i].traffic / (ms * 1e6);
-        fprintf(out, "%-22s %-16s %10.3f %8.1f GB/s %9.0f%% %10s\n", mem[i].name, shape, ms, gbs,
+        fprintf(out, "%-22s %-16s %10.3f %8.1f GB/s %9.0f%% %10s", mem[i].name, shape, ms, gbs,
                100.0 * gbs / copy_gbs, "-");
+        est = eo_predicted_ms(cu.name, mem[i].name, shape, NULL);
+        print_estimate(out, ms, est);
         if (csv)
-            fprintf(csv, "%s,%s,%.4f,%.2f,GB/s,%.1f,\n", mem[i].name, shape, ms, gbs,
-                    100.0 * gbs / copy_gbs);
+            fprintf(csv, "%s,%s,%.4f,%.2f,GB/s,%.1f,,%.4f,%.3f\n", mem[i].name, shape, ms, gbs,
+                    100.0 * gbs / copy_gbs, est, est > 0 ? ms / est : 0.0);
     }
     if (B.cublas) {
         cublas_destroy_fn destroy;

@@ -22,6 +22,12 @@
  * kept, so a burst of noise hits all of them alike. A reference that is
  * missing is reported as "skipped (reason)", never as an error.
  *
+ * --device cuda times the PTX kernels on a GPU (bench_gpu.c); --device sim
+ * ESTIMATES their time on named GPUs from the PTX interpreter's counters
+ * (bench_sim.c), with --gpu NAME for one GPU and --profile for each
+ * kernel's counters; --device cuda --predicted CSV prints the estimates
+ * that a sim run wrote to CSV beside the measurements.
+ *
  * Usage: eo-bench [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE]
  *                 [--svg FILE] [--no-blas] [--no-torch] [--no-naive]
  *                 [--python EXE] [--torch-script FILE] */
@@ -35,6 +41,8 @@
 #include <unistd.h>
 #include "ops/kernels.h"
 #include "tools/bench/bench_gpu.h"
+#include "tools/bench/bench_sim.h"
+#include "tools/bench/predicted.h"
 #include "tools/threads/pool.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -1131,20 +1139,33 @@ static int parse_threads(const char *s)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: eo-bench [--device cpu|cuda] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
+            "usage: eo-bench [--device cpu|cuda|sim] [--gpu NAME] [--profile] [--predicted CSV] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
             "                [--no-blas] [--no-torch] [--no-naive] [--python EXE]\n"
             "                [--torch-script FILE]\n");
 }
 
 int main(int argc, char **argv)
 {
-    int cuda = 0;
+    int cuda = 0, sim = 0, profile = 0;
+    const char *gpu = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick"))
             opt.quick = 1;
-        else if (v && !strcmp(a, "--device") && (!strcmp(v, "cuda") || !strcmp(v, "cpu")))
-            cuda = !strcmp(v, "cuda"), i++;
+        else if (v && !strcmp(a, "--device") &&
+                 (!strcmp(v, "cuda") || !strcmp(v, "cpu") || !strcmp(v, "sim")))
+            cuda = !strcmp(v, "cuda"), sim = !strcmp(v, "sim"), i++;
+        else if (v && !strcmp(a, "--gpu"))
+            gpu = v, i++;
+        else if (!strcmp(a, "--profile"))
+            profile = 1;
+        else if (v && !strcmp(a, "--predicted")) {
+            if (eo_predicted_load(v) != 0) {
+                fprintf(stderr, "eo-bench: cannot read %s\n", v);
+                return 2;
+            }
+            i++;
+        }
         else if (!strcmp(a, "--no-blas"))
             opt.no_blas = 1;
         else if (!strcmp(a, "--no-torch"))
@@ -1169,6 +1190,13 @@ int main(int argc, char **argv)
         }
     }
 
+    if (sim) { /* estimates from the interpreter: tools/bench/bench_sim.c */
+        FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
+        int rc = eo_bench_sim(gpu, opt.filter, profile, stdout, csv);
+        if (csv)
+            fclose(csv);
+        return rc;
+    }
     if (cuda) { /* the GPU mode: tools/bench/bench_gpu.c */
         FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
         int rc = eo_bench_gpu(NULL, opt.quick ? 1 : 2, stdout, csv);

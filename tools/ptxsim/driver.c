@@ -744,8 +744,13 @@ static eo_cu_result do_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsig
     c.params_size = eo_px_kernel_param_bytes(fn->k);
     c.step_limit = sim.step_limit;
     c.trace_block = c.trace_thread = -1;
+    eo_px_counters counters; /* tools/ptxsim/profile.c keeps them */
+    memset(&counters, 0, sizeof counters);
+    c.counters = &counters;
+    c.sample_blocks = eo_ptxsim_sample();
     eo_px_fault f;
     eo_status st = eo_px_run(fn->k, dev->heap, &c, &f);
+    eo_ptxsim_counters_record(eo_px_kernel_name(fn->k), &counters);
     sim.clock_ms += 0.01;
     if (st == EO_ERR_ARG)
         return EO_CUDA_ERROR_INVALID_VALUE;

@@ -94,4 +94,25 @@ void *eo_ptxsim_device_bytes(uint64_t dev, size_t n);
  * default). */
 void eo_ptxsim_set_step_limit(uint64_t steps);
 
+/* ---- performance counters (kept in tools/ptxsim/profile.c) ----------------
+ * Every launch through the double is counted (eo_px_counters in
+ * ptxsim.h). The double keeps the last launch's counters and, per kernel
+ * name, the sum over launches since the last eo_ptxsim_counters_reset()
+ * (eo_ptxsim_driver_reset leaves them alone, so a test can reset the
+ * device and still read what ran). */
+const eo_px_counters *eo_ptxsim_last_counters(void);
+/* The i-th kernel launched since the last counters reset, in first-launch
+ * order: 1 with its name and totals, 0 past the end. */
+int eo_ptxsim_kernel_counters(int i, const char **name, eo_px_counters *out);
+/* The totals of the kernel with this name: 1, or 0 if it has not run. */
+int eo_ptxsim_counters_of(const char *name, eo_px_counters *out);
+void eo_ptxsim_counters_reset(void);
+/* Run only `blocks` blocks of each launch, spread over the grid (0: all):
+ * for measuring counters at large shapes (eo_px_config.sample_blocks);
+ * results are then incomplete. */
+void eo_ptxsim_set_sample(unsigned blocks);
+unsigned eo_ptxsim_sample(void);
+/* Called by the launch path: add one launch's counters under its kernel. */
+void eo_ptxsim_counters_record(const char *kernel, const eo_px_counters *c);
+
 #endif

@@ -4,6 +4,7 @@
  *   eo-ptxsim FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z]
  *             --arg KIND ... [--shared BYTES] [--print N] [--max-steps N]
  *             [--trace] [--trace-thread BLOCK,THREAD]
+ *             [--profile [--gpu NAME]] [--sample BLOCKS]
  *
  * One --arg per kernel parameter, in order:
  *   f32buf:N[=INIT]  u32buf:N[=INIT]  s32buf:N[=INIT]   a device buffer of
@@ -18,6 +19,14 @@
  * block B (linear index) and to the values of thread T (linear index in
  * the block). --max-steps raises
  * the interpreter's guard against endless loops (1e8 warp instructions).
+ * --profile prints the launch's performance counters (instruction mix,
+ * global sectors per request and sector efficiency, shared-memory
+ * wavefronts and bank conflicts, active lanes: ptxsim.h says what each
+ * means) and, when ptxas is installed, registers, shared memory and the
+ * occupancy they allow, then the performance model's estimate for the
+ * named GPU (--gpu, default H200; tools/bench/perfmodel.h lists them).
+ * --sample B runs only B blocks spread over the grid (counters scale to
+ * the grid in the estimate; buffers are then incomplete).
  *
  * Exit status: 0 the kernel ran cleanly; 1 it faulted (the fault is
  * printed); 2 bad usage, or the PTX did not load. */
@@ -25,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tools/bench/perfmodel.h"
 #include "tools/ptxsim/ptxsim.h"
 
 #define MAX_ARGS 32
@@ -42,7 +52,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: eo-ptxsim FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] "
                     "--arg KIND... [--shared BYTES] [--print N] [--max-steps N] [--trace]\n"
-                    "  [--trace-thread B,T]\n"
+                    "  [--trace-thread B,T] [--profile [--gpu NAME]] [--sample BLOCKS]\n"
                     "  KIND: f32buf:N[=INIT] u32buf:N[=INIT] s32buf:N[=INIT] u32:V s32:V u64:V "
                     "s64:V f32:V f64:V\n  INIT: NUMBER | ramp | ramp:START,STEP | rand:SEED | "
                     "file:PATH\n");
@@ -236,6 +246,34 @@ static void print_buf(const arg *a, int index, eo_px_heap *h, size_t limit)
     fflush(stdout);
 }
 
+/* --profile: the counters, then what ptxas and the model make of them. */
+static void profile(const char *text, size_t len, const char *kname, const eo_px_counters *c,
+                    const char *gpu_name)
+{
+    printf("\n-- performance counters (PTX as interpreted; see tools/ptxsim/ptxsim.h) --\n");
+    eo_px_counters_print(stdout, kname, c);
+    const eo_gpu_spec *g = eo_gpu_find(gpu_name);
+    if (!g) {
+        printf("no GPU named '%s' in the model's table (tools/bench/perfmodel.c)\n", gpu_name);
+        return;
+    }
+    eo_kernel_resources res;
+    char why[256];
+    int known = eo_ptxas_resources(text, len, kname, g->arch, &res, why, sizeof why) == 0;
+    if (!known)
+        printf("registers: unknown (%s); occupancy assumed full\n", why);
+    eo_occupancy occ;
+    eo_occupancy_compute(g, c->threads_per_block, known ? &res : NULL, c->shared_per_block, &occ);
+    if (known)
+        printf("ptxas -arch=%s: %d registers/thread, %d bytes static shared/block\n", g->arch,
+               res.regs, res.shared_static);
+    printf("occupancy on %s: %d block(s)/SM, %d warps/SM (%.0f %%), limited by %s\n", g->name,
+           occ.blocks_per_sm, occ.warps_per_sm, 100.0 * occ.occupancy, occ.limiter);
+    eo_prediction p;
+    eo_predict(g, c, &occ, &p);
+    eo_prediction_print(stdout, g, &p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -249,11 +287,16 @@ int main(int argc, char **argv)
     c.trace_thread = -1;
     size_t print_limit = 64;
     const char *argspec[MAX_ARGS];
-    int nargs = 0, do_trace = 0;
+    int nargs = 0, do_trace = 0, do_profile = 0;
+    const char *gpu = "H200";
     for (int i = 3; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--trace")) {
             do_trace = 1;
+            continue;
+        }
+        if (!strcmp(o, "--profile")) {
+            do_profile = 1;
             continue;
         }
         if (!v)
@@ -267,6 +310,10 @@ int main(int argc, char **argv)
             c.dyn_shared = strtoul(v, NULL, 10);
         } else if (!strcmp(o, "--max-steps")) {
             c.step_limit = strtoull(v, NULL, 10);
+        } else if (!strcmp(o, "--sample")) {
+            c.sample_blocks = (unsigned)strtoul(v, NULL, 10);
+        } else if (!strcmp(o, "--gpu")) {
+            gpu = v;
         } else if (!strcmp(o, "--print")) {
             print_limit = strtoul(v, NULL, 10);
         } else if (!strcmp(o, "--trace-thread") &&
@@ -285,7 +332,6 @@ int main(int argc, char **argv)
     char err[512];
     eo_px_module *m = NULL;
     eo_status st = eo_px_module_load(text, len, &m, err, sizeof err);
-    free(text);
     if (st != EO_OK) {
         /* "line N: ..." becomes "FILE:N: ...", the form editors jump to. */
         fprintf(stderr, "%s:%s\n", path, strncmp(err, "line ", 5) == 0 ? err + 5 : err);
@@ -333,6 +379,10 @@ int main(int argc, char **argv)
     c.params = params;
     c.params_size = eo_px_kernel_param_bytes(k);
     c.trace = do_trace ? stdout : NULL;
+    eo_px_counters counters;
+    memset(&counters, 0, sizeof counters);
+    if (do_profile)
+        c.counters = &counters;
     eo_px_fault f;
     st = eo_px_run(k, h, &c, &f);
     if (st == EO_ERR_ARG) {
@@ -347,8 +397,11 @@ int main(int argc, char **argv)
         rc = 1;
     } else {
         rc = 0;
+        if (do_profile)
+            profile(text, len, kname, &counters, gpu);
     }
 out:
+    free(text);
     eo_px_heap_free(h);
     eo_px_module_free(m);
     return rc;

@@ -26,12 +26,18 @@
  * with the lanes actually executing it.
  *
  * The first fault stops the launch and is reported with kernel, block,
- * thread and PTX line. */
+ * thread and PTX line.
+ *
+ * Performance counters (eo_px_counters) ride on the same loop: each warp
+ * instruction, once executed, is handed to count.c with its active mask
+ * and, for memory instructions, the addresses its lanes used (collected by
+ * mem_at as the lanes run). With sampling, only some blocks run. */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/alu.h"
+#include "tools/ptxsim/count.h"
 
 enum { TS_RUN, TS_BAR, TS_DONE };
 
@@ -62,6 +68,14 @@ typedef struct block {
     uint32_t epoch;
     uint64_t steps, step_limit;
     int tracing;      /* this block is traced */
+    /* Counters: the current warp instruction's memory accesses, per lane
+     * (shared ones as offsets), filled by mem_at. */
+    px_count count;
+    uint64_t lane_addr[32];
+    uint32_t mem_mask;
+    unsigned mem_bytes;
+    int mem_shared;
+    int pair_second;  /* an odd linear block index (count.h, pair_new_sectors) */
 } block;
 
 static eo_px_dim thread_dim(const block *b, unsigned t)
@@ -248,6 +262,18 @@ static void shared_track(block *b, unsigned t, size_t off, unsigned n, int write
     }
 }
 
+/* For the counters: lane t%32 of the current warp instruction accessed n
+ * bytes at addr (a shared offset when shared). Warps are 32 consecutive
+ * threads, so the lane is t mod 32. */
+static void note_access(block *b, unsigned t, uint64_t addr, unsigned n, int shared)
+{
+    unsigned lane = t % 32;
+    b->lane_addr[lane] = addr;
+    b->mem_mask |= 1u << lane;
+    b->mem_bytes = n;
+    b->mem_shared = shared;
+}
+
 /* Host bytes for an access of n bytes at `addr` in `space`, after every
  * check; NULL once a fault has been recorded. Atomics skip race tracking:
  * they are the sanctioned way for threads to share a location. */
@@ -278,14 +304,19 @@ static unsigned char *mem_at(block *b, const px_insn *in, unsigned t, int space,
         }
         if (!atomic)
             shared_track(b, t, (size_t)addr, n, write, in->line);
-        return b->faulted ? NULL : b->shared + addr;
+        if (b->faulted)
+            return NULL;
+        note_access(b, t, addr, n, 1);
+        return b->shared + addr;
     }
     unsigned char *p = eo_px_heap_span(b->heap, addr, n);
     if (!p) {
         char why[200];
         eo_px_heap_explain(b->heap, addr, n, why, sizeof why);
         fault(b, EO_PX_FAULT_GLOBAL_OOB, t, in->line, "global %s: %s", write ? "write" : "read", why);
+        return NULL;
     }
+    note_access(b, t, addr, n, 0);
     return p;
 }
 
@@ -644,6 +675,8 @@ static int warp_step(block *b, unsigned w)
         if (go)
             exec |= 1u << (t - lo);
     }
+    b->mem_mask = 0;
+    px_count_uses(&b->count, in, w);
     switch (in->op) {
     case PX_OP_SHFL: exec_shfl(b, in, w, exec); break;
     case PX_OP_VOTE: exec_vote(b, in, w, exec); break;
@@ -656,6 +689,8 @@ static int warp_step(block *b, unsigned w)
     }
     if (b->faulted)
         return 0;
+    px_count_insn(&b->count, in, w, exec, b->mem_mask, b->lane_addr, b->mem_bytes,
+                  b->mem_shared);
     for (unsigned l = 0; l < 32; l++) {
         if (!((active >> l) & 1))
             continue;
@@ -723,14 +758,21 @@ static int barrier(block *b)
     return 1;
 }
 
-static void run_block(block *b)
+/* The j-th sampled pair of blocks out of npairs: a golden-ratio sequence
+ * (frac(0.5 + j * 0.618...)), so that samples spread over every grid
+ * dimension; evenly spaced linear indices would alias with grid.x (every
+ * sample on the same column of a 2D grid). */
+static uint64_t sample_pair(uint64_t j, uint64_t npairs)
 {
-    size_t cells = (size_t)b->nthreads * (size_t)b->k->nregs;
-    memset(b->init, 0, cells);
-    memset(b->pc, 0, b->nthreads * sizeof *b->pc);
-    memset(b->state, TS_RUN, b->nthreads);
-    memset(b->shared, 0, b->shared_size);
-    b->epoch++; /* a new interval: no shadow entry from the last block is current */
+    double f = 0.5 + (double)j * 0.6180339887498949;
+    f -= (double)(uint64_t)f;
+    uint64_t p = (uint64_t)(f * (double)npairs);
+    return p < npairs ? p : npairs - 1;
+}
+
+/* Run the block's warps until all have exited (or one faulted). */
+static void run_warps(block *b)
+{
     for (;;) {
         for (unsigned w = 0; w < b->nwarps; w++) {
             while (warp_step(b, w)) {
@@ -747,6 +789,19 @@ static void run_block(block *b)
         if (!barrier(b))
             return;
     }
+}
+
+static void run_block(block *b)
+{
+    size_t cells = (size_t)b->nthreads * (size_t)b->k->nregs;
+    memset(b->init, 0, cells);
+    memset(b->pc, 0, b->nthreads * sizeof *b->pc);
+    memset(b->state, TS_RUN, b->nthreads);
+    memset(b->shared, 0, b->shared_size);
+    b->epoch++; /* a new interval: no shadow entry from the last block is current */
+    px_count_block_begin(&b->count, b->pair_second);
+    run_warps(b);
+    px_count_block_end(&b->count);
 }
 
 eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
@@ -788,22 +843,39 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
      * so one zeroing here serves the whole launch. */
     b.sh = calloc(shared ? shared : 1, sizeof *b.sh);
     eo_status st = EO_OK;
-    if (!b.regs || !b.init || !b.pc || !b.state || !b.shared || !b.sh) {
+    uint64_t nblocks = (uint64_t)c->grid.x * c->grid.y * c->grid.z;
+    if (!b.regs || !b.init || !b.pc || !b.state || !b.shared || !b.sh ||
+        px_count_begin(&b.count, c->counters, k, h, b.nwarps) != 0) {
         st = EO_ERR_OOM;
     } else {
-        long linear = 0;
-        for (unsigned z = 0; z < c->grid.z && !b.faulted; z++)
-            for (unsigned y = 0; y < c->grid.y && !b.faulted; y++)
-                for (unsigned x = 0; x < c->grid.x && !b.faulted; x++, linear++) {
-                    b.ctaid.x = x;
-                    b.ctaid.y = y;
-                    b.ctaid.z = z;
-                    b.tracing = c->trace && (c->trace_block < 0 || c->trace_block == linear);
-                    run_block(&b);
-                }
+        if (c->counters) {
+            c->counters->launches++;
+            c->counters->blocks += nblocks;
+            c->counters->threads_per_block = b.nthreads;
+            c->counters->shared_per_block = shared;
+        }
+        /* All blocks in order, or sample_blocks of them in adjacent pairs
+         * spread evenly over the grid. */
+        uint64_t pairs = (nblocks + 1) / 2, runs = nblocks, want = c->sample_blocks;
+        if (want && want < nblocks) {
+            pairs = (want + 1) / 2;
+            runs = 2 * pairs < nblocks ? 2 * pairs : nblocks;
+        }
+        for (uint64_t i = 0; i < runs && !b.faulted; i++) {
+            uint64_t linear = i;
+            if (runs != nblocks)
+                linear = 2 * sample_pair(i / 2, nblocks / 2) + i % 2;
+            b.pair_second = linear % 2 == 1;
+            b.ctaid.x = (unsigned)(linear % c->grid.x);
+            b.ctaid.y = (unsigned)(linear / c->grid.x % c->grid.y);
+            b.ctaid.z = (unsigned)(linear / ((uint64_t)c->grid.x * c->grid.y));
+            b.tracing = c->trace && (c->trace_block < 0 || c->trace_block == (long)linear);
+            run_block(&b);
+        }
         if (b.faulted)
             st = EO_ERR_CUDA;
     }
+    px_count_end(&b.count);
     free(b.regs);
     free(b.init);
     free(b.pc);

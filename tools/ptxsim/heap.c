@@ -129,6 +129,16 @@ void *eo_px_heap_span(const eo_px_heap *h, uint64_t dev, size_t n)
     return a->host + (dev - a->base);
 }
 
+int eo_px_heap_extent(const eo_px_heap *h, uint64_t dev, uint64_t *base, size_t *size)
+{
+    const px_alloc *a = h ? find(h, dev) : NULL;
+    if (!a || !a->live || dev - a->base >= a->size)
+        return 0;
+    *base = a->base;
+    *size = a->size;
+    return 1;
+}
+
 size_t eo_px_heap_live_count(const eo_px_heap *h) { return h ? h->live : 0; }
 
 const char *eo_px_heap_explain(const eo_px_heap *h, uint64_t dev, size_t n, char *buf,

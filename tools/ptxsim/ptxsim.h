@@ -19,6 +19,8 @@
  *   ptxsim_exec.c   the grid/block/warp scheduler, barriers, shuffles,
  *                   memory accesses and the shared-memory race detector;
  *   ptxsim_alu.c    what one thread does for one arithmetic instruction;
+ *   count.c         performance counters, counted per warp instruction;
+ *   profile.c       adding and printing counters, the double's record;
  *   ptxsim_driver.c the CUDA driver-API double built on the above;
  *   eo-ptxsim.c     a command line for studying one kernel.
  *
@@ -112,6 +114,9 @@ eo_status eo_px_heap_release(eo_px_heap *h, uint64_t dev);
  * allocation, else NULL. */
 void *eo_px_heap_span(const eo_px_heap *h, uint64_t dev, size_t n);
 size_t eo_px_heap_live_count(const eo_px_heap *h);
+/* The live allocation holding byte dev: 1 and its base and size, else 0
+ * (the counters use it to measure a kernel's footprint). */
+int eo_px_heap_extent(const eo_px_heap *h, uint64_t dev, uint64_t *base, size_t *size);
 
 /* Why an access at `dev` of n bytes is bad, as a sentence ("8 bytes past
  * the end of the 4096-byte allocation at 0xd0000000000"), or NULL if it
@@ -150,6 +155,109 @@ typedef struct eo_px_fault {
 /* A short stable name for a fault kind ("shared-race"). */
 const char *eo_px_fault_name(eo_px_fault_kind k);
 
+/* ---- performance counters -------------------------------------------------
+ * What Nsight Compute would report for a launch, counted by the
+ * interpreter as it runs (deterministic: same kernel, same inputs, same
+ * numbers). Everything is counted per WARP instruction, as the hardware
+ * issues them; what a single lane does only enters through the active
+ * mask and the addresses. Counting is on when eo_px_config.counters is
+ * not NULL; tools/ptxsim/counters.c adds, scales and prints them.
+ *
+ * Limits, read before trusting a number: the interpreter runs PTX, not
+ * the SASS that ptxas makes of it, so instruction counts are PTX counts
+ * (ptxas may fuse, unroll, hoist or add address arithmetic); global
+ * traffic is counted at the L1 level (requests and sectors), never as
+ * DRAM traffic, which depends on caches the interpreter does not model.
+ *
+ * Instruction classes (a warp instruction counts once however many of
+ * its lanes are active; a guarded-off instruction still issues):
+ *   ffma fmul fadd  f32 fma/mad, mul, add/sub (the FP32 pipe)
+ *   fp_other        other f32/f64 arithmetic: min max abs neg, setp and
+ *                   selp on floats, f64 anything except transcendentals
+ *   sfu             transcendentals and divides: rcp sqrt rsqrt ex2 lg2
+ *                   sin cos tanh div (the MUFU pipe on the GPU)
+ *   integer         integer and bitwise arithmetic, integer setp/selp
+ *   convert         cvt (cvta is integer arithmetic)
+ *   ld/st shared    ld/st that reach shared memory, atomics there too
+ *   ld/st global    ld/st that reach global memory (generic addresses are
+ *                   classified by where they land), atom/red global
+ *   shuffle         shfl and vote
+ *   barrier         bar.sync, bar.warp.sync, membar/fence
+ *   branch          bra, ret, exit
+ *   other           mov, ld.param (a constant-bank operand in SASS) */
+typedef enum eo_px_class {
+    EO_PX_C_FFMA, EO_PX_C_FMUL, EO_PX_C_FADD, EO_PX_C_FP_OTHER, EO_PX_C_SFU,
+    EO_PX_C_INT, EO_PX_C_CVT, EO_PX_C_LD_SHARED, EO_PX_C_ST_SHARED, EO_PX_C_LD_GLOBAL,
+    EO_PX_C_ST_GLOBAL, EO_PX_C_ATOM_GLOBAL, EO_PX_C_SHFL, EO_PX_C_BAR, EO_PX_C_BRANCH,
+    EO_PX_C_OTHER,
+    EO_PX_NCLASS
+} eo_px_class;
+
+/* Global memory, one set per direction (loads, stores, atomics):
+ *   requests  warp instructions with at least one lane executing;
+ *   sectors   32-byte sectors those requests touch (per request, the
+ *             distinct sectors of the active lanes' addresses: 4 per
+ *             request for 32 consecutive floats);
+ *   bytes     bytes the active lanes asked for, each distinct address
+ *             once (a broadcast load asks for 4 bytes, not 128).
+ * Sector efficiency = bytes / (32 * sectors).
+ *
+ * Shared memory (loads; stores, with shared atomics counted as stores):
+ *   requests   warp instructions reaching shared memory;
+ *   wavefronts passes the banks need (tools/ptxsim/exec.c, shared_wavefronts,
+ *              has the rule and its source);
+ *   ideal      wavefronts the same request would take with no bank
+ *              conflict (1 per 32-bit request, 2 per 64-bit, 4 per
+ *              128-bit when every lane is active);
+ * Bank conflicts = wavefronts - ideal, as Nsight Compute counts them. */
+typedef struct eo_px_mem {
+    uint64_t requests, sectors, bytes;
+} eo_px_mem;
+typedef struct eo_px_smem {
+    uint64_t requests, wavefronts, ideal;
+} eo_px_smem;
+
+typedef struct eo_px_counters {
+    uint64_t launches;       /* launches added into this record */
+    uint64_t blocks;         /* blocks in the grid(s) */
+    uint64_t blocks_run;     /* blocks the interpreter ran: fewer when sampling */
+    unsigned threads_per_block; /* of the last launch added */
+    size_t shared_per_block;    /* static + dynamic bytes, of the last launch */
+    uint64_t warp_inst[EO_PX_NCLASS];
+    uint64_t warp_insts;     /* all classes */
+    uint64_t thread_insts;   /* sum over warp instructions of executing lanes */
+    eo_px_mem gld, gst, gatom;
+    eo_px_smem sld, sst;
+    /* Global footprint, in 32-byte sectors:
+     *   unique_sectors  distinct sectors the launch touched (each once over
+     *                   all the blocks that ran: the compulsory traffic);
+     *   block_sectors   sum over blocks of the distinct sectors each block
+     *                   touched (the traffic if no block found another's
+     *                   data in L2);
+     *   alloc_bytes     bytes of the distinct allocations it touched (an
+     *                   upper bound on the footprint when sampling). */
+    uint64_t unique_sectors, block_sectors, alloc_bytes;
+    /* How much a block shares with its neighbour (blocks with adjacent
+     * linear indices run at the same time on the GPU): over the odd blocks
+     * (linear index 2i+1) that ran, pair_new_sectors sums the sectors each
+     * touched that no earlier block of the launch had; pair_blocks counts
+     * them. The model uses it to estimate what a wave of blocks reads. */
+    uint64_t pair_new_sectors, pair_blocks;
+    /* Memory-level parallelism: global loads a warp issues before it first
+     * uses one of their results form a group of k loads in flight. Over
+     * all groups: mlp_loads = sum k (global load instructions), mlp_sq =
+     * sum k*k; mlp_sq / mlp_loads is the load-weighted mean group size. */
+    uint64_t mlp_loads, mlp_sq, load_groups; /* load_groups: the number of groups */
+} eo_px_counters;
+
+/* Counter arithmetic and printing (tools/ptxsim/profile.c). */
+void eo_px_counters_add(eo_px_counters *into, const eo_px_counters *c);
+const char *eo_px_class_name(int cls); /* "ffma", "ld.global", ... */
+/* Sector efficiency (0..1) of one direction; 0 when it made no request. */
+double eo_px_sector_efficiency(const eo_px_mem *m);
+/* The counters as a readable report, two-space indented, for people. */
+void eo_px_counters_print(FILE *f, const char *kernel, const eo_px_counters *c);
+
 typedef struct eo_px_config {
     eo_px_dim grid, block;
     size_t dyn_shared;          /* bytes for `.extern .shared` arrays */
@@ -164,6 +272,16 @@ typedef struct eo_px_config {
     FILE *trace;
     long trace_block;
     long trace_thread;
+    /* Counters, when not NULL: the launch's counts are ADDED to *counters
+     * (zero it first for one launch's figures). */
+    eo_px_counters *counters;
+    /* Sampling, for studying large grids: when sample_blocks is not 0 and
+     * smaller than the grid, only that many blocks run, spread evenly over
+     * the grid in adjacent pairs (blocks 2j and 2j+1 for S/2 values of j
+     * from a golden-ratio sequence, S rounded up to even), so that what
+     * neighbouring blocks share can be measured. The output is then
+     * incomplete: this is for counters, never for results. */
+    unsigned sample_blocks;
 } eo_px_config;
 
 /* Run the whole grid. EO_OK: the kernel ran to completion; EO_ERR_ARG:

@@ -1,0 +1,367 @@
+/* tests/test_ptx_counters.c — the PTX interpreter's performance counters.
+ *
+ * Two halves.
+ *
+ * The counters themselves, on one-warp kernels whose right answer is known
+ * by hand (tests/ptx_good/counters.ptx): 32 consecutive floats touch 4
+ * sectors, a stride of two 8, a broadcast 1; 32 lanes on one bank take 32
+ * shared-memory wavefronts, a broadcast 1; v2 and v4 shared accesses are
+ * served per half- and quarter-warp (tools/ptxsim/count.c cites the rule).
+ *
+ * The production kernels (the files in ptx/), run through their CUDA launchers on
+ * the driver double at small fixed shapes, against one table of expected
+ * figures (`expected` below, one line per case). The figures are ratios
+ * (sectors per request, sector efficiency, wavefronts per request,
+ * instruction shares), so they survive unrelated edits but move when an
+ * access pattern changes: a new bank conflict or an uncoalesced load fails
+ * here. When a kernel is rebuilt on purpose, run this suite, copy the
+ * "measured" line it prints for the case into the table, and say in the
+ * commit why the numbers moved. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops/cuda/device.h"
+#include "tools/ptxsim/count.h"
+#include "tools/ptxsim/driver.h"
+
+/* ---- the counters on hand-written kernels -------------------------------------- */
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s (tests run from the repository root)", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Run kernel(a, stride) of counters.ptx with one warp; its counters. */
+static eo_px_counters run_pattern(const char *kernel, unsigned stride)
+{
+    char *text = slurp("tests/ptx_good/counters.ptx"), err[256];
+    eo_px_module *m = NULL;
+    ck_assert_msg(eo_px_module_load(text, strlen(text), &m, err, sizeof err) == EO_OK, "%s", err);
+    free(text);
+    const eo_px_kernel *k = eo_px_module_kernel(m, kernel);
+    ck_assert_ptr_nonnull(k);
+    eo_px_heap *h = eo_px_heap_new();
+    uint64_t a;
+    ck_assert_int_eq(eo_px_heap_alloc(h, 32 * 64 * 4, &a), EO_OK);
+    unsigned char params[16];
+    memcpy(params, &a, 8);
+    memcpy(params + 8, &stride, 4);
+    eo_px_counters c;
+    memset(&c, 0, sizeof c);
+    eo_px_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.grid.x = cfg.grid.y = cfg.grid.z = 1;
+    cfg.block.x = 32;
+    cfg.block.y = cfg.block.z = 1;
+    cfg.params = params;
+    cfg.params_size = eo_px_kernel_param_bytes(k);
+    cfg.counters = &c;
+    eo_px_fault f;
+    ck_assert_msg(eo_px_run(k, h, &cfg, &f) == EO_OK, "%s", f.msg);
+    eo_px_heap_free(h);
+    eo_px_module_free(m);
+    return c;
+}
+
+START_TEST(global_sectors_per_request)
+{
+    /* 32 lanes x 4 consecutive bytes = 128 bytes = 4 sectors, all used. */
+    eo_px_counters c = run_pattern("gld_stride", 1);
+    ck_assert_uint_eq(c.gld.requests, 1);
+    ck_assert_uint_eq(c.gld.sectors, 4);
+    ck_assert_uint_eq(c.gld.bytes, 128);
+    ck_assert_uint_eq(c.gst.sectors, 4);
+    ck_assert_uint_eq(c.unique_sectors, 4); /* the store hits the sectors the load touched */
+    /* A stride of 2 floats: 8 sectors, half of each unused. */
+    c = run_pattern("gld_stride", 2);
+    ck_assert_uint_eq(c.gld.sectors, 8);
+    ck_assert(fabs(eo_px_sector_efficiency(&c.gld) - 0.5) < 1e-12);
+    /* A stride of 8 floats (32 bytes): one sector per lane. */
+    c = run_pattern("gld_stride", 8);
+    ck_assert_uint_eq(c.gld.sectors, 32);
+    /* Every lane the same address: one sector, 4 useful bytes of 32. */
+    c = run_pattern("gld_stride", 0);
+    ck_assert_uint_eq(c.gld.sectors, 1);
+    ck_assert_uint_eq(c.gld.bytes, 4);
+}
+END_TEST
+
+START_TEST(shared_bank_rule)
+{
+    /* 32-bit accesses: the busiest bank's distinct words. */
+    static const struct { const char *k; unsigned stride, wavefronts, ideal; } cases[] = {
+        {"sld32", 1, 1, 1},    /* word l: every bank once */
+        {"sld32", 2, 2, 1},    /* words 2l: banks 0,2,..,30 twice each */
+        {"sld32", 32, 32, 1},  /* word 32l: all 32 lanes in bank 0 */
+        {"sld32", 33, 1, 1},   /* padded rows: word 33l is bank l */
+        {"sld32", 0, 1, 1},    /* one word: broadcast */
+        {"sst32", 32, 32, 1},  /* stores follow the same rule */
+        {"sst32", 1, 1, 1},
+        /* 64-bit: per half-warp of 16 lanes, 128 bytes per pass. */
+        {"sld64", 1, 2, 2},    /* 16 lanes x 8 bytes fill the 32 banks: 1 pass per half */
+        {"sld64", 2, 4, 2},    /* 16-byte stride: lanes l and l+8 share banks: 2 per half */
+        {"sld64", 0, 2, 2},    /* broadcast within each half */
+        /* 128-bit: per quarter-warp of 8 lanes. */
+        {"sld128", 1, 4, 4},   /* conflict-free: 4 passes */
+        {"sld128", 2, 8, 4},   /* 32-byte stride: lanes l and l+4 collide: 2 per quarter */
+        {"sld128", 0, 4, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        eo_px_counters c = run_pattern(cases[i].k, cases[i].stride);
+        const eo_px_smem *m = cases[i].k[1] == 's' && cases[i].k[2] == 't' ? &c.sst : &c.sld;
+        ck_assert_msg(m->requests == 1 && m->wavefronts == cases[i].wavefronts &&
+                          m->ideal == cases[i].ideal,
+                      "%s stride %u: %llu wavefronts (ideal %llu) in %llu requests, want %u (%u)",
+                      cases[i].k, cases[i].stride, (unsigned long long)m->wavefronts,
+                      (unsigned long long)m->ideal, (unsigned long long)m->requests,
+                      cases[i].wavefronts, cases[i].ideal);
+    }
+}
+END_TEST
+
+START_TEST(wavefronts_partial_warp)
+{
+    /* Only the lanes that execute count: 8 lanes of 32 in bank 0, and a v4
+     * access by one quarter-warp is one pass. */
+    uint64_t addr[32];
+    unsigned ideal;
+    for (unsigned l = 0; l < 32; l++)
+        addr[l] = 128u * l;
+    ck_assert_uint_eq(px_shared_wavefronts(addr, 0xffu, 4, &ideal), 8);
+    ck_assert_uint_eq(ideal, 1);
+    for (unsigned l = 0; l < 32; l++)
+        addr[l] = 16u * l;
+    ck_assert_uint_eq(px_shared_wavefronts(addr, 0xff00u, 16, &ideal), 1);
+    ck_assert_uint_eq(ideal, 1);
+    /* Sub-word accesses to one word broadcast: bytes 0..31 of words 0..7. */
+    for (unsigned l = 0; l < 32; l++)
+        addr[l] = l;
+    ck_assert_uint_eq(px_shared_wavefronts(addr, 0xffffffffu, 1, &ideal), 1);
+}
+END_TEST
+
+START_TEST(instruction_classes_and_lanes)
+{
+    eo_px_counters c = run_pattern("gld_stride", 1);
+    /* ld.param x2, mov, mul.lo, mul.wide, add.s64, ld.global, add.f32, st.global, ret */
+    ck_assert_uint_eq(c.warp_insts, 10);
+    ck_assert_uint_eq(c.warp_inst[EO_PX_C_LD_GLOBAL], 1);
+    ck_assert_uint_eq(c.warp_inst[EO_PX_C_ST_GLOBAL], 1);
+    ck_assert_uint_eq(c.warp_inst[EO_PX_C_FADD], 1);
+    ck_assert_uint_eq(c.warp_inst[EO_PX_C_INT], 3);
+    ck_assert_uint_eq(c.warp_inst[EO_PX_C_OTHER], 3);
+    ck_assert_uint_eq(c.warp_inst[EO_PX_C_BRANCH], 1);
+    ck_assert_uint_eq(c.thread_insts, 320); /* every lane, every instruction */
+    ck_assert_uint_eq(c.mlp_loads, 1);
+    ck_assert_uint_eq(c.load_groups, 1);
+}
+END_TEST
+
+START_TEST(loads_in_flight)
+{
+    /* Two independent loads, then one that needs their sum for its
+     * address: groups of 2 and 1 (sum k = 3, sum k^2 = 5). */
+    eo_px_counters c = run_pattern("gld_pair", 1);
+    ck_assert_uint_eq(c.gld.requests, 3);
+    ck_assert_uint_eq(c.load_groups, 2);
+    ck_assert_uint_eq(c.mlp_loads, 3);
+    ck_assert_uint_eq(c.mlp_sq, 5);
+}
+END_TEST
+
+/* ---- the production kernels ---------------------------------------------------------- */
+
+static eo_cuda_driver D;
+static eo_cuda CU;
+static eo_exec EX;
+static eo_cu_deviceptr bufs[16];
+static int nbufs;
+
+static void setup(void)
+{
+    char err[256];
+    eo_ptxsim_driver_reset();
+    eo_ptxsim_driver(&D);
+    ck_assert_msg(eo_cuda_open(&CU, &D, 0, err, sizeof err) == EO_OK, "%s", err);
+    EX.cuda = &CU;
+    eo_ptxsim_counters_reset();
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < nbufs; i++)
+        eo_cuda_free_block(&CU, bufs[i]);
+    nbufs = 0;
+    eo_cuda_close(&CU);
+    eo_ptxsim_driver_reset();
+}
+
+/* n floats of `v` on the device. */
+static float *fb(size_t n, float v)
+{
+    eo_cu_deviceptr p;
+    ck_assert_int_lt(nbufs, 16);
+    ck_assert_int_eq(eo_cuda_alloc_block(&CU, n * 4, &p), EO_OK);
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    eo_cuda_memset32(&CU, p, bits, n);
+    bufs[nbufs++] = p;
+    return (float *)(uintptr_t)p;
+}
+
+static void run(const char *name)
+{
+    if (!strncmp(name, "matmul", 6)) { /* "matmul nn" etc., 64x64x64: one block */
+        int ta = name[7] == 't', tb = name[8] == 't';
+        float *a = fb(64 * 64, 0.5f), *b = fb(64 * 64, 0.5f), *c = fb(64 * 64, 0);
+        eo_cuda_k_matmul(ta, tb, 1, 64, 64, 64, a, 64, 0, b, 64, 0, 0.0f, c, 64, 0, NULL, &EX);
+    } else if (!strcmp(name, "softmax")) {
+        float *x = fb(8 * 1024, 0.5f), *y = fb(8 * 1024, 0);
+        eo_cuda_k_softmax(0, 8, 1024, x, y, NULL, &EX);
+    } else if (!strcmp(name, "layernorm")) {
+        float *x = fb(8 * 1024, 0.5f), *w = fb(1024, 1), *b = fb(1024, 0), *y = fb(8 * 1024, 0);
+        float *m = fb(8, 0), *r = fb(8, 0);
+        eo_cuda_k_layernorm(8, 1024, x, w, b, 1e-5f, y, m, r, &EX);
+    } else if (!strcmp(name, "cross_entropy")) {
+        float *x = fb(8 * 1024, 0.5f), *lse = fb(8, 0), *loss = fb(1, 0);
+        int32_t *t = (int32_t *)fb(8, 0); /* all-zero bits: class 0 */
+        eo_cuda_k_cross_entropy(8, 1024, x, t, -100, lse, loss, &EX);
+    } else if (!strcmp(name, "gelu")) {
+        float *x = fb(8192, 0.5f), *y = fb(8192, 0);
+        eo_cuda_k_unary(EO_UN_GELU_TANH, 8192, x, y, 0, &EX);
+    } else if (!strcmp(name, "adamw")) {
+        float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *m = fb(8192, 0), *v = fb(8192, 0);
+        eo_cuda_k_adamw(8192, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, &EX);
+    } else if (!strcmp(name, "attention")) { /* B 1, H 2, T 64, D 32, causal */
+        size_t n = 2 * 64 * 32;
+        float *q = fb(n, 0.1f), *k = fb(n, 0.1f), *v = fb(n, 0.5f), *o = fb(n, 0);
+        float *lse = fb(2 * 64, 0);
+        eo_cuda_k_attention(1, 2, 64, 64, 32, q, k, v, NULL, NULL, 1, 0.17f, o, lse, NULL, &EX);
+    } else {
+        ck_abort_msg("no case '%s'", name);
+    }
+    char msg[256];
+    ck_assert_msg(eo_cuda_sync(&CU) == EO_OK && eo_cuda_take_error(&CU, msg, sizeof msg) == EO_OK,
+                  "%s failed", name);
+}
+
+/* Expected counters, one line per case (-1: not checked). Columns:
+ *   ld sect/req  global load sectors per request: 4.00 is 32 lanes reading
+ *                32 consecutive floats; more means a spread-out access;
+ *   ld eff %     global load sector efficiency: bytes used / bytes moved;
+ *   st eff %     the same for global stores;
+ *   sld wf/req   shared-load wavefronts per request: 1.00 is conflict-free
+ *                for 32-bit accesses (2.00 for v2, 4.00 for v4);
+ *   sst wf/req   the same for shared stores;
+ *   ffma %       FFMA share of all warp instructions;
+ *   active %     active lanes: thread instructions / (32 x warp instructions). */
+static const struct expected {
+    const char *cas, *kernel;
+    double ld_spr, ld_eff, st_eff, sld_wf, sst_wf, ffma, active;
+} expected[] = {
+    /* 64x64x64 tiles: the A tile store is 16-way conflicted when A is
+     * k-contiguous (nn: 1 of the 2 tile stores; nt: both, as B is too). */
+    {"matmul nn", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 8.50, 45.1, 99.1},
+    {"matmul tn", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 1.00, 45.1, 99.1},
+    {"matmul nt", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 16.00, 45.1, 99.1},
+    {"softmax", "eo_softmax", 4.00, 100.0, 100.0, 1.00, 1.00, 5.5, 94.5},
+    /* the per-row mean/rstd loads and stores are single lanes */
+    {"layernorm", "eo_layernorm", 3.86, 98.9, 98.7, 1.00, 1.00, -1, -1},
+    {"cross_entropy", "eo_ce_lse", 4.00, 100.0, -1, 1.00, 1.00, -1, -1},
+    {"gelu", "eo_unary", 4.00, 100.0, 100.0, -1, -1, -1, -1},
+    {"adamw", "eo_adamw", 4.00, 100.0, 100.0, -1, -1, -1, -1},
+    /* one block per query: lanes that each take a key read K rows apart,
+     * so a load request spreads over ~14 sectors at 22.5 % efficiency */
+    {"attention", "eo_attn_fwd", 14.40, 22.5, 82.5, 1.00, 1.00, 4.7, 87.5},
+};
+
+static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
+
+START_TEST(production_kernel_counters)
+{
+    const struct expected *e = &expected[_i];
+    run(e->cas);
+    eo_px_counters c;
+    ck_assert_msg(eo_ptxsim_counters_of(e->kernel, &c), "%s did not launch %s", e->cas, e->kernel);
+    double got[7] = {
+        ratio(c.gld.sectors, c.gld.requests), 100.0 * eo_px_sector_efficiency(&c.gld),
+        100.0 * eo_px_sector_efficiency(&c.gst), ratio(c.sld.wavefronts, c.sld.requests),
+        ratio(c.sst.wavefronts, c.sst.requests),
+        100.0 * ratio(c.warp_inst[EO_PX_C_FFMA], c.warp_insts),
+        100.0 * ratio(c.thread_insts, 32 * c.warp_insts),
+    };
+    const double want[7] = {e->ld_spr, e->ld_eff, e->st_eff, e->sld_wf, e->sst_wf, e->ffma,
+                            e->active};
+    static const char *const what[7] = {"ld sect/req", "ld eff %", "st eff %", "sld wf/req",
+                                        "sst wf/req", "ffma %", "active %"};
+    char measured[200];
+    snprintf(measured, sizeof measured, "{\"%s\", \"%s\", %.2f, %.1f, %.1f, %.2f, %.2f, %.1f, %.1f}",
+             e->cas, e->kernel, got[0], got[1], got[2], got[3], got[4], got[5], got[6]);
+    for (int i = 0; i < 7; i++) {
+        if (want[i] < 0)
+            continue;
+        double tol = i == 0 || i == 3 || i == 4 ? 0.005 : 0.05;
+        ck_assert_msg(fabs(got[i] - want[i]) <= tol,
+                      "%s (%s): %s is %.3f, the table says %.3f; measured: %s", e->cas, e->kernel,
+                      what[i], got[i], want[i], measured);
+    }
+}
+END_TEST
+
+/* The driver double keeps the last launch and a per-kernel total. */
+START_TEST(driver_keeps_totals)
+{
+    run("gelu");
+    run("gelu");
+    eo_px_counters c;
+    ck_assert(eo_ptxsim_counters_of("eo_unary", &c));
+    const eo_px_counters *last = eo_ptxsim_last_counters();
+    ck_assert_uint_eq(c.launches, 2);
+    ck_assert_uint_eq(last->launches, 1);
+    ck_assert_uint_eq(c.warp_insts, 2 * last->warp_insts);
+    const char *name;
+    ck_assert(eo_ptxsim_kernel_counters(0, &name, NULL));
+    ck_assert_str_eq(name, "eo_unary");
+    ck_assert(!eo_ptxsim_kernel_counters(1, NULL, NULL));
+    /* Sampling runs fewer blocks and says so. */
+    eo_ptxsim_counters_reset();
+    eo_ptxsim_set_sample(4);
+    run("gelu");
+    eo_ptxsim_set_sample(0);
+    ck_assert(eo_ptxsim_counters_of("eo_unary", &c));
+    ck_assert_uint_eq(c.blocks_run, 4);
+    ck_assert_uint_eq(c.blocks, 32);
+}
+END_TEST
+
+Suite *eo_suite_ptx_counters(void)
+{
+    Suite *s = suite_create("ptx_counters");
+    TCase *t = tcase_create("hand-written");
+    tcase_add_test(t, global_sectors_per_request);
+    tcase_add_test(t, shared_bank_rule);
+    tcase_add_test(t, wavefronts_partial_warp);
+    tcase_add_test(t, instruction_classes_and_lanes);
+    tcase_add_test(t, loads_in_flight);
+    suite_add_tcase(s, t);
+    TCase *p = tcase_create("production");
+    tcase_add_checked_fixture(p, setup, teardown);
+    tcase_set_timeout(p, 60);
+    tcase_add_loop_test(p, production_kernel_counters, 0,
+                        (int)(sizeof expected / sizeof *expected));
+    tcase_add_test(p, driver_keeps_totals);
+    suite_add_tcase(s, p);
+    return s;
+}

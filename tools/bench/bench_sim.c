@@ -1,0 +1,367 @@
+/* tools/bench/bench_sim.c — `eo-bench --device sim`: how fast the PTX
+ * kernels would be on real GPUs, ESTIMATED on a machine without one.
+ *
+ * Each case runs the CUDA backend's own launcher (the function training
+ * calls) at a real training shape, through the PTX interpreter's driver
+ * double with counting on; the performance model (perfmodel.h) turns each
+ * launched kernel's counters into a time per GPU, and a case's time is the
+ * sum over its kernels. At large shapes the interpreter runs only a
+ * sample of blocks (adjacent pairs spread over the grid, eo_px_config's
+ * sample_blocks) and the model scales per-block counts to the grid; the
+ * table says how many blocks ran. Results of a sampled run are
+ * incomplete, which does not matter: only the counters are read.
+ *
+ * Inputs are constant fills (0.5, or valid class indices), which is what
+ * the counters need: no kernel here branches on data values except on
+ * masks and targets, which are set to their common case. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ops/cuda/device.h"
+#include "ops/cuda/ptx.h"
+#include "tools/bench/bench_sim.h"
+#include "tools/bench/perfmodel.h"
+#include "tools/ptxsim/driver.h"
+
+#define MAX_BUFS 12
+
+typedef struct sim {
+    eo_cuda cu;
+    eo_exec ex;
+    eo_cu_deviceptr buf[MAX_BUFS];
+    int nbuf;
+    int failed;
+} sim;
+
+/* A device buffer of n floats holding `fill` everywhere. */
+static float *dbuf(sim *s, size_t n, float fill)
+{
+    eo_cu_deviceptr p = 0;
+    if (s->nbuf == MAX_BUFS || eo_cuda_alloc_block(&s->cu, n * 4, &p) != EO_OK) {
+        s->failed = 1;
+        return NULL;
+    }
+    uint32_t bits;
+    memcpy(&bits, &fill, 4);
+    eo_cuda_memset32(&s->cu, p, bits, n);
+    s->buf[s->nbuf++] = p;
+    return (float *)(uintptr_t)p;
+}
+
+static int32_t *ibuf(sim *s, size_t n, int32_t value)
+{
+    eo_cu_deviceptr p = 0;
+    if (s->nbuf == MAX_BUFS || eo_cuda_alloc_block(&s->cu, n * 4, &p) != EO_OK) {
+        s->failed = 1;
+        return NULL;
+    }
+    eo_cuda_memset32(&s->cu, p, (uint32_t)value, n);
+    s->buf[s->nbuf++] = p;
+    return (int32_t *)(uintptr_t)p;
+}
+
+static void free_all(sim *s)
+{
+    for (int i = 0; i < s->nbuf; i++)
+        eo_cuda_free_block(&s->cu, s->buf[i]);
+    s->nbuf = 0;
+}
+
+/* ---- the cases ------------------------------------------------------------------ */
+
+typedef struct bcase {
+    const char *kernel, *shape;
+    int64_t a, b, c, d;     /* sizes, meaning per case */
+    int variant;            /* transposes, log, ... */
+    double work;            /* bytes the contract forces, or flops (matmul, attention) */
+    int flops;              /* work is flops */
+    unsigned sample;        /* blocks to run (0: all) */
+    void (*run)(sim *, const struct bcase *);
+} bcase;
+
+static void run_matmul(sim *s, const bcase *c)
+{
+    int64_t M = c->a, N = c->b, K = c->c;
+    int ta = c->variant & 1, tb = (c->variant >> 1) & 1;
+    float *A = dbuf(s, (size_t)(M * K), 0.5f), *B = dbuf(s, (size_t)(K * N), 0.5f);
+    float *C = dbuf(s, (size_t)(M * N), 0.0f);
+    if (s->failed)
+        return;
+    eo_cuda_k_matmul(ta, tb, 1, M, N, K, A, ta ? M : K, 0, B, tb ? K : N, 0, 0.0f, C, N, 0, NULL,
+                     &s->ex);
+}
+
+static void run_softmax(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *y = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_softmax(c->variant, c->a, c->b, x, y, NULL, &s->ex);
+}
+
+static void run_softmax_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *y = dbuf(s, n, 0.001f), *dy = dbuf(s, n, 0.5f), *dx = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_softmax_backward(c->variant, c->a, c->b, y, dy, dx, &s->ex);
+}
+
+static void run_layernorm(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *w = dbuf(s, (size_t)c->b, 1.0f), *b = dbuf(s, (size_t)c->b, 0.0f);
+    float *y = dbuf(s, n, 0.0f), *m = dbuf(s, (size_t)c->a, 0.0f), *r = dbuf(s, (size_t)c->a, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_layernorm(c->a, c->b, x, w, b, 1e-5f, y, m, r, &s->ex);
+}
+
+static void run_layernorm_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *w = dbuf(s, (size_t)c->b, 1.0f), *m = dbuf(s, (size_t)c->a, 0.5f);
+    float *r = dbuf(s, (size_t)c->a, 1.0f), *dy = dbuf(s, n, 0.5f), *dx = dbuf(s, n, 0.0f);
+    float *dw = dbuf(s, (size_t)c->b, 0.0f), *db = dbuf(s, (size_t)c->b, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_layernorm_backward(c->a, c->b, x, w, m, r, dy, dx, dw, db, NULL, &s->ex);
+}
+
+static void run_xent(sim *s, const bcase *c)
+{
+    float *x = dbuf(s, (size_t)(c->a * c->b), 0.5f), *lse = dbuf(s, (size_t)c->a, 0.0f);
+    float *loss = dbuf(s, 1, 0.0f);
+    int32_t *t = ibuf(s, (size_t)c->a, 1);
+    if (!s->failed)
+        eo_cuda_k_cross_entropy(c->a, c->b, x, t, -100, lse, loss, &s->ex);
+}
+
+static void run_xent_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *lse = dbuf(s, (size_t)c->a, 1.0f), *dl = dbuf(s, 1, 1.0f);
+    float *dx = dbuf(s, n, 0.0f);
+    int32_t *t = ibuf(s, (size_t)c->a, 1);
+    if (!s->failed)
+        eo_cuda_k_cross_entropy_backward(c->a, c->b, x, t, -100, lse, dl, dx, &s->ex);
+}
+
+static void run_gelu(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *y = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_unary(EO_UN_GELU_TANH, (int64_t)n, x, y, 0.0f, &s->ex);
+}
+
+static void run_adamw(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *w = dbuf(s, n, 0.5f), *g = dbuf(s, n, 0.01f), *m = dbuf(s, n, 0.0f);
+    float *v = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_adamw((int64_t)n, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, &s->ex);
+}
+
+/* B, H, T, D in a, b, c, d; causal. */
+static void run_attention(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b * c->c * c->d);
+    float *q = dbuf(s, n, 0.1f), *k = dbuf(s, n, 0.1f), *v = dbuf(s, n, 0.5f);
+    float *o = dbuf(s, n, 0.0f), *lse = dbuf(s, (size_t)(c->a * c->b * c->c), 0.0f);
+    if (s->failed)
+        return;
+    float scale = 0.125f;
+    if (!c->variant) {
+        eo_cuda_k_attention(c->a, c->b, c->c, c->c, c->d, q, k, v, NULL, NULL, 1, scale, o, lse,
+                            NULL, &s->ex);
+        return;
+    }
+    float *dout = dbuf(s, n, 0.5f), *dq = dbuf(s, n, 0.0f), *dk = dbuf(s, n, 0.0f);
+    float *dv = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_attention_backward(c->a, c->b, c->c, c->c, c->d, q, k, v, NULL, NULL, 1, scale,
+                                     o, lse, dout, dq, dk, dv, NULL, NULL, NULL, &s->ex);
+}
+
+#define MM(shape, M, N, K, v, samp) \
+    {v == 0 ? "matmul nn" : v == 1 ? "matmul tn" : "matmul nt", shape, M, N, K, 0, v, \
+     2.0 * M * N * K, 1, samp, run_matmul}
+#define ROWS(name, shape, r, c, v, passes, fn) \
+    {name, shape, r, c, 0, 0, v, (passes) * 4.0 * (r) * (c), 0, 8, fn}
+
+/* Variant of matmul: bit 0 A transposed, bit 1 B transposed (nn, tn, nt). */
+static const bcase cases[] = {
+    MM("4096x4096x4096", 4096, 4096, 4096, 0, 2),
+    MM("4096x4096x4096", 4096, 4096, 4096, 1, 2),
+    MM("4096x4096x4096", 4096, 4096, 4096, 2, 2),
+    /* the MLP on Fashion-MNIST, batch 128: 784 -> 256 -> 10, and the dW of layer 0 */
+    MM("128x256x784", 128, 256, 784, 0, 4),
+    MM("128x10x256", 128, 10, 256, 0, 4),
+    MM("784x256x128", 784, 256, 128, 1, 4),
+    /* the char-GPT (d_model 128, context 64, batch 32: 2048 rows): qkv, MLP up, MLP down */
+    MM("2048x384x128", 2048, 384, 128, 0, 4),
+    MM("2048x512x128", 2048, 512, 128, 0, 4),
+    MM("2048x128x512", 2048, 128, 512, 0, 4),
+    ROWS("softmax", "4096x1024", 4096, 1024, 0, 2, run_softmax),
+    ROWS("softmax", "512x50257", 512, 50257, 0, 2, run_softmax),
+    ROWS("softmax_bwd", "4096x1024", 4096, 1024, 0, 3, run_softmax_bwd),
+    ROWS("log_softmax", "512x50257", 512, 50257, 1, 2, run_softmax),
+    ROWS("layernorm", "4096x1024", 4096, 1024, 0, 2, run_layernorm),
+    ROWS("layernorm_bwd", "4096x1024", 4096, 1024, 0, 3, run_layernorm_bwd),
+    ROWS("cross_entropy", "4096x1024", 4096, 1024, 0, 1, run_xent),
+    ROWS("cross_entropy", "512x50257", 512, 50257, 0, 1, run_xent),
+    ROWS("cross_entropy_bwd", "512x50257", 512, 50257, 0, 2, run_xent_bwd),
+    ROWS("gelu", "4096x1024", 4096, 1024, 0, 2, run_gelu),
+    ROWS("adamw", "4096x1024", 4096, 1024, 0, 7, run_adamw),
+    /* GPT-2-small attention heads (H 12, D 64) at T = 1024, batch 8, causal:
+     * forward 4*B*T^2*H*D / 2 flops, backward 2.5x that. */
+    {"attention", "8x12x1024x64", 8, 12, 1024, 64, 0, 2.0 * 8 * 12 * 1024.0 * 1024 * 64, 1, 6,
+     run_attention},
+    {"attention_bwd", "8x12x1024x64", 8, 12, 1024, 64, 1, 5.0 * 8 * 12 * 1024.0 * 1024 * 64, 1, 6,
+     run_attention},
+};
+
+/* The module text holding `.entry kernel(` (for ptxas). */
+static const eo_ptx_module *module_of(const char *kernel)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, ".entry %s(", kernel);
+    for (int i = 0; i < eo_ptx_count(); i++)
+        if (strstr(eo_ptx_get(i)->text, pat))
+            return eo_ptx_get(i);
+    return NULL;
+}
+
+/* One case on one GPU: the sum over the kernels it launched. */
+typedef struct {
+    double ms, ideal_lim, longest;
+    int limiter;
+} estimate;
+
+static estimate estimate_case(const eo_gpu_spec *g, int *regs_unknown)
+{
+    estimate e = {0, 0, -1, 0};
+    const char *name;
+    eo_px_counters c;
+    for (int i = 0; eo_ptxsim_kernel_counters(i, &name, &c); i++) {
+        const eo_ptx_module *m = module_of(name);
+        eo_kernel_resources res;
+        char why[200];
+        int known = m && eo_ptxas_resources(m->text, m->len, name, g->arch, &res, why,
+                                            sizeof why) == 0;
+        if (!known)
+            *regs_unknown = 1;
+        eo_occupancy occ;
+        eo_occupancy_compute(g, c.threads_per_block, known ? &res : NULL, c.shared_per_block, &occ);
+        eo_prediction p;
+        eo_predict(g, &c, &occ, &p);
+        e.ms += p.ms;
+        e.ideal_lim += p.pct_of_peak * p.ms / 100.0;
+        if (p.ms > e.longest) {
+            e.longest = p.ms;
+            e.limiter = p.limiter;
+        }
+    }
+    return e;
+}
+
+static void print_counters(FILE *out)
+{
+    const char *name;
+    eo_px_counters c;
+    for (int i = 0; eo_ptxsim_kernel_counters(i, &name, &c); i++)
+        eo_px_counters_print(out, name, &c);
+}
+
+int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FILE *csv)
+{
+    const eo_gpu_spec *only = NULL;
+    if (gpu && !(only = eo_gpu_find(gpu))) {
+        fprintf(stderr, "eo-bench --device sim: no GPU '%s' in the model; known:", gpu);
+        for (int i = 0; i < eo_gpu_count(); i++)
+            fprintf(stderr, " %s", eo_gpu_at(i)->name);
+        fputc('\n', stderr);
+        return 2;
+    }
+    static eo_cuda_driver drv;
+    static sim s;
+    char err[512];
+    eo_ptxsim_driver_reset();
+    eo_ptxsim_driver(&drv);
+    if (eo_cuda_open(&s.cu, &drv, 0, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-bench --device sim: %s\n", err);
+        return 1;
+    }
+    s.ex.cuda = &s.cu;
+    fprintf(out, "eo-bench --device sim: ESTIMATES, not measurements. The PTX interpreter counts "
+                 "each kernel's work\n(tools/ptxsim), the roofline model in tools/bench/perfmodel.c "
+                 "turns the counts into a time;\nat large shapes only the blocks shown ran and "
+                 "per-block counts are scaled to the grid.\nColumns per GPU: estimated ms, the "
+                 "limiting resource, %% of that resource's peak.\n\n");
+    fprintf(out, "%-18s %-15s %-11s", "kernel", "shape", "blocks run");
+    for (int i = 0; i < eo_gpu_count(); i++)
+        if (only ? only == eo_gpu_at(i) : eo_gpu_at(i)->in_table)
+            fprintf(out, " | %-8s est. ms  limit   %%", eo_gpu_at(i)->name);
+    fputc('\n', out);
+    if (csv)
+        fprintf(csv, "gpu,kernel,shape,est_ms,limiter,pct_of_limit_peak,rate,unit,blocks_run,"
+                     "blocks\n");
+    int unknown = 0;
+    double t0 = (double)clock();
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const bcase *c = &cases[k];
+        char label[64];
+        snprintf(label, sizeof label, "%s %s", c->kernel, c->shape);
+        if (filter && !strstr(label, filter))
+            continue;
+        eo_ptxsim_counters_reset();
+        eo_ptxsim_set_sample(c->sample);
+        c->run(&s, c);
+        eo_cuda_sync(&s.cu);
+        eo_ptxsim_set_sample(0);
+        char msg[300];
+        if (s.failed || eo_cuda_take_error(&s.cu, msg, sizeof msg) != EO_OK) {
+            fprintf(out, "%-18s %-15s failed: %s\n", c->kernel, c->shape,
+                    s.failed ? "cannot allocate its buffers" : msg);
+            s.failed = 0;
+            free_all(&s);
+            continue;
+        }
+        uint64_t run = 0, blocks = 0;
+        eo_px_counters pc;
+        for (int i = 0; eo_ptxsim_kernel_counters(i, NULL, &pc); i++)
+            run += pc.blocks_run, blocks += pc.blocks;
+        char br[32];
+        snprintf(br, sizeof br, "%llu/%llu", (unsigned long long)run, (unsigned long long)blocks);
+        fprintf(out, "%-18s %-15s %-11s", c->kernel, c->shape, br);
+        for (int i = 0; i < eo_gpu_count(); i++) {
+            const eo_gpu_spec *g = eo_gpu_at(i);
+            if (only ? only != g : !g->in_table)
+                continue;
+            estimate e = estimate_case(g, &unknown);
+            double pct = e.ms > 0 ? 100.0 * e.ideal_lim / e.ms : 0;
+            fprintf(out, " | %16.4f %-6s %3.0f", e.ms, eo_limiter_name(e.limiter), pct);
+            double rate = c->flops ? c->work / (e.ms * 1e-3) * 1e-9 : c->work / (e.ms * 1e-3) * 1e-9;
+            if (csv)
+                fprintf(csv, "%s,%s,%s,%.5f,%s,%.1f,%.1f,%s,%llu,%llu\n", g->name, c->kernel,
+                        c->shape, e.ms, eo_limiter_name(e.limiter), pct, rate,
+                        c->flops ? "GFLOP/s" : "GB/s", (unsigned long long)run,
+                        (unsigned long long)blocks);
+        }
+        fputc('\n', out);
+        if (verbose)
+            print_counters(out);
+        fflush(out);
+        free_all(&s);
+    }
+    fprintf(out, "\n%% of peak: of the limiting resource (DRAM bandwidth, FP32 or SFU pipe, "
+                 "shared-memory wavefronts, issue slots)\nat the estimated time; when latency "
+                 "(dependent load rounds) or the launch floor limits, of the busiest\nof those. "
+                 "Interpreter time %.0f s.%s\n", ((double)clock() - t0) / CLOCKS_PER_SEC,
+            unknown ? " Registers unknown for some kernels (no ptxas): occupancy not limited by "
+                      "them." : "");
+    eo_cuda_close(&s.cu);
+    eo_ptxsim_driver_reset();
+    return 0;
+}
