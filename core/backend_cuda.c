@@ -92,14 +92,12 @@ const eo_backend eo_backend_cuda = {
     .adamw = eo_cuda_k_adamw,
 };
 
-eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
-                         size_t persist_bytes, size_t step_bytes)
+EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
+                       size_t persist_bytes, size_t step_bytes),
+          (ctx, drv, device, persist_bytes, step_bytes))
 {
-    if (!ctx)
-        return EO_ERR_ARG;
     if (ctx->exec.cuda)
         return eo_fail(ctx, EO_ERR_STATE, "cuda_attach: a CUDA device is already attached");
-    ctx->op = "cuda_attach";
     /* The driver table and the backend state live in the persistent arena. */
     eo_cuda_driver *table;
     eo_cuda *cu;

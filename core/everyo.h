@@ -4,9 +4,13 @@
  *
  * Reading guide
  *  - Every fallible call returns eo_status (alloc/status.h). On failure
- *    eo_last_error(ctx) holds one line naming the op, the shapes and what
- *    was expected, and the context stays usable: nothing is half-written
- *    that a later call could trip on.
+ *    eo_last_error(ctx) holds one line that starts with the call's name
+ *    ("conv2d: ...", also when an op it is built from failed) and gives
+ *    the shapes and what was expected, and the context stays usable: the
+ *    arenas (step and persistent) and the tape are back where they were
+ *    before the call, so nothing is half-written that a later call could
+ *    trip on. A NULL ctx returns EO_ERR_ARG (with nowhere to put a
+ *    message); calls that return no status do nothing for a NULL ctx.
  *  - Memory comes from two arenas the caller hands to eo_ctx_init():
  *      persistent — parameters, their gradients, optimizer state;
  *      step       — activations, saved values, the tape, scratch;
@@ -21,7 +25,10 @@
  *    broadcast axis.
  *
  * Statuses common to every op below (not repeated on each):
- *   EO_ERR_ARG    a required pointer is NULL or a value is out of range;
+ *   EO_ERR_ARG    a required pointer (ctx, an input, the output pointer)
+ *                 is NULL or a value is out of range;
+ *   EO_ERR_SHAPE  a size computed from the inputs (an element count, its
+ *                 bytes, an output side) does not fit: no size wraps;
  *   EO_ERR_DTYPE  an input is not the dtype stated;
  *   EO_ERR_DEVICE inputs live on different devices;
  *   EO_ERR_OOM    the step arena is full (message: bytes needed and left);
@@ -64,6 +71,9 @@ typedef struct eo_tensor {
 
 /* ---- context ------------------------------------------------------------ */
 
+/* A point in the step arenas and the tape (see eo_mark_get below). */
+typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mark;
+
 typedef struct eo_ctx {
     eo_arena persist, step;        /* host arenas (metadata always; data for CPU tensors) */
     eo_arena dev_persist, dev_step;/* device arenas (data of CUDA tensors) */
@@ -75,7 +85,10 @@ typedef struct eo_ctx {
                                       once attached, the CUDA device state */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
-    const char *op;                /* the op running now, for messages */
+    const char *op;                /* the public call running now, for messages */
+    int depth;                     /* public calls running (1: the caller's own) */
+    eo_mark entry;                 /* where the caller's call began: a failed */
+    eo_arena_mark entry_persist, entry_dev_persist; /* call rewinds to here */
     char err[320];
 } eo_ctx;
 
@@ -105,7 +118,6 @@ int eo_set_grad(eo_ctx *ctx, int enabled);
 
 /* A point in the step arenas and the tape, and the way back to it. Use one
  * per training step: mark before the forward, rewind after the update. */
-typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mark;
 eo_mark eo_mark_get(const eo_ctx *ctx);
 void eo_rewind(eo_ctx *ctx, eo_mark m);
 

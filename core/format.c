@@ -3,6 +3,7 @@
  * The library is freestanding, so there is no snprintf. Messages only
  * need strings, integers, a few floats and tensor shapes; this is that
  * and nothing more. Output is always NUL-terminated and truncated to fit. */
+#include "alloc/text.h"
 #include "core/internal.h"
 
 typedef struct { char *buf; size_t cap, len; } sink;
@@ -114,14 +115,31 @@ size_t eo_format(char *buf, size_t cap, const char *fmt, ...)
     return n;
 }
 
+/* Does msg start with "op:"? */
+static int names(const char *msg, const char *op)
+{
+    return eo_text_starts(msg, op) && msg[eo_text_len(op)] == ':';
+}
+
 eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...)
 {
     if (!ctx)
         return s;
+    char msg[sizeof ctx->err];
     va_list ap;
     va_start(ap, fmt);
-    eo_vformat(ctx->err, sizeof ctx->err, fmt, ap);
+    eo_vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* The call the caller made comes first, whatever inner op failed. */
+    if (ctx->op && !names(msg, ctx->op))
+        eo_format(ctx->err, sizeof ctx->err, "%s: %s", ctx->op, msg);
+    else
+        eo_format(ctx->err, sizeof ctx->err, "%s", msg);
     ctx->last_status = s;
     return s;
+}
+
+eo_status eo_need(eo_ctx *ctx, int ok, const char *what, const char *rule, double v)
+{
+    return ok ? EO_OK : eo_fail(ctx, EO_ERR_ARG, "%s must be %s, got %f", what, rule, v);
 }
