@@ -69,6 +69,7 @@ static void put_f(sink *s, double v)
 static void put_shape(sink *s, const eo_tensor *t)
 {
     if (!t) { puts_(s, "NULL"); return; }
+    if (t->rank < 0 || t->rank > EO_MAX_RANK) { puts_(s, "[bad rank]"); return; }
     put(s, '[');
     for (int i = 0; i < t->rank; i++) {
         if (i) put(s, 'x');

@@ -117,7 +117,9 @@ void eo_give_back(const eo_lent *l);
 /* Reserve host memory for a metadata struct from the step arena. */
 eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out);
 
-/* Validate an op's inputs: non-NULL, dtype, same device as the first. */
+/* Validate an op's inputs: non-NULL, rank 0..4 and an open device (any
+ * dtype), then also the dtype; and the same device as the first. */
+eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
 /* A kernel slot that is NULL means unsupported. */

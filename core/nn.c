@@ -286,6 +286,7 @@ static eo_status module_forward_body(eo_ctx *ctx, const eo_module *m, eo_tensor 
     const char *op = forward_name(m);
     if (!m || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL layer, input or output pointer", op);
+    EO_CHECK(eo_expect_any(ctx, op, x));
     int has_params = m->kind == EO_MOD_LINEAR || m->kind == EO_MOD_CONV2D ||
                      m->kind == EO_MOD_LAYERNORM;
     if (has_params && !m->w)

@@ -88,8 +88,7 @@ eo_status eo_bwd_max(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); 
 
 EO_PUBLIC(sum_all, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
 {
-    if (!x)
-        return eo_fail(ctx, EO_ERR_ARG, "sum_all: NULL tensor");
+    EO_CHECK(eo_expect(ctx, "sum_all", x, EO_F32));
     int64_t n = eo_numel(x);
     eo_tensor *flat;
     EO_CHECK(eo_reshape(ctx, x, 1, &n, &flat));

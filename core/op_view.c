@@ -82,8 +82,9 @@ eo_status eo_bwd_view(eo_ctx *ctx, eo_node *n)
 
 EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
 {
-    if (!x || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "contiguous: NULL argument");
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "contiguous: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "contiguous", x));
     if (eo_is_contiguous(x)) {
         *out = x;
         return EO_OK;
@@ -114,8 +115,9 @@ eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
 EO_PUBLIC(reshape, (eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, eo_tensor **out),
           (ctx, x, rank, shape, out))
 {
-    if (!x || !out || (rank > 0 && !shape))
-        return eo_fail(ctx, EO_ERR_ARG, "reshape: NULL argument");
+    if (!out || (rank > 0 && !shape))
+        return eo_fail(ctx, EO_ERR_ARG, "reshape: NULL shape or output pointer");
+    EO_CHECK(eo_expect_any(ctx, "reshape", x));
     if (rank < 0 || rank > EO_MAX_RANK)
         return eo_fail(ctx, EO_ERR_AXIS, "reshape: rank %d outside 0..%d", rank, EO_MAX_RANK);
     int64_t s[EO_MAX_RANK], known = 1;
@@ -150,8 +152,9 @@ EO_PUBLIC(reshape, (eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, e
 EO_PUBLIC(permute, (eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out),
           (ctx, x, perm, out))
 {
-    if (!x || !perm || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL argument");
+    if (!perm || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL permutation or output pointer");
+    EO_CHECK(eo_expect_any(ctx, "permute", x));
     eo_op_params p = {0};
     p.view.kind = EO_VIEW_PERMUTE;
     int seen = 0;
@@ -168,8 +171,9 @@ EO_PUBLIC(permute, (eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out)
 EO_PUBLIC(transpose, (eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tensor **out),
           (ctx, x, axis0, axis1, out))
 {
-    if (!x || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "transpose: NULL argument");
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "transpose: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "transpose", x));
     int a = eo_axis(axis0, x->rank), b = eo_axis(axis1, x->rank);
     if (a < 0 || b < 0)
         return eo_fail(ctx, EO_ERR_AXIS, "transpose: axes %d, %d out of range for %T", axis0,
@@ -186,8 +190,9 @@ EO_PUBLIC(slice, (eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t le
                  eo_tensor **out),
           (ctx, x, axis, start, len, out))
 {
-    if (!x || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "slice: NULL argument");
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "slice: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "slice", x));
     int a = eo_axis(axis, x->rank);
     if (a < 0)
         return eo_fail(ctx, EO_ERR_AXIS, "slice: axis %d out of range for %T", axis, x);
@@ -215,8 +220,7 @@ EO_PUBLIC(concat, (eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor
     if (!xs || !out || n < 1 || n > EO_NODE_MAX_IN)
         return eo_fail(ctx, EO_ERR_ARG, "concat: need 1..%d tensors, got %d", EO_NODE_MAX_IN, n);
     for (int i = 0; i < n; i++)
-        if (!xs[i])
-            return eo_fail(ctx, EO_ERR_ARG, "concat: tensor %d is NULL", i);
+        EO_CHECK(eo_expect_any(ctx, "concat", xs[i]));
     const eo_tensor *x0 = xs[0];
     int a = eo_axis(axis, x0->rank);
     if (a < 0)

@@ -113,8 +113,7 @@ EO_PUBLIC(backward, (eo_ctx *ctx, eo_tensor *loss), (ctx, loss))
 
 static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
 {
-    if (!loss)
-        return eo_fail(ctx, EO_ERR_ARG, "backward: NULL loss");
+    EO_CHECK(eo_expect_any(ctx, "backward", loss));
     if (eo_numel(loss) != 1 || loss->dtype != EO_F32)
         return eo_fail(ctx, EO_ERR_STATE, "backward: loss must be one f32 element, got %T",
                        loss);

@@ -257,10 +257,24 @@ EO_PUBLIC(param_new, (eo_ctx *ctx, eo_device device, const char *name, int rank,
     return EO_OK;
 }
 
-eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt)
+eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
 {
     if (!t)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    /* Only a tensor changed by hand gets here with these: refuse it before
+     * anything reads its shape or its backend. */
+    if (t->rank < 0 || t->rank > EO_MAX_RANK)
+        return eo_fail(ctx, EO_ERR_AXIS, "%s: a tensor of rank %d (ranks are 0..%d)", op,
+                       t->rank, EO_MAX_RANK);
+    if ((unsigned)t->device >= EO_DEVICE_COUNT || !ctx->backend[t->device])
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %d, which is not open", op, t,
+                       (int)t->device);
+    return EO_OK;
+}
+
+eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt)
+{
+    EO_CHECK(eo_expect_any(ctx, op, t));
     if (t->dtype != dt)
         return eo_fail(ctx, EO_ERR_DTYPE, "%s: expected %s, got %T", op, eo_dtype_name(dt), t);
     return EO_OK;
@@ -284,8 +298,7 @@ eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be)
 
 static eo_status need_contiguous(eo_ctx *ctx, const char *op, const eo_tensor *x)
 {
-    if (!x)
-        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    EO_CHECK(eo_expect_any(ctx, op, x));
     if (!eo_is_contiguous(x))
         return eo_fail(ctx, EO_ERR_ARG, "%s: tensor %T is not contiguous (use eo_contiguous)",
                        op, x);

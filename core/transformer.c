@@ -66,6 +66,7 @@ EO_PUBLIC(mha_forward, (eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **
 {
     if (!a || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL layer, input or output pointer");
+    EO_CHECK(eo_expect(ctx, "mha_forward", x, EO_F32));
     if (a->n_embd < 1 || a->n_head < 1)
         return eo_fail(ctx, EO_ERR_STATE, "mha_forward: the layer was not initialised (or its "
                                           "init failed)");
@@ -99,6 +100,7 @@ EO_PUBLIC(block_forward, (eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tenso
 {
     if (!b || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL block, input or output pointer");
+    EO_CHECK(eo_expect(ctx, "block_forward", x, EO_F32));
     if (b->attn.n_embd < 1)
         return eo_fail(ctx, EO_ERR_STATE, "block_forward: the block was not initialised (or its "
                                           "init failed)");
@@ -138,6 +140,9 @@ EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_g
                        "vocab %lld, context %lld, d_model %lld, heads %lld, layers %lld",
                        (long long)cfg->vocab, (long long)cfg->context, (long long)cfg->d_model,
                        (long long)cfg->heads, (long long)cfg->layers);
+    if (cfg->d_model > INT64_MAX / 4) /* the blocks' MLP is 4 d_model wide */
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: d_model %lld is too large",
+                       (long long)cfg->d_model);
     if (!param_count(5, cfg->layers))
         return eo_fail(ctx, EO_ERR_ARG, "gpt_build: %lld layers is more than a parameter list "
                                         "holds", (long long)cfg->layers);
@@ -182,6 +187,7 @@ EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor 
 {
     if (!m || !idx || !logits)
         return eo_fail(ctx, EO_ERR_ARG, "gpt_forward: NULL model, token ids or output pointer");
+    EO_CHECK(eo_expect(ctx, "gpt_forward", idx, EO_I32));
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_forward: the model was not built (or its build "
                                           "failed)");
@@ -206,6 +212,7 @@ EO_PUBLIC(gpt_loss, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *ta
 {
     if (!targets || !loss)
         return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL targets or output pointer");
+    EO_CHECK(eo_expect(ctx, "gpt_loss", targets, EO_I32));
     eo_tensor *lg, *l2, *t1;
     EO_CHECK(eo_gpt_forward(ctx, m, idx, &lg));
     int64_t s2[2] = { lg->shape[0] * lg->shape[1], m->cfg.vocab }, s1[1] = { -1 };
@@ -242,6 +249,9 @@ EO_PUBLIC(vit_build, (eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_v
     if (eo_mul_overflows(cfg->image, cfg->image, &pixels))
         return eo_fail(ctx, EO_ERR_ARG, "vit_build: an image of side %lld has too many pixels",
                        (long long)cfg->image);
+    if (cfg->d_model > INT64_MAX / 4)
+        return eo_fail(ctx, EO_ERR_ARG, "vit_build: d_model %lld is too large",
+                       (long long)cfg->d_model);
     if (!param_count(7, cfg->layers))
         return eo_fail(ctx, EO_ERR_ARG, "vit_build: %lld layers is more than a parameter list "
                                         "holds", (long long)cfg->layers);
@@ -287,6 +297,7 @@ EO_PUBLIC(vit_forward, (eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **
 {
     if (!m || !x || !logits)
         return eo_fail(ctx, EO_ERR_ARG, "vit_forward: NULL model, images or output pointer");
+    EO_CHECK(eo_expect(ctx, "vit_forward", x, EO_F32));
     if (!m->pos_embed || !m->blocks)
         return eo_fail(ctx, EO_ERR_STATE, "vit_forward: the model was not built (or its build "
                                           "failed)");
