@@ -136,7 +136,8 @@ EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, 
         return eo_fail(ctx, EO_ERR_SHAPE,
                        "maxpool2d: expected x [N, C, H, W] with H, W >= k = %d, got %T", k, x);
     /* The argmax is an i32 index into an H×W plane. */
-    if (x->shape[2] > INT32_MAX / x->shape[3])
+    int64_t plane;
+    if (eo_mul_overflows(x->shape[2], x->shape[3], &plane) || plane > INT32_MAX)
         return eo_fail(ctx, EO_ERR_SHAPE,
                        "maxpool2d: planes of %T have more than %d pixels (argmax is i32)", x,
                        (int)INT32_MAX);

@@ -259,6 +259,8 @@ EO_PUBLIC(param_new, (eo_ctx *ctx, eo_device device, const char *name, int rank,
 
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
 {
+    if (!ctx)
+        return EO_ERR_ARG;
     if (!t)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
     /* Only a tensor changed by hand gets here with these: refuse it before

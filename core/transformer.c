@@ -10,6 +10,23 @@
 
 static eo_status normal_002(eo_ctx *ctx, eo_tensor *t) { return eo_init_param(ctx, t, 0.02f, 1); }
 
+/* Room for n_fixed + 12 per block parameters, as an int the list takes:
+ * 0 when the count does not fit (the builder then refuses the layers). */
+static int param_count(int64_t n_fixed, int64_t layers)
+{
+    int64_t n;
+    if (eo_mul_overflows(layers, 12, &n) || eo_add_overflows(n, n_fixed, &n) || n > INT32_MAX)
+        return 0;
+    return (int)n;
+}
+
+/* The widest projection of a block is 4C: does it fit? */
+static int width_fits(int64_t C)
+{
+    int64_t w;
+    return !eo_mul_overflows(C, 4, &w);
+}
+
 static eo_status block_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
                             int64_t n_embd, int64_t n_head, int causal, eo_block *b);
 
@@ -22,7 +39,7 @@ EO_PUBLIC(block_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *pr
     eo_block z = {0}; /* what a failed init leaves: a forward says STATE */
     *b = z;
     /* The MLP is 4C wide: C itself must leave room for that product. */
-    if (n_embd < 1 || n_head < 1 || n_embd % n_head || n_embd > INT64_MAX / 4)
+    if (n_embd < 1 || n_head < 1 || n_embd % n_head || !width_fits(n_embd))
         return eo_fail(ctx, EO_ERR_ARG, "block_init: d_model %lld must be a positive multiple "
                                         "of heads %lld", (long long)n_embd, (long long)n_head);
     int n0 = ps ? ps->count : 0;
@@ -117,13 +134,6 @@ EO_PUBLIC(block_forward, (eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tenso
 
 /* ---- GPT ------------------------------------------------------------------ */
 
-/* Room for n_fixed + 12 per block parameters, as an int the list takes:
- * 0 when the count does not fit (the builder then refuses the layers). */
-static int param_count(int64_t n_fixed, int64_t layers)
-{
-    return layers > (INT32_MAX - n_fixed) / 12 ? 0 : (int)(n_fixed + 12 * layers);
-}
-
 static eo_status gpt_make(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m);
 
 EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m),
@@ -140,7 +150,7 @@ EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_g
                        "vocab %lld, context %lld, d_model %lld, heads %lld, layers %lld",
                        (long long)cfg->vocab, (long long)cfg->context, (long long)cfg->d_model,
                        (long long)cfg->heads, (long long)cfg->layers);
-    if (cfg->d_model > INT64_MAX / 4) /* the blocks' MLP is 4 d_model wide */
+    if (!width_fits(cfg->d_model))
         return eo_fail(ctx, EO_ERR_ARG, "gpt_build: d_model %lld is too large",
                        (long long)cfg->d_model);
     if (!param_count(5, cfg->layers))
@@ -249,7 +259,7 @@ EO_PUBLIC(vit_build, (eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_v
     if (eo_mul_overflows(cfg->image, cfg->image, &pixels))
         return eo_fail(ctx, EO_ERR_ARG, "vit_build: an image of side %lld has too many pixels",
                        (long long)cfg->image);
-    if (cfg->d_model > INT64_MAX / 4)
+    if (!width_fits(cfg->d_model))
         return eo_fail(ctx, EO_ERR_ARG, "vit_build: d_model %lld is too large",
                        (long long)cfg->d_model);
     if (!param_count(7, cfg->layers))

@@ -452,11 +452,21 @@ END_TEST
 START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
 {
     /* A small step arena: composite ops run out part-way through. */
-    static unsigned char persist[1 << 16], step[1 << 17];
+    static unsigned char persist[1 << 18], step[1 << 17];
     eo_ctx c;
     ck_assert_int_eq(eo_ctx_init(&c, persist, sizeof persist, step, sizeof step), EO_OK);
     eo_block b;
     ck_assert_int_eq(eo_block_init(&c, NULL, EO_CPU, "h", 16, 2, 1, &b), EO_OK);
+    eo_gpt gpt;
+    eo_vit vit;
+    eo_gpt_config gc = { 5, 4, 8, 2, 1 };
+    eo_vit_config vc = { 8, 4, 8, 2, 1, 3 };
+    ck_assert_int_eq(eo_gpt_build(&c, EO_CPU, &gc, &gpt), EO_OK);
+    ck_assert_int_eq(eo_vit_build(&c, EO_CPU, &vc, &vit), EO_OK);
+    int64_t si[2] = { 2, 4 }, sv[2] = { 2, 64 };
+    eo_tensor *idx, *imgs;
+    ck_assert_int_eq(eo_tensor_zeros(&c, EO_STEP, EO_CPU, EO_I32, 2, si, &idx), EO_OK);
+    ck_assert_int_eq(eo_tensor_zeros(&c, EO_STEP, EO_CPU, EO_F32, 2, sv, &imgs), EO_OK);
     int64_t sx[3] = { 2, 8, 16 }, s4[4] = { 1, 2, 16, 8 }, sc[4] = { 2, 3, 12, 12 };
     int64_t sw[4] = { 4, 3, 3, 3 };
     eo_tensor *x, *y, *q, *img, *w;
@@ -467,8 +477,9 @@ START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
     x->requires_grad = 1;
     struct { const char *op; int which; } cases[] = {
         { "block_forward", 0 }, { "mha_forward", 1 }, { "attention", 2 }, { "conv2d", 3 },
+        { "gpt_loss", 4 }, { "vit_forward", 5 },
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         /* Each call with less and less room until it fails part-way. */
         for (size_t left = 256; left < eo_arena_remaining(&c.step); left += 512) {
             eo_mark m = eo_mark_get(&c);
@@ -479,7 +490,9 @@ START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
             eo_status st = cases[i].which == 0   ? eo_block_forward(&c, &b, x, &y)
                            : cases[i].which == 1 ? eo_mha_forward(&c, &b.attn, x, &y)
                            : cases[i].which == 2 ? eo_attention(&c, q, q, q, NULL, 1, 0.5f, &y)
-                                                 : eo_conv2d(&c, img, w, NULL, 1, 1, &y);
+                           : cases[i].which == 3 ? eo_conv2d(&c, img, w, NULL, 1, 1, &y)
+                           : cases[i].which == 4 ? eo_gpt_loss(&c, &gpt, idx, idx, NULL, &y)
+                                                 : eo_vit_forward(&c, &vit, imgs, &y);
             if (st != EO_OK) {
                 char what[64];
                 snprintf(what, sizeof what, "%s with %zu bytes left", cases[i].op, left);
@@ -510,6 +523,93 @@ START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
                   eo_last_error(&c));
     expect_unchanged("failed backward", &c, before);
     ck_assert_ptr_null(x->grad); /* no gradient points into given-back memory */
+}
+END_TEST
+
+START_TEST(null_ctx_everywhere)
+{
+    /* Every public call outside the op table (part 3 covers the ops):
+     * a NULL context returns EO_ERR_ARG, or does nothing, never crashes. */
+    int64_t s[2] = { 2, 3 };
+    eo_tensor *x = ot_rand(2, s, -1, 1, 1), *y;
+    eo_params ps;
+    eo_module m = eo_relu_module();
+    eo_sequential seq;
+    eo_optimizer o;
+    eo_block b;
+    eo_gpt g;
+    eo_vit v;
+    eo_gpt_config gc = { 4, 4, 4, 1, 1 };
+    eo_vit_config vc = { 4, 2, 4, 1, 1, 2 };
+    float buf[6];
+    uint8_t valid[4] = { 1, 1, 1, 1 };
+    OT_OK(eo_params_init(ot_ctx, &ps, 4), "params");
+    OT_OK(eo_sequential_init(ot_ctx, &seq, 2), "sequential");
+    OT_OK(eo_sgd_init(ot_ctx, &o, &ps, 0.1f, 0, 0, 0), "sgd");
+    OT_OK(eo_block_init(ot_ctx, NULL, EO_CPU, "b", 4, 1, 0, &b), "block");
+    const eo_status all[] = {
+        eo_ctx_init(NULL, buf, 4, buf, 4),
+        eo_tensor_new(NULL, EO_STEP, EO_CPU, EO_F32, 2, s, &y),
+        eo_tensor_zeros(NULL, EO_STEP, EO_CPU, EO_F32, 2, s, &y),
+        eo_tensor_wrap(NULL, EO_F32, 2, s, buf, &y),
+        eo_param_new(NULL, EO_CPU, "p", 2, s, &y),
+        eo_to_device(NULL, x, EO_CPU, EO_STEP, &y),
+        eo_to_host(NULL, x, EO_STEP, &y),
+        eo_read(NULL, x, buf, sizeof buf),
+        eo_write(NULL, x, buf, sizeof buf),
+        eo_fill(NULL, x, 1.0f),
+        eo_causal_mask(NULL, EO_CPU, 3, &y),
+        eo_padding_mask(NULL, EO_CPU, 1, 4, valid, &y),
+        eo_backward(NULL, x),
+        eo_cuda_attach(NULL, NULL, 0, 1024, 1024),
+        eo_params_init(NULL, &ps, 4),
+        eo_params_add(NULL, &ps, x),
+        eo_params_zero_grad(NULL, &ps),
+        eo_param_named(NULL, &ps, EO_CPU, "a", "b", 2, s, &y),
+        eo_init_param(NULL, x, 1.0f, 0),
+        eo_linear_init(NULL, &ps, EO_CPU, "l", 2, 3, 1, EO_INIT_KAIMING_UNIFORM, &m),
+        eo_conv2d_init(NULL, &ps, EO_CPU, "c", 1, 2, 3, 1, 1, &m),
+        eo_layernorm_init(NULL, &ps, EO_CPU, "n", 3, 1e-5f, &m),
+        eo_module_forward(NULL, &m, x, &y),
+        eo_sequential_init(NULL, &seq, 2),
+        eo_sequential_add(NULL, &seq, m),
+        eo_sequential_forward(NULL, &seq, x, &y),
+        eo_sgd_init(NULL, &o, &ps, 0.1f, 0, 0, 0),
+        eo_adamw_init(NULL, &o, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0),
+        eo_optimizer_step(NULL, &o),
+        eo_clip_grad_norm(NULL, &ps, 1.0f, NULL),
+        eo_block_init(NULL, &ps, EO_CPU, "b", 4, 1, 0, &b),
+        eo_mha_forward(NULL, &b.attn, x, &y),
+        eo_block_forward(NULL, &b, x, &y),
+        eo_gpt_build(NULL, EO_CPU, &gc, &g),
+        eo_gpt_forward(NULL, &g, x, &y),
+        eo_gpt_loss(NULL, &g, x, x, NULL, &y),
+        eo_vit_build(NULL, EO_CPU, &vc, &v),
+        eo_vit_forward(NULL, &v, x, &y),
+    };
+    for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++)
+        ck_assert_msg(all[i] == EO_ERR_ARG, "call %d with a NULL ctx returned %s", i,
+                      eo_status_name(all[i]));
+    /* The calls that return no status do nothing. */
+    eo_ctx_set_parallel(NULL, (eo_par){ 0 });
+    eo_seed(NULL, 1);
+    ck_assert_uint_eq(eo_rand_u32(NULL), 0);
+    ck_assert_float_eq(eo_rand_uniform(NULL), 0.0f);
+    ck_assert_float_eq(eo_rand_normal(NULL), 0.0f);
+    ck_assert_int_eq(eo_set_grad(NULL, 1), 0);
+    ck_assert_int_eq(eo_set_training(NULL, 1), 0);
+    eo_mark mk = eo_mark_get(NULL);
+    eo_rewind(NULL, mk);
+    eo_cuda_detach(NULL);
+    ck_assert_str_eq(eo_cuda_device_name(NULL), "");
+    ck_assert_str_eq(eo_last_error(NULL), "no context");
+    ck_assert_int_eq(eo_numel(NULL), 0);
+    ck_assert_int_eq(eo_is_contiguous(NULL), 0);
+    ck_assert_int_eq(eo_params_numel(NULL), 0);
+    ck_assert_ptr_null(eo_params_find(NULL, "x"));
+    ck_assert_float_eq(eo_lr_at(NULL, 3), 0.0f);
+    eo_gpt_set_fused(NULL, 1);
+    eo_vit_set_fused(NULL, 1);
 }
 END_TEST
 
@@ -775,6 +875,18 @@ START_TEST(op_sweep)
         one_case(so, "input 0 with NaN and ±inf", ot_ctx, bad, &y, so->nan);
         eo_rewind(ot_ctx, start);
     }
+    /* No room at all in the step arena: every op needs some (its output's
+     * metadata at least) unless it returns its input (contiguous). */
+    {
+        void *fill;
+        OT_OK(eo_arena_alloc(&ot_ctx->step, eo_arena_remaining(&ot_ctx->step), 1, &fill), "fill");
+        snapshot full = snap(ot_ctx);
+        eo_status st = so->run(ot_ctx, in, &y);
+        if (st != EO_OK) {
+            expect_refused("no room in the step arena", st, EO_ERR_OOM, so->name, "need ", full);
+        }
+        eo_rewind(ot_ctx, start);
+    }
     /* Afterwards the context is as it was and the op still works. */
     expect_unchanged(so->name, ot_ctx, s0);
     OT_OK(so->run(ot_ctx, in, &y), so->name);
@@ -960,6 +1072,7 @@ Suite *eo_suite_sweep(void)
     TCase *tc = tcase_create("regressions");
     tcase_add_checked_fixture(tc, ot_setup, ot_teardown);
     tcase_add_test(tc, checked_helpers);
+    tcase_add_test(tc, null_ctx_everywhere);
     tcase_add_test(tc, slice_bounds_do_not_wrap);
     tcase_add_test(tc, reshape_product_does_not_wrap);
     tcase_add_test(tc, tensor_bytes_do_not_wrap);
