@@ -219,7 +219,7 @@ eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
 /* Elementwise activations, F32, any shape. GELU is the tanh approximation
  * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
- * eo_log of a non-positive element returns EO_ERR_NUMERIC (CPU). */
+ * eo_log of a non-positive or NaN element returns EO_ERR_NUMERIC (CPU). */
 eo_status eo_relu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_gelu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_gelu_erf(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);

@@ -95,10 +95,13 @@ static void drop_new_grads(eo_ctx *ctx, eo_tensor *loss)
 {
     if (grad_is_new(ctx, loss))
         loss->grad = NULL;
-    for (eo_node *n = loss->node; n; n = n->prev)
+    for (eo_node *n = loss->node; n; n = n->prev) {
+        if (grad_is_new(ctx, n->out))
+            n->out->grad = NULL;
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] && grad_is_new(ctx, n->in[i]))
                 n->in[i]->grad = NULL;
+    }
 }
 
 static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss);

@@ -167,7 +167,7 @@ static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo
     size_t bytes;
     if (eo_shape_numel(rank, shape, &n) || eo_bytes_overflow(n, eo_dtype_size(dtype), &bytes))
         return eo_fail(ctx, EO_ERR_SHAPE,
-                       "a %s %s tensor is too large: its size in bytes does not fit in %zu",
+                       "a %s %s tensor is too large: more than %zu bytes",
                        shape_text(text, sizeof text, rank, shape), eo_dtype_name(dtype),
                        (size_t)PTRDIFF_MAX);
     eo_tensor *t;

@@ -382,6 +382,65 @@ START_TEST(failed_inits_give_back_and_refuse_use)
 }
 END_TEST
 
+/* Persistent-arena exhaustion at every allocation point of a model
+ * build and an optimizer's init: each either works or gives back all it
+ * took and leaves an object that refuses to run. */
+START_TEST(builds_under_persistent_exhaustion)
+{
+    eo_ctx *c = eo_test_ctx(1, 1);
+    eo_gpt_config gc = { 5, 4, 8, 2, 2 };
+    eo_vit_config vc = { 8, 4, 8, 2, 1, 3 };
+    int64_t si[2] = { 1, 4 }, sv[2] = { 1, 64 };
+    eo_tensor *idx, *img, *y;
+    ck_assert_int_eq(eo_tensor_zeros(c, EO_STEP, EO_CPU, EO_I32, 2, si, &idx), EO_OK);
+    ck_assert_int_eq(eo_tensor_zeros(c, EO_STEP, EO_CPU, EO_F32, 2, sv, &img), EO_OK);
+    const eo_mark inputs = eo_mark_get(c);
+    for (int which = 0; which < 3; which++) {
+        int fails = 0, oks = 0;
+        for (size_t k = 0; oks < 2; k += 64) {
+            ck_assert_msg(k < (1u << 20), "build %d never succeeded", which);
+            eo_arena_mark pm = eo_arena_mark_get(&c->persist);
+            void *fill;
+            ck_assert_int_eq(eo_arena_alloc(&c->persist, eo_arena_remaining(&c->persist) - k, 1,
+                                            &fill), EO_OK);
+            snapshot before = snap(c);
+            eo_gpt g;
+            eo_vit v;
+            eo_optimizer o;
+            eo_status st, use;
+            if (which == 0) {
+                st = eo_gpt_build(c, EO_CPU, &gc, &g);
+                use = eo_gpt_forward(c, &g, idx, &y);
+            } else if (which == 1) {
+                st = eo_vit_build(c, EO_CPU, &vc, &v);
+                use = eo_vit_forward(c, &v, img, &y);
+            } else {
+                eo_arena_rewind(&c->persist, pm); /* the model needs room: build it first */
+                ck_assert_int_eq(eo_gpt_build(c, EO_CPU, &gc, &g), EO_OK);
+                ck_assert_int_eq(eo_arena_alloc(&c->persist, eo_arena_remaining(&c->persist) - k,
+                                                1, &fill), EO_OK);
+                before = snap(c);
+                st = eo_adamw_init(c, &o, &g.params, 1e-3f, 0.9f, 0.999f, 1e-8f, 0);
+                use = eo_optimizer_step(c, &o);
+            }
+            if (st == EO_OK) {
+                oks++;
+                ck_assert_msg(use == EO_OK, "build %d: %s", which, eo_last_error(c));
+            } else {
+                fails++;
+                ck_assert_int_eq(st, EO_ERR_OOM);
+                expect_unchanged("failed build", c, before);
+                ck_assert_int_eq(use, EO_ERR_STATE);
+            }
+            eo_rewind(c, inputs);
+            eo_arena_rewind(&c->persist, pm);
+        }
+        ck_assert_msg(fails > 20, "build %d: only %d failure points", which, fails);
+    }
+    eo_test_ctx_free(c);
+}
+END_TEST
+
 START_TEST(hyper_parameters_are_checked)
 {
     eo_params ps;
@@ -523,6 +582,22 @@ START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
                   eo_last_error(&c));
     expect_unchanged("failed backward", &c, before);
     ck_assert_ptr_null(x->grad); /* no gradient points into given-back memory */
+}
+END_TEST
+
+START_TEST(cuda_attach_failure_gives_back)
+{
+    /* Without a GPU (the usual case here) the real driver cannot attach:
+     * the message starts with the call and its table and state, taken
+     * from the persistent arena, are given back. With a GPU it attaches. */
+    snapshot before = snap(ot_ctx);
+    eo_status st = eo_cuda_attach(ot_ctx, NULL, 0, 1 << 20, 1 << 20);
+    if (st == EO_OK) {
+        eo_cuda_detach(ot_ctx);
+        return;
+    }
+    ck_assert(st == EO_ERR_NO_DEVICE || st == EO_ERR_CUDA);
+    expect_refused("cuda_attach without a GPU", st, st, "cuda_attach", NULL, before);
 }
 END_TEST
 
@@ -1073,6 +1148,7 @@ Suite *eo_suite_sweep(void)
     tcase_add_checked_fixture(tc, ot_setup, ot_teardown);
     tcase_add_test(tc, checked_helpers);
     tcase_add_test(tc, null_ctx_everywhere);
+    tcase_add_test(tc, cuda_attach_failure_gives_back);
     tcase_add_test(tc, slice_bounds_do_not_wrap);
     tcase_add_test(tc, reshape_product_does_not_wrap);
     tcase_add_test(tc, tensor_bytes_do_not_wrap);
@@ -1080,6 +1156,7 @@ Suite *eo_suite_sweep(void)
     tcase_add_test(tc, output_sizes_do_not_wrap);
     tcase_add_test(tc, model_builders_refuse_products_that_wrap);
     tcase_add_test(tc, failed_inits_give_back_and_refuse_use);
+    tcase_add_test(tc, builds_under_persistent_exhaustion);
     tcase_add_test(tc, hyper_parameters_are_checked);
     tcase_add_test(tc, messages_name_the_call_and_failed_composites_leave_nothing);
     suite_add_tcase(s, tc);
