@@ -29,10 +29,14 @@
  *                 is NULL or a value is out of range;
  *   EO_ERR_SHAPE  a size computed from the inputs (an element count, its
  *                 bytes, an output side) does not fit: no size wraps;
- *   EO_ERR_AXIS   an input's rank is outside 0..4 (a tensor changed by hand);
+ *   EO_ERR_AXIS   an input's rank is outside 0..4 (a tensor changed by hand),
+ *                 or an op over an axis (softmax, log_softmax, layernorm, the
+ *                 reductions, matmul's last two) is given a scalar;
  *   EO_ERR_DTYPE  an input is not the dtype stated;
  *   EO_ERR_DEVICE inputs live on different devices;
  *   EO_ERR_OOM    the step arena is full (message: bytes needed and left);
+ *   (NaN and ±inf data are not an error, except where an op says so:
+ *   eo_log refuses a NaN like a non-positive element, EO_ERR_NUMERIC);
  *   EO_ERR_UNSUPPORTED the tensors' backend has no kernel for the op. */
 #ifndef EVERYO_H
 #define EVERYO_H
@@ -219,7 +223,7 @@ eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
 /* Elementwise activations, F32, any shape. GELU is the tanh approximation
  * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
- * eo_log of a non-positive or NaN element returns EO_ERR_NUMERIC (CPU). */
+ * eo_log of a non-positive element returns EO_ERR_NUMERIC (CPU). */
 eo_status eo_relu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_gelu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_gelu_erf(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
@@ -252,7 +256,7 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* Over the last axis, max-subtracted. A row that is all -inf (e.g. a
  * fully masked attention row) gives 0 (softmax) or -inf (log_softmax) and
- * a zero gradient, never NaN. EO_ERR_AXIS for a scalar (no last axis). */
+ * a zero gradient, never NaN. */
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 

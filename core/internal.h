@@ -130,7 +130,7 @@ eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be);
 /* A fresh output tensor like the given shape, F32, in the step arena on dev. */
 eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const int64_t *shape,
                      eo_tensor **out);
-/* eo_tensor_zeros without renaming ctx->op (for the core's own use). */
+/* eo_tensor_zeros for the core's own use (not a public call of its own). */
 eo_status eo_new_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype, int rank,
                        const int64_t *shape, eo_tensor **out);
 /* The element count of a shape: 1 when a size is negative or the product

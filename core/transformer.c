@@ -27,6 +27,21 @@ static int width_fits(int64_t C)
     return !eo_mul_overflows(C, 4, &w);
 }
 
+/* What the GPT and the ViT ask of their blocks: d_model a positive
+ * multiple of heads with room for the 4C MLP, and layers whose
+ * parameters (n_fixed + 12 a block) fit in one list. */
+static eo_status check_blocks(eo_ctx *ctx, const char *op, int64_t d_model, int64_t heads,
+                              int64_t layers, int64_t n_fixed)
+{
+    if (d_model < 1 || heads < 1 || d_model % heads || !width_fits(d_model))
+        return eo_fail(ctx, EO_ERR_ARG, "%s: d_model %lld must be a positive multiple of heads "
+                       "%lld (and 4 d_model must fit)", op, (long long)d_model, (long long)heads);
+    if (layers < 1 || !param_count(n_fixed, layers))
+        return eo_fail(ctx, EO_ERR_ARG, "%s: layers %lld must be >= 1 and fit in a parameter "
+                       "list", op, (long long)layers);
+    return EO_OK;
+}
+
 static eo_status block_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
                             int64_t n_embd, int64_t n_head, int causal, eo_block *b);
 
@@ -143,19 +158,10 @@ EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_g
         return eo_fail(ctx, EO_ERR_ARG, "gpt_build: NULL config or model");
     eo_gpt z = {0}; /* what a failed build leaves: a forward says STATE */
     *m = z;
-    if (cfg->vocab < 1 || cfg->context < 1 || cfg->d_model < 1 || cfg->heads < 1 ||
-        cfg->layers < 1 || cfg->d_model % cfg->heads)
-        return eo_fail(ctx, EO_ERR_ARG,
-                       "gpt_build: need positive sizes and d_model divisible by heads, got "
-                       "vocab %lld, context %lld, d_model %lld, heads %lld, layers %lld",
-                       (long long)cfg->vocab, (long long)cfg->context, (long long)cfg->d_model,
-                       (long long)cfg->heads, (long long)cfg->layers);
-    if (!width_fits(cfg->d_model))
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: d_model %lld is too large",
-                       (long long)cfg->d_model);
-    if (!param_count(5, cfg->layers))
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: %lld layers is more than a parameter list "
-                                        "holds", (long long)cfg->layers);
+    if (cfg->vocab < 1 || cfg->context < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: vocab %lld and context %lld must be >= 1",
+                       (long long)cfg->vocab, (long long)cfg->context);
+    EO_CHECK(check_blocks(ctx, "gpt_build", cfg->d_model, cfg->heads, cfg->layers, 5));
     eo_status s = gpt_make(ctx, dev, cfg, m);
     if (s != EO_OK)
         *m = z;
@@ -246,25 +252,16 @@ EO_PUBLIC(vit_build, (eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_v
     eo_vit z = {0}; /* what a failed build leaves: a forward says STATE */
     *m = z;
     int64_t pixels;
-    if (cfg->patch < 1 || cfg->image < cfg->patch || cfg->image % cfg->patch ||
-        cfg->d_model < 1 || cfg->heads < 1 || cfg->layers < 1 || cfg->classes < 1 ||
-        cfg->d_model % cfg->heads)
+    if (cfg->patch < 1 || cfg->image < cfg->patch || cfg->image % cfg->patch || cfg->classes < 1)
         return eo_fail(ctx, EO_ERR_ARG,
-                       "vit_build: need patch dividing image and d_model divisible by heads, got "
-                       "image %lld, patch %lld, d_model %lld, heads %lld, layers %lld, classes "
-                       "%lld",
-                       (long long)cfg->image, (long long)cfg->patch, (long long)cfg->d_model,
-                       (long long)cfg->heads, (long long)cfg->layers, (long long)cfg->classes);
+                       "vit_build: need a patch >= 1 dividing the image and classes >= 1, got "
+                       "image %lld, patch %lld, classes %lld",
+                       (long long)cfg->image, (long long)cfg->patch, (long long)cfg->classes);
     /* image² pixels (and so (image/patch)² tokens and patch² features) must fit. */
     if (eo_mul_overflows(cfg->image, cfg->image, &pixels))
         return eo_fail(ctx, EO_ERR_ARG, "vit_build: an image of side %lld has too many pixels",
                        (long long)cfg->image);
-    if (!width_fits(cfg->d_model))
-        return eo_fail(ctx, EO_ERR_ARG, "vit_build: d_model %lld is too large",
-                       (long long)cfg->d_model);
-    if (!param_count(7, cfg->layers))
-        return eo_fail(ctx, EO_ERR_ARG, "vit_build: %lld layers is more than a parameter list "
-                                        "holds", (long long)cfg->layers);
+    EO_CHECK(check_blocks(ctx, "vit_build", cfg->d_model, cfg->heads, cfg->layers, 7));
     eo_status s = vit_make(ctx, dev, cfg, m);
     if (s != EO_OK)
         *m = z;
