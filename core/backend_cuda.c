@@ -92,15 +92,6 @@ const eo_backend eo_backend_cuda = {
     .adamw = eo_cuda_k_adamw,
 };
 
-/* The driver layer wrote its reason into ctx->err: put the call's name
- * in front, as every message has it. */
-static eo_status driver_failed(eo_ctx *ctx, eo_status s)
-{
-    char why[sizeof ctx->err];
-    eo_format(why, sizeof why, "%s", ctx->err);
-    return eo_fail(ctx, s, "%s", why);
-}
-
 EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
                        size_t persist_bytes, size_t step_bytes),
           (ctx, drv, device, persist_bytes, step_bytes))
@@ -117,11 +108,11 @@ EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int devic
     } else {
         eo_status s = eo_cuda_driver_load(table, ctx->err, sizeof ctx->err);
         if (s != EO_OK)
-            return driver_failed(ctx, s);
+            return eo_refail(ctx, s, NULL, NULL); /* its reason is in ctx->err */
     }
     eo_status s = eo_cuda_open(cu, table, device, ctx->err, sizeof ctx->err);
     if (s != EO_OK)
-        return driver_failed(ctx, s);
+        return eo_refail(ctx, s, NULL, NULL);
     eo_cu_deviceptr p0 = 0, p1 = 0;
     s = eo_cuda_alloc_block(cu, persist_bytes, &p0);
     if (s == EO_OK)

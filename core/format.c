@@ -140,6 +140,21 @@ eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...)
     return s;
 }
 
+eo_status eo_refail(eo_ctx *ctx, eo_status s, const char *what, const char *which)
+{
+    char rest[sizeof ctx->err];
+    const char *m = ctx->err;
+    if (ctx->op && names(m, ctx->op)) { /* eo_fail puts it back in front */
+        m += eo_text_len(ctx->op) + 1;
+        if (*m == ' ')
+            m++;
+    }
+    eo_format(rest, sizeof rest, "%s", m);
+    if (what)
+        return eo_fail(ctx, s, "%s %s: %s", what, which, rest);
+    return eo_fail(ctx, s, "%s", rest);
+}
+
 eo_status eo_need(eo_ctx *ctx, int ok, const char *what, const char *rule, double v)
 {
     return ok ? EO_OK : eo_fail(ctx, EO_ERR_ARG, "%s must be %s, got %f", what, rule, v);

@@ -136,6 +136,11 @@ eo_status eo_new_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype
 /* The element count of a shape: 1 when a size is negative or the product
  * does not fit in int64 (see alloc/checked.h), else 0 with *n set. */
 int eo_shape_numel(int rank, const int64_t *shape, int64_t *n);
+/* Say where in the call a failure happened: the message becomes
+ * "<op>: <what> <which>: <the rest>" ("backward: through matmul: ...",
+ * "sequential_forward: layer 2: ..."); what NULL only puts "<op>: " in
+ * front of a message written into ctx->err by a layer below. Returns s. */
+eo_status eo_refail(eo_ctx *ctx, eo_status s, const char *what, const char *which);
 /* Validate a caller's number: EO_ERR_ARG "<what> must be <rule>, got v"
  * unless ok (a NaN compares false, so `ok` written as a comparison
  * refuses it). */

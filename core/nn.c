@@ -360,8 +360,14 @@ EO_PUBLIC(sequential_forward, (eo_ctx *ctx, const eo_sequential *s, eo_tensor *x
         return eo_fail(ctx, EO_ERR_ARG, "sequential_forward: NULL container, input or output");
     if (!s->mods)
         return eo_fail(ctx, EO_ERR_STATE, "sequential_forward: the container was not initialised");
-    for (int i = 0; i < s->count; i++)
-        EO_CHECK(eo_module_forward(ctx, &s->mods[i], x, &x));
+    for (int i = 0; i < s->count; i++) {
+        eo_status st = eo_module_forward(ctx, &s->mods[i], x, &x);
+        if (st != EO_OK) { /* "sequential_forward: layer 2: linear_forward: ..." */
+            char which[16];
+            eo_format(which, sizeof which, "%d", i);
+            return eo_refail(ctx, st, "layer", which);
+        }
+    }
     *y = x;
     return EO_OK;
 }

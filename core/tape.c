@@ -10,7 +10,6 @@
  * Gradients flow by accumulation (+=). A tensor used by two ops receives
  * both contributions simply because both backward rules add into the same
  * buffer; the buffer is zeroed once, when first needed. */
-#include "alloc/text.h"
 #include "core/internal.h"
 
 const char *const eo_op_names[EO_OP_COUNT] = {
@@ -143,15 +142,8 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
         if (!n->out->grad) /* not on the loss's path */
             continue;
         s = backward_rules[n->op](ctx, n);
-        if (s != EO_OK) { /* say which rule: "backward: through matmul: arena ..." */
-            char inner[sizeof ctx->err];
-            const char *m = ctx->err;
-            if (eo_text_starts(m, "backward: "))
-                m += 10;
-            eo_format(inner, sizeof inner, "%s", m);
-            eo_format(ctx->err, sizeof ctx->err, "backward: through %s: %s", eo_op_names[n->op],
-                      inner);
-        }
+        if (s != EO_OK) /* say which rule: "backward: through matmul: arena ..." */
+            eo_refail(ctx, s, "through", eo_op_names[n->op]);
     }
     eo_set_grad(ctx, was);
     return s;

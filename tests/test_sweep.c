@@ -505,6 +505,15 @@ START_TEST(hyper_parameters_are_checked)
     eo_tensor *x4 = ot_rand(4, s4, -1, 1, 2);
     REFUSED(eo_module_forward(ot_ctx, &mp, x4, &y), EO_ERR_ARG, "maxpool2d_forward", NULL);
     REFUSED(eo_init_param(ot_ctx, l.w, NAN, 0), EO_ERR_ARG, "init_param", "bound");
+    /* A layer deep in a container says which one it was. */
+    eo_sequential seq;
+    int64_t s5[2] = { 2, 5 };
+    eo_tensor *x5 = ot_rand(2, s5, -1, 1, 3);
+    OT_OK(eo_sequential_init(ot_ctx, &seq, 2), "sequential");
+    OT_OK(eo_sequential_add(ot_ctx, &seq, eo_relu_module()), "add");
+    OT_OK(eo_sequential_add(ot_ctx, &seq, l), "add");
+    REFUSED(eo_sequential_forward(ot_ctx, &seq, x5, &y), EO_ERR_SHAPE, "sequential_forward",
+            "layer 1: linear_forward: input [2x5 f32], expected last axis 3");
 }
 END_TEST
 
