@@ -1,6 +1,7 @@
 /* alloc/arena.c — see arena.h. Address arithmetic only; never touches
  * the memory it manages. */
 #include "alloc/arena.h"
+#include "alloc/checked.h"
 
 eo_status eo_arena_init(eo_arena *a, void *buf, size_t cap, const char *name)
 {
@@ -35,7 +36,8 @@ eo_status eo_arena_alloc(eo_arena *a, size_t bytes, size_t align, void **out)
     size_t left = a->cap - a->used;
     /* Written as two comparisons so that a huge `bytes` cannot wrap. */
     if (pad > left || bytes > left - pad) {
-        a->fail_need = bytes + pad < bytes ? (size_t)-1 : bytes + pad;
+        if (eo_size_add_overflows(bytes, pad, &a->fail_need))
+            a->fail_need = SIZE_MAX;
         a->fail_free = left;
         return EO_ERR_OOM;
     }

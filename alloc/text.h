@@ -1,4 +1,4 @@
-/* alloc/text.h — the two string loops the freestanding library needs.
+/* alloc/text.h — the few string loops the freestanding library needs.
  *
  * The library may call no libc beyond memcpy/memset/memmove and libm, so
  * strlen and strcmp are out; parameter names and kernel names still need
@@ -25,6 +25,14 @@ static inline int eo_text_eq(const char *a, const char *b)
     while (*a && *a == *b)
         a++, b++;
     return *a == *b;
+}
+
+/* 1 when s begins with prefix. */
+static inline int eo_text_starts(const char *s, const char *prefix)
+{
+    while (*prefix && *s == *prefix)
+        s++, prefix++;
+    return !*prefix;
 }
 
 #endif

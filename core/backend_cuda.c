@@ -92,14 +92,12 @@ const eo_backend eo_backend_cuda = {
     .adamw = eo_cuda_k_adamw,
 };
 
-eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
-                         size_t persist_bytes, size_t step_bytes)
+EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
+                       size_t persist_bytes, size_t step_bytes),
+          (ctx, drv, device, persist_bytes, step_bytes))
 {
-    if (!ctx)
-        return EO_ERR_ARG;
     if (ctx->exec.cuda)
         return eo_fail(ctx, EO_ERR_STATE, "cuda_attach: a CUDA device is already attached");
-    ctx->op = "cuda_attach";
     /* The driver table and the backend state live in the persistent arena. */
     eo_cuda_driver *table;
     eo_cuda *cu;
@@ -110,11 +108,11 @@ eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int devi
     } else {
         eo_status s = eo_cuda_driver_load(table, ctx->err, sizeof ctx->err);
         if (s != EO_OK)
-            return ctx->last_status = s;
+            return eo_refail(ctx, s, NULL, NULL); /* its reason is in ctx->err */
     }
     eo_status s = eo_cuda_open(cu, table, device, ctx->err, sizeof ctx->err);
     if (s != EO_OK)
-        return ctx->last_status = s;
+        return eo_refail(ctx, s, NULL, NULL);
     eo_cu_deviceptr p0 = 0, p1 = 0;
     s = eo_cuda_alloc_block(cu, persist_bytes, &p0);
     if (s == EO_OK)

@@ -36,6 +36,8 @@ void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par)
 
 int eo_set_grad(eo_ctx *ctx, int enabled)
 {
+    if (!ctx)
+        return 0;
     int old = ctx->grad_enabled;
     ctx->grad_enabled = enabled != 0;
     return old;
@@ -43,20 +45,50 @@ int eo_set_grad(eo_ctx *ctx, int enabled)
 
 eo_mark eo_mark_get(const eo_ctx *ctx)
 {
+    eo_mark none = { 0, 0, NULL };
+    if (!ctx)
+        return none;
     eo_mark m = { eo_arena_mark_get(&ctx->step), eo_arena_mark_get(&ctx->dev_step), ctx->tape };
     return m;
 }
 
 void eo_rewind(eo_ctx *ctx, eo_mark m)
 {
+    if (!ctx)
+        return;
     eo_arena_rewind(&ctx->step, m.host);
     eo_arena_rewind(&ctx->dev_step, m.dev);
     ctx->tape = m.tape;
 }
 
+/* ---- public calls: see EO_RUN in internal.h ------------------------------ */
+
+void eo_enter(eo_ctx *ctx, const char *op)
+{
+    if (ctx->depth++ > 0)
+        return; /* an op inside another: the outer one keeps the name and the marks */
+    ctx->op = op;
+    ctx->entry = eo_mark_get(ctx);
+    ctx->entry_persist = eo_arena_mark_get(&ctx->persist);
+    ctx->entry_dev_persist = eo_arena_mark_get(&ctx->dev_persist);
+}
+
+eo_status eo_leave(eo_ctx *ctx, eo_status s)
+{
+    if (--ctx->depth > 0 || s == EO_OK)
+        return s;
+    /* The caller's call failed: give back everything it took. */
+    eo_rewind(ctx, ctx->entry);
+    eo_arena_rewind(&ctx->persist, ctx->entry_persist);
+    eo_arena_rewind(&ctx->dev_persist, ctx->entry_dev_persist);
+    return s;
+}
+
 /* ---- PCG32 (XSH-RR): 64-bit LCG state, output permuted to 32 bits. ---- */
 void eo_seed(eo_ctx *ctx, uint64_t seed)
 {
+    if (!ctx)
+        return;
     ctx->rng_state = 0;
     ctx->rng_inc = (seed << 1u) | 1u; /* the stream: any odd increment */
     eo_rand_u32(ctx);
@@ -66,6 +98,8 @@ void eo_seed(eo_ctx *ctx, uint64_t seed)
 
 uint32_t eo_rand_u32(eo_ctx *ctx)
 {
+    if (!ctx)
+        return 0;
     uint64_t old = ctx->rng_state;
     ctx->rng_state = old * 6364136223846793005ULL + ctx->rng_inc;
     uint32_t xorshifted = (uint32_t)(((old >> 18u) ^ old) >> 27u);
@@ -77,6 +111,8 @@ float eo_rand_uniform(eo_ctx *ctx) { return (float)(eo_rand_u32(ctx) >> 8) * (1.
 
 float eo_rand_normal(eo_ctx *ctx)
 {
+    if (!ctx)
+        return 0.0f;
     /* Box–Muller; 1 - u keeps the log's argument in (0, 1]. */
     float u1 = 1.0f - eo_rand_uniform(ctx);
     float u2 = eo_rand_uniform(ctx);

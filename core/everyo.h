@@ -4,9 +4,13 @@
  *
  * Reading guide
  *  - Every fallible call returns eo_status (alloc/status.h). On failure
- *    eo_last_error(ctx) holds one line naming the op, the shapes and what
- *    was expected, and the context stays usable: nothing is half-written
- *    that a later call could trip on.
+ *    eo_last_error(ctx) holds one line that starts with the call's name
+ *    ("conv2d: ...", also when an op it is built from failed) and gives
+ *    the shapes and what was expected, and the context stays usable: the
+ *    arenas (step and persistent) and the tape are back where they were
+ *    before the call, so nothing is half-written that a later call could
+ *    trip on. A NULL ctx returns EO_ERR_ARG (with nowhere to put a
+ *    message); calls that return no status do nothing for a NULL ctx.
  *  - Memory comes from two arenas the caller hands to eo_ctx_init():
  *      persistent — parameters, their gradients, optimizer state;
  *      step       — activations, saved values, the tape, scratch;
@@ -21,10 +25,18 @@
  *    broadcast axis.
  *
  * Statuses common to every op below (not repeated on each):
- *   EO_ERR_ARG    a required pointer is NULL or a value is out of range;
+ *   EO_ERR_ARG    a required pointer (ctx, an input, the output pointer)
+ *                 is NULL or a value is out of range;
+ *   EO_ERR_SHAPE  a size computed from the inputs (an element count, its
+ *                 bytes, an output side) does not fit: no size wraps;
+ *   EO_ERR_AXIS   an input's rank is outside 0..4 (a tensor changed by hand),
+ *                 or an op over an axis (softmax, log_softmax, layernorm, the
+ *                 reductions, matmul's last two) is given a scalar;
  *   EO_ERR_DTYPE  an input is not the dtype stated;
  *   EO_ERR_DEVICE inputs live on different devices;
  *   EO_ERR_OOM    the step arena is full (message: bytes needed and left);
+ *   (NaN and ±inf data are not an error, except where an op says so:
+ *   eo_log refuses a NaN like a non-positive element, EO_ERR_NUMERIC);
  *   EO_ERR_UNSUPPORTED the tensors' backend has no kernel for the op. */
 #ifndef EVERYO_H
 #define EVERYO_H
@@ -64,6 +76,9 @@ typedef struct eo_tensor {
 
 /* ---- context ------------------------------------------------------------ */
 
+/* A point in the step arenas and the tape (see eo_mark_get below). */
+typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mark;
+
 typedef struct eo_ctx {
     eo_arena persist, step;        /* host arenas (metadata always; data for CPU tensors) */
     eo_arena dev_persist, dev_step;/* device arenas (data of CUDA tensors) */
@@ -75,7 +90,10 @@ typedef struct eo_ctx {
                                       once attached, the CUDA device state */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
-    const char *op;                /* the op running now, for messages */
+    const char *op;                /* the public call running now, for messages */
+    int depth;                     /* public calls running (1: the caller's own) */
+    eo_mark entry;                 /* where the caller's call began: a failed */
+    eo_arena_mark entry_persist, entry_dev_persist; /* call rewinds to here */
     char err[320];
 } eo_ctx;
 
@@ -105,7 +123,6 @@ int eo_set_grad(eo_ctx *ctx, int enabled);
 
 /* A point in the step arenas and the tape, and the way back to it. Use one
  * per training step: mark before the forward, rewind after the update. */
-typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mark;
 eo_mark eo_mark_get(const eo_ctx *ctx);
 void eo_rewind(eo_ctx *ctx, eo_mark m);
 
@@ -133,8 +150,11 @@ const char *eo_cuda_device_name(const eo_ctx *ctx);
 
 /* A new contiguous tensor, uninitialised, on `device`, with data from the
  * arena of `life`. shape may be NULL when rank is 0 (a scalar).
- * Returns EO_ERR_AXIS (rank outside 0..4), EO_ERR_SHAPE (negative size or
- * too many elements), EO_ERR_OOM, EO_ERR_DEVICE (no such backend opened). */
+ * Returns EO_ERR_AXIS (rank outside 0..4), EO_ERR_SHAPE (a negative size,
+ * or an element count or byte count that does not fit: the bytes must fit
+ * in PTRDIFF_MAX, so on a 32-bit build a [32768, 32768] f32 tensor is
+ * refused), EO_ERR_OOM (and nothing is taken from the arena),
+ * EO_ERR_DEVICE (no such backend opened). */
 eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
                         int rank, const int64_t *shape, eo_tensor **out);
 /* Same, filled with zeros. */
@@ -171,17 +191,21 @@ eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value);
 /* ---- views (differentiable; no copy when the layout allows) ------------- */
 
 /* New shape with the same number of elements (one entry may be -1: inferred).
- * A view when x is contiguous, else a contiguous copy.
- * EO_ERR_SHAPE when the element counts differ. */
+ * A view when x is contiguous, else a contiguous copy. Any dtype.
+ * EO_ERR_SHAPE when the element counts differ (or the new shape's product
+ * does not fit in int64), EO_ERR_AXIS for a rank outside 0..4. */
 eo_status eo_reshape(eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, eo_tensor **out);
 /* out axis i is x axis perm[i]. EO_ERR_AXIS for a bad permutation. */
 eo_status eo_permute(eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out);
 /* Swap two axes (negative axes count from the end). */
 eo_status eo_transpose(eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tensor **out);
-/* x[..., start:start+len, ...] along `axis`. EO_ERR_SHAPE if out of range. */
+/* x[..., start:start+len, ...] along `axis`, any dtype. EO_ERR_SHAPE unless
+ * 0 <= start <= size and 0 <= len <= size - start (so no start + len can
+ * wrap), EO_ERR_AXIS for an axis out of range (a scalar has none). */
 eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t len,
                    eo_tensor **out);
-/* A contiguous copy of x (x itself, not a copy, when already contiguous). */
+/* A contiguous copy of x (x itself, not a copy, when already contiguous).
+ * Any dtype and rank, a scalar included. */
 eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- elementwise ---------------------------------------------------------- */
@@ -225,7 +249,7 @@ eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_
 eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 eo_status eo_mean(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 eo_status eo_max(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
-/* Sum of every element: a scalar (rank 0). */
+/* Sum of every element: a scalar (rank 0). A scalar input is fine. */
 eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- softmax, losses, normalisation -------------------------------------- */
@@ -262,8 +286,9 @@ eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor 
  * ops/kernels.h. p in [0, 1), else EO_ERR_ARG. */
 eo_status eo_dropout(eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out);
 
-/* Join n tensors (1 <= n <= 16) along `axis`; all other sizes must match
- * (EO_ERR_SHAPE). */
+/* Join n tensors (1 <= n <= 16) along `axis`; dtype, rank and all other
+ * sizes must match, and the joined size must fit in int64 (EO_ERR_SHAPE);
+ * EO_ERR_AXIS for an axis out of range. */
 eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor **out);
 
 /* ---- convolution ------------------------------------------------------------ */
@@ -271,17 +296,23 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
 /* 2-D convolution (cross-correlation, as PyTorch), x [N, C, H, W],
  * w [Co, C, kh, kw], bias [Co] or NULL, zero padding `pad`, stride
  * `stride`: out [N, Co, OH, OW], OH = (H + 2 pad - kh) / stride + 1.
- * Computed as im2col + matmul. */
+ * Computed as im2col + matmul. EO_ERR_ARG for pad < 0 or stride < 1;
+ * EO_ERR_SHAPE for other ranks (a scalar included), a kernel with an
+ * empty side or larger than the padded input, or sizes whose im2col
+ * matrix [C*kh*kw, N*OH*OW] does not fit (a huge pad). */
 eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
                     int stride, eo_tensor **out);
-/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k]. */
+/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k].
+ * EO_ERR_ARG for k < 1; EO_ERR_SHAPE for another rank, H or W < k, or an
+ * H×W plane of more than 2^31 - 1 pixels (the argmax is an i32 index). */
 eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
 
 /* ---- attention ---------------------------------------------------------------- */
 
 /* An additive causal mask [T, T] (F32, step arena): 0 where key j <= query
  * i, -inf above the diagonal. Added to attention scores before softmax,
- * it stops a position from seeing later ones. */
+ * it stops a position from seeing later ones. EO_ERR_ARG for T < 0,
+ * EO_ERR_SHAPE when T*T elements do not fit. */
 eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out);
 
 /* An additive padding mask [B, 1, 1, T] (F32): 0 for real tokens, -inf
@@ -294,7 +325,10 @@ eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
  *   out = softmax(q · kᵀ · scale + mask) · v
  * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), mask NULL or
  * additive, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
- * mask (Tq == Tk). A query row whose keys are all masked gives zeros. */
+ * mask (Tq == Tk). A query row whose keys are all masked gives zeros.
+ * EO_ERR_SHAPE for other ranks (a scalar included) or sizes, or when the
+ * score matrix [B, H, Tq, Tk] does not fit; EO_ERR_ARG for a non-finite
+ * scale. */
 eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_tensor *mask,
                        int causal, float scale, eo_tensor **out);
 
@@ -313,7 +347,10 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
  * into leaves (parameters) and written afresh into intermediate tensors,
  * so calling it twice adds the parameter gradients twice and nothing else.
  * Runs with grad mode off. EO_ERR_STATE when loss is not a scalar or does
- * not require grad. */
+ * not require grad. A backward that fails (EO_ERR_OOM) gives back its step
+ * memory; leaves may keep part of this call's gradient, so zero them
+ * before the next step (as every step does). The message names the rule
+ * it was in: "backward: through matmul: ...". */
 eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss);
 
 /* ---- parameters, layers, optimizers: core/nn.h; GPT and ViT: core/transformer.h */

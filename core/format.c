@@ -8,6 +8,7 @@
  * for, and it keeps the dependency one way (tensor.c reports errors
  * through eo_fail; the formatter needs nothing of tensor.c, only the
  * eo_tensor struct's shape fields). */
+#include "alloc/text.h"
 #include "core/internal.h"
 
 const char *eo_dtype_name(eo_dtype dt)
@@ -84,6 +85,7 @@ static void put_f(sink *s, double v)
 static void put_shape(sink *s, const eo_tensor *t)
 {
     if (!t) { puts_(s, "NULL"); return; }
+    if (t->rank < 0 || t->rank > EO_MAX_RANK) { puts_(s, "[bad rank]"); return; }
     put(s, '[');
     for (int i = 0; i < t->rank; i++) {
         if (i) put(s, 'x');
@@ -130,14 +132,46 @@ size_t eo_format(char *buf, size_t cap, const char *fmt, ...)
     return n;
 }
 
+/* Does msg start with "op:"? */
+static int names(const char *msg, const char *op)
+{
+    return eo_text_starts(msg, op) && msg[eo_text_len(op)] == ':';
+}
+
 eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...)
 {
     if (!ctx)
         return s;
+    char msg[sizeof ctx->err];
     va_list ap;
     va_start(ap, fmt);
-    eo_vformat(ctx->err, sizeof ctx->err, fmt, ap);
+    eo_vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* The call the caller made comes first, whatever inner op failed. */
+    if (ctx->op && !names(msg, ctx->op))
+        eo_format(ctx->err, sizeof ctx->err, "%s: %s", ctx->op, msg);
+    else
+        eo_format(ctx->err, sizeof ctx->err, "%s", msg);
     ctx->last_status = s;
     return s;
+}
+
+eo_status eo_refail(eo_ctx *ctx, eo_status s, const char *what, const char *which)
+{
+    char rest[sizeof ctx->err];
+    const char *m = ctx->err;
+    if (ctx->op && names(m, ctx->op)) { /* eo_fail puts it back in front */
+        m += eo_text_len(ctx->op) + 1;
+        if (*m == ' ')
+            m++;
+    }
+    eo_format(rest, sizeof rest, "%s", m);
+    if (what)
+        return eo_fail(ctx, s, "%s %s: %s", what, which, rest);
+    return eo_fail(ctx, s, "%s", rest);
+}
+
+eo_status eo_need(eo_ctx *ctx, int ok, const char *what, const char *rule, double v)
+{
+    return ok ? EO_OK : eo_fail(ctx, EO_ERR_ARG, "%s must be %s, got %f", what, rule, v);
 }

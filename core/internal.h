@@ -5,6 +5,7 @@
 #define EO_INTERNAL_H
 
 #include <stdarg.h>
+#include "alloc/checked.h"
 #include "core/everyo.h"
 #include "core/backend.h"
 
@@ -31,7 +32,7 @@ typedef union eo_op_params {
     struct { int32_t ignore_index; } ce;
     struct { float eps; } ln;
     struct { float p; uint64_t seed; } dropout;
-    struct { int kh, kw, pad, stride; } conv;
+    struct { int64_t kh, kw; int pad, stride; } conv;
     struct { int k; } pool;
     struct { int causal; float scale; } attn;
 } eo_op_params;
@@ -58,8 +59,38 @@ typedef struct eo_node {
 #include "core/ops.def"
 #undef EO_OP
 
+/* ---- public calls ------------------------------------------------------------
+ * Every public function that returns a status runs its body inside
+ * eo_enter/eo_leave, written once by EO_PUBLIC (or EO_RUN where a family
+ * of ops shares one body):
+ *  - a NULL ctx returns EO_ERR_ARG: there is nowhere to put a message;
+ *  - the caller's own call (depth 1) names itself in ctx->op, and ops it
+ *    calls inside do not rename it, so every message of the call starts
+ *    with the op the caller called ("conv2d: arena 'step': need ...",
+ *    "conv2d: matmul: ..."), never an inner helper's name or a stale one;
+ *  - when the caller's call fails, the step and persistent arenas (host
+ *    and device) and the tape go back to where they were when it began:
+ *    a failed call, however deep it failed, leaves nothing behind.
+ * EO_PUBLIC(name, (params), (args)) defines eo_<name>(params) and opens
+ * the definition of its body, static name_body(params); the first
+ * parameter must be `eo_ctx *ctx`. */
+void eo_enter(eo_ctx *ctx, const char *op);
+eo_status eo_leave(eo_ctx *ctx, eo_status s);
+#define EO_RUN(ctx, op, call)                                                            \
+    do {                                                                                 \
+        if (!(ctx))                                                                      \
+            return EO_ERR_ARG;                                                           \
+        eo_enter((ctx), (op));                                                           \
+        return eo_leave((ctx), (call));                                                  \
+    } while (0)
+#define EO_PUBLIC(name, params, args)                                                    \
+    static eo_status name##_body params;                                                 \
+    eo_status eo_##name params { EO_RUN(ctx, #name, name##_body args); }                 \
+    static eo_status name##_body params
+
 /* ---- errors --------------------------------------------------------------
- * eo_fail formats into ctx->err and returns `s`. Formatting is our own
+ * eo_fail formats into ctx->err and returns `s`; the message is prefixed
+ * with "<ctx->op>: " unless it already starts so. Formatting is our own
  * (the library has no printf): %s %d %u %ld %lld %zu %f and %T, which
  * prints a tensor's shape and dtype as "[2x3 f32]" (NULL prints "NULL"). */
 eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...);
@@ -86,7 +117,9 @@ void eo_give_back(const eo_lent *l);
 /* Reserve host memory for a metadata struct from the step arena. */
 eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out);
 
-/* Validate an op's inputs: non-NULL, dtype, same device as the first. */
+/* Validate an op's inputs: non-NULL, rank 0..4 and an open device (any
+ * dtype), then also the dtype; and the same device as the first. */
+eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
 /* A kernel slot that is NULL means unsupported. */
@@ -97,9 +130,21 @@ eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be);
 /* A fresh output tensor like the given shape, F32, in the step arena on dev. */
 eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const int64_t *shape,
                      eo_tensor **out);
-/* eo_tensor_zeros without renaming ctx->op (for the core's own use). */
+/* eo_tensor_zeros for the core's own use (not a public call of its own). */
 eo_status eo_new_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype, int rank,
                        const int64_t *shape, eo_tensor **out);
+/* The element count of a shape: 1 when a size is negative or the product
+ * does not fit in int64 (see alloc/checked.h), else 0 with *n set. */
+int eo_shape_numel(int rank, const int64_t *shape, int64_t *n);
+/* Say where in the call a failure happened: the message becomes
+ * "<op>: <what> <which>: <the rest>" ("backward: through matmul: ...",
+ * "sequential_forward: layer 2: ..."); what NULL only puts "<op>: " in
+ * front of a message written into ctx->err by a layer below. Returns s. */
+eo_status eo_refail(eo_ctx *ctx, eo_status s, const char *what, const char *which);
+/* Validate a caller's number: EO_ERR_ARG "<what> must be <rule>, got v"
+ * unless ok (a NaN compares false, so `ok` written as a comparison
+ * refuses it). */
+eo_status eo_need(eo_ctx *ctx, int ok, const char *what, const char *rule, double v);
 /* Contiguous strides for shape. */
 void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride);
 /* Pad shape/strides to 4-D on the left (size 1, stride 0). */

@@ -9,27 +9,44 @@
 #include "core/internal.h"
 #include "core/nn.h"
 
-eo_status eo_params_init(eo_ctx *ctx, eo_params *ps, int cap)
+/* Room for `cap` entries of `size` bytes in the persistent arena. */
+static eo_status persistent_array(eo_ctx *ctx, size_t size, int64_t cap, void **out)
 {
-    if (!ps || cap < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "params_init: need a list and cap >= 1");
-    ps->count = 0;
-    ps->cap = cap;
-    return eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_tensor *) * (size_t)cap, (void **)&ps->items);
+    size_t bytes;
+    if (cap < 1 || eo_size_mul_overflows(size, (size_t)cap, &bytes))
+        return eo_fail(ctx, EO_ERR_ARG, "need a capacity >= 1 whose bytes fit, got %lld",
+                       (long long)cap);
+    return eo_host_alloc(ctx, EO_PERSIST, bytes, out);
 }
 
-eo_status eo_params_add(eo_ctx *ctx, eo_params *ps, eo_tensor *t)
+EO_PUBLIC(params_init, (eo_ctx *ctx, eo_params *ps, int cap), (ctx, ps, cap))
+{
+    if (!ps)
+        return eo_fail(ctx, EO_ERR_ARG, "params_init: NULL list");
+    eo_params empty = { NULL, 0, 0 }; /* what a failed init leaves: adding says STATE */
+    *ps = empty;
+    EO_CHECK(persistent_array(ctx, sizeof(eo_tensor *), cap, (void **)&ps->items));
+    ps->cap = cap;
+    return EO_OK;
+}
+
+EO_PUBLIC(params_add, (eo_ctx *ctx, eo_params *ps, eo_tensor *t), (ctx, ps, t))
 {
     if (!ps || !t || !t->requires_grad || !t->grad)
-        return eo_fail(ctx, EO_ERR_ARG, "params_add: %T is not a parameter", t);
+        return eo_fail(ctx, EO_ERR_ARG, "params_add: %T is not a parameter (or the list is NULL)",
+                       t);
+    if (!ps->items)
+        return eo_fail(ctx, EO_ERR_STATE, "params_add: the list was not initialised");
     if (ps->count == ps->cap)
         return eo_fail(ctx, EO_ERR_STATE, "params_add: list full (%d entries)", ps->cap);
     ps->items[ps->count++] = t;
     return EO_OK;
 }
 
-eo_status eo_params_zero_grad(eo_ctx *ctx, const eo_params *ps)
+EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
+    if (!ps)
+        return eo_fail(ctx, EO_ERR_ARG, "params_zero_grad: NULL list");
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         EO_CHECK(ctx->backend[g->device]->zero(ctx, g->data, (size_t)eo_numel(g) * 4));
@@ -40,6 +57,8 @@ eo_status eo_params_zero_grad(eo_ctx *ctx, const eo_params *ps)
 int64_t eo_params_numel(const eo_params *ps)
 {
     int64_t n = 0;
+    if (!ps)
+        return 0;
     for (int i = 0; i < ps->count; i++)
         n += eo_numel(ps->items[i]);
     return n;
@@ -47,15 +66,20 @@ int64_t eo_params_numel(const eo_params *ps)
 
 eo_tensor *eo_params_find(const eo_params *ps, const char *name)
 {
+    if (!ps || !name)
+        return NULL;
     for (int i = 0; i < ps->count; i++)
         if (ps->items[i]->name && eo_text_eq(ps->items[i]->name, name))
             return ps->items[i];
     return NULL;
 }
 
-eo_status eo_param_named(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
-                         const char *leaf, int rank, const int64_t *shape, eo_tensor **out)
+EO_PUBLIC(param_named, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                       const char *leaf, int rank, const int64_t *shape, eo_tensor **out),
+          (ctx, ps, dev, prefix, leaf, rank, shape, out))
 {
+    if (!prefix || !leaf || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "param_named: NULL prefix, leaf or output pointer");
     size_t lp = eo_text_len(prefix), ll = eo_text_len(leaf);
     char *name;
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, lp + ll + 2, (void **)&name));
@@ -66,8 +90,12 @@ eo_status eo_param_named(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *
     return ps ? eo_params_add(ctx, ps, *out) : EO_OK;
 }
 
-eo_status eo_init_param(eo_ctx *ctx, eo_tensor *t, float bound, int normal)
+EO_PUBLIC(init_param, (eo_ctx *ctx, eo_tensor *t, float bound, int normal),
+          (ctx, t, bound, normal))
 {
+    EO_CHECK(eo_expect(ctx, "init_param", t, EO_F32));
+    EO_CHECK(eo_need(ctx, bound >= 0.0f && bound < INFINITY, "init_param: bound",
+                     "finite and >= 0", (double)bound));
     /* Values are drawn on the host in element order (so a CPU and a CUDA
      * model with the same seed start identical), then uploaded. */
     int64_t n = eo_numel(t);
@@ -99,15 +127,38 @@ static eo_status init_weights(eo_ctx *ctx, eo_module *m, eo_init init, int64_t f
     return EO_OK;
 }
 
-eo_status eo_linear_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
-                         int64_t in, int64_t out, int bias, eo_init init, eo_module *m)
+/* A layer's constructor builds into a local copy and hands it over only
+ * when everything worked. On failure the caller's module keeps its kind
+ * and no weight (a forward says EO_ERR_STATE), the parameter list is cut
+ * back to its length before the call, and eo_leave gives the memory back. */
+static eo_status finish_init(eo_status s, eo_params *ps, int count0, const eo_module *built,
+                             eo_module *m)
 {
-    if (!m || !prefix || in < 1 || out < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "linear: bad arguments (in %lld, out %lld)",
-                       (long long)in, (long long)out);
+    if (s != EO_OK) {
+        if (ps)
+            ps->count = count0;
+        return s;
+    }
+    *m = *built;
+    return EO_OK;
+}
+
+/* Check what every constructor shares and give *m its "not made" state. */
+static eo_status start_init(eo_ctx *ctx, const char *op, const char *prefix, eo_module_kind k,
+                            eo_module *m, eo_module *built)
+{
     eo_module z = {0};
+    z.kind = k;
+    *built = z;
+    if (!m || !prefix)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL module or name prefix", op);
     *m = z;
-    m->kind = EO_MOD_LINEAR;
+    return EO_OK;
+}
+
+static eo_status linear_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                             int64_t in, int64_t out, int bias, eo_init init, eo_module *m)
+{
     int64_t ws[2] = { out, in };
     EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "weight", 2, ws, &m->w));
     if (bias)
@@ -115,35 +166,73 @@ eo_status eo_linear_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *
     return init_weights(ctx, m, init, in, out);
 }
 
-eo_status eo_conv2d_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
-                         int64_t in_ch, int64_t out_ch, int k, int pad, int stride,
-                         eo_module *m)
+EO_PUBLIC(linear_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix, int64_t in,
+                       int64_t out, int bias, eo_init init, eo_module *m),
+          (ctx, ps, dev, prefix, in, out, bias, init, m))
 {
-    if (!m || !prefix || in_ch < 1 || out_ch < 1 || k < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "conv2d: bad arguments");
-    eo_module z = {0};
-    *m = z;
-    m->kind = EO_MOD_CONV2D;
-    m->pad = pad;
-    m->stride = stride;
-    int64_t ws[4] = { out_ch, in_ch, k, k };
-    EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "weight", 4, ws, &m->w));
-    EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "bias", 1, &out_ch, &m->b));
-    return init_weights(ctx, m, EO_INIT_KAIMING_UNIFORM, in_ch * k * k, out_ch * k * k);
+    eo_module t;
+    EO_CHECK(start_init(ctx, "linear_init", prefix, EO_MOD_LINEAR, m, &t));
+    if (in < 1 || out < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "linear_init: in %lld and out %lld must be >= 1",
+                       (long long)in, (long long)out);
+    if ((unsigned)init > EO_INIT_NORMAL_002)
+        return eo_fail(ctx, EO_ERR_ARG, "linear_init: unknown init scheme %d", (int)init);
+    int n0 = ps ? ps->count : 0;
+    return finish_init(linear_make(ctx, ps, dev, prefix, in, out, bias, init, &t), ps, n0, &t, m);
 }
 
-eo_status eo_layernorm_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
-                            int64_t dim, float eps, eo_module *m)
+static eo_status conv2d_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                             int64_t in_ch, int64_t out_ch, int k, eo_module *m)
 {
-    if (!m || !prefix || dim < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "layernorm_init: bad arguments");
-    eo_module z = {0};
-    *m = z;
-    m->kind = EO_MOD_LAYERNORM;
-    m->eps = eps;
+    int64_t ws[4] = { out_ch, in_ch, k, k }, fan_in, fan_out;
+    if (eo_mul_overflows(in_ch, (int64_t)k * k, &fan_in) ||
+        eo_mul_overflows(out_ch, (int64_t)k * k, &fan_out))
+        return eo_fail(ctx, EO_ERR_SHAPE, "conv2d_init: %lld -> %lld channels with k %d: the "
+                       "weight's size overflows", (long long)in_ch, (long long)out_ch, k);
+    EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "weight", 4, ws, &m->w));
+    EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "bias", 1, &out_ch, &m->b));
+    return init_weights(ctx, m, EO_INIT_KAIMING_UNIFORM, fan_in, fan_out);
+}
+
+EO_PUBLIC(conv2d_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                       int64_t in_ch, int64_t out_ch, int k, int pad, int stride, eo_module *m),
+          (ctx, ps, dev, prefix, in_ch, out_ch, k, pad, stride, m))
+{
+    eo_module t;
+    EO_CHECK(start_init(ctx, "conv2d_init", prefix, EO_MOD_CONV2D, m, &t));
+    if (in_ch < 1 || out_ch < 1 || k < 1 || pad < 0 || stride < 1)
+        return eo_fail(ctx, EO_ERR_ARG,
+                       "conv2d_init: need channels >= 1 (got %lld -> %lld), kernel k >= 1 (%d), "
+                       "pad >= 0 (%d), stride >= 1 (%d)",
+                       (long long)in_ch, (long long)out_ch, k, pad, stride);
+    t.pad = pad;
+    t.stride = stride;
+    int n0 = ps ? ps->count : 0;
+    return finish_init(conv2d_make(ctx, ps, dev, prefix, in_ch, out_ch, k, &t), ps, n0, &t, m);
+}
+
+static eo_status layernorm_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                                int64_t dim, eo_module *m)
+{
     EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "weight", 1, &dim, &m->w));
     EO_CHECK(eo_param_named(ctx, ps, dev, prefix, "bias", 1, &dim, &m->b));
     return eo_fill(ctx, m->w, 1.0f);
+}
+
+EO_PUBLIC(layernorm_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                          int64_t dim, float eps, eo_module *m),
+          (ctx, ps, dev, prefix, dim, eps, m))
+{
+    eo_module t;
+    EO_CHECK(start_init(ctx, "layernorm_init", prefix, EO_MOD_LAYERNORM, m, &t));
+    if (dim < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "layernorm_init: dim must be >= 1, got %lld",
+                       (long long)dim);
+    EO_CHECK(eo_need(ctx, eps > 0.0f && eps < INFINITY, "layernorm_init: eps", "finite and > 0",
+                     (double)eps));
+    t.eps = eps;
+    int n0 = ps ? ps->count : 0;
+    return finish_init(layernorm_make(ctx, ps, dev, prefix, dim, &t), ps, n0, &t, m);
 }
 
 static eo_module simple(eo_module_kind k)
@@ -161,19 +250,52 @@ eo_module eo_maxpool2d_module(int k) { eo_module m = simple(EO_MOD_MAXPOOL2D); m
 
 int eo_set_training(eo_ctx *ctx, int training)
 {
+    if (!ctx)
+        return 0;
     int old = ctx->training;
     ctx->training = training != 0;
     return old;
 }
 
+/* The name a layer's forward goes by in messages: "linear_forward: ...". */
+static const char *forward_name(const eo_module *m)
+{
+    static const char *const names[] = {
+        [EO_MOD_LINEAR] = "linear_forward", [EO_MOD_RELU] = "relu_forward",
+        [EO_MOD_TANH] = "tanh_forward", [EO_MOD_GELU] = "gelu_forward",
+        [EO_MOD_DROPOUT] = "dropout_forward", [EO_MOD_LAYERNORM] = "layernorm_forward",
+        [EO_MOD_CONV2D] = "conv2d_forward", [EO_MOD_MAXPOOL2D] = "maxpool2d_forward",
+        [EO_MOD_FLATTEN] = "flatten_forward",
+    };
+    if (!m || (unsigned)m->kind >= sizeof names / sizeof names[0])
+        return "module_forward";
+    return names[m->kind];
+}
+
+static eo_status module_forward_body(eo_ctx *ctx, const eo_module *m, eo_tensor *x,
+                                     eo_tensor **y);
+
 eo_status eo_module_forward(eo_ctx *ctx, const eo_module *m, eo_tensor *x, eo_tensor **y)
 {
+    EO_RUN(ctx, forward_name(m), module_forward_body(ctx, m, x, y));
+}
+
+static eo_status module_forward_body(eo_ctx *ctx, const eo_module *m, eo_tensor *x,
+                                     eo_tensor **y)
+{
+    const char *op = forward_name(m);
     if (!m || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "module_forward: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL layer, input or output pointer", op);
+    EO_CHECK(eo_expect_any(ctx, op, x));
+    int has_params = m->kind == EO_MOD_LINEAR || m->kind == EO_MOD_CONV2D ||
+                     m->kind == EO_MOD_LAYERNORM;
+    if (has_params && !m->w)
+        return eo_fail(ctx, EO_ERR_STATE,
+                       "%s: the layer has no weight (its init failed or never ran)", op);
     switch (m->kind) {
     case EO_MOD_LINEAR: {
         if (x->rank < 1 || x->shape[x->rank - 1] != m->w->shape[1])
-            return eo_fail(ctx, EO_ERR_SHAPE, "linear: input %T, expected last axis %lld", x,
+            return eo_fail(ctx, EO_ERR_SHAPE, "%s: input %T, expected last axis %lld", op, x,
                            (long long)m->w->shape[1]);
         eo_tensor *x2 = x;
         if (x->rank == 1) {
@@ -189,6 +311,8 @@ eo_status eo_module_forward(eo_ctx *ctx, const eo_module *m, eo_tensor *x, eo_te
     case EO_MOD_GELU: return eo_gelu(ctx, x, y);
     case EO_MOD_TANH: return eo_tanh(ctx, x, y);
     case EO_MOD_DROPOUT:
+        EO_CHECK(eo_need(ctx, m->p >= 0.0f && m->p < 1.0f, "dropout_forward: p", "in [0, 1)",
+                         (double)m->p));
         if (!ctx->training || m->p == 0.0f) {
             *y = x;
             return EO_OK;
@@ -206,28 +330,44 @@ eo_status eo_module_forward(eo_ctx *ctx, const eo_module *m, eo_tensor *x, eo_te
     return eo_fail(ctx, EO_ERR_ARG, "module_forward: unknown layer kind %d", (int)m->kind);
 }
 
-eo_status eo_sequential_init(eo_ctx *ctx, eo_sequential *s, int cap)
+EO_PUBLIC(sequential_init, (eo_ctx *ctx, eo_sequential *s, int cap), (ctx, s, cap))
 {
-    if (!s || cap < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "sequential_init: need cap >= 1");
-    s->count = 0;
+    if (!s)
+        return eo_fail(ctx, EO_ERR_ARG, "sequential_init: NULL container");
+    eo_sequential empty = { NULL, 0, 0 }; /* what a failed init leaves: STATE on use */
+    *s = empty;
+    EO_CHECK(persistent_array(ctx, sizeof(eo_module), cap, (void **)&s->mods));
     s->cap = cap;
-    return eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_module) * (size_t)cap, (void **)&s->mods);
+    return EO_OK;
 }
 
-eo_status eo_sequential_add(eo_ctx *ctx, eo_sequential *s, eo_module m)
+EO_PUBLIC(sequential_add, (eo_ctx *ctx, eo_sequential *s, eo_module m), (ctx, s, m))
 {
+    if (!s)
+        return eo_fail(ctx, EO_ERR_ARG, "sequential_add: NULL container");
+    if (!s->mods)
+        return eo_fail(ctx, EO_ERR_STATE, "sequential_add: the container was not initialised");
     if (s->count == s->cap)
         return eo_fail(ctx, EO_ERR_STATE, "sequential_add: full (%d layers)", s->cap);
     s->mods[s->count++] = m;
     return EO_OK;
 }
 
-eo_status eo_sequential_forward(eo_ctx *ctx, const eo_sequential *s, eo_tensor *x,
-                                eo_tensor **y)
+EO_PUBLIC(sequential_forward, (eo_ctx *ctx, const eo_sequential *s, eo_tensor *x, eo_tensor **y),
+          (ctx, s, x, y))
 {
-    for (int i = 0; i < s->count; i++)
-        EO_CHECK(eo_module_forward(ctx, &s->mods[i], x, &x));
+    if (!s || !x || !y)
+        return eo_fail(ctx, EO_ERR_ARG, "sequential_forward: NULL container, input or output");
+    if (!s->mods)
+        return eo_fail(ctx, EO_ERR_STATE, "sequential_forward: the container was not initialised");
+    for (int i = 0; i < s->count; i++) {
+        eo_status st = eo_module_forward(ctx, &s->mods[i], x, &x);
+        if (st != EO_OK) { /* "sequential_forward: layer 2: linear_forward: ..." */
+            char which[16];
+            eo_format(which, sizeof which, "%d", i);
+            return eo_refail(ctx, st, "layer", which);
+        }
+    }
     *y = x;
     return EO_OK;
 }

@@ -74,7 +74,12 @@ typedef struct eo_module {
 } eo_module;
 
 /* Make layers. `prefix` names the parameters ("<prefix>.weight", ".bias");
- * they are appended to ps. dev is where the parameters live. */
+ * they are appended to ps (may be NULL). dev is where the parameters live.
+ * EO_ERR_ARG for a NULL module or prefix, sizes < 1, conv2d's k < 1,
+ * pad < 0 or stride < 1, layernorm's eps not finite and > 0; EO_ERR_SHAPE
+ * when a weight's size does not fit; EO_ERR_OOM. A failed init gives
+ * back what it took (arena and list) and leaves *m without weights: a
+ * forward through it returns EO_ERR_STATE. */
 eo_status eo_linear_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
                          int64_t in, int64_t out, int bias, eo_init init, eo_module *m);
 eo_status eo_conv2d_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
@@ -92,10 +97,13 @@ eo_module eo_flatten_module(void);
 
 /* Run one layer. Linear accepts [..., in] (any rank <= 4). Dropout draws
  * its seed from the context's generator, and is the identity when
- * ctx->training is 0. */
+ * ctx->training is 0 (its p must still be in [0, 1): EO_ERR_ARG). Messages
+ * name the layer ("linear_forward: ..."); EO_ERR_STATE for a layer whose
+ * init failed or never ran. */
 eo_status eo_module_forward(eo_ctx *ctx, const eo_module *m, eo_tensor *x, eo_tensor **y);
 
-/* A sequence of layers applied in order. */
+/* A sequence of layers applied in order. A container (or a parameter
+ * list) whose init failed refuses adds and forwards with EO_ERR_STATE. */
 typedef struct eo_sequential {
     eo_module *mods;
     int count, cap;
@@ -134,14 +142,20 @@ eo_status eo_sgd_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float l
  * and v per parameter. Typical: beta1 0.9, beta2 0.999, eps 1e-8, wd 0.01. */
 eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
                         float beta1, float beta2, float eps, float weight_decay);
-/* Update every parameter from its gradient, then count the step. */
+/* Hyper-parameters: lr, weight_decay and momentum finite and >= 0, betas
+ * in [0, 1), eps finite and > 0 (a NaN fails every one): EO_ERR_ARG. A
+ * failed init leaves an optimizer whose step returns EO_ERR_STATE. */
+
+/* Update every parameter from its gradient, then count the step.
+ * EO_ERR_ARG when o->lr (set by a schedule) is not finite and >= 0. */
 eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o);
 
 /* Scale all gradients so their global L2 norm is at most max_norm (as
  * torch.nn.utils.clip_grad_norm_: factor max_norm / (norm + 1e-6) when
  * norm > max_norm). *norm_out receives the norm before clipping (may be
- * NULL). EO_ERR_NUMERIC when the norm is NaN or Inf: the gradients are
- * left unchanged and the step should be skipped. */
+ * NULL). EO_ERR_ARG for max_norm <= 0 or NaN (+inf: no clipping).
+ * EO_ERR_NUMERIC when the norm is NaN or Inf: the gradients are left
+ * unchanged and the step should be skipped. */
 eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out);
 
 /* Learning-rate schedules: a pure function of the step number. */

@@ -33,10 +33,8 @@ static eo_status place(eo_ctx *ctx, eo_device dev, eo_tensor *h, eo_tensor **out
 
 /* The additive causal mask, filled on the host; uploaded when `dev` is
  * not the CPU (the host copy stays in the step arena until the rewind). */
-eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out)
+EO_PUBLIC(causal_mask, (eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out), (ctx, dev, T, out))
 {
-    if (!ctx)
-        return EO_ERR_ARG;
     if (!out || T < 0)
         return eo_fail(ctx, EO_ERR_ARG, "causal_mask: NULL output or T = %lld < 0",
                        (long long)T);
@@ -50,11 +48,10 @@ eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out)
     return place(ctx, dev, h, out);
 }
 
-eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
-                          const uint8_t *valid, eo_tensor **out)
+EO_PUBLIC(padding_mask, (eo_ctx *ctx, eo_device dev, int64_t B, int64_t T, const uint8_t *valid,
+                        eo_tensor **out),
+          (ctx, dev, B, T, valid, out))
 {
-    if (!ctx)
-        return EO_ERR_ARG;
     if (!out || !valid || B < 0 || T < 0)
         return eo_fail(ctx, EO_ERR_ARG,
                        "padding_mask: NULL output or valid, or B = %lld, T = %lld < 0",
@@ -74,8 +71,6 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
                                  eo_tensor *v, eo_tensor *mask, int causal, float scale,
                                  eo_tensor **out)
 {
-    if (!ctx)
-        return EO_ERR_ARG;
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
     EO_CHECK(eo_expect(ctx, op, q, EO_F32));
@@ -113,8 +108,9 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
     return EO_OK;
 }
 
-eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_tensor *mask,
-                       int causal, float scale, eo_tensor **out)
+EO_PUBLIC(attention, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_tensor *mask,
+                     int causal, float scale, eo_tensor **out),
+          (ctx, q, k, v, mask, causal, scale, out))
 {
     EO_CHECK(check_attention(ctx, "attention", q, k, v, mask, causal, scale, out));
     eo_tensor *s, *p;
@@ -142,8 +138,9 @@ static void mask_strides(const eo_tensor *m, int64_t st[4])
             st[i] = 0;
 }
 
-eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
-                             eo_tensor *mask, int causal, float scale, eo_tensor **out)
+EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                           eo_tensor *mask, int causal, float scale, eo_tensor **out),
+          (ctx, q, k, v, mask, causal, scale, out))
 {
     EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));
     const eo_backend *be = eo_backend_of(ctx, q);

@@ -11,14 +11,45 @@
  * transpose are ordinary ops with their ordinary backward. */
 #include "core/internal.h"
 
-static eo_status im2col(eo_ctx *ctx, eo_tensor *x, int kh, int kw, int pad, int stride,
-                        eo_tensor **out)
+/* The sizes of a convolution, every product checked: the output side
+ * OH = (H + 2 pad - kh) / stride + 1 (likewise OW), and the im2col matrix
+ * [C*kh*kw, N*OH*OW]. A huge padding or a huge input must be refused
+ * here, before any of these reaches an allocation or a kernel's loop. */
+typedef struct conv_sizes { int64_t OH, OW, rows, cols; } conv_sizes;
+
+static eo_status conv_sizes_of(eo_ctx *ctx, const eo_tensor *x, const eo_tensor *w, int pad,
+                               int stride, conv_sizes *cs)
 {
     int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-    int64_t OH = (H + 2 * pad - kh) / stride + 1, OW = (W + 2 * pad - kw) / stride + 1;
+    int64_t kh = w->shape[2], kw = w->shape[3], pad2, Hp, Wp, P;
+    if (kh < 1 || kw < 1)
+        return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: kernel %T has an empty side", w);
+    if (eo_mul_overflows(2, pad, &pad2) || eo_add_overflows(H, pad2, &Hp) ||
+        eo_add_overflows(W, pad2, &Wp))
+        return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: padded size of %T with pad %d overflows", x,
+                       pad);
+    if (Hp < kh || Wp < kw)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "conv2d: kernel %T larger than input %T padded by %d (%lldx%lld)", w, x,
+                       pad, (long long)Hp, (long long)Wp);
+    cs->OH = (Hp - kh) / stride + 1;
+    cs->OW = (Wp - kw) / stride + 1;
+    if (eo_mul_overflows(cs->OH, cs->OW, &P) || eo_mul_overflows(N, P, &cs->cols) ||
+        eo_mul_overflows(C, kh, &cs->rows) || eo_mul_overflows(cs->rows, kw, &cs->rows))
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "conv2d: x %T, w %T, pad %d, stride %d: the im2col matrix (%lldx%lld "
+                       "outputs per image) is too large",
+                       x, w, pad, stride, (long long)cs->OH, (long long)cs->OW);
+    return EO_OK;
+}
+
+static eo_status im2col(eo_ctx *ctx, eo_tensor *x, const conv_sizes *cs, int64_t kh, int64_t kw,
+                        int pad, int stride, eo_tensor **out)
+{
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "conv2d", be, im2col);
-    int64_t shape[2] = { C * kh * kw, N * OH * OW };
+    int64_t shape[2] = { cs->rows, cs->cols };
     eo_tensor *cols;
     EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 2, shape, &cols));
     be->im2col(N, C, H, W, kh, kw, pad, stride, x->data, cols->data, &ctx->exec);
@@ -47,8 +78,9 @@ eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
     return EO_OK;
 }
 
-eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
-                    int stride, eo_tensor **out)
+EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
+                  int stride, eo_tensor **out),
+          (ctx, x, w, bias, pad, stride, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "conv2d: NULL output pointer");
@@ -63,20 +95,18 @@ eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, in
         return eo_fail(ctx, EO_ERR_ARG, "conv2d: pad %d must be >= 0 and stride %d >= 1", pad,
                        stride);
     int64_t Co = w->shape[0], kh = w->shape[2], kw = w->shape[3];
-    int64_t H = x->shape[2], Wd = x->shape[3];
-    if (H + 2 * pad < kh || Wd + 2 * pad < kw)
-        return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: kernel %T larger than padded input %T", w,
-                       x);
+    conv_sizes cs = { 0, 0, 0, 0 };
+    EO_CHECK(conv_sizes_of(ctx, x, w, pad, stride, &cs));
     if (bias) {
         EO_CHECK(eo_expect(ctx, "conv2d", bias, EO_F32));
         if (bias->rank != 1 || bias->shape[0] != Co)
             return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: bias must be [%lld], got %T",
                            (long long)Co, bias);
     }
-    int64_t OH = (H + 2 * pad - kh) / stride + 1, OW = (Wd + 2 * pad - kw) / stride + 1;
+    const int64_t OH = cs.OH, OW = cs.OW;
     eo_tensor *cols = NULL, *w2 = NULL, *y = NULL;
     EO_CHECK(eo_contiguous(ctx, x, &x));
-    EO_CHECK(im2col(ctx, x, (int)kh, (int)kw, pad, stride, &cols));
+    EO_CHECK(im2col(ctx, x, &cs, kh, kw, pad, stride, &cols));
     int64_t wshape[2] = { Co, w->shape[1] * kh * kw };
     EO_CHECK(eo_reshape(ctx, w, 2, wshape, &w2));
     EO_CHECK(eo_matmul(ctx, w2, cols, 0, 0, &y)); /* [Co, N*OH*OW] */
@@ -95,14 +125,22 @@ eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, in
 
 /* ---- max pooling ------------------------------------------------------------ */
 
-eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out)
+EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, x, k, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: NULL output pointer");
     EO_CHECK(eo_expect(ctx, "maxpool2d", x, EO_F32));
-    if (x->rank != 4 || k < 1 || x->shape[2] < k || x->shape[3] < k)
+    if (k < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: kernel size k must be >= 1, got %d", k);
+    if (x->rank != 4 || x->shape[2] < k || x->shape[3] < k)
         return eo_fail(ctx, EO_ERR_SHAPE,
                        "maxpool2d: expected x [N, C, H, W] with H, W >= k = %d, got %T", k, x);
+    /* The argmax is an i32 index into an H×W plane. */
+    int64_t plane;
+    if (eo_mul_overflows(x->shape[2], x->shape[3], &plane) || plane > INT32_MAX)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "maxpool2d: planes of %T have more than %d pixels (argmax is i32)", x,
+                       (int)INT32_MAX);
     EO_CHECK(eo_contiguous(ctx, x, &x));
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d);

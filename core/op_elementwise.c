@@ -25,7 +25,8 @@ static void broadcast_strides(const eo_tensor *t, const int64_t shape[4], int64_
             st[i] = 0;
 }
 
-static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo_tensor **out)
+static eo_status binary_body(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b,
+                             eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
@@ -58,6 +59,11 @@ static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo
         EO_CHECK(eo_record(ctx, id, in, 2, y, NULL));
     *out = y;
     return EO_OK;
+}
+
+static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo_tensor **out)
+{
+    EO_RUN(ctx, eo_op_names[id], binary_body(ctx, id, a, b, out));
 }
 
 static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
@@ -99,8 +105,8 @@ static const eo_unop unop_of[EO_OP_COUNT] = {
     [EO_OP_SIGMOID] = EO_UN_SIGMOID, [EO_OP_EXP] = EO_UN_EXP, [EO_OP_LOG] = EO_UN_LOG,
 };
 
-eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
-                      eo_tensor **out)
+static eo_status unary_body(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
+                           eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
@@ -134,6 +140,12 @@ eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tenso
     }
     *out = y;
     return EO_OK;
+}
+
+eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
+                      eo_tensor **out)
+{
+    EO_RUN(ctx, eo_op_names[id], unary_body(ctx, id, k, alpha, x, out));
 }
 
 static eo_status unary_backward(eo_ctx *ctx, eo_node *n)

@@ -2,7 +2,8 @@
  * second input is not differentiable (indices, a seed). */
 #include "core/internal.h"
 
-eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out)
+EO_PUBLIC(embedding, (eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out),
+          (ctx, table, idx, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "embedding: NULL output pointer");
@@ -55,7 +56,8 @@ eo_status eo_bwd_embedding(eo_ctx *ctx, eo_node *n)
     return EO_OK;
 }
 
-eo_status eo_dropout(eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out)
+EO_PUBLIC(dropout, (eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out),
+          (ctx, x, p, seed, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "dropout: NULL output pointer");

@@ -4,18 +4,20 @@
  * the per-row mean and 1/std (two floats a row), and the backward is one
  * pass instead of the half-dozen a composed graph would record. The tests
  * check it against the composition of primitive ops. */
+#include <math.h>
 #include "core/internal.h"
 
-eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
-                       eo_tensor **out)
+EO_PUBLIC(layernorm, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
+                     eo_tensor **out),
+          (ctx, x, w, b, eps, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "layernorm: NULL output pointer");
     EO_CHECK(eo_expect(ctx, "layernorm", x, EO_F32));
     if (x->rank < 1)
         return eo_fail(ctx, EO_ERR_AXIS, "layernorm: needs rank >= 1, got %T", x);
-    if (!(eps > 0.0f))
-        return eo_fail(ctx, EO_ERR_ARG, "layernorm: eps must be > 0, got %f", (double)eps);
+    EO_CHECK(eo_need(ctx, eps > 0.0f && eps < INFINITY, "layernorm: eps", "finite and > 0",
+                     (double)eps));
     int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
     eo_tensor *aff[2] = { w, b };
     for (int i = 0; i < 2; i++) {

@@ -101,7 +101,8 @@ static int stacks(mm_operand o, int64_t rows)
     return !o.t && o.bs == rows * o.ld;
 }
 
-eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_tensor **out)
+EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_tensor **out),
+          (ctx, a, b, ta, tb, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "matmul: NULL output pointer");

@@ -17,8 +17,8 @@ static void split(const eo_tensor *x, int a, int64_t *outer, int64_t *n, int64_t
     *n = x->shape[a];
 }
 
-static eo_status reduce(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int keepdim,
-                        eo_tensor **out)
+static eo_status reduce_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int keepdim,
+                             eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
@@ -58,6 +58,12 @@ static eo_status reduce(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int ke
     return EO_OK;
 }
 
+static eo_status reduce(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int keepdim,
+                        eo_tensor **out)
+{
+    EO_RUN(ctx, eo_op_names[id], reduce_body(ctx, id, x, axis, keepdim, out));
+}
+
 static eo_status reduce_backward(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *x = n->in[0], *g;
@@ -80,10 +86,9 @@ eo_status eo_bwd_sum(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); 
 eo_status eo_bwd_mean(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); }
 eo_status eo_bwd_max(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); }
 
-eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out)
+EO_PUBLIC(sum_all, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
 {
-    if (!x)
-        return eo_fail(ctx, EO_ERR_ARG, "sum_all: NULL tensor");
+    EO_CHECK(eo_expect(ctx, "sum_all", x, EO_F32));
     int64_t n = eo_numel(x);
     eo_tensor *flat;
     EO_CHECK(eo_reshape(ctx, x, 1, &n, &flat));

@@ -7,7 +7,7 @@
  * whole probability matrix. The tests check it against the composition. */
 #include "core/internal.h"
 
-static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out)
+static eo_status softmax_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
@@ -35,6 +35,11 @@ static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out
     return EO_OK;
 }
 
+static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out)
+{
+    EO_RUN(ctx, eo_op_names[id], softmax_body(ctx, id, x, out));
+}
+
 static eo_status softmax_backward(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *x = n->in[0], *y = n->out, *g;
@@ -54,8 +59,9 @@ eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out) { return so
 eo_status eo_bwd_softmax(eo_ctx *ctx, eo_node *n) { return softmax_backward(ctx, n); }
 eo_status eo_bwd_log_softmax(eo_ctx *ctx, eo_node *n) { return softmax_backward(ctx, n); }
 
-eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
-                           int32_t ignore_index, eo_tensor **out)
+EO_PUBLIC(cross_entropy, (eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
+                         int32_t ignore_index, eo_tensor **out),
+          (ctx, logits, target, ignore_index, out))
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "cross_entropy: NULL output pointer");

@@ -80,10 +80,11 @@ eo_status eo_bwd_view(eo_ctx *ctx, eo_node *n)
     return accumulate_into(ctx, &v, n->out->grad);
 }
 
-eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out)
+EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
 {
-    if (!x || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "contiguous: NULL argument");
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "contiguous: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "contiguous", x));
     if (eo_is_contiguous(x)) {
         *out = x;
         return EO_OK;
@@ -111,10 +112,12 @@ eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
     return accumulate_into(ctx, g, n->out->grad);
 }
 
-eo_status eo_reshape(eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, eo_tensor **out)
+EO_PUBLIC(reshape, (eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, eo_tensor **out),
+          (ctx, x, rank, shape, out))
 {
-    if (!x || !out || (rank > 0 && !shape))
-        return eo_fail(ctx, EO_ERR_ARG, "reshape: NULL argument");
+    if (!out || (rank > 0 && !shape))
+        return eo_fail(ctx, EO_ERR_ARG, "reshape: NULL shape or output pointer");
+    EO_CHECK(eo_expect_any(ctx, "reshape", x));
     if (rank < 0 || rank > EO_MAX_RANK)
         return eo_fail(ctx, EO_ERR_AXIS, "reshape: rank %d outside 0..%d", rank, EO_MAX_RANK);
     int64_t s[EO_MAX_RANK], known = 1;
@@ -126,15 +129,16 @@ eo_status eo_reshape(eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, 
         else if (s[i] < 0)
             return eo_fail(ctx, EO_ERR_SHAPE, "reshape: bad size %lld on axis %d",
                            (long long)s[i], i);
-        else
-            known *= s[i];
+        else if (eo_mul_overflows(known, s[i], &known))
+            return eo_fail(ctx, EO_ERR_SHAPE,
+                           "reshape: the new shape's element count overflows at axis %d (%lld) "
+                           "for %T",
+                           i, (long long)s[i], x);
     }
     int64_t n = eo_numel(x);
     if (infer >= 0)
         s[infer] = known ? n / known : 0;
-    int64_t total = 1;
-    for (int i = 0; i < rank; i++)
-        total *= s[i];
+    int64_t total = known * (infer >= 0 ? s[infer] : 1); /* <= n when inferred: no wrap */
     if (total != n)
         return eo_fail(ctx, EO_ERR_SHAPE,
                        "reshape: %T has %lld elements, the new shape has %lld", x, (long long)n,
@@ -145,10 +149,12 @@ eo_status eo_reshape(eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, 
     return make_view(ctx, x, p, rank, s, out);
 }
 
-eo_status eo_permute(eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out)
+EO_PUBLIC(permute, (eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out),
+          (ctx, x, perm, out))
 {
-    if (!x || !perm || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL argument");
+    if (!perm || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL permutation or output pointer");
+    EO_CHECK(eo_expect_any(ctx, "permute", x));
     eo_op_params p = {0};
     p.view.kind = EO_VIEW_PERMUTE;
     int seen = 0;
@@ -162,10 +168,12 @@ eo_status eo_permute(eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out
     return make_view(ctx, x, p, x->rank, x->shape, out);
 }
 
-eo_status eo_transpose(eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tensor **out)
+EO_PUBLIC(transpose, (eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tensor **out),
+          (ctx, x, axis0, axis1, out))
 {
-    if (!x || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "transpose: NULL argument");
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "transpose: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "transpose", x));
     int a = eo_axis(axis0, x->rank), b = eo_axis(axis1, x->rank);
     if (a < 0 || b < 0)
         return eo_fail(ctx, EO_ERR_AXIS, "transpose: axes %d, %d out of range for %T", axis0,
@@ -178,17 +186,21 @@ eo_status eo_transpose(eo_ctx *ctx, eo_tensor *x, int axis0, int axis1, eo_tenso
     return eo_permute(ctx, x, perm, out);
 }
 
-eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t len,
-                   eo_tensor **out)
+EO_PUBLIC(slice, (eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t len,
+                 eo_tensor **out),
+          (ctx, x, axis, start, len, out))
 {
-    if (!x || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "slice: NULL argument");
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "slice: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "slice", x));
     int a = eo_axis(axis, x->rank);
     if (a < 0)
         return eo_fail(ctx, EO_ERR_AXIS, "slice: axis %d out of range for %T", axis, x);
-    if (start < 0 || len < 0 || start + len > x->shape[a])
-        return eo_fail(ctx, EO_ERR_SHAPE, "slice: [%lld, %lld) outside 0..%lld on axis %d of %T",
-                       (long long)start, (long long)(start + len), (long long)x->shape[a], a, x);
+    /* len > size - start, not start + len > size: the sum can wrap. */
+    if (start < 0 || len < 0 || start > x->shape[a] || len > x->shape[a] - start)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "slice: start %lld, length %lld do not fit in 0..%lld on axis %d of %T",
+                       (long long)start, (long long)len, (long long)x->shape[a], a, x);
     eo_op_params p = {0};
     p.view.kind = EO_VIEW_SLICE;
     p.view.axis = a;
@@ -202,13 +214,13 @@ eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t l
 
 /* ---- concat: copy each input into its slice of the output ------------- */
 
-eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor **out)
+EO_PUBLIC(concat, (eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor **out),
+          (ctx, xs, n, axis, out))
 {
     if (!xs || !out || n < 1 || n > EO_NODE_MAX_IN)
         return eo_fail(ctx, EO_ERR_ARG, "concat: need 1..%d tensors, got %d", EO_NODE_MAX_IN, n);
     for (int i = 0; i < n; i++)
-        if (!xs[i])
-            return eo_fail(ctx, EO_ERR_ARG, "concat: tensor %d is NULL", i);
+        EO_CHECK(eo_expect_any(ctx, "concat", xs[i]));
     const eo_tensor *x0 = xs[0];
     int a = eo_axis(axis, x0->rank);
     if (a < 0)
@@ -227,7 +239,9 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
                 return eo_fail(ctx, EO_ERR_SHAPE,
                                "concat: %T and %T differ on axis %d (joining along %d)", x0, x,
                                i, a);
-        shape[a] += x->shape[a];
+        if (eo_add_overflows(shape[a], x->shape[a], &shape[a]))
+            return eo_fail(ctx, EO_ERR_SHAPE, "concat: the joined size of axis %d overflows at %T",
+                           a, x);
     }
     const eo_backend *be = eo_backend_of(ctx, x0);
     EO_NEED_KERNEL(ctx, "concat", be, copy32);

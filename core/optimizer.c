@@ -12,7 +12,6 @@
 static eo_status make_state(eo_ctx *ctx, const eo_params *ps, eo_tensor ***out)
 {
     eo_tensor **st;
-    ctx->op = "optimizer state";
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_tensor *) * (size_t)ps->count,
                            (void **)&st));
     for (int i = 0; i < ps->count; i++) {
@@ -23,32 +22,54 @@ static eo_status make_state(eo_ctx *ctx, const eo_params *ps, eo_tensor ***out)
     return EO_OK;
 }
 
-eo_status eo_sgd_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
-                      float momentum, float weight_decay, int nesterov)
+/* The hyper-parameters every optimizer shares. A NaN fails every test. */
+static eo_status check_common(eo_ctx *ctx, const char *op, eo_optimizer *o, const eo_params *ps,
+                              float lr, float weight_decay)
 {
-    if (!o || !ps || !(lr >= 0) || !(momentum >= 0) || !(weight_decay >= 0))
-        return eo_fail(ctx, EO_ERR_ARG, "sgd: bad hyper-parameters");
-    if (nesterov && momentum <= 0)
-        return eo_fail(ctx, EO_ERR_ARG, "sgd: Nesterov needs momentum > 0");
-    eo_optimizer z = {0};
+    if (!o || !ps)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL optimizer or parameter list", op);
+    eo_optimizer z = {0}; /* what a failed init leaves: a step says STATE */
     *o = z;
+    EO_CHECK(eo_need(ctx, lr >= 0 && lr < INFINITY, "lr", "finite and >= 0", (double)lr));
+    return eo_need(ctx, weight_decay >= 0 && weight_decay < INFINITY, "weight_decay",
+                   "finite and >= 0", (double)weight_decay);
+}
+
+/* Make the state tensors; on failure *o is left unusable (eo_leave gives
+ * the memory back). */
+static eo_status with_state(eo_optimizer *o, eo_status s)
+{
+    if (s != EO_OK)
+        o->params = NULL;
+    return s;
+}
+
+EO_PUBLIC(sgd_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr, float momentum,
+                    float weight_decay, int nesterov),
+          (ctx, o, ps, lr, momentum, weight_decay, nesterov))
+{
+    EO_CHECK(check_common(ctx, "sgd_init", o, ps, lr, weight_decay));
+    EO_CHECK(eo_need(ctx, momentum >= 0 && momentum < INFINITY, "momentum", "finite and >= 0",
+                     (double)momentum));
+    if (nesterov && momentum <= 0)
+        return eo_fail(ctx, EO_ERR_ARG, "sgd_init: Nesterov needs momentum > 0");
     o->kind = EO_OPTIM_SGD;
     o->params = ps;
     o->lr = lr;
     o->momentum = momentum;
     o->weight_decay = weight_decay;
     o->nesterov = nesterov;
-    return momentum > 0 ? make_state(ctx, ps, &o->v) : EO_OK;
+    return with_state(o, momentum > 0 ? make_state(ctx, ps, &o->v) : EO_OK);
 }
 
-eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
-                        float beta1, float beta2, float eps, float weight_decay)
+EO_PUBLIC(adamw_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr, float beta1,
+                      float beta2, float eps, float weight_decay),
+          (ctx, o, ps, lr, beta1, beta2, eps, weight_decay))
 {
-    if (!o || !ps || !(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
-        !(eps > 0) || !(weight_decay >= 0))
-        return eo_fail(ctx, EO_ERR_ARG, "adamw: bad hyper-parameters");
-    eo_optimizer z = {0};
-    *o = z;
+    EO_CHECK(check_common(ctx, "adamw_init", o, ps, lr, weight_decay));
+    EO_CHECK(eo_need(ctx, beta1 >= 0 && beta1 < 1, "beta1", "in [0, 1)", (double)beta1));
+    EO_CHECK(eo_need(ctx, beta2 >= 0 && beta2 < 1, "beta2", "in [0, 1)", (double)beta2));
+    EO_CHECK(eo_need(ctx, eps > 0 && eps < INFINITY, "eps", "finite and > 0", (double)eps));
     o->kind = EO_OPTIM_ADAMW;
     o->params = ps;
     o->lr = lr;
@@ -56,14 +77,20 @@ eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float
     o->beta2 = beta2;
     o->eps = eps;
     o->weight_decay = weight_decay;
-    EO_CHECK(make_state(ctx, ps, &o->m));
-    return make_state(ctx, ps, &o->v);
+    eo_status s = make_state(ctx, ps, &o->m);
+    return with_state(o, s == EO_OK ? make_state(ctx, ps, &o->v) : s);
 }
 
-eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o)
+EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
 {
-    if (!o || !o->params)
-        return eo_fail(ctx, EO_ERR_ARG, "optimizer_step: not initialised");
+    if (!o)
+        return eo_fail(ctx, EO_ERR_ARG, "optimizer_step: NULL optimizer");
+    if (!o->params)
+        return eo_fail(ctx, EO_ERR_STATE, "optimizer_step: the optimizer was not initialised "
+                                          "(or its init failed)");
+    /* A schedule sets lr before every step: check it where it is used. */
+    EO_CHECK(eo_need(ctx, o->lr >= 0 && o->lr < INFINITY, "optimizer_step: lr",
+                     "finite and >= 0", (double)o->lr));
     o->step++;
     for (int i = 0; i < o->params->count; i++) {
         eo_tensor *p = o->params->items[i];
@@ -82,9 +109,14 @@ eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o)
     return EO_OK;
 }
 
-eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out)
+EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out),
+          (ctx, ps, max_norm, norm_out))
 {
     double total = 0;
+    if (!ps)
+        return eo_fail(ctx, EO_ERR_ARG, "clip_grad_norm: NULL parameter list");
+    /* max_norm <= 0 or NaN would flip or poison every gradient. */
+    EO_CHECK(eo_need(ctx, max_norm > 0, "clip_grad_norm: max_norm", "> 0", (double)max_norm));
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         const eo_backend *be = eo_backend_of(ctx, g);
@@ -117,6 +149,8 @@ eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, fl
 
 float eo_lr_at(const eo_lr_schedule *s, int64_t step)
 {
+    if (!s)
+        return 0.0f;
     switch (s->kind) {
     case EO_LR_STEP: {
         float lr = s->base;

@@ -78,10 +78,44 @@ eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *bet
     return EO_OK;
 }
 
-eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss)
+/* Was t->grad made during the running call (and so about to be rewound)?
+ * Gradient metadata always lives in the host step arena. */
+static int grad_is_new(const eo_ctx *ctx, const eo_tensor *t)
 {
-    if (!ctx || !loss)
-        return ctx ? eo_fail(ctx, EO_ERR_ARG, "backward: NULL loss") : EO_ERR_ARG;
+    uintptr_t g = (uintptr_t)t->grad, from = ctx->step.base + ctx->entry.host;
+    return t->grad && g >= from && g < ctx->step.base + ctx->step.cap;
+}
+
+/* A backward that failed part-way gives its step memory back (eo_leave):
+ * no tensor may keep a gradient buffer from it. Gradients made before the
+ * call keep what was already added to them (zero them before the next
+ * step, as always). */
+static void drop_new_grads(eo_ctx *ctx, eo_tensor *loss)
+{
+    if (grad_is_new(ctx, loss))
+        loss->grad = NULL;
+    for (eo_node *n = loss->node; n; n = n->prev) {
+        if (grad_is_new(ctx, n->out))
+            n->out->grad = NULL;
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i] && grad_is_new(ctx, n->in[i]))
+                n->in[i]->grad = NULL;
+    }
+}
+
+static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss);
+
+EO_PUBLIC(backward, (eo_ctx *ctx, eo_tensor *loss), (ctx, loss))
+{
+    eo_status s = backward_walk(ctx, loss);
+    if (s != EO_OK && loss && ctx->depth == 1)
+        drop_new_grads(ctx, loss);
+    return s;
+}
+
+static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
+{
+    EO_CHECK(eo_expect_any(ctx, "backward", loss));
     if (eo_numel(loss) != 1 || loss->dtype != EO_F32)
         return eo_fail(ctx, EO_ERR_STATE, "backward: loss must be one f32 element, got %T",
                        loss);
@@ -107,8 +141,9 @@ eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss)
     for (eo_node *n = loss->node; n && s == EO_OK; n = n->prev) {
         if (!n->out->grad) /* not on the loss's path */
             continue;
-        ctx->op = eo_op_names[n->op];
         s = backward_rules[n->op](ctx, n);
+        if (s != EO_OK) /* say which rule: "backward: through matmul: arena ..." */
+            eo_refail(ctx, s, "through", eo_op_names[n->op]);
     }
     eo_set_grad(ctx, was);
     return s;

@@ -18,10 +18,23 @@ size_t eo_dtype_size(eo_dtype dt)
 
 int64_t eo_numel(const eo_tensor *t)
 {
+    /* Every tensor was checked when made (tensor_meta): no wrap here. */
     int64_t n = 1;
+    if (!t)
+        return 0;
     for (int i = 0; i < t->rank; i++)
         n *= t->shape[i];
     return n;
+}
+
+int eo_shape_numel(int rank, const int64_t *shape, int64_t *n)
+{
+    int64_t p = 1;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0 || eo_mul_overflows(p, shape[i], &p))
+            return 1;
+    *n = p;
+    return 0;
 }
 
 void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride)
@@ -36,6 +49,8 @@ void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride)
 int eo_is_contiguous(const eo_tensor *t)
 {
     int64_t s = 1;
+    if (!t)
+        return 0;
     for (int i = t->rank - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->stride[i] != s)
             return 0;
@@ -75,9 +90,8 @@ static eo_arena *data_arena(eo_ctx *ctx, eo_lifetime life, eo_device dev)
 static eo_status arena_take(eo_ctx *ctx, eo_arena *a, size_t bytes, void **out)
 {
     eo_status s = eo_arena_alloc(a, bytes, EO_ARENA_ALIGN, out);
-    if (s == EO_ERR_OOM)
-        return eo_fail(ctx, s, "%s%sarena '%s': need %zu bytes, %zu free of %zu",
-                       ctx->op ? ctx->op : "", ctx->op ? ": " : "", a->name,
+    if (s == EO_ERR_OOM) /* eo_fail puts the caller's op first */
+        return eo_fail(ctx, s, "arena '%s': need %zu bytes, %zu free of %zu", a->name,
                        a->fail_need, a->fail_free, a->cap);
     return s;
 }
@@ -105,25 +119,46 @@ void eo_give_back(const eo_lent *l)
     eo_arena_rewind(l->ar, l->mark);
 }
 
-/* Validate a shape and make the metadata struct (no data yet). */
+/* "[2x3]" for a shape that has no tensor yet (messages only). */
+static const char *shape_text(char *buf, size_t cap, int rank, const int64_t *shape)
+{
+    size_t n = eo_format(buf, cap, "[");
+    for (int i = 0; i < rank && n < cap; i++)
+        n += eo_format(buf + n, cap - n, i ? "x%lld" : "%lld", (long long)shape[i]);
+    if (n < cap)
+        eo_format(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* Validate a shape and make the metadata struct (no data yet). Every
+ * tensor is made here (views copy a checked one), so every tensor's
+ * element count fits int64 and its bytes fit PTRDIFF_MAX: nothing that
+ * multiplies a tensor's sizes later can wrap. The messages name no op
+ * of their own: eo_fail puts the caller's first. */
 static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
                              int rank, const int64_t *shape, eo_tensor **out)
 {
-    if (!ctx || !out || (rank > 0 && !shape))
-        return ctx ? eo_fail(ctx, EO_ERR_ARG, "tensor_new: NULL argument") : EO_ERR_ARG;
+    if (!out || (rank > 0 && !shape))
+        return eo_fail(ctx, EO_ERR_ARG, "NULL %s", out ? "shape" : "output pointer");
     *out = NULL;
     if (rank < 0 || rank > EO_MAX_RANK)
-        return eo_fail(ctx, EO_ERR_AXIS, "tensor_new: rank %d outside 0..%d", rank, EO_MAX_RANK);
+        return eo_fail(ctx, EO_ERR_AXIS, "rank %d outside 0..%d", rank, EO_MAX_RANK);
     if ((unsigned)device >= EO_DEVICE_COUNT || !ctx->backend[device])
-        return eo_fail(ctx, EO_ERR_DEVICE, "tensor_new: device %d is not open", (int)device);
+        return eo_fail(ctx, EO_ERR_DEVICE, "device %d is not open", (int)device);
     if (eo_dtype_size(dtype) == 0)
-        return eo_fail(ctx, EO_ERR_DTYPE, "tensor_new: unknown dtype %d", (int)dtype);
-    for (int64_t i = 0, n = 1; i < rank; i++) {
-        if (shape[i] < 0 || (shape[i] > 0 && n > ((int64_t)1 << 40) / shape[i]))
-            return eo_fail(ctx, EO_ERR_SHAPE, "tensor_new: bad size %lld on axis %d",
-                           (long long)shape[i], (int)i);
-        n *= shape[i];
-    }
+        return eo_fail(ctx, EO_ERR_DTYPE, "unknown dtype %d", (int)dtype);
+    char text[96];
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0)
+            return eo_fail(ctx, EO_ERR_SHAPE, "negative size %lld on axis %d of %s",
+                           (long long)shape[i], i, shape_text(text, sizeof text, rank, shape));
+    int64_t n;
+    size_t bytes;
+    if (eo_shape_numel(rank, shape, &n) || eo_bytes_overflow(n, eo_dtype_size(dtype), &bytes))
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "a %s %s tensor is too large: more than %zu bytes",
+                       shape_text(text, sizeof text, rank, shape), eo_dtype_name(dtype),
+                       (size_t)PTRDIFF_MAX);
     eo_tensor *t;
     EO_CHECK(eo_host_alloc(ctx, life, sizeof *t, (void **)&t));
     eo_tensor zero = {0};
@@ -148,7 +183,7 @@ static eo_status tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_
     /* tensor_meta sees only the local &t, so the caller's `out` is checked
      * here: a NULL out must be EO_ERR_ARG, not a store through NULL. */
     if (!out)
-        return eo_fail(ctx, EO_ERR_ARG, "tensor_new: NULL output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "NULL output pointer");
     EO_CHECK(tensor_meta(ctx, life, device, dtype, rank, shape, &t));
     size_t bytes = (size_t)eo_numel(t) * eo_dtype_size(dtype);
     EO_CHECK(arena_take(ctx, data_arena(ctx, life, device), bytes, &t->data));
@@ -156,11 +191,10 @@ static eo_status tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_
     return EO_OK;
 }
 
-eo_status eo_tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
-                        int rank, const int64_t *shape, eo_tensor **out)
+EO_PUBLIC(tensor_new, (eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                      int rank, const int64_t *shape, eo_tensor **out),
+          (ctx, life, device, dtype, rank, shape, out))
 {
-    if (ctx)
-        ctx->op = "tensor_new";
     return tensor_new(ctx, life, device, dtype, rank, shape, out);
 }
 
@@ -172,18 +206,16 @@ eo_status eo_new_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype
                                       (size_t)eo_numel(*out) * eo_dtype_size(dtype));
 }
 
-eo_status eo_tensor_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
-                          int rank, const int64_t *shape, eo_tensor **out)
+EO_PUBLIC(tensor_zeros, (eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype dtype,
+                        int rank, const int64_t *shape, eo_tensor **out),
+          (ctx, life, device, dtype, rank, shape, out))
 {
-    if (ctx)
-        ctx->op = "tensor_zeros";
-    EO_CHECK(tensor_new(ctx, life, device, dtype, rank, shape, out));
-    return ctx->backend[device]->zero(ctx, (*out)->data,
-                                      (size_t)eo_numel(*out) * eo_dtype_size(dtype));
+    return eo_new_zeros(ctx, life, device, dtype, rank, shape, out);
 }
 
-eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *shape,
-                         void *data, eo_tensor **out)
+EO_PUBLIC(tensor_wrap, (eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *shape, void *data,
+                       eo_tensor **out),
+          (ctx, dtype, rank, shape, data, out))
 {
     if (!data)
         return eo_fail(ctx, EO_ERR_ARG, "tensor_wrap: NULL data");
@@ -198,11 +230,13 @@ eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const in
     return tensor_new(ctx, EO_STEP, dev, dt, rank, shape, out);
 }
 
-eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank,
-                       const int64_t *shape, eo_tensor **out)
+EO_PUBLIC(param_new, (eo_ctx *ctx, eo_device device, const char *name, int rank,
+                     const int64_t *shape, eo_tensor **out),
+          (ctx, device, name, rank, shape, out))
 {
     eo_tensor *t, *g;
-    ctx->op = "param_new";
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "param_new: NULL output pointer");
     EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &t));
     EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &g));
     t->requires_grad = 1;
@@ -212,11 +246,26 @@ eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank
     return EO_OK;
 }
 
-eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt)
+eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
 {
-    ctx->op = op; /* every op validates first: later messages can name it */
+    if (!ctx)
+        return EO_ERR_ARG;
     if (!t)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    /* Only a tensor changed by hand gets here with these: refuse it before
+     * anything reads its shape or its backend. */
+    if (t->rank < 0 || t->rank > EO_MAX_RANK)
+        return eo_fail(ctx, EO_ERR_AXIS, "%s: a tensor of rank %d (ranks are 0..%d)", op,
+                       t->rank, EO_MAX_RANK);
+    if ((unsigned)t->device >= EO_DEVICE_COUNT || !ctx->backend[t->device])
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %d, which is not open", op, t,
+                       (int)t->device);
+    return EO_OK;
+}
+
+eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt)
+{
+    EO_CHECK(eo_expect_any(ctx, op, t));
     if (t->dtype != dt)
         return eo_fail(ctx, EO_ERR_DTYPE, "%s: expected %s, got %T", op, eo_dtype_name(dt), t);
     return EO_OK;
@@ -240,15 +289,14 @@ eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be)
 
 static eo_status need_contiguous(eo_ctx *ctx, const char *op, const eo_tensor *x)
 {
-    if (!x)
-        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    EO_CHECK(eo_expect_any(ctx, op, x));
     if (!eo_is_contiguous(x))
         return eo_fail(ctx, EO_ERR_ARG, "%s: tensor %T is not contiguous (use eo_contiguous)",
                        op, x);
     return EO_OK;
 }
 
-eo_status eo_read(eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes)
+EO_PUBLIC(read, (eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes), (ctx, x, dst, bytes))
 {
     EO_CHECK(need_contiguous(ctx, "read", x));
     size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
@@ -258,7 +306,7 @@ eo_status eo_read(eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes)
     return ctx->backend[x->device]->download(ctx, dst, x->data, bytes);
 }
 
-eo_status eo_write(eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes)
+EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ctx, x, src, bytes))
 {
     EO_CHECK(need_contiguous(ctx, "write", x));
     size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
@@ -267,7 +315,7 @@ eo_status eo_write(eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes)
     return ctx->backend[x->device]->upload(ctx, x->data, src, bytes);
 }
 
-eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value)
+EO_PUBLIC(fill, (eo_ctx *ctx, eo_tensor *x, float value), (ctx, x, value))
 {
     EO_CHECK(need_contiguous(ctx, "fill", x));
     EO_CHECK(eo_expect(ctx, "fill", x, EO_F32));
@@ -277,10 +325,13 @@ eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value)
     return EO_OK;
 }
 
-eo_status eo_to_device(eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lifetime life,
-                       eo_tensor **out)
+EO_PUBLIC(to_device, (eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lifetime life,
+                     eo_tensor **out),
+          (ctx, x, device, life, out))
 {
     EO_CHECK(need_contiguous(ctx, "to_device", x));
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "to_device: NULL output pointer");
     eo_tensor *y;
     EO_CHECK(eo_tensor_new(ctx, life, device, x->dtype, x->rank, x->shape, &y));
     size_t bytes = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
@@ -297,7 +348,8 @@ eo_status eo_to_device(eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lif
     return EO_OK;
 }
 
-eo_status eo_to_host(eo_ctx *ctx, const eo_tensor *x, eo_lifetime life, eo_tensor **out)
+EO_PUBLIC(to_host, (eo_ctx *ctx, const eo_tensor *x, eo_lifetime life, eo_tensor **out),
+          (ctx, x, life, out))
 {
     return eo_to_device(ctx, x, EO_CPU, life, out);
 }

@@ -10,12 +10,68 @@
 
 static eo_status normal_002(eo_ctx *ctx, eo_tensor *t) { return eo_init_param(ctx, t, 0.02f, 1); }
 
-eo_status eo_block_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
-                        int64_t n_embd, int64_t n_head, int causal, eo_block *b)
+/* Room for n_fixed + 12 per block parameters, as an int the list takes:
+ * 0 when the count does not fit (the builder then refuses the layers). */
+static int param_count(int64_t n_fixed, int64_t layers)
 {
-    if (!b || !prefix || n_embd < 1 || n_head < 1 || n_embd % n_head)
+    int64_t n;
+    if (eo_mul_overflows(layers, 12, &n) || eo_add_overflows(n, n_fixed, &n) || n > INT32_MAX)
+        return 0;
+    return (int)n;
+}
+
+/* The widest projection of a block is 4C: does it fit? */
+static int width_fits(int64_t C)
+{
+    int64_t w;
+    return !eo_mul_overflows(C, 4, &w);
+}
+
+/* What the GPT and the ViT ask of their blocks: d_model a positive
+ * multiple of heads with room for the 4C MLP, and layers whose
+ * parameters (n_fixed + 12 a block) fit in one list. */
+static eo_status check_blocks(eo_ctx *ctx, const char *op, int64_t d_model, int64_t heads,
+                              int64_t layers, int64_t n_fixed)
+{
+    if (d_model < 1 || heads < 1 || d_model % heads || !width_fits(d_model))
+        return eo_fail(ctx, EO_ERR_ARG, "%s: d_model %lld must be a positive multiple of heads "
+                       "%lld (and 4 d_model must fit)", op, (long long)d_model, (long long)heads);
+    if (layers < 1 || !param_count(n_fixed, layers))
+        return eo_fail(ctx, EO_ERR_ARG, "%s: layers %lld must be >= 1 and fit in a parameter "
+                       "list", op, (long long)layers);
+    return EO_OK;
+}
+
+static eo_status block_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                            int64_t n_embd, int64_t n_head, int causal, eo_block *b);
+
+EO_PUBLIC(block_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                      int64_t n_embd, int64_t n_head, int causal, eo_block *b),
+          (ctx, ps, dev, prefix, n_embd, n_head, causal, b))
+{
+    if (!b || !prefix)
+        return eo_fail(ctx, EO_ERR_ARG, "block_init: NULL block or name prefix");
+    eo_block z = {0}; /* what a failed init leaves: a forward says STATE */
+    *b = z;
+    /* The MLP is 4C wide: C itself must leave room for that product. */
+    if (n_embd < 1 || n_head < 1 || n_embd % n_head || !width_fits(n_embd))
         return eo_fail(ctx, EO_ERR_ARG, "block_init: d_model %lld must be a positive multiple "
                                         "of heads %lld", (long long)n_embd, (long long)n_head);
+    int n0 = ps ? ps->count : 0;
+    eo_block t = z;
+    eo_status s = block_make(ctx, ps, dev, prefix, n_embd, n_head, causal, &t);
+    if (s != EO_OK) {
+        if (ps)
+            ps->count = n0;
+        return s;
+    }
+    *b = t;
+    return EO_OK;
+}
+
+static eo_status block_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
+                            int64_t n_embd, int64_t n_head, int causal, eo_block *b)
+{
     char name[PARAM_NAME_LEN];
     const int64_t C = n_embd;
     const float eps = EO_TRANSFORMER_LN_EPS;
@@ -38,12 +94,16 @@ eo_status eo_block_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *p
     return EO_OK;
 }
 
-eo_status eo_mha_forward(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **y)
+EO_PUBLIC(mha_forward, (eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **y), (ctx, a, x, y))
 {
     if (!a || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "mha: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL layer, input or output pointer");
+    EO_CHECK(eo_expect(ctx, "mha_forward", x, EO_F32));
+    if (a->n_embd < 1 || a->n_head < 1)
+        return eo_fail(ctx, EO_ERR_STATE, "mha_forward: the layer was not initialised (or its "
+                                          "init failed)");
     if (x->rank != 3 || x->shape[2] != a->n_embd)
-        return eo_fail(ctx, EO_ERR_SHAPE, "mha: expected x [B, T, %lld], got %T",
+        return eo_fail(ctx, EO_ERR_SHAPE, "mha_forward: expected x [B, T, %lld], got %T",
                        (long long)a->n_embd, x);
     const int64_t B = x->shape[0], T = x->shape[1], C = a->n_embd, H = a->n_head, D = C / H;
     eo_tensor *qkv, *q, *k, *v, *o;
@@ -67,10 +127,15 @@ eo_status eo_mha_forward(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *
     return eo_module_forward(ctx, &a->c_proj, o, y);
 }
 
-eo_status eo_block_forward(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor **y)
+EO_PUBLIC(block_forward, (eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor **y),
+          (ctx, b, x, y))
 {
     if (!b || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "block: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL block, input or output pointer");
+    EO_CHECK(eo_expect(ctx, "block_forward", x, EO_F32));
+    if (b->attn.n_embd < 1)
+        return eo_fail(ctx, EO_ERR_STATE, "block_forward: the block was not initialised (or its "
+                                          "init failed)");
     eo_tensor *h;
     EO_CHECK(eo_module_forward(ctx, &b->ln_1, x, &h));
     EO_CHECK(eo_mha_forward(ctx, &b->attn, h, &h));
@@ -84,22 +149,37 @@ eo_status eo_block_forward(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tens
 
 /* ---- GPT ------------------------------------------------------------------ */
 
-eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m)
+static eo_status gpt_make(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m);
+
+EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m),
+          (ctx, dev, cfg, m))
 {
-    if (!cfg || !m || cfg->vocab < 1 || cfg->context < 1 || cfg->d_model < 1 ||
-        cfg->heads < 1 || cfg->layers < 1 || cfg->d_model % cfg->heads)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: need positive sizes and d_model divisible "
-                                        "by heads");
+    if (!cfg || !m)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: NULL config or model");
+    eo_gpt z = {0}; /* what a failed build leaves: a forward says STATE */
+    *m = z;
+    if (cfg->vocab < 1 || cfg->context < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: vocab %lld and context %lld must be >= 1",
+                       (long long)cfg->vocab, (long long)cfg->context);
+    EO_CHECK(check_blocks(ctx, "gpt_build", cfg->d_model, cfg->heads, cfg->layers, 5));
+    eo_status s = gpt_make(ctx, dev, cfg, m);
+    if (s != EO_OK)
+        *m = z;
+    return s;
+}
+
+static eo_status gpt_make(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m)
+{
     const int64_t C = cfg->d_model;
     m->cfg = *cfg;
-    EO_CHECK(eo_params_init(ctx, &m->params, 5 + 12 * (int)cfg->layers));
+    EO_CHECK(eo_params_init(ctx, &m->params, param_count(5, cfg->layers)));
     int64_t se[2] = { cfg->vocab, C }, sp[2] = { cfg->context, C };
     EO_CHECK(eo_param_named(ctx, &m->params, dev, "wte", "weight", 2, se, &m->wte));
     EO_CHECK(normal_002(ctx, m->wte));
     EO_CHECK(eo_param_named(ctx, &m->params, dev, "wpe", "weight", 2, sp, &m->wpe));
     EO_CHECK(normal_002(ctx, m->wpe));
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_block) * (size_t)cfg->layers,
-                           (void **)&m->h));
+                           (void **)&m->h)); /* layers < 2^31 / 12: no wrap */
     for (int64_t i = 0; i < cfg->layers; i++) {
         char name[PARAM_NAME_LEN];
         eo_format(name, sizeof name, "h.%lld", (long long)i);
@@ -112,17 +192,24 @@ eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_
 
 void eo_gpt_set_fused(eo_gpt *m, int fused)
 {
+    if (!m || !m->h)
+        return;
     for (int64_t i = 0; i < m->cfg.layers; i++)
         m->h[i].attn.fused = fused != 0;
 }
 
-eo_status eo_gpt_forward(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor **logits)
+EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor **logits),
+          (ctx, m, idx, logits))
 {
     if (!m || !idx || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward: NULL model, token ids or output pointer");
+    EO_CHECK(eo_expect(ctx, "gpt_forward", idx, EO_I32));
+    if (!m->wte || !m->h)
+        return eo_fail(ctx, EO_ERR_STATE, "gpt_forward: the model was not built (or its build "
+                                          "failed)");
     if (idx->rank != 2 || idx->shape[1] > m->cfg.context || idx->shape[1] < 1)
-        return eo_fail(ctx, EO_ERR_SHAPE, "gpt: expected token ids [B, T] with 1 <= T <= %lld, "
-                                          "got %T", (long long)m->cfg.context, idx);
+        return eo_fail(ctx, EO_ERR_SHAPE, "gpt_forward: expected token ids [B, T] with 1 <= T "
+                                          "<= %lld, got %T", (long long)m->cfg.context, idx);
     eo_tensor *x, *pos;
     EO_CHECK(eo_embedding(ctx, m->wte, idx, &x));                   /* [B, T, C] */
     /* Positions 0..T-1 are the first T rows of wpe: a slice is the same
@@ -135,33 +222,57 @@ eo_status eo_gpt_forward(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor
     return eo_module_forward(ctx, &m->lm_head, x, logits);
 }
 
-eo_status eo_gpt_loss(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *targets,
-                      eo_tensor **logits, eo_tensor **loss)
+EO_PUBLIC(gpt_loss, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *targets,
+                    eo_tensor **logits, eo_tensor **loss),
+          (ctx, m, idx, targets, logits, loss))
 {
     if (!targets || !loss)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL targets or output pointer");
+    EO_CHECK(eo_expect(ctx, "gpt_loss", targets, EO_I32));
     eo_tensor *lg, *l2, *t1;
     EO_CHECK(eo_gpt_forward(ctx, m, idx, &lg));
-    if (logits)
-        *logits = lg;
     int64_t s2[2] = { lg->shape[0] * lg->shape[1], m->cfg.vocab }, s1[1] = { -1 };
     EO_CHECK(eo_reshape(ctx, lg, 2, s2, &l2));
     EO_CHECK(eo_reshape(ctx, targets, 1, s1, &t1));
-    return eo_cross_entropy(ctx, l2, t1, -100, loss);
+    EO_CHECK(eo_cross_entropy(ctx, l2, t1, -100, loss));
+    if (logits) /* only on success: a failed call's tensors are given back */
+        *logits = lg;
+    return EO_OK;
 }
 
 /* ---- ViT ------------------------------------------------------------------- */
 
-eo_status eo_vit_build(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_vit *m)
+static eo_status vit_make(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_vit *m);
+
+EO_PUBLIC(vit_build, (eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_vit *m),
+          (ctx, dev, cfg, m))
 {
-    if (!cfg || !m || cfg->patch < 1 || cfg->image < cfg->patch || cfg->image % cfg->patch ||
-        cfg->d_model < 1 || cfg->heads < 1 || cfg->layers < 1 || cfg->classes < 1 ||
-        cfg->d_model % cfg->heads)
-        return eo_fail(ctx, EO_ERR_ARG, "vit_build: need patch dividing image and d_model "
-                                        "divisible by heads");
+    if (!cfg || !m)
+        return eo_fail(ctx, EO_ERR_ARG, "vit_build: NULL config or model");
+    eo_vit z = {0}; /* what a failed build leaves: a forward says STATE */
+    *m = z;
+    int64_t pixels;
+    if (cfg->patch < 1 || cfg->image < cfg->patch || cfg->image % cfg->patch || cfg->classes < 1)
+        return eo_fail(ctx, EO_ERR_ARG,
+                       "vit_build: need a patch >= 1 dividing the image and classes >= 1, got "
+                       "image %lld, patch %lld, classes %lld",
+                       (long long)cfg->image, (long long)cfg->patch, (long long)cfg->classes);
+    /* image² pixels (and so (image/patch)² tokens and patch² features) must fit. */
+    if (eo_mul_overflows(cfg->image, cfg->image, &pixels))
+        return eo_fail(ctx, EO_ERR_ARG, "vit_build: an image of side %lld has too many pixels",
+                       (long long)cfg->image);
+    EO_CHECK(check_blocks(ctx, "vit_build", cfg->d_model, cfg->heads, cfg->layers, 7));
+    eo_status s = vit_make(ctx, dev, cfg, m);
+    if (s != EO_OK)
+        *m = z;
+    return s;
+}
+
+static eo_status vit_make(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_vit *m)
+{
     const int64_t C = cfg->d_model, G = cfg->image / cfg->patch;
     m->cfg = *cfg;
-    EO_CHECK(eo_params_init(ctx, &m->params, 7 + 12 * (int)cfg->layers));
+    EO_CHECK(eo_params_init(ctx, &m->params, param_count(7, cfg->layers)));
     EO_CHECK(eo_linear_init(ctx, &m->params, dev, "patch_embed", cfg->patch * cfg->patch, C, 1,
                             EO_INIT_NORMAL_002, &m->patch_embed));
     int64_t sp[2] = { G * G, C };
@@ -182,17 +293,24 @@ eo_status eo_vit_build(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_
 
 void eo_vit_set_fused(eo_vit *m, int fused)
 {
+    if (!m || !m->blocks)
+        return;
     for (int64_t i = 0; i < m->cfg.layers; i++)
         m->blocks[i].attn.fused = fused != 0;
 }
 
-eo_status eo_vit_forward(eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **logits)
+EO_PUBLIC(vit_forward, (eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **logits),
+          (ctx, m, x, logits))
 {
     if (!m || !x || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "vit: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "vit_forward: NULL model, images or output pointer");
+    EO_CHECK(eo_expect(ctx, "vit_forward", x, EO_F32));
+    if (!m->pos_embed || !m->blocks)
+        return eo_fail(ctx, EO_ERR_STATE, "vit_forward: the model was not built (or its build "
+                                          "failed)");
     const int64_t S = m->cfg.image, P = m->cfg.patch, G = S / P;
     if (x->rank != 2 || x->shape[1] != S * S)
-        return eo_fail(ctx, EO_ERR_SHAPE, "vit: expected images [B, %lld], got %T",
+        return eo_fail(ctx, EO_ERR_SHAPE, "vit_forward: expected images [B, %lld], got %T",
                        (long long)(S * S), x);
     const int64_t B = x->shape[0];
     /* Patches without a rank-5 view: pixel (gi*P + di, gj*P + dj) of image

@@ -54,7 +54,9 @@ typedef struct eo_block {
 #define EO_TRANSFORMER_LN_EPS 1e-5f
 
 /* Build a block whose parameters are named "<prefix>.ln_1.weight" and so
- * on (see above), appended to ps. C must be a multiple of n_head. */
+ * on (see above), appended to ps. C must be a multiple of n_head and 4C
+ * must fit (EO_ERR_ARG). A failed init gives back what it took and leaves
+ * a block whose forward returns EO_ERR_STATE (so do the models below). */
 eo_status eo_block_init(eo_ctx *ctx, eo_params *ps, eo_device dev, const char *prefix,
                         int64_t n_embd, int64_t n_head, int causal, eo_block *b);
 /* x [B, T, C] -> y [B, T, C]. */
@@ -84,7 +86,9 @@ typedef struct eo_gpt {
 } eo_gpt;
 
 /* Make the model and initialise it from the context's generator (seed it
- * first). EO_ERR_ARG for sizes < 1 or d_model not divisible by heads. */
+ * first). EO_ERR_ARG for sizes < 1, d_model not divisible by heads, or
+ * more layers than a parameter list holds; EO_ERR_SHAPE when a table
+ * (vocab × d_model, context × d_model) does not fit. */
 eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m);
 /* Use eo_attention_fused (1) or the composed eo_attention (0, default). */
 void eo_gpt_set_fused(eo_gpt *m, int fused);
@@ -121,6 +125,8 @@ typedef struct eo_vit {
     eo_block *blocks;
 } eo_vit;
 
+/* EO_ERR_ARG for sizes < 1, a patch that does not divide the image, an
+ * image whose pixel count does not fit, d_model not divisible by heads. */
 eo_status eo_vit_build(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_vit *m);
 void eo_vit_set_fused(eo_vit *m, int fused);
 /* x [B, image*image] (row-major pixels) -> logits [B, classes]. */

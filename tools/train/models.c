@@ -20,7 +20,32 @@ const char *eo_model_name(eo_model_kind k)
 
 #define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
 
+static eo_status classifier_make(eo_ctx *ctx, eo_model_kind kind, eo_device dev,
+                                 eo_classifier *m);
+
+/* The builder makes many library calls; each gives back its own memory
+ * when it fails, and this gives back those that had already worked, so a
+ * failed build leaves the persistent arena as it found it and a model
+ * that every later call refuses (eo_classifier_forward: EO_ERR_STATE). */
 eo_status eo_classifier_build(eo_ctx *ctx, eo_model_kind kind, eo_device dev, eo_classifier *m)
+{
+    if (!ctx || !m || (unsigned)kind > EO_MODEL_VIT)
+        return EO_ERR_ARG;
+    eo_classifier none = { 0 };
+    *m = none;
+    eo_arena_mark host = eo_arena_mark_get(&ctx->persist);
+    eo_arena_mark dev_mark = eo_arena_mark_get(&ctx->dev_persist);
+    eo_status s = classifier_make(ctx, kind, dev, m);
+    if (s != EO_OK) {
+        eo_arena_rewind(&ctx->persist, host);
+        eo_arena_rewind(&ctx->dev_persist, dev_mark);
+        *m = none;
+    }
+    return s;
+}
+
+static eo_status classifier_make(eo_ctx *ctx, eo_model_kind kind, eo_device dev,
+                                 eo_classifier *m)
 {
     eo_module l;
     m->kind = kind;
@@ -60,9 +85,13 @@ eo_status eo_classifier_build(eo_ctx *ctx, eo_model_kind kind, eo_device dev, eo
 eo_status eo_classifier_forward(eo_ctx *ctx, const eo_classifier *m, eo_tensor *x,
                                 eo_tensor **logits)
 {
+    if (!m)
+        return EO_ERR_ARG;
+    /* A model whose build failed is all zeros: an MLP whose container was
+     * never made, which eo_sequential_forward refuses with EO_ERR_STATE. */
     if (m->kind == EO_MODEL_VIT)
         return eo_vit_forward(ctx, &m->vit, x, logits);
-    if (m->kind == EO_MODEL_CNN) {
+    if (m->kind == EO_MODEL_CNN && x && x->rank >= 1 && x->rank <= EO_MAX_RANK) {
         int64_t s[4] = { x->shape[0], 1, 28, 28 };
         TRY(eo_reshape(ctx, x, 4, s, &x));
     }
