@@ -472,6 +472,14 @@ START_TEST(driver_checks_handles_memory_and_config)
                      EO_CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 49153, NULL, params, NULL),
                      EO_CUDA_ERROR_INVALID_VALUE);
+    /* Block dimensions whose product wraps 64 bits to 64 threads
+     * ((2^29 + 2^15 + 1)(2^29 - 2^15 + 1) = 2^58 + 1, times 64): each
+     * dimension is checked against its own limit, not just the product. */
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 536903681u, 536838145u, 64, 0, NULL, params,
+                                      NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 1, 2048, 1, 0, NULL, params, NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
     size_t off, size;
     CK(D.cuFuncGetParamInfo(fn, 3, &off, &size));
     ck_assert_uint_eq(off, 24);
@@ -554,6 +562,10 @@ START_TEST(interpreter_api_and_trace)
     cfg.params_size = 24; /* wrong: the kernel's parameters take 28 bytes */
     eo_px_fault f;
     ck_assert_int_eq(eo_px_run(k, h, &cfg, &f), EO_ERR_ARG);
+    cfg.params_size = 28;
+    cfg.block = (eo_px_dim){536903681u, 536838145u, 64}; /* the product wraps to 64 */
+    ck_assert_int_eq(eo_px_run(k, h, &cfg, &f), EO_ERR_ARG);
+    cfg.block = (eo_px_dim){4, 1, 1};
     cfg.params_size = 28;
     cfg.trace = tmpfile();
     ck_assert_ptr_nonnull(cfg.trace);

@@ -526,8 +526,9 @@ static eo_cu_result sim_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsi
         return EO_CUDA_ERROR_INVALID_HANDLE;
     if (stream)
         return EO_CUDA_ERROR_INVALID_HANDLE; /* only the default stream exists here */
-    unsigned long long threads = (unsigned long long)bx * by * bz;
-    if (!gx || !gy || !gz || !threads || threads > EO_PX_MAX_THREADS || bz > 64 || gy > 65535 ||
+    unsigned long long threads = (unsigned long long)bx * by * bz; /* may wrap: dims first */
+    if (bx > EO_PX_MAX_THREADS || by > EO_PX_MAX_THREADS || bz > 64 ||
+        !gx || !gy || !gz || !threads || threads > EO_PX_MAX_THREADS || gy > 65535 ||
         gz > 65535 || gx > 2147483647u)
         return EO_CUDA_ERROR_INVALID_VALUE;
     if (eo_px_kernel_static_shared(fn->k) + shared_bytes > EO_PX_MAX_SHARED)
