@@ -589,6 +589,17 @@ END_TEST
 
 /* ---- the parser's refusals --------------------------------------------------------------- */
 
+/* Case i of a table: the text must be refused with `want` in the message. */
+static void expect_refused(size_t i, const char *ptx, const char *want)
+{
+    char err[256];
+    eo_px_module *m = NULL;
+    eo_status st = eo_px_module_load(ptx, strlen(ptx), &m, err, sizeof err);
+    ck_assert_msg(st != EO_OK, "case %zu loaded", i);
+    ck_assert_msg(strstr(err, want) != NULL, "case %zu: '%s' lacks '%s'", i, err, want);
+    ck_assert_ptr_null(m);
+}
+
 START_TEST(parse_errors_name_the_line)
 {
     static const struct {
@@ -613,17 +624,12 @@ START_TEST(parse_errors_name_the_line)
          "line 7: 'mov.f32 %f1, %tid.x;': special register %tid.x is .u32: it does not fit .f32"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char ptx[512], err[256];
+        char ptx[512];
         snprintf(ptx, sizeof ptx,
                  ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n%s}\n",
                  cases[i].body);
         /* "{" is line 5, so the body starts on line 6. */
-        eo_px_module *m = NULL;
-        eo_status st = eo_px_module_load(ptx, strlen(ptx), &m, err, sizeof err);
-        ck_assert_msg(st != EO_OK, "case %zu loaded", i);
-        ck_assert_msg(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
-                      cases[i].want);
-        ck_assert_ptr_null(m);
+        expect_refused(i, ptx, cases[i].want);
     }
 }
 END_TEST
@@ -738,15 +744,8 @@ START_TEST(module_header_is_checked)
         {".version 7.0\n.target sm_80\n.version 7.0\n", "line 3: a second .version"},
         {".version 1.4\n.target sm_80\n", "line 1: unsupported: PTX ISA .version 1.4"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char err[256];
-        eo_px_module *m = NULL;
-        eo_status st = eo_px_module_load(cases[i].ptx, strlen(cases[i].ptx), &m, err, sizeof err);
-        ck_assert_msg(st != EO_OK, "case %zu loaded", i);
-        ck_assert_msg(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
-                      cases[i].want);
-        ck_assert_ptr_null(m);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_refused(i, cases[i].ptx, cases[i].want);
     /* compute_NN names the same architecture, and texmode options are accepted. */
     static const char ok[] = ".version 7.0\n.target compute_75, texmode_independent\n"
                              ".address_size 64\n.visible .entry k()\n{\n    ret;\n}\n";
