@@ -277,6 +277,9 @@ static eo_status check_operands(ctx *c)
         int relaxed = op == PX_OP_CVT || ((op == PX_OP_LD || op == PX_OP_ST) && o->kind != PX_O_MEM);
         switch (o->kind) {
         case PX_O_REG:
+            if (o->neg && c->k->reg_type[o->reg] != PX_T_PRED)
+                return refuse(c, "operand %d: '!' negates a predicate, and %s is %s", i + 1,
+                              c->k->reg_name[o->reg], px_type_name(c->k->reg_type[o->reg]));
             if ((st = check_reg(c, o->reg, want, relaxed, i + 1)) != EO_OK)
                 return st;
             /* setp's and shfl's second destination: p|q */
@@ -290,20 +293,20 @@ static eo_status check_operands(ctx *c)
             break;
         case PX_O_MEM:
             /* An address register holds an integer: 64 bits for global and
-             * generic addresses (.address_size 64), 32 will do for shared. */
+             * generic addresses (.address_size 64); a shared offset may
+             * sit in a narrower one (ptxas zero-extends it). */
             if (o->reg >= 0) {
                 int rt = c->k->reg_type[o->reg], rk = kind(rt);
-                unsigned rb = px_type_bytes(rt);
-                if (rk == K_F || rk == K_PRED || rb < 4 ||
-                    (rb == 4 && in->space != PX_SP_SHARED))
-                    return refuse(c, "address register %s is %s: an address needs a 64-bit%s "
-                                  "integer or bit register",
+                if (rk == K_F || rk == K_PRED ||
+                    (px_type_bytes(rt) < 8 && in->space != PX_SP_SHARED))
+                    return refuse(c, "address register %s is %s: an address needs %s",
                                   c->k->reg_name[o->reg], px_type_name(rt),
-                                  in->space == PX_SP_SHARED ? " (or 32-bit)" : "");
+                                  in->space == PX_SP_SHARED ? "an integer or bit register"
+                                                            : "a 64-bit integer or bit register");
             }
             break;
         case PX_O_IMM:
-            if (!imm_fits(o->ik, want) && !(op == PX_OP_BAR && o->ik == PX_IK_INT))
+            if (!imm_fits(o->ik, want))
                 return refuse(c, "operand %d: %s does not fit %s", i + 1,
                               o->ik == PX_IK_INT ? "an integer literal" : "a float literal",
                               px_type_name(want));
