@@ -698,6 +698,7 @@ START_TEST(what_ptxas_accepts_is_accepted)
 {
     static const char ptx[] =
         ".version 7.0\n.target sm_80\n.address_size 64\n"
+        ".shared .align 1048576 .b8 big[16];\n" /* a huge alignment at offset 0 */
         ".visible .entry relaxed(.param .u64 x)\n{\n"
         "    .reg .pred %p<2>;\n    .reg .b16 %h<2>;\n    .reg .b32 %r<4>;\n"
         "    .reg .f32 %f<3>;\n    .reg .b64 %rd<3>;\n    .reg .f64 %fd<2>;\n"
@@ -718,6 +719,7 @@ START_TEST(what_ptxas_accepts_is_accepted)
         "    shfl.sync.bfly.b32 %f1, %f2, 1, 31, -1;\n"
         "    st.global.u8 [%rd1], %r2;\n"
         "    st.global.b32 [%rd1], %fd1;\n"     /* a wide source for st.b32 */
+        "    mov.u64 %rd2, big;\n"
         "    ret;\n}\n";
     eo_px_module *m = NULL;
     char err[512];

@@ -125,6 +125,8 @@ static void *grow(parser *p, void *arr, int *cap, int need, size_t elem)
  * 2^62 is legal PTX), so the rounding itself must not wrap. */
 static size_t align_up(parser *p, size_t x, size_t align, size_t limit, int line, const char *what)
 {
+    if (x == 0)
+        return 0; /* aligned to anything: `.shared .align 1048576` alone is fine */
     if (x > limit || align - 1 > limit - x)
         fail(p, EO_ERR_FORMAT, line, "'%s': offset %zu aligned to %zu goes past the limit of %zu "
              "bytes", what, x, align, limit);
