@@ -270,3 +270,55 @@ test-cuda: deps
 	@if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' || [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ]; then \
 	    for s in $(CUDA_SUITES); do EO_TEST_CUDA=real CK_RUN_SUITE=$$s ./$(BUILD)/eo-tests || exit 1; done; \
 	else echo "test-cuda: skipped: no CUDA driver on this machine (libcuda.so.1 not found); make test already ran these suites on the PTX interpreter"; fi
+
+# ---- fuzzing (tests/fuzz/README.md) ------------------------------------------
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="idx ptx"]
+# builds each libFuzzer harness tests/fuzz/fuzz_<target>.c with clang
+# (-fsanitize=fuzzer,address,undefined; library and tools instrumented
+# too) in build/fuzz/, then runs them one after another for FUZZ_SECONDS
+# each, from the committed seeds tests/fuzz/corpus/<target>/ and every
+# past crasher tests/fuzz/regressions/<target>/. New inputs collect in
+# build/fuzz/corpus/<target>/, crashes in build/fuzz/crashes/<target>/.
+# The harness bodies are also linked into eo-tests, without libFuzzer's
+# entry point, where the fuzz_replay suite replays every committed input.
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS    := $(wildcard tests/fuzz/*.c)
+FUZZ_ALL     := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter tests/fuzz/fuzz_%.c,$(FUZZ_SRCS)))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_BUILD   := build/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# -malloc_limit_mb: no input of a few KiB has any business allocating
+# this much (a header that claims gigabytes must be refused, not obeyed).
+FUZZ_FLAGS   := -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256
+TEST_OBJS += $(FUZZ_SRCS:%.c=$(BUILD)/obj/%.o)
+$(BUILD)/eo-tests: $(FUZZ_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(BUILD)/obj/tests/fuzz/common.o $(TOOLLIB) $(LIB)
+	$(CC) $(HOST_CFLAGS) -DEO_FUZZ_LIBFUZZER -fsanitize=fuzzer $< $(BUILD)/obj/tests/fuzz/common.o \
+	    $(TOOLLIB) $(LIB) $(LDFLAGS_ALL) $(HOST_LIBS) -o $@
+
+# Per-target extras: dictionaries of tokens, and seed folders shared with
+# other suites (the interpreter's good and broken kernels).
+FUZZ_DICT_ptx          := tests/fuzz/ptx.dict
+FUZZ_DICT_json         := tests/fuzz/json.dict
+FUZZ_DICT_safetensors  := tests/fuzz/json.dict
+FUZZ_DICT_checkpoint   := tests/fuzz/json.dict
+FUZZ_SEEDS_ptx         := tests/ptx_good tests/ptx_broken
+define fuzz_run
+	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1); echo "fuzz: $(1) for $(FUZZ_SECONDS) s"; \
+	./$(FUZZ_BUILD)/fuzz-$(1) -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
+	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$(1)/ $(if $(FUZZ_DICT_$(1)),-dict=$(FUZZ_DICT_$(1))) \
+	    $(FUZZ_BUILD)/corpus/$(1) tests/fuzz/corpus/$(1) $(wildcard tests/fuzz/regressions/$(1)) \
+	    $(FUZZ_SEEDS_$(1)) 2>$(FUZZ_BUILD)/$(1).log || { fail="$$fail $(1)"; tail -n 60 $(FUZZ_BUILD)/$(1).log; }; \
+	grep -E '^(#[0-9]+.*DONE|Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)' \
+	    $(FUZZ_BUILD)/$(1).log | sed 's/^/  $(1): /';
+endef
+
+.PHONY: fuzz
+fuzz:
+	@sh tools/build/need-packages.sh "command -v clang && test -f \"\$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)\"" clang libclang-rt-14-dev
+	@$(MAKE) --no-print-directory CC=clang BUILD=$(FUZZ_BUILD) SANITIZE=1 \
+	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))
+	@fail=; $(foreach t,$(FUZZ_TARGETS),$(call fuzz_run,$(t))) \
+	if [ -n "$$fail" ]; then echo "fuzz: FAILED:$$fail (inputs in $(FUZZ_BUILD)/crashes/; keep each, once fixed, in tests/fuzz/regressions/<target>/)"; exit 1; fi; \
+	echo "fuzz: OK ($(FUZZ_TARGETS))"

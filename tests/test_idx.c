@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "tests/tmpdir.h"
 #include "tools/formats/idx.h"
 #include "tools/train/mnist.h"
@@ -132,6 +133,96 @@ START_TEST(absurd_dimensions_are_refused_without_allocating)
     /* Just past the cap in one dimension: 2^31 + 1 elements. */
     unsigned char h[8 + 4] = {0, 0, 8, 1, 0x80, 0, 0, 1};
     expect_fail(eo_tmpdir_file("over-cap", h, 8), EO_ERR_FORMAT, "limit");
+}
+END_TEST
+
+/* Address space in use now, from /proc/self/statm (0 if unknown). */
+static size_t address_space_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (size_t)pages * 4096;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EO_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EO_UNDER_ASAN 1
+#endif
+#endif
+
+/* A header may promise far more than the file holds: the reader compares
+ * before it allocates (plain files) or grows its buffer with the data
+ * (gzip), so a 30-byte file that claims 2^31 elements is refused as
+ * truncated, not answered with a 2 GiB allocation. Where it can (its own
+ * forked process, no AddressSanitizer, which reserves terabytes), the test
+ * caps the address space 256 MiB above what is in use, so a reader that
+ * allocated what the header says would fail with EO_ERR_OOM instead. */
+START_TEST(declared_size_is_checked_before_allocating)
+{
+    const char *fork_env = getenv("CK_FORK");
+    int capped = 0;
+#ifndef EO_UNDER_ASAN
+    size_t used = address_space_bytes();
+    if (used && !(fork_env && strcmp(fork_env, "no") == 0)) {
+        struct rlimit r = {used + ((size_t)256 << 20), used + ((size_t)256 << 20)};
+        capped = setrlimit(RLIMIT_AS, &r) == 0;
+    }
+#else
+    (void)fork_env;
+    (void)address_space_bytes;
+#endif
+    unsigned char b[64] = {0, 0, 8, 1, 0x80, 0, 0, 0}; /* 2^31 elements: at the cap */
+    for (int i = 8; i < 38; i++)
+        b[i] = (unsigned char)i;
+    expect_fail(eo_tmpdir_file("claims-2g", b, 38), EO_ERR_FORMAT,
+                "header says 2147483648 = 2147483648 bytes of data, file has 30");
+    expect_fail(eo_tmpdir_gzfile("claims-2g.gz", b, 38), EO_ERR_FORMAT,
+                "decompressed file has 30");
+    /* Rank 4 with every dimension 2^32 - 1: the product would wrap any
+     * 64-bit count; it is refused by the cap, never multiplied out. */
+    unsigned char h[20] = {0, 0, 8, 4};
+    memset(h + 4, 0xFF, 16);
+    expect_fail(eo_tmpdir_file("wraps", h, 20), EO_ERR_FORMAT, "limit of 2147483648 elements");
+    /* 65536 x 32768 = 2^31 exactly is allowed by the cap, so the data
+     * check is what refuses it. */
+    unsigned char h2[16] = {0, 0, 8, 2, 0, 1, 0, 0, 0, 0, 0x80, 0};
+    expect_fail(eo_tmpdir_file("at-cap", h2, 16), EO_ERR_FORMAT, "65536x32768 = 2147483648 bytes");
+    /* The loader still works under the cap. */
+    unsigned char ok[64];
+    expect_sample(eo_tmpdir_file("fine", ok, sample(ok)));
+    (void)capped;
+}
+END_TEST
+
+/* eo_idx_read reads from any seekable stream: memory through fmemopen. */
+START_TEST(reads_from_a_memory_stream)
+{
+    unsigned char b[64];
+    size_t n = sample(b);
+    FILE *f = fmemopen(b, n, "rb");
+    ck_assert_ptr_nonnull(f);
+    eo_idx x;
+    ck_assert_msg(eo_idx_read(f, "in-memory", &x, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_uint_eq(x.count, 24);
+    ck_assert_uint_eq(x.data[23], 23);
+    eo_idx_free(&x);
+    fclose(f);
+    f = fmemopen(b, n - 1, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(eo_idx_read(f, "in-memory", &x, err, sizeof err), EO_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "in-memory: truncated") != NULL, "%s", err);
+    ck_assert_ptr_null(x.data);
+    ck_assert_int_eq(eo_idx_read(NULL, "x", &x, err, sizeof err), EO_ERR_ARG);
+    ck_assert_int_eq(eo_idx_read(f, NULL, &x, err, sizeof err), EO_ERR_ARG);
+    ck_assert_int_eq(eo_idx_read(f, "x", NULL, err, sizeof err), EO_ERR_ARG);
+    fclose(f);
 }
 END_TEST
 
@@ -264,6 +355,8 @@ Suite *eo_suite_idx(void)
     tcase_add_test(tc, trailing_bytes_are_refused);
     tcase_add_test(tc, bad_headers_are_refused);
     tcase_add_test(tc, absurd_dimensions_are_refused_without_allocating);
+    tcase_add_test(tc, declared_size_is_checked_before_allocating);
+    tcase_add_test(tc, reads_from_a_memory_stream);
     tcase_add_test(tc, broken_gzip_is_refused);
     tcase_add_test(tc, concatenated_gzip_members_are_one_file);
     tcase_add_test(tc, missing_file_is_an_io_error);

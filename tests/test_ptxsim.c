@@ -472,6 +472,14 @@ START_TEST(driver_checks_handles_memory_and_config)
                      EO_CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 49153, NULL, params, NULL),
                      EO_CUDA_ERROR_INVALID_VALUE);
+    /* Block dimensions whose product wraps 64 bits to 64 threads
+     * ((2^29 + 2^15 + 1)(2^29 - 2^15 + 1) = 2^58 + 1, times 64): each
+     * dimension is checked against its own limit, not just the product. */
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 536903681u, 536838145u, 64, 0, NULL, params,
+                                      NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(D.cuLaunchKernel(fn, 1, 1, 1, 1, 2048, 1, 0, NULL, params, NULL),
+                     EO_CUDA_ERROR_INVALID_VALUE);
     size_t off, size;
     CK(D.cuFuncGetParamInfo(fn, 3, &off, &size));
     ck_assert_uint_eq(off, 24);
@@ -555,6 +563,10 @@ START_TEST(interpreter_api_and_trace)
     eo_px_fault f;
     ck_assert_int_eq(eo_px_run(k, h, &cfg, &f), EO_ERR_ARG);
     cfg.params_size = 28;
+    cfg.block = (eo_px_dim){536903681u, 536838145u, 64}; /* the product wraps to 64 */
+    ck_assert_int_eq(eo_px_run(k, h, &cfg, &f), EO_ERR_ARG);
+    cfg.block = (eo_px_dim){4, 1, 1};
+    cfg.params_size = 28;
     cfg.trace = tmpfile();
     ck_assert_ptr_nonnull(cfg.trace);
     cfg.trace_block = 0;
@@ -577,6 +589,17 @@ END_TEST
 
 /* ---- the parser's refusals --------------------------------------------------------------- */
 
+/* Case i of a table: the text must be refused with `want` in the message. */
+static void expect_refused(size_t i, const char *ptx, const char *want)
+{
+    char err[256];
+    eo_px_module *m = NULL;
+    eo_status st = eo_px_module_load(ptx, strlen(ptx), &m, err, sizeof err);
+    ck_assert_msg(st != EO_OK, "case %zu loaded", i);
+    ck_assert_msg(strstr(err, want) != NULL, "case %zu: '%s' lacks '%s'", i, err, want);
+    ck_assert_ptr_null(m);
+}
+
 START_TEST(parse_errors_name_the_line)
 {
     static const struct {
@@ -591,20 +614,148 @@ START_TEST(parse_errors_name_the_line)
         {"    .reg .b32 %r<2>;\n    add.cc.u32 %r1, %r0, %r0;\n", "line 7: unsupported modifier '.cc'"},
         {"    .reg .b32 %r<2>;\n    bar.sync 1;\n", "line 7: unsupported: barriers other than"},
         {"    .reg .b32 %r<2>;\n    mov.u32 %r1, 1\n", "line 8: expected ',' or ';'"},
+        {"    .extern .shared .b8 dyn[];\n", "line 6: .extern is only allowed at module scope"},
+        {"    .reg .b32 %r<16385>;\n", "line 6: kernel 'k' declares more than 16384 registers"},
+        {"    .reg .pred %p<2>;\n    shfl.bfly.b32 %p1, %p1, 1, 31, -1;\n",
+         "line 7: 'shfl.bfly.b32 %p1, %p1, 1, 31, -1;': shfl without .sync"},
+        {"    .reg .b32 %r<2>;\n    and.u32 %r1, %r1, %r0;\n", "line 7: 'and.u32 %r1, %r1, %r0;': "
+         "and does not take type .u32"},
+        {"    .reg .f32 %f<2>;\n    mov.f32 %f1, %tid.x;\n",
+         "line 7: 'mov.f32 %f1, %tid.x;': special register %tid.x is .u32: it does not fit .f32"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char ptx[512], err[256];
+        char ptx[512];
         snprintf(ptx, sizeof ptx,
                  ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n%s}\n",
                  cases[i].body);
         /* "{" is line 5, so the body starts on line 6. */
-        eo_px_module *m = NULL;
-        eo_status st = eo_px_module_load(ptx, strlen(ptx), &m, err, sizeof err);
-        ck_assert_msg(st != EO_OK, "case %zu loaded", i);
-        ck_assert_msg(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
-                      cases[i].want);
-        ck_assert_ptr_null(m);
+        expect_refused(i, ptx, cases[i].want);
     }
+}
+END_TEST
+
+/* Kernels PTX itself forbids, each refused at load as ptxas refuses it
+ * (the comment at the top of each file quotes ptxas 13.0's message), at
+ * the line of its "// EXPECT <kind>" marker, with the instruction's text
+ * and the reason in the message. */
+static const struct {
+    const char *file, *expect;
+    eo_status status;
+    const char *want; /* part of the message after "line N: " */
+} refused[] = {
+    {"too_new_for_version", "version", EO_ERR_FORMAT,
+     "'tanh.approx.f32 %f2, %f1;': tanh requires PTX ISA .version 7.0 or later (the module "
+     "declares 6.5)"},
+    {"too_new_for_target", "target", EO_ERR_FORMAT,
+     "tanh requires .target sm_75 or higher (the module declares sm_70)"},
+    {"target_needs_newer_version", "target-version", EO_ERR_FORMAT,
+     "PTX .version 6.4 does not support .target sm_80"},
+    {"target_newer_than_device", "unsupported-target", EO_ERR_UNSUPPORTED,
+     ".target sm_90 is newer than the sm_80 the interpreter models"},
+    {"f32_op_on_b64", "operand-type", EO_ERR_FORMAT,
+     "'add.f32 %f2, %rd1, 0f3F800000;': operand 2: register %rd1 is .b64"},
+    {"vector_into_b16", "operand-type", EO_ERR_FORMAT, "register %h1 is .b16"},
+    {"pred_as_data", "operand-type", EO_ERR_FORMAT, "operand 3: register %p1 is .pred"},
+    {"wrong_instruction_type", "insn-type", EO_ERR_FORMAT,
+     "this comparison does not apply to .b32"},
+    {"missing_rounding", "rounding", EO_ERR_FORMAT,
+     "cvt.f32.u32: integer to float needs .rn .rz .rm or .rp"},
+    {"int_literal_for_float", "literal", EO_ERR_FORMAT, "an integer literal does not fit .f32"},
+    {"shared_size_wraps", "shared-size", EO_ERR_FORMAT,
+     "shared array 'big' is more than the limit of 49152 bytes"},
+    {"param_align_wraps", "param-layout", EO_ERR_FORMAT,
+     "'aligned_blob': offset 8 aligned to 4611686018427387904 goes past the limit"},
+    {"address_in_32_bits", "address", EO_ERR_FORMAT, "address register %r1 is .b32"},
+    {"guard_not_pred", "guard", EO_ERR_FORMAT, "the guard %r1 is .b32"},
+    {"sreg_in_arithmetic", "sreg", EO_ERR_FORMAT,
+     "special register %tid.x as an operand of add"},
+};
+
+START_TEST(what_ptxas_refuses_is_refused)
+{
+    char path[128], err[512], want[64];
+    snprintf(path, sizeof path, "tests/ptx_broken/%s.ptx", refused[_i].file);
+    int line = expected_line(path, refused[_i].expect);
+    char *text = slurp(path);
+    eo_px_module *m = NULL;
+    eo_status st = eo_px_module_load(text, strlen(text), &m, err, sizeof err);
+    free(text);
+    ck_assert_msg(st == refused[_i].status, "%s: status %d, want %d (%s)", path, st,
+                  refused[_i].status, err);
+    ck_assert_ptr_null(m);
+    snprintf(want, sizeof want, "line %d: ", line);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s: '%s' does not start '%s'", path, err,
+                  want);
+    ck_assert_msg(strstr(err, refused[_i].want) != NULL, "%s: '%s' lacks '%s'", path, err,
+                  refused[_i].want);
+}
+END_TEST
+
+/* The same rules let through what ptxas accepts, including its relaxed
+ * forms: narrow loads into wide registers, bit types for floats, 16-bit
+ * reads of %tid, float literals of either width for floats. */
+START_TEST(what_ptxas_accepts_is_accepted)
+{
+    static const char ptx[] =
+        ".version 7.0\n.target sm_80\n.address_size 64\n"
+        ".shared .align 1048576 .b8 big[16];\n" /* a huge alignment at offset 0 */
+        ".visible .entry relaxed(.param .u64 x)\n{\n"
+        "    .reg .pred %p<2>;\n    .reg .b16 %h<2>;\n    .reg .b32 %r<4>;\n"
+        "    .reg .f32 %f<3>;\n    .reg .b64 %rd<3>;\n    .reg .f64 %fd<2>;\n"
+        "    ld.param.u64 %rd1, [x];\n"
+        "    ld.global.u8 %r1, [%rd1];\n"       /* narrow load, wide register */
+        "    ld.global.u32 %rd2, [%rd1];\n"
+        "    ld.global.b32 %f1, [%rd1];\n"      /* a bit type for a float */
+        "    ld.global.f32 %r2, [%rd1];\n"      /* a float into a bit register */
+        "    add.f32 %f2, %f1, 0d3FF0000000000000;\n"
+        "    add.f64 %fd1, %fd1, 0f3F800000;\n"
+        "    mov.u16 %h1, %tid.x;\n"
+        "    mov.b32 %f1, %tid.x;\n"
+        "    cvt.rn.f32.u32 %f2, %rd2;\n"        /* a wide source for cvt */
+        "    cvt.u16.u32 %r3, %r1;\n"            /* a wide destination for cvt */
+        "    shl.b64 %rd2, %rd2, %r1;\n"
+        "    setp.ne.b32 %p1, %f1, 0f00000000;\n"
+        "    selp.b32 %f2, %r1, %f2, %p1;\n"
+        "    shfl.sync.bfly.b32 %f1, %f2, 1, 31, -1;\n"
+        "    st.global.u8 [%rd1], %r2;\n"
+        "    st.global.b32 [%rd1], %fd1;\n"     /* a wide source for st.b32 */
+        "    mov.u64 %rd2, big;\n"
+        "    ret;\n}\n";
+    eo_px_module *m = NULL;
+    char err[512];
+    ck_assert_msg(eo_px_module_load(ptx, strlen(ptx), &m, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_int_eq(eo_px_module_ptx_version(m), 70);
+    ck_assert_int_eq(eo_px_module_target(m), 80);
+    eo_px_module_free(m);
+}
+END_TEST
+
+/* The module must open with .version MAJOR.MINOR and .target, as ptxas
+ * requires. */
+START_TEST(module_header_is_checked)
+{
+    static const struct {
+        const char *ptx, *want;
+    } cases[] = {
+        {".target sm_80\n.version 7.0\n", "line 1: missing .version directive at the start"},
+        {".version 7.0\n.address_size 64\n", "line 2: missing .target directive after .version"},
+        {".version 7\n.target sm_80\n", "line 1: bad .version '7'"},
+        {".version 7.0\n.target sm_81\n", "line 2: unknown .target sm_81"},
+        {".version 7.0\n.target gfx90a\n", "line 2: bad .target 'gfx90a'"},
+        {".version 7.0\n.target sm_80, map_f64_to_f32\n", "line 2: unsupported: .target option"},
+        {".version 7.0\n.target sm_80\n.version 7.0\n", "line 3: a second .version"},
+        {".version 1.4\n.target sm_80\n", "line 1: unsupported: PTX ISA .version 1.4"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_refused(i, cases[i].ptx, cases[i].want);
+    /* compute_NN names the same architecture, and texmode options are accepted. */
+    static const char ok[] = ".version 7.0\n.target compute_75, texmode_independent\n"
+                             ".address_size 64\n.visible .entry k()\n{\n    ret;\n}\n";
+    eo_px_module *m = NULL;
+    char err[256];
+    ck_assert_msg(eo_px_module_load(ok, strlen(ok), &m, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_int_eq(eo_px_module_target(m), 75);
+    eo_px_module_free(m);
 }
 END_TEST
 
@@ -658,6 +809,10 @@ Suite *eo_suite_ptxsim(void)
     tcase_add_test(bad, param_size_mismatch_is_visible);
     tcase_add_test(bad, endless_loop_hits_the_step_limit);
     tcase_add_test(bad, parse_errors_name_the_line);
+    tcase_add_loop_test(bad, what_ptxas_refuses_is_refused, 0,
+                        (int)(sizeof refused / sizeof refused[0]));
+    tcase_add_test(bad, what_ptxas_accepts_is_accepted);
+    tcase_add_test(bad, module_header_is_checked);
     suite_add_tcase(s, bad);
     TCase *drv = tcase_create("driver double");
     tcase_add_test(drv, driver_reports_an_sm80_device);

@@ -1,4 +1,5 @@
 /* tools/cli/args.c — see args.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,9 +17,16 @@ static int bad(const char *opt, const char *v, const char *what)
     return 0;
 }
 
+/* strtol and friends skip leading blanks, so " -1" would reach
+ * strtoull as a negative number it silently wraps (found by
+ * tests/fuzz/fuzz_args.c); a value is the whole string or nothing. */
+static int blank_first(const char *v) { return isspace((unsigned char)v[0]); }
+
 int eo_arg_int(const char *opt, const char *v, int *out)
 {
     char *end;
+    if (blank_first(v))
+        return bad(opt, v, "a whole number >= 0");
     errno = 0;
     long x = strtol(v, &end, 10);
     if (end == v || *end || errno || x < 0 || x > INT_MAX)
@@ -31,7 +39,7 @@ int eo_arg_u64(const char *opt, const char *v, unsigned long long *out)
 {
     char *end;
     errno = 0;
-    if (*v == '-')
+    if (*v == '-' || blank_first(v))
         return bad(opt, v, "a whole number >= 0");
     unsigned long long x = strtoull(v, &end, 10);
     if (end == v || *end || errno)
@@ -43,6 +51,8 @@ int eo_arg_u64(const char *opt, const char *v, unsigned long long *out)
 int eo_arg_float(const char *opt, const char *v, float *out)
 {
     char *end;
+    if (blank_first(v))
+        return bad(opt, v, "a finite number");
     errno = 0;
     float x = strtof(v, &end);
     if (end == v || *end || errno || !isfinite(x))

@@ -39,12 +39,13 @@ static eo_status src_refill(src *s, char *err, size_t errlen)
     return EO_OK;
 }
 
-static eo_status src_open(src *s, const char *path, char *err, size_t errlen)
+/* Sets up the source over an open stream, positioned at its start. The
+ * gzip magic decides, not the name; reading it and seeking back needs a
+ * seekable stream (a file, or fmemopen's memory). */
+static eo_status src_open(src *s, FILE *f, const char *path, char *err, size_t errlen)
 {
     s->path = path;
-    s->f = fopen(path, "rb");
-    if (!s->f)
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    s->f = f;
     unsigned char magic[2];
     size_t got = fread(magic, 1, 2, s->f);
     if (got < 2 && ferror(s->f))
@@ -65,8 +66,6 @@ static void src_close(src *s)
 {
     if (s->zinit)
         inflateEnd(&s->zs);
-    if (s->f)
-        fclose(s->f);
 }
 
 /* Reads up to n bytes of (decompressed) content; *got < n only at the
@@ -138,6 +137,12 @@ static const char *dtype_name(unsigned t)
     }
 }
 
+/* Bytes per element of a defined IDX type. */
+static size_t dtype_size(unsigned t)
+{
+    return t == 0x08 || t == 0x09 ? 1 : t == 0x0B ? 2 : t == 0x0C || t == 0x0D ? 4 : 8;
+}
+
 static void dims_str(char *buf, size_t len, const uint32_t *dims, int rank)
 {
     size_t at = 0;
@@ -150,8 +155,9 @@ static void dims_str(char *buf, size_t len, const uint32_t *dims, int rank)
     }
 }
 
-/* Checks the header and returns the element count in *count. */
-static eo_status read_header(src *s, eo_idx *x, char *err, size_t errlen)
+/* Checks the header; fills rank, dims and count, and *bytes (count x
+ * element size). */
+static eo_status read_header(src *s, eo_idx *x, size_t *bytes, char *err, size_t errlen)
 {
     unsigned char h[4 + 4 * EO_IDX_MAX_RANK];
     size_t got;
@@ -183,8 +189,6 @@ static eo_status read_header(src *s, eo_idx *x, char *err, size_t errlen)
                        "%s: truncated: a rank-%d IDX header needs %zu bytes, file has %zu",
                        s->path, rank, 4 + need, 4 + got);
     x->rank = rank;
-    uint64_t count = 1;
-    int too_big = 0;
     for (int i = 0; i < rank; i++) {
         const unsigned char *p = h + 4 + 4 * i;
         x->dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -192,45 +196,89 @@ static eo_status read_header(src *s, eo_idx *x, char *err, size_t errlen)
             return eo_errf(err, errlen, EO_ERR_FORMAT,
                            "%s: IDX dimension %d of %d is 0: expected at least 1", s->path,
                            i + 1, rank);
-        /* Stop multiplying once past the cap so the product never wraps. */
-        if (!too_big) {
-            count *= x->dims[i];
-            too_big = count > EO_IDX_MAX_ELEMS;
-        }
     }
-    if (too_big) {
+    /* The declared size: each factor is checked against what is left of
+     * the cap before multiplying, so the product never wraps (4 dims of
+     * up to 2^32 - 1 would overflow any integer type). */
+    size_t esize = dtype_size(h[2]), count = 1;
+    int too_big = 0;
+    for (int i = 0; i < rank && !too_big; i++) {
+        too_big = x->dims[i] > EO_IDX_MAX_ELEMS / count;
+        if (!too_big)
+            count *= x->dims[i];
+    }
+    if (too_big || count > SIZE_MAX / esize) {
         char d[64];
         dims_str(d, sizeof d, x->dims, rank);
         return eo_errf(err, errlen, EO_ERR_FORMAT,
                        "%s: IDX dimensions %s are more than the limit of %zu elements",
                        s->path, d, (size_t)EO_IDX_MAX_ELEMS);
     }
-    x->count = (size_t)count;
+    x->count = count;
+    *bytes = count * esize;
     return EO_OK;
 }
 
-static eo_status read_body(src *s, eo_idx *x, char *err, size_t errlen)
+/* Bytes from the current position to the end of a plain stream, or -1
+ * when the stream cannot say (a pipe). */
+static long long bytes_left(FILE *f)
+{
+    long here = ftell(f);
+    if (here < 0 || fseek(f, 0, SEEK_END) != 0)
+        return -1;
+    long end = ftell(f);
+    if (fseek(f, here, SEEK_SET) != 0 || end < here)
+        return -1;
+    return (long long)(end - here);
+}
+
+static eo_status read_body(src *s, eo_idx *x, size_t bytes, char *err, size_t errlen)
 {
     char d[64];
     dims_str(d, sizeof d, x->dims, x->rank);
     const char *what = s->gz ? "decompressed file" : "file";
-    x->data = malloc(x->count);
-    if (!x->data)
-        return eo_errf(err, errlen, EO_ERR_OOM, "%s: cannot allocate %zu bytes for %s data",
-                       s->path, x->count, d);
-    size_t got;
-    eo_status st = src_read(s, x->data, x->count, &got, err, errlen);
-    if (st != EO_OK)
-        return st;
-    if (got < x->count)
+    /* A header is only a claim: a 50-byte file may declare 2^31 elements.
+     * A plain file's length is known, so compare before allocating; a gzip
+     * stream's is not (its trailer holds the length mod 2^32, of the last
+     * member only), so its buffer grows with the data actually decoded
+     * and never gets more than twice ahead of it. */
+    if (!s->gz) {
+        long long left = bytes_left(s->f);
+        if (left >= 0 && (unsigned long long)left < bytes)
+            return eo_errf(err, errlen, EO_ERR_FORMAT,
+                           "%s: truncated: header says %s = %zu bytes of data, %s has %lld",
+                           s->path, d, bytes, what, left);
+    }
+    size_t cap = 0, got = 0;
+    while (got < bytes) {
+        if (got == cap) {
+            size_t nc = cap ? (cap > bytes / 2 ? bytes : cap * 2) : (bytes < SRC_BUF ? bytes : SRC_BUF);
+            unsigned char *nb = realloc(x->data, nc);
+            if (!nb)
+                return eo_errf(err, errlen, EO_ERR_OOM,
+                               "%s: cannot allocate %zu bytes for %s data (header says %zu)",
+                               s->path, nc, d, bytes);
+            x->data = nb;
+            cap = nc;
+        }
+        size_t want = cap - got, n;
+        eo_status st = src_read(s, x->data + got, want, &n, err, errlen);
+        if (st != EO_OK)
+            return st;
+        got += n;
+        if (n < want) /* the content ended */
+            break;
+    }
+    if (got < bytes)
         return eo_errf(err, errlen, EO_ERR_FORMAT,
                        "%s: truncated: header says %s = %zu bytes of data, %s has %zu",
-                       s->path, d, x->count, what, got);
+                       s->path, d, bytes, what, got);
     /* Count what is left, up to a bound, so the message can say how much. */
     unsigned char scratch[4096];
     size_t extra = 0;
     do {
-        if ((st = src_read(s, scratch, sizeof scratch, &got, err, errlen)) != EO_OK)
+        eo_status st = src_read(s, scratch, sizeof scratch, &got, err, errlen);
+        if (st != EO_OK)
             return st;
         extra += got;
     } while (got == sizeof scratch && extra < ((size_t)1 << 20));
@@ -238,9 +286,31 @@ static eo_status read_body(src *s, eo_idx *x, char *err, size_t errlen)
         return eo_errf(err, errlen, EO_ERR_FORMAT,
                        "%s: %s%zu trailing bytes after the %zu bytes of data the header "
                        "describes (%s): expected end of %s",
-                       s->path, got == sizeof scratch ? "at least " : "", extra, x->count, d,
+                       s->path, got == sizeof scratch ? "at least " : "", extra, bytes, d,
                        what);
     return EO_OK;
+}
+
+eo_status eo_idx_read(FILE *f, const char *name, eo_idx *out, char *err, size_t errlen)
+{
+    if (!f || !name || !out)
+        return eo_errf(err, errlen, EO_ERR_ARG, "eo_idx_read: NULL %s",
+                       !f ? "stream" : !name ? "name" : "out");
+    memset(out, 0, sizeof *out);
+    src *s = calloc(1, sizeof *s);
+    if (!s)
+        return eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", name);
+    size_t bytes = 0;
+    eo_status st = src_open(s, f, name, err, errlen);
+    if (st == EO_OK)
+        st = read_header(s, out, &bytes, err, errlen);
+    if (st == EO_OK)
+        st = read_body(s, out, bytes, err, errlen);
+    src_close(s);
+    free(s);
+    if (st != EO_OK)
+        eo_idx_free(out);
+    return st;
 }
 
 eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen)
@@ -248,18 +318,11 @@ eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen)
     if (!path || !out)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_idx_load: NULL %s", path ? "out" : "path");
     memset(out, 0, sizeof *out);
-    src *s = calloc(1, sizeof *s);
-    if (!s)
-        return eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", path);
-    eo_status st = src_open(s, path, err, errlen);
-    if (st == EO_OK)
-        st = read_header(s, out, err, errlen);
-    if (st == EO_OK)
-        st = read_body(s, out, err, errlen);
-    src_close(s);
-    free(s);
-    if (st != EO_OK)
-        eo_idx_free(out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    eo_status st = eo_idx_read(f, path, out, err, errlen);
+    fclose(f);
     return st;
 }
 

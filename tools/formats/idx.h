@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "alloc/status.h"
 
 #define EO_IDX_MAX_RANK 4
@@ -35,6 +36,13 @@ typedef struct eo_idx {
  * Statuses: EO_ERR_ARG (NULL argument), EO_ERR_IO (cannot open or read),
  * EO_ERR_FORMAT (bad header, wrong length, corrupt gzip), EO_ERR_OOM. */
 eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen);
+
+/* The same from an open, seekable stream at its start (a file, or memory
+ * through fmemopen); `name` stands for the file in messages. The header's
+ * declared size is checked against the data actually present before more
+ * than that data is allocated, so a short file with an absurd header
+ * costs nothing. The stream is not closed. */
+eo_status eo_idx_read(FILE *f, const char *name, eo_idx *out, char *err, size_t errlen);
 
 /* Writes the dimensions as "60000x28x28" into buf (always terminated). */
 void eo_idx_shape_str(const eo_idx *x, char *buf, size_t len);

@@ -707,8 +707,9 @@ static eo_cu_result do_launch(eo_cu_function fn, unsigned gx, unsigned gy, unsig
         return r;
     if (!find_function(dev, fn) || !stream_ok(dev, stream))
         return EO_CUDA_ERROR_INVALID_HANDLE;
-    unsigned long long threads = (unsigned long long)bx * by * bz;
-    if (!gx || !gy || !gz || !threads || threads > EO_PX_MAX_THREADS || bz > 64 || gy > 65535 ||
+    unsigned long long threads = (unsigned long long)bx * by * bz; /* may wrap: dims first */
+    if (bx > EO_PX_MAX_THREADS || by > EO_PX_MAX_THREADS || bz > 64 ||
+        !gx || !gy || !gz || !threads || threads > EO_PX_MAX_THREADS || gy > 65535 ||
         gz > 65535 || gx > 2147483647u)
         return EO_CUDA_ERROR_INVALID_VALUE;
     if (eo_px_kernel_static_shared(fn->k) + shared_bytes > EO_PX_MAX_SHARED)

@@ -812,6 +812,10 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
     memset(f, 0, sizeof *f);
     if (!k || !h || !c)
         return EO_ERR_ARG;
+    /* Each dimension first: three 32-bit factors can wrap the 64-bit
+     * product to a small count (tests/test_ptxsim.c has one that makes 64). */
+    if (c->block.x > EO_PX_MAX_THREADS || c->block.y > EO_PX_MAX_THREADS)
+        return EO_ERR_ARG;
     unsigned long long nthreads = (unsigned long long)c->block.x * c->block.y * c->block.z;
     if (!c->grid.x || !c->grid.y || !c->grid.z || !nthreads || nthreads > EO_PX_MAX_THREADS ||
         c->block.z > 64 || c->grid.y > 65535 || c->grid.z > 65535)

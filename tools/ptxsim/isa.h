@@ -71,7 +71,16 @@ enum { PX_RND_NONE, PX_RND_RN, PX_RND_RZ, PX_RND_RM, PX_RND_RP,
 enum {
     PX_F_HI = 1 << 0, PX_F_LO = 1 << 1, PX_F_WIDE = 1 << 2, PX_F_SAT = 1 << 3,
     PX_F_FTZ = 1 << 4, PX_F_APPROX = 1 << 5, PX_F_ALIGNED = 1 << 6, PX_F_TO = 1 << 7,
-    PX_F_CLAMP_PRED = 1 << 8 /* shfl with a second (predicate) destination */
+    PX_F_CLAMP_PRED = 1 << 8, /* shfl with a second (predicate) destination */
+    /* Modifiers without effect in the interpreter, kept because PTX's
+     * rules (rules.c) depend on them: which ISA version and target an
+     * instruction needs, and which forms ptxas refuses. */
+    PX_F_SYNC = 1 << 9,   /* shfl.sync, vote.sync */
+    PX_F_ORDER = 1 << 10, /* .relaxed .acquire .release .acq_rel .sc */
+    PX_F_NC = 1 << 11,    /* ld.global.nc */
+    PX_F_SCOPE = 1 << 12, /* .cta .gpu .sys */
+    PX_F_FENCE = 1 << 13, /* written fence, not membar */
+    PX_F_FULL = 1 << 14   /* div.full.f32 */
 };
 
 /* Special (read-only) registers. */
@@ -148,6 +157,8 @@ struct eo_px_kernel {
 };
 
 struct eo_px_module {
+    int ptx_version;       /* .version as major * 10 + minor (7.0 -> 70) */
+    int sm;                /* .target as a number (sm_80 -> 80) */
     char *src;
     eo_px_kernel *kernels;
     int nkernels;

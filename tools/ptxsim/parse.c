@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/alu.h"
+#include "tools/ptxsim/rules.h"
 
 /* ---- types ---------------------------------------------------------------- */
 
@@ -75,6 +76,7 @@ typedef struct parser {
     char *err;
     size_t errcap;
     eo_px_module *m;
+    int ptx, sm;     /* the module's .version (x10) and .target */
     eo_px_kernel *k; /* kernel being built */
     int cap_code, cap_regs;
     regdecl *decls;
@@ -116,6 +118,19 @@ static void *grow(parser *p, void *arr, int *cap, int need, size_t elem)
     memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
     *cap = nc;
     return q;
+}
+
+/* x rounded up to a multiple of align (a power of two), or fail when
+ * that is more than `limit`: alignments come from the text (.align
+ * 2^62 is legal PTX), so the rounding itself must not wrap. */
+static size_t align_up(parser *p, size_t x, size_t align, size_t limit, int line, const char *what)
+{
+    if (x == 0)
+        return 0; /* aligned to anything: `.shared .align 1048576` alone is fine */
+    if (x > limit || align - 1 > limit - x)
+        fail(p, EO_ERR_FORMAT, line, "'%s': offset %zu aligned to %zu goes past the limit of %zu "
+             "bytes", what, x, align, limit);
+    return (x + align - 1) & ~(align - 1);
 }
 
 static int id_start(int c) { return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.'; }
@@ -310,9 +325,16 @@ static int find_reg(parser *p, const char *s, size_t len)
     return -1;
 }
 
+/* Every thread of a block gets every register (8 bytes each, plus a
+ * written-yet bit): 1024 threads x 16384 registers is already 150 MB. */
+enum { MAX_REGS = 16384 };
+
 static int new_reg(parser *p, int type, const char *name)
 {
     eo_px_kernel *k = p->k;
+    if (k->nregs >= MAX_REGS)
+        fail(p, EO_ERR_UNSUPPORTED, p->t.line, "kernel '%s' declares more than %d registers",
+             k->name, MAX_REGS);
     int cap = p->cap_regs;
     k->reg_type = grow(p, k->reg_type, &cap, k->nregs + 1, 1);
     int cap2 = p->cap_regs;
@@ -398,6 +420,12 @@ static void parse_shared_decl(parser *p, int is_extern)
             int64_t c = take_int(p);
             if (c <= 0 || c > (int64_t)EO_PX_MAX_SHARED)
                 fail(p, EO_ERR_FORMAT, line, "bad array size %lld", (long long)c);
+            /* Each dimension is at most the limit, but their product is
+             * checked before it is formed: [49152][49152][49152][49152]
+             * of .f64 would wrap 64 bits to a small number. */
+            if (s.size > EO_PX_MAX_SHARED / (size_t)c)
+                fail(p, EO_ERR_FORMAT, line, "shared array '%s' is more than the limit of %u bytes",
+                     s.name, EO_PX_MAX_SHARED);
             s.size *= (size_t)c;
         }
         expect(p, ']');
@@ -481,13 +509,16 @@ static const moddef moddefs[] = {
     {"any", M_SUB, PX_SUB_ANY}, {"ballot", M_SUB, PX_SUB_BALLOT},
     {"wide", M_FLAG, 2}, {"sat", M_FLAG, 3}, {"ftz", M_FLAG, 4}, {"approx", M_FLAG, 5},
     {"aligned", M_FLAG, 6}, {"to", M_FLAG, 7},
-    /* Accepted and without effect here: "full" division is simply exact;
-     * sync/volatile/memory-order/scope/cache hints change nothing for an
-     * interpreter that runs one memory operation at a time. */
-    {"full", M_IGNORE, 0}, {"sync", M_IGNORE, 0}, {"volatile", M_IGNORE, 0},
-    {"relaxed", M_IGNORE, 0}, {"acquire", M_IGNORE, 0}, {"release", M_IGNORE, 0},
-    {"acq_rel", M_IGNORE, 0}, {"sc", M_IGNORE, 0}, {"gpu", M_IGNORE, 0},
-    {"cta", M_IGNORE, 0}, {"sys", M_IGNORE, 0}, {"gl", M_IGNORE, 0}, {"nc", M_IGNORE, 0},
+    /* Without effect here, but recorded for PTX's rules (rules.c): "full"
+     * division is simply exact; sync, memory-order and scope qualifiers
+     * change nothing for an interpreter that runs one memory operation at
+     * a time, yet they decide which .version and .target a kernel needs. */
+    {"sync", M_FLAG, 9},      {"relaxed", M_FLAG, 10}, {"acquire", M_FLAG, 10},
+    {"release", M_FLAG, 10},  {"acq_rel", M_FLAG, 10}, {"sc", M_FLAG, 10},
+    {"nc", M_FLAG, 11},       {"gpu", M_FLAG, 12},     {"cta", M_FLAG, 12},
+    {"sys", M_FLAG, 12},      {"full", M_FLAG, 14},
+    /* Accepted and without effect: volatile and cache hints. */
+    {"volatile", M_IGNORE, 0}, {"gl", M_IGNORE, 0},
     {"ca", M_IGNORE, 0}, {"cg", M_IGNORE, 0}, {"cs", M_IGNORE, 0}, {"lu", M_IGNORE, 0},
     {"cv", M_IGNORE, 0}, {"wb", M_IGNORE, 0}, {"wt", M_IGNORE, 0},
 };
@@ -575,6 +606,8 @@ static void decode_opcode(parser *p, px_insn *in, const opdef **def)
     in->op = (*def)->op;
     if (in->op == PX_OP_BAR)
         in->flags |= piece_is(whole, blen, "bar") ? PX_F_ALIGNED : 0;
+    if (in->op == PX_OP_MEMBAR)
+        in->flags |= piece_is(whole, blen, "fence") ? PX_F_FENCE : 0;
     /* Spaces the interpreter does not model are refused by name. */
     if (strstr(whole, ".local") || strstr(whole, ".const") || strstr(whole, ".tex"))
         fail(p, EO_ERR_UNSUPPORTED, in->line, "unsupported state space in '%s'", whole);
@@ -938,6 +971,11 @@ static void parse_instruction(parser *p)
         fail(p, EO_ERR_FORMAT, in->line, "%s takes %d operand(s), found %d", def->name, def->nmin,
              in->nops);
     validate(p, in);
+    char why[256];
+    eo_status st = px_rules_insn(k, in, p->ptx, p->sm, why, sizeof why);
+    if (st != EO_OK)
+        fail(p, st, in->line, "'%.*s': %s", (int)(in->text_len < 80 ? in->text_len : 80),
+             p->s + in->text_off, why);
     for (int i = 0; i < PX_MAX_OPS; i++)
         in->stype[i] = (uint8_t)px_src_type(in, i);
     in->dtype = (uint8_t)px_dst_type(in);
@@ -958,15 +996,17 @@ static void finish_kernel(parser *p)
                 ext_align = s->align;
             continue;
         }
-        off = (off + s->align - 1) / s->align * s->align;
+        off = align_up(p, off, s->align, EO_PX_MAX_SHARED, k->line, s->name);
         s->offset = off;
+        if (s->size > EO_PX_MAX_SHARED - off)
+            fail(p, EO_ERR_FORMAT, k->line,
+                 "kernel '%s' declares more than %u bytes of shared memory (at '%s')", k->name,
+                 EO_PX_MAX_SHARED, s->name);
         off += s->size;
     }
-    if (off > EO_PX_MAX_SHARED)
-        fail(p, EO_ERR_FORMAT, k->line, "kernel '%s' declares %zu bytes of shared memory (limit %u)",
-             k->name, off, EO_PX_MAX_SHARED);
     k->static_shared = off;
-    k->dyn_shared_off = (off + ext_align - 1) / ext_align * ext_align;
+    k->dyn_shared_off = align_up(p, off, ext_align, EO_PX_MAX_SHARED, k->line,
+                                 "the dynamic shared memory");
     for (int i = 0; i < p->nsh; i++)
         if (p->sh[i].is_extern)
             p->sh[i].offset = k->dyn_shared_off;
@@ -1033,11 +1073,7 @@ static void parse_body(parser *p)
         } else if (is(p, ".shared")) {
             parse_shared_decl(p, 0);
         } else if (is(p, ".extern")) {
-            next(p);
-            if (!is(p, ".shared"))
-                fail(p, EO_ERR_UNSUPPORTED, p->t.line, "unsupported directive '.extern %s'",
-                     tokstr(p, b, sizeof b));
-            parse_shared_decl(p, 1);
+            fail(p, EO_ERR_FORMAT, p->t.line, ".extern is only allowed at module scope (as ptxas)");
         } else if (is(p, ".loc") || is(p, ".file")) {
             skip_line(p);
         } else if (is(p, ".pragma")) {
@@ -1092,6 +1128,7 @@ static void parse_entry(parser *p)
                 char b[64];
                 fail(p, EO_ERR_FORMAT, p->t.line, "expected .param, found '%s'", tokstr(p, b, sizeof b));
             }
+            int pline = p->t.line;
             next(p);
             size_t align = 0;
             int type = PX_T_NONE;
@@ -1129,8 +1166,12 @@ static void parse_entry(parser *p)
             }
             if (!align)
                 align = px_type_bytes(type);
-            k->param_bytes = (k->param_bytes + align - 1) / align * align;
+            /* Checked as it grows: one huge .align must not wrap the
+             * offsets of the parameters after it. */
+            k->param_bytes = align_up(p, k->param_bytes, align, 4096, pline, pa->name);
             pa->offset = k->param_bytes;
+            if (pa->size > 4096 - k->param_bytes)
+                fail(p, EO_ERR_FORMAT, pline, "parameters exceed 4 KiB (at '%s')", pa->name);
             k->param_bytes += pa->size;
             k->nparams++;
             if (is_punct(p, ','))
@@ -1155,26 +1196,73 @@ static void parse_entry(parser *p)
     finish_kernel(p);
 }
 
+/* .version MAJOR.MINOR, which must open the module (as ptxas requires). */
+static void parse_version(parser *p)
+{
+    char b[64];
+    int line = p->t.line;
+    if (!is(p, ".version"))
+        fail(p, EO_ERR_FORMAT, line, "missing .version directive at the start of the module "
+             "(found '%s')", tokstr(p, b, sizeof b));
+    next(p);
+    const char *s = p->t.s;
+    size_t n = p->t.len;
+    if (p->t.kind != TK_NUM || n != 3 || !isdigit((unsigned char)s[0]) || s[1] != '.' ||
+        !isdigit((unsigned char)s[2]))
+        fail(p, EO_ERR_FORMAT, line, "bad .version '%s': expected MAJOR.MINOR such as 7.0",
+             tokstr(p, b, sizeof b));
+    p->ptx = (s[0] - '0') * 10 + (s[2] - '0');
+    if (p->ptx < 23)
+        fail(p, EO_ERR_UNSUPPORTED, line, "unsupported: PTX ISA .version %c.%c (.address_size 64 "
+             "needs 2.3 or later)", s[0], s[2]);
+    next(p);
+}
+
+/* .target sm_NN[a|f] (or compute_NN) [, texmode_unified | texmode_independent | debug],
+ * right after .version; checked against the version by rules.c. */
+static void parse_target(parser *p)
+{
+    char b[64];
+    int line = p->t.line;
+    if (!is(p, ".target"))
+        fail(p, EO_ERR_FORMAT, line, "missing .target directive after .version (found '%s')",
+             tokstr(p, b, sizeof b));
+    next(p);
+    take_id(p, b, sizeof b);
+    const char *digits = strncmp(b, "sm_", 3) == 0 ? b + 3
+                         : strncmp(b, "compute_", 8) == 0 ? b + 8 : NULL;
+    char *end = NULL;
+    long sm = digits && isdigit((unsigned char)digits[0]) ? strtol(digits, &end, 10) : -1;
+    if (sm < 0 || sm > 1000 || (*end && strcmp(end, "a") != 0 && strcmp(end, "f") != 0))
+        fail(p, EO_ERR_FORMAT, line, "bad .target '%s': expected sm_NN", b);
+    p->sm = (int)sm;
+    char why[160];
+    eo_status st = px_rules_target(p->ptx, p->sm, why, sizeof why);
+    if (st != EO_OK)
+        fail(p, st, line, "%s", why);
+    while (is_punct(p, ',')) {
+        next(p);
+        take_id(p, b, sizeof b);
+        if (strcmp(b, "map_f64_to_f32") == 0)
+            fail(p, EO_ERR_UNSUPPORTED, line, "unsupported: .target option map_f64_to_f32");
+        if (strcmp(b, "texmode_unified") != 0 && strcmp(b, "texmode_independent") != 0 &&
+            strcmp(b, "debug") != 0)
+            fail(p, EO_ERR_FORMAT, line, "unknown .target option '%s'", b);
+    }
+}
+
 static void parse_module(parser *p)
 {
     next(p);
-    int saw_version = 0;
+    parse_version(p);
+    parse_target(p);
+    p->m->ptx_version = p->ptx;
+    p->m->sm = p->sm;
     while (p->t.kind != TK_EOF) {
         char b[64];
         int line = p->t.line;
-        if (is(p, ".version")) {
-            next(p);
-            if (p->t.kind != TK_NUM)
-                fail(p, EO_ERR_FORMAT, line, "bad .version");
-            next(p);
-            saw_version = 1;
-        } else if (is(p, ".target")) {
-            next(p);
-            take_id(p, b, sizeof b);
-            while (is_punct(p, ',')) {
-                next(p);
-                take_id(p, b, sizeof b);
-            }
+        if (is(p, ".version") || is(p, ".target")) {
+            fail(p, EO_ERR_FORMAT, line, "a second %s directive", tokstr(p, b, sizeof b));
         } else if (is(p, ".address_size")) {
             next(p);
             if (take_int(p) != 64)
@@ -1184,8 +1272,6 @@ static void parse_module(parser *p)
         } else if (is(p, ".visible") || is(p, ".weak")) {
             next(p);
         } else if (is(p, ".entry")) {
-            if (!saw_version)
-                fail(p, EO_ERR_FORMAT, line, ".entry before .version");
             parse_entry(p);
         } else if (is(p, ".shared")) {
             parse_shared_decl(p, 0);
@@ -1202,8 +1288,6 @@ static void parse_module(parser *p)
             fail(p, EO_ERR_FORMAT, line, "unexpected '%s' at module scope", tokstr(p, b, sizeof b));
         }
     }
-    if (!saw_version)
-        fail(p, EO_ERR_FORMAT, p->line, "no .version directive");
 }
 
 void eo_px_module_free(eo_px_module *m)
@@ -1279,6 +1363,8 @@ eo_status eo_px_module_load(const char *ptx, size_t len, eo_px_module **out, cha
 }
 
 int eo_px_module_kernel_count(const eo_px_module *m) { return m ? m->nkernels : 0; }
+int eo_px_module_ptx_version(const eo_px_module *m) { return m ? m->ptx_version : 0; }
+int eo_px_module_target(const eo_px_module *m) { return m ? m->sm : 0; }
 
 const eo_px_kernel *eo_px_module_kernel_at(const eo_px_module *m, int i)
 {

@@ -14,6 +14,9 @@
  *   ptxsim_parse.c  text -> a compact instruction array (ptxsim_isa.h);
  *                   anything outside the supported subset is rejected
  *                   here, at load time, with its line number;
+ *   rules.c         PTX's own rules, as ptxas enforces them (.version and
+ *                   .target of each instruction, instruction and register
+ *                   types, required modifiers): refused at load too;
  *   ptxsim_heap.c   "device memory": host buffers behind fake device
  *                   addresses, with the allocation table the checks use;
  *   ptxsim_exec.c   the grid/block/warp scheduler, barriers, shuffles,
@@ -73,6 +76,11 @@ eo_status eo_px_module_load(const char *ptx, size_t len, eo_px_module **out,
 void eo_px_module_free(eo_px_module *m);
 
 int eo_px_module_kernel_count(const eo_px_module *m);
+/* The module's .version as major * 10 + minor (7.0 -> 70) and its
+ * .target's number (sm_80 -> 80). The parser has checked each
+ * instruction against both, as ptxas does (rules.h). */
+int eo_px_module_ptx_version(const eo_px_module *m);
+int eo_px_module_target(const eo_px_module *m);
 const eo_px_kernel *eo_px_module_kernel_at(const eo_px_module *m, int i);
 /* NULL when the module has no .entry of that name. */
 const eo_px_kernel *eo_px_module_kernel(const eo_px_module *m, const char *name);

@@ -1,0 +1,95 @@
+/* tests/fuzz/fuzz_safetensors.c — the safetensors reader
+ * (tools/formats/safetensors_read.c, and through it json.c).
+ *
+ * Any bytes: either a refusal (EO_ERR_FORMAT naming the input, *f left
+ * empty) or a file whose every promise holds — each tensor's bytes lie
+ * inside the data area and equal shape x element size, names and
+ * metadata are valid UTF-8 and findable. An accepted file must also
+ * survive the round trip: written back with eo_st_write and read again,
+ * it gives the same tensors and metadata. */
+#include <stdlib.h>
+#include <string.h>
+#include "tests/fuzz/fuzz.h"
+#include "tools/formats/json.h"
+#include "tools/formats/safetensors.h"
+
+static void check_file(const eo_st_file *f)
+{
+    for (size_t i = 0; i < f->count; i++) {
+        const eo_st_tensor *t = &f->tensors[i];
+        EO_FUZZ_CHECK(t->name && eo_utf8_valid(t->name), "tensor %zu: bad name", i);
+        EO_FUZZ_CHECK(eo_st_dtype_name(t->dtype) != NULL, "tensor %zu: dtype %d", i, t->dtype);
+        EO_FUZZ_CHECK(t->rank >= 0 && t->rank <= EO_ST_MAX_RANK, "rank %d", t->rank);
+        /* shape x size == nbytes, computed here in a way that cannot wrap */
+        unsigned long long n = eo_st_dtype_size(t->dtype);
+        int wrapped = 0;
+        for (int d = 0; d < t->rank; d++) {
+            if (t->shape[d] && n > ~0ull / t->shape[d])
+                wrapped = 1;
+            n *= t->shape[d];
+        }
+        EO_FUZZ_CHECK(!wrapped && n == t->nbytes, "'%s': %zu bytes for its shape", t->name,
+                      t->nbytes);
+        const unsigned char *p = t->data;
+        EO_FUZZ_CHECK(t->nbytes == 0 || (p >= f->data && t->nbytes <= f->data_size &&
+                                          (size_t)(p - f->data) <= f->data_size - t->nbytes),
+                      "'%s' lies outside the data area", t->name);
+        EO_FUZZ_CHECK(eo_st_find(f, t->name) == t, "'%s' not found by name", t->name);
+    }
+    for (size_t i = 0; i < f->nmeta; i++) {
+        EO_FUZZ_CHECK(eo_utf8_valid(f->meta[i].key) && eo_utf8_valid(f->meta[i].value),
+                      "metadata %zu is not UTF-8", i);
+        EO_FUZZ_CHECK(eo_st_meta_get(f, f->meta[i].key) == f->meta[i].value,
+                      "metadata '%s' not found by key", f->meta[i].key);
+    }
+}
+
+static void round_trip(const eo_st_file *f)
+{
+    const char *path = eo_fuzz_file(NULL, 0);
+    if (!path)
+        return;
+    char err[512];
+    eo_status st = eo_st_write(path, f->tensors, f->count, f->meta, f->nmeta, err, sizeof err);
+    if (st == EO_ERR_ARG)
+        return; /* the writer refuses what it never writes (e.g. "" as a name) */
+    EO_FUZZ_CHECK(st == EO_OK, "writing back: %s", err);
+    eo_st_file g;
+    st = eo_st_read(path, &g, err, sizeof err);
+    EO_FUZZ_CHECK(st == EO_OK, "reading back: %s", err);
+    EO_FUZZ_CHECK(g.count == f->count && g.nmeta == f->nmeta, "count changed");
+    for (size_t i = 0; i < g.count; i++) {
+        const eo_st_tensor *a = &f->tensors[i], *b = &g.tensors[i];
+        EO_FUZZ_CHECK(strcmp(a->name, b->name) == 0 && a->dtype == b->dtype &&
+                          a->rank == b->rank && a->nbytes == b->nbytes &&
+                          memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0 &&
+                          (a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0),
+                      "tensor %zu ('%s') changed in the round trip", i, a->name);
+    }
+    for (size_t i = 0; i < g.nmeta; i++)
+        EO_FUZZ_CHECK(strcmp(f->meta[i].key, g.meta[i].key) == 0 &&
+                          strcmp(f->meta[i].value, g.meta[i].value) == 0,
+                      "metadata %zu changed", i);
+    eo_st_close(&g);
+}
+
+int eo_fuzz_safetensors(const uint8_t *data, size_t size)
+{
+    char err[512] = "";
+    eo_st_file f;
+    eo_status st = eo_st_parse(data, size, "fuzz-input", &f, err, sizeof err);
+    if (st != EO_OK) {
+        EO_FUZZ_CHECK(st == EO_ERR_FORMAT || st == EO_ERR_OOM, "status %d: %s", st, err);
+        EO_FUZZ_CHECK(eo_fuzz_mentions(err, "fuzz-input"), "message lacks the name: %s", err);
+        EO_FUZZ_CHECK(f.count == 0 && f.tensors == NULL && f.strings == NULL,
+                      "refused but left tensors behind");
+        eo_st_close(&f);
+        return 0;
+    }
+    check_file(&f);
+    round_trip(&f);
+    eo_st_close(&f);
+    return 0;
+}
+
+EO_FUZZ_ENTRY(safetensors)
