@@ -60,10 +60,43 @@ eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float
     return make_state(ctx, ps, &o->v);
 }
 
+/* Data-parallel training: every rank's gradients are summed once per
+ * step, in the parameter list's order, by the hook the program installed
+ * (the library cannot know MPI or NCCL). The buffer list is built in the
+ * step arena and given back before returning. */
+eo_status eo_grad_allreduce(eo_ctx *ctx, const eo_params *ps)
+{
+    if (!ctx || !ps)
+        return ctx ? eo_fail(ctx, EO_ERR_ARG, "grad_allreduce: NULL parameter list") : EO_ERR_ARG;
+    ctx->grads_pending = 0;
+    if (!ctx->grad_sync.allreduce || ps->count == 0)
+        return EO_OK;
+    ctx->op = "grad_allreduce";
+    eo_lent l;
+    EO_CHECK(eo_lend(ctx, EO_CPU, sizeof(eo_grad_buffer) * (size_t)ps->count, &l));
+    eo_grad_buffer *b = l.p;
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *g = ps->items[i]->grad;
+        eo_grad_buffer one = { g->data, eo_numel(g), g->dtype, g->device };
+        b[i] = one;
+    }
+    char msg[256];
+    msg[0] = 0;
+    eo_status s = ctx->grad_sync.allreduce(ctx->grad_sync.user, b, ps->count, msg, sizeof msg);
+    eo_give_back(&l);
+    if (s != EO_OK) {
+        ctx->grads_pending = 1; /* nothing was summed */
+        return eo_fail(ctx, s, "grad_allreduce: %s", msg[0] ? msg : "the hook failed");
+    }
+    return EO_OK;
+}
+
 eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o)
 {
     if (!o || !o->params)
         return eo_fail(ctx, EO_ERR_ARG, "optimizer_step: not initialised");
+    if (ctx->grads_pending)
+        EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;
     for (int i = 0; i < o->params->count; i++) {
         eo_tensor *p = o->params->items[i];
@@ -85,6 +118,8 @@ eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o)
 eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out)
 {
     double total = 0;
+    if (ctx->grads_pending)
+        EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         const eo_backend *be = eo_backend_of(ctx, g);
