@@ -1,6 +1,7 @@
 /* tools/dist/dist.c — the world, the rank-order sum, the CPU hook (see dist.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "tools/cli/errbuf.h"
 #include "tools/dist/dist.h"
 
@@ -186,6 +187,8 @@ static eo_status cpu_allreduce(void *user, const eo_grad_buffer *b, int n, char 
     eo_status s = reserve(d, total, msg, msglen);
     if (s != EO_OK)
         return s;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t at = 0;
     for (int i = 0; i < n; i++) {
         memcpy(d->flat + at, b[i].data, (size_t)b[i].count * sizeof(float));
@@ -200,6 +203,9 @@ static eo_status cpu_allreduce(void *user, const eo_grad_buffer *b, int n, char 
         memcpy(b[i].data, d->flat + at, (size_t)b[i].count * sizeof(float));
         at += (size_t)b[i].count;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    d->hook_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    d->hook_calls++;
     return EO_OK;
 }
 

@@ -43,6 +43,8 @@ typedef struct eo_dist {
     float *flat, *recv; /* the CPU hook's buffers, grown on demand */
     size_t cap;
     int *counts;        /* 4 x size ints: the collectives' counts and offsets */
+    double hook_seconds;/* wall time spent in the gradient hook, for the step breakdown */
+    long hook_calls;
 } eo_dist;
 
 /* Join the world. mode "none": one process; "mpi": MPI_Init through the

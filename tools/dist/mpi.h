@@ -10,8 +10,8 @@
  * &ompi_mpi_comm_world and so on, so the table holds those addresses,
  * found with dlsym. "libmpi.so.40" is Open MPI's soname since 3.0 (MPICH
  * calls its library libmpi.so.12 and uses integer handles; it is not
- * supported). tests/test_dist.c checks every member's type against
- * <mpi.h> when libopenmpi-dev is installed.
+ * supported). tests/mpi_abi.c checks every member's type against
+ * <mpi.h> (`make test`, when libopenmpi-dev is installed).
  *
  * Each call returns MPI's error code (0 = MPI_SUCCESS); Open MPI's default
  * error handler aborts the job on a communication failure anyway. */
