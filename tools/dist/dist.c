@@ -166,6 +166,11 @@ eo_status eo_dist_bcast(eo_dist *d, void *buf, size_t bytes, int root, char *err
     return rc == 0 ? EO_OK : mpi_fail(d, rc, "MPI_Bcast", err, errlen);
 }
 
+static double seconds_between(struct timespec a, struct timespec b)
+{
+    return (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+}
+
 /* The hook: pack every gradient into one buffer (one collective instead
  * of one per parameter: latency, not bandwidth, dominates small ones),
  * sum it, unpack. */
@@ -187,8 +192,12 @@ static eo_status cpu_allreduce(void *user, const eo_grad_buffer *b, int n, char 
     eo_status s = reserve(d, total, msg, msglen);
     if (s != EO_OK)
         return s;
-    struct timespec t0, t1;
+    /* The barrier costs microseconds and splits the hook's time into
+     * load imbalance (ranks arriving late) and the sum itself. */
+    struct timespec t0, t1, t2;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    d->mpi.Barrier(d->mpi.comm_world);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     size_t at = 0;
     for (int i = 0; i < n; i++) {
         memcpy(d->flat + at, b[i].data, (size_t)b[i].count * sizeof(float));
@@ -203,8 +212,9 @@ static eo_status cpu_allreduce(void *user, const eo_grad_buffer *b, int n, char 
         memcpy(b[i].data, d->flat + at, (size_t)b[i].count * sizeof(float));
         at += (size_t)b[i].count;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    d->hook_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    d->hook_wait_seconds += seconds_between(t0, t1);
+    d->hook_seconds += seconds_between(t1, t2);
     d->hook_calls++;
     return EO_OK;
 }

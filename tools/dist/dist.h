@@ -43,7 +43,9 @@ typedef struct eo_dist {
     float *flat, *recv; /* the CPU hook's buffers, grown on demand */
     size_t cap;
     int *counts;        /* 4 x size ints: the collectives' counts and offsets */
-    double hook_seconds;/* wall time spent in the gradient hook, for the step breakdown */
+    /* The gradient hook's wall time, for the step breakdown: waiting at a
+     * barrier for the slowest rank, then packing, summing and unpacking. */
+    double hook_wait_seconds, hook_seconds;
     long hook_calls;
 } eo_dist;
 

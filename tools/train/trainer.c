@@ -429,9 +429,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                 r->persist_high / 1048576.0, r->step_high / 1048576.0,
                 r->step_high_after_first / 1048576.0);
     if (out && dist && dist->hook_calls && total_steps)
-        fprintf(out, "all-reduce: %.2f ms per step (%.0f%% of the step), rank 0\n",
+        fprintf(out, "all-reduce: %.2f ms per step (%.0f%% of the step), after %.2f ms waiting "
+                     "for the slowest rank (%.0f%%), rank 0\n",
                 1000.0 * dist->hook_seconds / (double)dist->hook_calls,
-                100.0 * dist->hook_seconds / train_time);
+                100.0 * dist->hook_seconds / train_time,
+                1000.0 * dist->hook_wait_seconds / (double)dist->hook_calls,
+                100.0 * dist->hook_wait_seconds / train_time);
     if (root && c->save) {
         char acc[32], ep[16], seed[24];
         snprintf(acc, sizeof acc, "%.4f", r->test_accuracy);
