@@ -322,3 +322,23 @@ fuzz:
 	@fail=; $(foreach t,$(FUZZ_TARGETS),$(call fuzz_run,$(t))) \
 	if [ -n "$$fail" ]; then echo "fuzz: FAILED:$$fail (inputs in $(FUZZ_BUILD)/crashes/; keep each, once fixed, in tests/fuzz/regressions/<target>/)"; exit 1; fi; \
 	echo "fuzz: OK ($(FUZZ_TARGETS))"
+# ---- data-parallel training (tools/dist/) ------------------------------------
+# Open MPI is opened at run time (dlopen libmpi.so.40) and NCCL likewise, so
+# nothing here links either and every program builds without them. `make
+# test` installs Open MPI when run as root (openmpi-bin: mpirun;
+# libopenmpi-dev: mpi.h, against which tests/mpi_abi.c checks the loader's
+# table), and the suite's 2-rank tests run; without it they say they skipped.
+#   make bench-dist   step time of 1 and 2 processes, all-reduce bandwidth
+#                     against the ring model (tools/dist/bench-dist.sh)
+MPICC ?= mpicc
+.PHONY: deps-mpi bench-dist
+test: deps-mpi
+deps-mpi:
+	@sh tools/build/need-packages.sh "command -v mpirun && command -v $(MPICC)" openmpi-bin libopenmpi-dev || \
+	    echo "make test: no Open MPI, so the suite's 2-rank MPI tests will say they skipped"
+	@if command -v $(MPICC) >/dev/null 2>&1; then \
+	    $(CC) -std=c11 $(WARN) -I. -DEO_CHECK_MPI_ABI $$($(MPICC) --showme:compile) -fsyntax-only tests/mpi_abi.c && \
+	    echo "mpi-abi: tools/dist/mpi.h matches Open MPI's mpi.h"; \
+	else echo "mpi-abi: no mpi.h, the MPI table's ABI check skipped"; fi
+bench-dist: $(BUILD)/eo-train $(BUILD)/eo-bench-dist
+	sh tools/dist/bench-dist.sh $(BUILD)

@@ -34,6 +34,12 @@ void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par)
     ctx->exec.par = par;
 }
 
+void eo_ctx_set_grad_sync(eo_ctx *ctx, eo_grad_sync hook)
+{
+    if (ctx)
+        ctx->grad_sync = hook;
+}
+
 int eo_set_grad(eo_ctx *ctx, int enabled)
 {
     if (!ctx)

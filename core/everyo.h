@@ -74,6 +74,42 @@ typedef struct eo_tensor {
     const char *name;              /* parameters: the checkpoint key */
 } eo_tensor;
 
+/* ---- gradient all-reduce hook (data-parallel training) -------------------
+ * The library links no MPI or NCCL (it is freestanding). A program that
+ * trains one model replica per process installs this hook, and the
+ * library calls it once per training step, after the backward and before
+ * the gradients are first used (eo_clip_grad_norm, eo_optimizer_step, or
+ * an explicit eo_grad_allreduce, core/nn.h). tools/dist/ fills it with
+ * MPI (CPU tensors) or NCCL (CUDA tensors). */
+
+/* One parameter's gradient, as the hook sees it: contiguous, in the
+ * persistent arena, `count` elements of `dtype` (EO_F32 today) at `data`,
+ * which is a host address for EO_CPU and a device address (CUdeviceptr
+ * bits) for EO_CUDA. */
+typedef struct eo_grad_buffer {
+    void *data;
+    int64_t count;
+    eo_dtype dtype;
+    eo_device device;
+} eo_grad_buffer;
+
+typedef struct eo_grad_sync {
+    /* Replace every buffer, in place, by its element-wise SUM over all
+     * ranks (not the mean: the caller weights each rank's loss by its
+     * share of the global batch, rows_local / rows_global, which is right
+     * for unequal slices too and exact when the share is a power of two).
+     * bufs[0..n) are the parameters' gradients in the parameter list's
+     * order, which is the same on every rank, so the k-th buffer of every
+     * rank is the same tensor. Every rank's results must be identical
+     * (bit for bit), or the replicas drift apart. Return EO_OK, or a
+     * status with a one-line reason in msg (msglen bytes); the library
+     * returns that status from the call that triggered the hook, its
+     * message prefixed with "grad_allreduce: ". */
+    eo_status (*allreduce)(void *user, const eo_grad_buffer *bufs, int n, char *msg,
+                           size_t msglen);
+    void *user;
+} eo_grad_sync;
+
 /* ---- context ------------------------------------------------------------ */
 
 /* A point in the step arenas and the tape (see eo_mark_get below). */
@@ -88,6 +124,8 @@ typedef struct eo_ctx {
     int training;                  /* nn mode: dropout active when 1 */
     eo_exec exec;                  /* passed to every kernel: the thread hook and,
                                       once attached, the CUDA device state */
+    eo_grad_sync grad_sync;        /* all-reduce hook; allreduce NULL: one process */
+    int grads_pending;             /* a backward ran since the last gradient all-reduce */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
     const char *op;                /* the public call running now, for messages */
@@ -108,6 +146,9 @@ const char *eo_last_error(const eo_ctx *ctx);
 
 /* Install a threading hook (see ops/parallel.h); a zeroed eo_par means one thread. */
 void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par);
+/* Install the gradient all-reduce hook (above); a zeroed eo_grad_sync
+ * means one process, and then training is exactly as without it. */
+void eo_ctx_set_grad_sync(eo_ctx *ctx, eo_grad_sync hook);
 
 /* Seed the context's generator: PCG32 (O'Neill, "PCG: A Family of Simple
  * Fast Space-Efficient Statistically Good Algorithms for Random Number

@@ -150,6 +150,15 @@ eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float
  * EO_ERR_ARG when o->lr (set by a schedule) is not finite and >= 0. */
 eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o);
 
+/* Sum the gradients of ps across ranks through the context's all-reduce
+ * hook (eo_ctx_set_grad_sync in core/everyo.h), in ps's order. Without a
+ * hook it does nothing. It runs by itself, once, in the first
+ * eo_clip_grad_norm or eo_optimizer_step after a backward (so clipping
+ * sees the global norm, and every training loop gets it); call it
+ * yourself only to look at the summed gradients earlier. Statuses: the
+ * hook's, with its message. */
+eo_status eo_grad_allreduce(eo_ctx *ctx, const eo_params *ps);
+
 /* Scale all gradients so their global L2 norm is at most max_norm (as
  * torch.nn.utils.clip_grad_norm_: factor max_norm / (norm + 1e-6) when
  * norm > max_norm). *norm_out receives the norm before clipping (may be

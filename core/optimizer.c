@@ -81,6 +81,36 @@ EO_PUBLIC(adamw_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float 
     return with_state(o, s == EO_OK ? make_state(ctx, ps, &o->v) : s);
 }
 
+/* Data-parallel training: every rank's gradients are summed once per
+ * step, in the parameter list's order, by the hook the program installed
+ * (the library cannot know MPI or NCCL). The buffer list is built in the
+ * step arena and given back before returning. */
+EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
+{
+    if (!ps)
+        return eo_fail(ctx, EO_ERR_ARG, "grad_allreduce: NULL parameter list");
+    ctx->grads_pending = 0;
+    if (!ctx->grad_sync.allreduce || ps->count == 0)
+        return EO_OK;
+    eo_lent l;
+    EO_CHECK(eo_lend(ctx, EO_CPU, sizeof(eo_grad_buffer) * (size_t)ps->count, &l));
+    eo_grad_buffer *b = l.p;
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *g = ps->items[i]->grad;
+        eo_grad_buffer one = { g->data, eo_numel(g), g->dtype, g->device };
+        b[i] = one;
+    }
+    char msg[256];
+    msg[0] = 0;
+    eo_status s = ctx->grad_sync.allreduce(ctx->grad_sync.user, b, ps->count, msg, sizeof msg);
+    eo_give_back(&l);
+    if (s != EO_OK) {
+        ctx->grads_pending = 1; /* nothing was summed */
+        return eo_fail(ctx, s, "grad_allreduce: %s", msg[0] ? msg : "the hook failed");
+    }
+    return EO_OK;
+}
+
 EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
 {
     if (!o)
@@ -91,6 +121,8 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     /* A schedule sets lr before every step: check it where it is used. */
     EO_CHECK(eo_need(ctx, o->lr >= 0 && o->lr < INFINITY, "optimizer_step: lr",
                      "finite and >= 0", (double)o->lr));
+    if (ctx->grads_pending)
+        EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;
     for (int i = 0; i < o->params->count; i++) {
         eo_tensor *p = o->params->items[i];
@@ -117,6 +149,8 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
         return eo_fail(ctx, EO_ERR_ARG, "clip_grad_norm: NULL parameter list");
     /* max_norm <= 0 or NaN would flip or poison every gradient. */
     EO_CHECK(eo_need(ctx, max_norm > 0, "clip_grad_norm: max_norm", "> 0", (double)max_norm));
+    if (ctx->grads_pending)
+        EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         const eo_backend *be = eo_backend_of(ctx, g);

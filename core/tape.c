@@ -136,6 +136,7 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
     EO_NEED_KERNEL(ctx, "backward", be, fill);
     be->fill(1, g->data, 1.0f, &ctx->exec);
 
+    ctx->grads_pending = 1; /* the next optimizer step all-reduces first */
     int was = eo_set_grad(ctx, 0); /* backward records nothing */
     eo_status s = EO_OK;
     for (eo_node *n = loss->node; n && s == EO_OK; n = n->prev) {

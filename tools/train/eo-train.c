@@ -8,7 +8,8 @@
  *                                  corpus (or --text FILE); see eo-sample
  *
  * Run with --help for every option. The defaults are the figures quoted in
- * README.md. */
+ * README.md. Under `mpirun -np N` it runs one rank per process (see
+ * tools/dist/README.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,70 @@
 #include <unistd.h>
 #include "core/nn.h"
 #include "tools/cli/args.h"
+#include "tools/dist/dist.h"
 #include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
+
+/* ---- data parallelism (tools/dist/) -----------------------------------------
+ * Kept apart from the rest of the option parsing so either can change
+ * alone. */
+typedef struct dist_opts {
+    const char *mode; /* --dist auto|mpi|none */
+    int micro;        /* --micro-batches N */
+} dist_opts;
+
+static const char dist_usage[] =
+    "  --dist auto|mpi|none   one rank per process under mpirun (auto: when started by it)\n"
+    "  --micro-batches N      run each rank's share of a batch as N slices in turn, adding\n"
+    "                         their gradients (1); one process with N gives the same\n"
+    "                         result as N ranks\n";
+
+/* 1: argv[*i] was a data-parallel option (its value consumed), 0: not
+ * one, -1: a bad value (reported). */
+static int dist_option(dist_opts *d, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (strcmp(a, "--dist") == 0 && v) {
+        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "none")) {
+            fprintf(stderr, "eo-train: --dist auto|mpi|none, not '%s'\n", v);
+            return -1;
+        }
+        d->mode = v;
+    } else if (strcmp(a, "--micro-batches") == 0 && v) {
+        if (!eo_arg_int(a, v, &d->micro) || d->micro < 1) {
+            if (d->micro < 1)
+                fprintf(stderr, "eo-train: --micro-batches needs N >= 1\n");
+            return -1;
+        }
+    } else {
+        return 0;
+    }
+    ++*i;
+    return 1;
+}
+
+/* Join the world before training; 0 on success. */
+static int dist_start(eo_dist *w, const dist_opts *d)
+{
+    char err[512];
+    if (eo_dist_init(w, d->mode, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-train: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* A failure on one rank: say which, and stop the others (they would
+ * wait in the next collective). */
+static void dist_fail(eo_dist *w, const char *err, eo_status s)
+{
+    if (w->size > 1)
+        fprintf(stderr, "eo-train (rank %d of %d): %s (%s)\n", w->rank, w->size, err,
+                eo_status_name(s));
+    else
+        fprintf(stderr, "eo-train: %s (%s)\n", err, eo_status_name(s));
+    eo_dist_abort(w, 1);
+}
 
 static void usage(FILE *f)
 {
@@ -44,7 +107,7 @@ static void usage(FILE *f)
             "  --log FILE             per-step loss as CSV\n"
             "  --plot FILE            loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
             "  --device cpu|cuda      where tensors live (cpu)\n"
-            "  --quiet                no progress bar\n");
+            "  --quiet                no progress bar\n%s", dist_usage);
 }
 
 static void usage_gpt(FILE *f)
@@ -68,15 +131,21 @@ static void usage_gpt(FILE *f)
             "  --threads N            worker threads (2)\n"
             "  --save FILE            checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "  --log FILE             per-step CSV: step, train loss, validation loss\n"
-            "  --quiet                no progress lines\n");
+            "  --quiet                no progress lines\n%s", dist_usage);
 }
 
 static int main_gpt(int argc, char **argv)
 {
     eo_lm_config c;
     eo_lm_defaults(&c);
+    dist_opts dopt = { "auto", 1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int dk = dist_option(&dopt, argc, argv, &i);
+        if (dk < 0)
+            return 2;
+        if (dk > 0)
+            continue;
 #define OPT(name) (strcmp(a, name) == 0 && v && ++i)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage_gpt(stdout); return 0; }
         else if (OPT("--model")) ;
@@ -109,11 +178,21 @@ static int main_gpt(int argc, char **argv)
     }
     eo_lm_result r;
     char err[512];
+    eo_dist world;
+    if (dist_start(&world, &dopt) != 0)
+        return 1;
+    c.dist = &world;
+    c.micro_batches = dopt.micro;
     eo_status s = eo_lm_train_run(&c, &r, stdout, err, sizeof err);
     if (s != EO_OK) {
-        fprintf(stderr, "eo-train: %s (%s)\n", err, eo_status_name(s));
+        dist_fail(&world, err, s);
+        eo_dist_finalize(&world);
         return 1;
     }
+    int root = eo_dist_root(&world);
+    eo_dist_finalize(&world);
+    if (!root)
+        return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("done: validation loss %.4f nats/char after %d steps, %.1f ms/step, peak resident "
@@ -140,8 +219,14 @@ int main(int argc, char **argv)
     char plot[256];
     snprintf(plot, sizeof plot, "eo-train-%s.svg", model);
     c.plot = plot;
+    dist_opts dopt = { "auto", 1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int dk = dist_option(&dopt, argc, argv, &i);
+        if (dk < 0)
+            return 2;
+        if (dk > 0)
+            continue;
 #define OPT(name) (strcmp(a, name) == 0 && v && ++i)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
         else if (OPT("--model")) ;
@@ -189,11 +274,22 @@ int main(int argc, char **argv)
     }
     eo_train_result r;
     char err[512];
+    eo_dist world;
+    if (dist_start(&world, &dopt) != 0)
+        return 1;
+    c.dist = &world;
+    c.micro_batches = dopt.micro;
+    c.cuda_device = world.local_rank; /* one GPU per rank */
     eo_status s = eo_train_run(&c, &r, stdout, err, sizeof err);
     if (s != EO_OK) {
-        fprintf(stderr, "eo-train: %s (%s)\n", err, eo_status_name(s));
+        dist_fail(&world, err, s);
+        eo_dist_finalize(&world);
         return 1;
     }
+    int root = eo_dist_root(&world);
+    eo_dist_finalize(&world);
+    if (!root)
+        return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("done: test accuracy %.2f%%, %.2f s/epoch, %.1f ms/step, %.0f images/s, peak "

@@ -1,6 +1,8 @@
 /* tools/train/textlm.c — see textlm.h. One training step is the same shape as
  * the classifier's (tools/train/trainer.c): mark the step arena, forward, loss,
- * backward, update, rewind, so the arena stops growing after step 1. */
+ * backward, update, rewind, so the arena stops growing after step 1. Data-
+ * parallel the same way too: every rank draws the same windows, trains
+ * on its slice of them, and the gradients are summed (tools/dist/). */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,6 +12,9 @@
 #include <unistd.h>
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
+#include "tools/cli/errbuf.h"
+#include "tools/dist/accum.h"
+#include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
 #include "tools/threads/pool.h"
 #include "tools/train/textlm.h"
@@ -209,14 +214,18 @@ void eo_lm_defaults(eo_lm_config *c)
 #define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
 
 /* Mean loss of the validation windows, no tape, batch rows at a time. */
+/* Batch j of windows goes to rank j mod size; the sums are added in rank
+ * order. */
 static eo_status validate(eo_ctx *ctx, const eo_gpt *m, const int32_t *val, size_t nval, int K,
-                          int batch, int32_t *ib, int32_t *tb, double *out)
+                          int batch, int32_t *ib, int32_t *tb, eo_dist *dist, double *out,
+                          char *err, size_t errlen)
 {
     const int64_t T = m->cfg.context;
     int was_grad = eo_set_grad(ctx, 0), was_train = eo_set_training(ctx, 0);
+    int rank = dist ? dist->rank : 0, size = dist ? dist->size : 1;
     double sum = 0;
     eo_status s = EO_OK;
-    for (int k0 = 0; k0 < K && s == EO_OK; k0 += batch) {
+    for (int k0 = rank * batch; k0 < K && s == EO_OK; k0 += size * batch) {
         int rows = K - k0 < batch ? K - k0 : batch;
         for (int r = 0; r < rows; r++) {
             size_t st = eo_val_window_start(nval, T, K, k0 + r);
@@ -236,6 +245,9 @@ static eo_status validate(eo_ctx *ctx, const eo_gpt *m, const int32_t *val, size
     }
     eo_set_grad(ctx, was_grad);
     eo_set_training(ctx, was_train);
+    if (s != EO_OK)
+        return eo_errf(err, errlen, s, "%s", eo_last_error(ctx));
+    s = eo_dist_sum(dist, &sum, 1, err, errlen);
     *out = sum / K;
     return s;
 }
@@ -252,6 +264,52 @@ static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt, int
     TRY(eo_backward(ctx, L));
     TRY(eo_optimizer_step(ctx, opt));
     return eo_read(ctx, L, loss, sizeof *loss);
+}
+
+/* The data-parallel step (see trainer.c's train_step_split): slice
+ * rank * micro + j of size * micro, each slice's loss weighted by its
+ * share, gradients added in slice order and summed across ranks. */
+static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt,
+                                  eo_dist *dist, size_t micro, eo_grad_accum *acc,
+                                  int32_t *ib, int32_t *tb, int rows, double *loss, char *err,
+                                  size_t errlen)
+{
+#define CHECKED(x) do { eo_status s_ = (x); if (s_ != EO_OK) return eo_errf(err, errlen, s_, "%s", eo_last_error(ctx)); } while (0)
+    const int64_t T = m->cfg.context;
+    size_t rank = dist ? (size_t)dist->rank : 0, parts = (dist ? (size_t)dist->size : 1) * micro;
+    double part = 0;
+    for (size_t j = 0; j < micro; j++) {
+        size_t b0, n;
+        eo_dist_slice((size_t)rows, parts, rank * micro + j, &b0, &n);
+        CHECKED(eo_params_zero_grad(ctx, &m->params));
+        if (n > 0) {
+            eo_tensor *x, *y, *L, *Ls;
+            int64_t sh[2] = { (int64_t)n, T };
+            float l = 0;
+            CHECKED(eo_tensor_wrap(ctx, EO_I32, 2, sh, ib + b0 * (size_t)T, &x));
+            CHECKED(eo_tensor_wrap(ctx, EO_I32, 2, sh, tb + b0 * (size_t)T, &y));
+            CHECKED(eo_gpt_loss(ctx, m, x, y, NULL, &L));
+            CHECKED(eo_scale(ctx, L, (float)n / (float)rows, &Ls));
+            CHECKED(eo_backward(ctx, Ls));
+            CHECKED(eo_read(ctx, Ls, &l, sizeof l));
+            part += (double)l;
+        }
+        if (micro > 1) {
+            eo_status s = eo_grad_accum_add(acc, ctx, &m->params, (int)j, err, errlen);
+            if (s != EO_OK)
+                return s;
+        }
+    }
+    if (micro > 1) {
+        eo_status s = eo_grad_accum_store(acc, ctx, &m->params, err, errlen);
+        if (s != EO_OK)
+            return s;
+    }
+    CHECKED(eo_grad_allreduce(ctx, &m->params));
+    CHECKED(eo_optimizer_step(ctx, opt));
+    *loss = part;
+    return eo_dist_sum(dist, loss, 1, err, errlen);
+#undef CHECKED
 }
 
 /* "step 300/1000 [======>      ] loss 2.3101  val 2.3504  5012 tok/s  61.2 s" */
@@ -301,6 +359,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_ctx ctx;
     eo_gpt m;
     eo_optimizer opt;
+    eo_dist *dist = c->dist && c->dist->size > 1 ? c->dist : NULL;
+    size_t micro = c->micro_batches > 1 ? (size_t)c->micro_batches : 1;
+    int split = dist || micro > 1;
+    eo_grad_accum acc = {0};
+    if (!eo_dist_root(dist))
+        out = NULL; /* rank 0 alone prints and writes files */
     if (!tok || !ib || !tb || !pbuf || !sbuf) {
         snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", c->persist_mb, c->step_mb);
         s = EO_ERR_OOM;
@@ -321,9 +385,11 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
     CORE(eo_gpt_build(&ctx, EO_CPU, &gc, &m));
     eo_gpt_set_fused(&m, c->fused);
+    if (dist)
+        eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
     CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
     r->params = eo_params_numel(&m.params);
-    if (c->log && !(log = fopen(c->log, "w"))) {
+    if (eo_dist_root(dist) && c->log && !(log = fopen(c->log, "w"))) {
         snprintf(err, errlen, "%s: cannot open for writing", c->log);
         s = EO_ERR_IO;
         goto done;
@@ -338,6 +404,10 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                 (long long)c->d_model, (long long)c->heads, (long long)c->layers, c->batch,
                 (double)c->lr, (double)c->weight_decay, c->threads, c->threads == 1 ? "" : "s",
                 (unsigned long long)c->seed, c->fused ? ", fused attention" : "");
+    if (out && split)
+        fprintf(out, "data-parallel: %d rank%s x %zu micro-batch%s per step; gradients summed "
+                     "in rank order\n", dist ? dist->size : 1, dist ? "s (MPI)" : "", micro,
+                micro > 1 ? "es" : "");
 
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, c->seed, 0x74657874); /* "text": its own stream */
@@ -354,7 +424,16 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         double t0 = now();
         eo_mark mk = eo_mark_get(&ctx);
         float loss = 0;
-        CORE(train_step(&ctx, &m, &opt, ib, tb, c->batch, &loss));
+        if (split) {
+            double dl = 0;
+            s = train_step_split(&ctx, &m, &opt, dist, micro, &acc, ib, tb, c->batch, &dl, err,
+                                 errlen);
+            if (s != EO_OK)
+                goto done;
+            loss = (float)dl;
+        } else {
+            CORE(train_step(&ctx, &m, &opt, ib, tb, c->batch, &loss));
+        }
         eo_rewind(&ctx, mk);
         t_train += now() - t0;
         if (!isfinite(loss)) {
@@ -367,7 +446,9 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         int eval = step == c->steps || (c->eval_every > 0 && step % c->eval_every == 0);
         double v = -1;
         if (eval) {
-            CORE(validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, &v));
+            if ((s = validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, dist, &v,
+                              err, errlen)) != EO_OK)
+                goto done;
             r->val_loss = v;
         }
         if (log)
@@ -386,7 +467,9 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         }
     }
     if (c->steps == 0) {
-        CORE(validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, &r->val_loss));
+        if ((s = validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, dist,
+                          &r->val_loss, err, errlen)) != EO_OK)
+            goto done;
     }
     r->ms_per_step = c->steps ? 1000.0 * t_train / c->steps : 0;
     if (out)
@@ -394,7 +477,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                      "persistent %.1f MiB, step %.1f MiB high-water\n",
                 r->val_loss, c->val_windows, r->ms_per_step,
                 eo_arena_high(&ctx.persist) / 1048576.0, eo_arena_high(&ctx.step) / 1048576.0);
-    if (c->save) {
+    if (eo_dist_root(dist) && c->save) {
         char sctx[24], sd[24], sh[24], sl[24], sst[24], sseed[24], sval[32];
         snprintf(sctx, sizeof sctx, "%lld", (long long)T);
         snprintf(sd, sizeof sd, "%lld", (long long)c->d_model);
@@ -414,6 +497,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     }
 #undef CORE
 done:
+    eo_grad_accum_free(&acc);
     if (log)
         fclose(log);
     if (pool)

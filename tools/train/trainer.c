@@ -4,13 +4,23 @@
  * backward, (clip), optimizer update, rewind. Everything the step makes
  * lives between the mark and the rewind, so after the first step the
  * arena's high-water mark stops moving and no step asks the operating
- * system for memory. */
+ * system for memory.
+ *
+ * Data-parallel (tools/dist/dist.h): every rank draws the same shuffled
+ * batch and runs its contiguous slice of it; the gradients are summed
+ * across ranks before clipping and the update, so every rank applies the
+ * same update. Evaluation batches are dealt round-robin to the ranks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "core/nn.h"
+#include "ops/cuda/device.h"
 #include "tools/train/batch.h"
+#include "tools/cli/errbuf.h"
+#include "tools/dist/accum.h"
+#include "tools/dist/dist.h"
+#include "tools/dist/nccl.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/train/mnist.h"
 #include "tools/threads/pool.h"
@@ -64,15 +74,18 @@ static eo_status batch_tensor(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank,
 
 static eo_device device_of(const eo_classifier *m) { return m->params.items[0]->device; }
 
-/* Fraction of `ds` classified correctly, in evaluation mode, no tape. */
+/* Fraction of `ds` classified correctly, in evaluation mode, no tape.
+ * Batch j of 500 images goes to rank j mod size: each batch is computed
+ * exactly as one process computes it, so the count is the same. */
 static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset *ds,
-                          double *acc)
+                          eo_dist *dist, double *acc, char *err, size_t errlen)
 {
     int was_train = eo_set_training(ctx, 0), was_grad = eo_set_grad(ctx, 0);
     size_t correct = 0, B = 500;
+    size_t rank = dist ? (size_t)dist->rank : 0, size = dist ? (size_t)dist->size : 1;
     eo_status s = EO_OK;
     float *host = malloc(B * 10 * sizeof(float));
-    for (size_t i = 0; i < ds->n && s == EO_OK; i += B) {
+    for (size_t i = rank * B; i < ds->n && s == EO_OK; i += size * B) {
         size_t rows = ds->n - i < B ? ds->n - i : B;
         eo_mark mk = eo_mark_get(ctx);
         eo_tensor *x, *logits;
@@ -92,7 +105,11 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
     free(host);
     eo_set_training(ctx, was_train);
     eo_set_grad(ctx, was_grad);
-    *acc = ds->n ? (double)correct / (double)ds->n : 0.0;
+    if (s != EO_OK)
+        return eo_errf(err, errlen, s, "%s", eo_last_error(ctx));
+    double total = (double)correct; /* integers: exact in any order */
+    s = eo_dist_sum(dist, &total, 1, err, errlen);
+    *acc = ds->n ? total / (double)ds->n : 0.0;
     return s;
 }
 
@@ -112,6 +129,66 @@ static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *o
         TRY(eo_clip_grad_norm(ctx, &m->params, clip, NULL));
     TRY(eo_optimizer_step(ctx, opt));
     return eo_read(ctx, L, loss, sizeof *loss);
+}
+
+/* Where this rank's share of a step comes from. */
+typedef struct {
+    eo_dist *dist;       /* NULL: one process */
+    size_t micro;        /* slices this rank runs in turn */
+    eo_grad_accum acc;   /* their running sum when micro > 1 */
+} step_plan;
+
+/* A data-parallel (or micro-batched) step on the global batch xb/yb of
+ * `rows` rows: slice k = rank * micro + j of size * micro. Each slice's
+ * mean loss is weighted by its share of the batch, so the gradients
+ * summed over all slices (in slice order, here and across ranks) are
+ * those of the batch's mean loss; *loss is that mean, summed the same
+ * way, and is the same on every rank. Failures: message in err. */
+static eo_status train_step_split(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *opt,
+                                  step_plan *sp, float clip, float *xb, int32_t *yb,
+                                  size_t rows, double *loss, char *err, size_t errlen)
+{
+#define CHECKED(x) do { eo_status s_ = (x); if (s_ != EO_OK) return eo_errf(err, errlen, s_, "%s", eo_last_error(ctx)); } while (0)
+    size_t rank = sp->dist ? (size_t)sp->dist->rank : 0;
+    size_t parts = (sp->dist ? (size_t)sp->dist->size : 1) * sp->micro;
+    double part = 0;
+    for (size_t j = 0; j < sp->micro; j++) {
+        size_t b0, n;
+        eo_dist_slice(rows, parts, rank * sp->micro + j, &b0, &n);
+        CHECKED(eo_params_zero_grad(ctx, &m->params));
+        if (n > 0) {
+            eo_tensor *x, *y, *logits, *L, *Ls;
+            int64_t sx[2] = { (int64_t)n, 784 }, sy[1] = { (int64_t)n };
+            float share = (float)n / (float)rows, l = 0;
+            CHECKED(batch_tensor(ctx, device_of(m), EO_F32, 2, sx, xb + b0 * 784, &x));
+            CHECKED(batch_tensor(ctx, device_of(m), EO_I32, 1, sy, yb + b0, &y));
+            CHECKED(eo_classifier_forward(ctx, m, x, &logits));
+            CHECKED(eo_cross_entropy(ctx, logits, y, -100, &L));
+            CHECKED(eo_scale(ctx, L, share, &Ls));
+            CHECKED(eo_backward(ctx, Ls));
+            CHECKED(eo_read(ctx, Ls, &l, sizeof l));
+            part += (double)l;
+        }
+        if (sp->micro > 1) {
+            eo_status s = eo_grad_accum_add(&sp->acc, ctx, &m->params, (int)j, err, errlen);
+            if (s != EO_OK)
+                return s;
+        }
+    }
+    if (sp->micro > 1) {
+        eo_status s = eo_grad_accum_store(&sp->acc, ctx, &m->params, err, errlen);
+        if (s != EO_OK)
+            return s;
+    }
+    /* Explicitly, not left to the optimizer: a rank whose slices were all
+     * empty ran no backward but must still join the sum. */
+    CHECKED(eo_grad_allreduce(ctx, &m->params));
+    if (clip > 0)
+        CHECKED(eo_clip_grad_norm(ctx, &m->params, clip, NULL));
+    CHECKED(eo_optimizer_step(ctx, opt));
+    *loss = part;
+    return eo_dist_sum(sp->dist, loss, 1, err, errlen);
+#undef CHECKED
 }
 
 typedef struct {
@@ -138,6 +215,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                        size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    eo_dist *dist = c->dist && c->dist->size > 1 ? c->dist : NULL;
+    int root = eo_dist_root(dist);
+    if (!root)
+        out = NULL; /* rank 0 alone prints, logs, plots and saves */
     eo_dataset train = {0}, test = {0};
     eo_status s = eo_mnist_load(c->data_dir, 1, &train, err, errlen);
     if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, &test, err, errlen);
@@ -160,6 +241,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_classifier m;
     eo_optimizer opt;
     int attached = 0;
+    step_plan plan = { dist, c->micro_batches > 1 ? (size_t)c->micro_batches : 1, {0} };
+    int split = dist || plan.micro > 1;
+    eo_nccl_api nccl_api = {0};
+    eo_nccl nccl = {0};
     if (!pbuf || !sbuf || !xb || !yb) {
         snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", c->persist_mb,
                  c->step_mb);
@@ -174,9 +259,26 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     if (c->cuda) {
         /* Device arenas as large as the host ones; parameters, gradients,
          * optimizer state and activations all stay on the GPU. */
-        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, c->persist_mb << 20, c->step_mb << 20));
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device, c->persist_mb << 20,
+                            c->step_mb << 20));
         attached = 1;
         if (out) fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
+    }
+    if (dist && c->cuda) {
+        /* CUDA gradients are summed by NCCL on the GPU, on the device
+         * state's own stream, so the all-reduce is ordered after the
+         * backward's kernels and before the optimizer's. */
+        if (c->nccl) {
+            nccl_api = *c->nccl;
+        } else if ((s = eo_nccl_load(&nccl_api, err, errlen)) != EO_OK) {
+            goto done;
+        }
+        if ((s = eo_nccl_init_mpi(&nccl, &nccl_api, dist,
+                                   (eo_nccl_stream)ctx.exec.cuda->stream, err, errlen)) != EO_OK)
+            goto done;
+        eo_ctx_set_grad_sync(&ctx, eo_nccl_grad_sync(&nccl));
+    } else if (dist) {
+        eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
     }
     CORE(eo_classifier_build(&ctx, c->model, c->cuda ? EO_CUDA : EO_CPU, &m));
     if (c->load) {
@@ -194,7 +296,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     s = eo_batcher_init(&bat, &train, bo, err, errlen);
     if (s != EO_OK)
         goto done;
-    if (c->log && !(log = fopen(c->log, "w"))) {
+    if (root && c->log && !(log = fopen(c->log, "w"))) {
         snprintf(err, errlen, "%s: cannot open for writing", c->log);
         s = EO_ERR_IO;
         goto done;
@@ -202,7 +304,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     /* Find out now, not after an hour of training, that --save or --plot
      * points somewhere unwritable. */
     const char *outputs[2] = { c->save, c->plot };
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && root; k++) {
         if (!outputs[k])
             continue;
         char probe[1024];
@@ -224,6 +326,13 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                 eo_model_name(c->model), (long long)eo_params_numel(&m.params), train.n, test.n,
                 c->adamw ? "AdamW" : "SGD", (double)c->lr, c->batch, c->threads,
                 c->threads == 1 ? "" : "s", (unsigned long long)c->seed);
+    if (out && split)
+        fprintf(out, "data-parallel: %d rank%s x %zu micro-batch%s: each batch of %d cut into "
+                     "%zu slices, gradients summed in slice order%s\n",
+                dist ? dist->size : 1, dist ? "s (MPI)" : "", plan.micro,
+                plan.micro > 1 ? "es" : "", c->batch,
+                (size_t)(dist ? dist->size : 1) * plan.micro,
+                dist && c->cuda ? " by NCCL" : "");
 
     size_t steps = bat.nbatches, total = steps * (size_t)c->epochs;
     if (c->max_steps && c->max_steps < total)
@@ -253,7 +362,16 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             opt.lr = eo_lr_at(&sched, (int64_t)global);
             eo_mark mk = eo_mark_get(&ctx);
             float loss = 0;
-            CORE(train_step(&ctx, &m, &opt, c->clip, xb, yb, rows, &loss));
+            if (split) {
+                double dl = 0;
+                s = train_step_split(&ctx, &m, &opt, &plan, c->clip, xb, yb, rows, &dl, err,
+                                     errlen);
+                if (s != EO_OK)
+                    goto done;
+                loss = (float)dl;
+            } else {
+                CORE(train_step(&ctx, &m, &opt, c->clip, xb, yb, rows, &loss));
+            }
             eo_rewind(&ctx, mk);
             if (global == 0)
                 r->step_high_after_first = eo_arena_high(&ctx.step);
@@ -279,7 +397,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         if (e == 0)
             r->step_high_epoch1 = eo_arena_high(&ctx.step);
         double acc;
-        CORE(evaluate(&ctx, &m, &test, &acc));
+        if ((s = evaluate(&ctx, &m, &test, dist, &acc, err, errlen)) != EO_OK)
+            goto done;
         h.x[h.n] = e + 1;
         h.loss[h.n] = sum / (double)done_steps;
         h.acc[h.n++] = acc;
@@ -295,9 +414,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                         sum / (double)done_steps, extra, dt);
         }
     }
-    if (c->epochs == 0)
-        CORE(evaluate(&ctx, &m, &test, &r->test_accuracy));
-    else
+    if (c->epochs == 0) {
+        if ((s = evaluate(&ctx, &m, &test, dist, &r->test_accuracy, err, errlen)) != EO_OK)
+            goto done;
+    } else
         r->test_accuracy = h.acc[h.n - 1];
     if (c->epochs == 0 && out)
         fprintf(out, "test accuracy %.2f%%\n", 100.0 * r->test_accuracy);
@@ -310,7 +430,14 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                      "after the first step)\n",
                 r->persist_high / 1048576.0, r->step_high / 1048576.0,
                 r->step_high_after_first / 1048576.0);
-    if (c->save) {
+    if (out && dist && dist->hook_calls && total_steps)
+        fprintf(out, "all-reduce: %.2f ms per step (%.0f%% of the step), after %.2f ms waiting "
+                     "for the slowest rank (%.0f%%), rank 0\n",
+                1000.0 * dist->hook_seconds / (double)dist->hook_calls,
+                100.0 * dist->hook_seconds / train_time,
+                1000.0 * dist->hook_wait_seconds / (double)dist->hook_calls,
+                100.0 * dist->hook_wait_seconds / train_time);
+    if (root && c->save) {
         char acc[32], ep[16], seed[24];
         snprintf(acc, sizeof acc, "%.4f", r->test_accuracy);
         snprintf(ep, sizeof ep, "%d", c->epochs);
@@ -322,10 +449,14 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             goto done;
         if (out) fprintf(out, "saved %s\n", c->save);
     }
-    if (c->plot && h.n)
+    if (root && c->plot && h.n)
         write_plot(c, &h, out);
 #undef CORE
 done:
+    eo_nccl_destroy(&nccl);
+    if (!c->nccl)
+        eo_nccl_unload(&nccl_api);
+    eo_grad_accum_free(&plan.acc);
     if (attached)
         eo_cuda_detach(&ctx);
     if (log)

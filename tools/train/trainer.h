@@ -35,6 +35,14 @@ typedef struct eo_train_config {
     int cuda;                 /* 1: tensors on the first CUDA device */
     const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
     size_t persist_mb, step_mb;
+    /* Data parallelism (tools/dist/dist.h): each global batch of `batch`
+     * rows is cut into size x micro_batches contiguous slices; this rank
+     * runs its micro_batches slices in turn and the gradients are summed
+     * over all of them. Only rank 0 prints and writes files. */
+    struct eo_dist *dist;     /* NULL: one process */
+    int micro_batches;        /* slices per rank and step (0 or 1: the whole share at once) */
+    int cuda_device;          /* device number when cuda (eo-train: the rank on its machine) */
+    const struct eo_nccl_api *nccl; /* CUDA across ranks; NULL: dlopen libnccl.so.2 */
 } eo_train_config;
 
 typedef struct eo_train_result {

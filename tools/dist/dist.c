@@ -1,0 +1,230 @@
+/* tools/dist/dist.c — the world, the rank-order sum, the CPU hook (see dist.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tools/cli/errbuf.h"
+#include "tools/dist/dist.h"
+
+/* MPI counts are ints: long gradients are summed in windows of this many
+ * floats (256 MiB). */
+#define WINDOW ((size_t)1 << 26)
+
+static eo_status mpi_fail(eo_dist *d, int rc, const char *what, char *err, size_t errlen)
+{
+    char text[256];
+    return eo_errf(err, errlen, EO_ERR_IO, "%s: %s", what,
+                   eo_mpi_error_text(&d->mpi, rc, text, sizeof text));
+}
+
+eo_status eo_dist_init(eo_dist *d, const char *mode, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->size = 1;
+    d->ordered = 1;
+    if (!mode || strcmp(mode, "auto") == 0)
+        mode = eo_mpi_launched() ? "mpi" : "none";
+    if (strcmp(mode, "none") == 0)
+        return EO_OK;
+    if (strcmp(mode, "mpi") != 0)
+        return eo_errf(err, errlen, EO_ERR_ARG, "--dist auto|mpi|none, not '%s'", mode);
+    eo_status s = eo_mpi_load(&d->mpi, err, errlen);
+    if (s != EO_OK)
+        return s;
+    int rc = d->mpi.Init(NULL, NULL);
+    if (rc != 0)
+        return mpi_fail(d, rc, "MPI_Init", err, errlen);
+    d->mpi.Comm_rank(d->mpi.comm_world, &d->rank);
+    d->mpi.Comm_size(d->mpi.comm_world, &d->size);
+    d->kind = EO_DIST_MPI;
+    if (!(d->counts = malloc(4 * sizeof(int) * (size_t)d->size)))
+        return eo_errf(err, errlen, EO_ERR_OOM, "no memory for %d ranks", d->size);
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    d->local_rank = lr ? atoi(lr) : d->rank;
+    const char *how = getenv("EO_DIST_REDUCE");
+    d->ordered = !(how && strcmp(how, "mpi") == 0);
+    return EO_OK;
+}
+
+void eo_dist_finalize(eo_dist *d)
+{
+    if (!d)
+        return;
+    if (d->kind == EO_DIST_MPI) {
+        d->mpi.Barrier(d->mpi.comm_world);
+        d->mpi.Finalize();
+        eo_mpi_unload(&d->mpi);
+    }
+    free(d->flat);
+    free(d->recv);
+    free(d->counts);
+    memset(d, 0, sizeof *d);
+}
+
+void eo_dist_abort(eo_dist *d, int code)
+{
+    if (d && d->kind == EO_DIST_MPI && d->size > 1)
+        d->mpi.Abort(d->mpi.comm_world, code);
+}
+
+/* Room for n floats in flat and n + size in recv (a chunk from each rank). */
+static eo_status reserve(eo_dist *d, size_t n, char *err, size_t errlen)
+{
+    size_t need = n + (size_t)d->size;
+    if (need <= d->cap)
+        return EO_OK;
+    free(d->flat);
+    free(d->recv);
+    d->flat = malloc(need * sizeof(float));
+    d->recv = malloc(need * sizeof(float));
+    d->cap = d->flat && d->recv ? need : 0;
+    if (!d->cap)
+        return eo_errf(err, errlen, EO_ERR_OOM, "all-reduce: no memory for %zu floats", need);
+    return EO_OK;
+}
+
+/* One window: the reduce-scatter in rank order, then the all-gather. */
+static eo_status ordered_window(eo_dist *d, float *x, int n, char *err, size_t errlen)
+{
+    int W = d->size, r = d->rank;
+    int *cnt = d->counts, *off = cnt + W, *rcnt = off + W, *roff = rcnt + W;
+    for (int k = 0; k < W; k++) {
+        off[k] = (int)((long long)n * k / W);
+        cnt[k] = (int)((long long)n * (k + 1) / W) - off[k];
+    }
+    int mine = cnt[r];
+    for (int j = 0; j < W; j++) {
+        rcnt[j] = mine;
+        roff[j] = j * mine;
+    }
+    float *recv = d->recv;
+    int rc = d->mpi.Alltoallv(x, cnt, off, d->mpi.type_float, recv, rcnt, roff,
+                              d->mpi.type_float, d->mpi.comm_world);
+    if (rc != 0)
+        return mpi_fail(d, rc, "all-reduce (MPI_Alltoallv)", err, errlen);
+    /* recv[j*mine + i] is rank j's element; add them in rank order. */
+    for (int j = 1; j < W; j++) {
+        const float *src = recv + (size_t)j * (size_t)mine;
+        for (int i = 0; i < mine; i++)
+            recv[i] += src[i];
+    }
+    rc = d->mpi.Allgatherv(recv, mine, d->mpi.type_float, x, cnt, off, d->mpi.type_float,
+                           d->mpi.comm_world);
+    if (rc != 0)
+        return mpi_fail(d, rc, "all-reduce (MPI_Allgatherv)", err, errlen);
+    return EO_OK;
+}
+
+eo_status eo_dist_sum_f32(eo_dist *d, float *x, size_t n, char *err, size_t errlen)
+{
+    if (!d || d->size == 1 || n == 0)
+        return EO_OK;
+    eo_status s = reserve(d, n < WINDOW ? n : WINDOW, err, errlen);
+    for (size_t at = 0; at < n && s == EO_OK; at += WINDOW) {
+        int len = (int)(n - at < WINDOW ? n - at : WINDOW);
+        if (d->ordered) {
+            s = ordered_window(d, x + at, len, err, errlen);
+        } else {
+            int rc = d->mpi.Allreduce(x + at, d->recv, len, d->mpi.type_float, d->mpi.op_sum,
+                                      d->mpi.comm_world);
+            if (rc != 0)
+                return mpi_fail(d, rc, "all-reduce (MPI_Allreduce)", err, errlen);
+            memcpy(x + at, d->recv, (size_t)len * sizeof(float));
+        }
+    }
+    return s;
+}
+
+eo_status eo_dist_sum(eo_dist *d, double *v, int n, char *err, size_t errlen)
+{
+    if (!d || d->size == 1 || n <= 0)
+        return EO_OK;
+    if (n > 64)
+        return eo_errf(err, errlen, EO_ERR_ARG, "eo_dist_sum: %d values, at most 64", n);
+    double *all = malloc(sizeof(double) * (size_t)n * (size_t)d->size);
+    if (!all)
+        return eo_errf(err, errlen, EO_ERR_OOM, "eo_dist_sum: no memory");
+    int rc = d->mpi.Allgather(v, n, d->mpi.type_double, all, n, d->mpi.type_double,
+                              d->mpi.comm_world);
+    if (rc == 0) {
+        for (int i = 0; i < n; i++) {
+            double acc = all[i];
+            for (int j = 1; j < d->size; j++)
+                acc += all[(size_t)j * (size_t)n + (size_t)i];
+            v[i] = acc;
+        }
+    }
+    free(all);
+    return rc == 0 ? EO_OK : mpi_fail(d, rc, "sum (MPI_Allgather)", err, errlen);
+}
+
+eo_status eo_dist_bcast(eo_dist *d, void *buf, size_t bytes, int root, char *err,
+                        size_t errlen)
+{
+    if (!d || d->size == 1)
+        return EO_OK;
+    int rc = d->mpi.Bcast(buf, (int)bytes, d->mpi.type_byte, root, d->mpi.comm_world);
+    return rc == 0 ? EO_OK : mpi_fail(d, rc, "MPI_Bcast", err, errlen);
+}
+
+static double seconds_between(struct timespec a, struct timespec b)
+{
+    return (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+}
+
+/* The hook: pack every gradient into one buffer (one collective instead
+ * of one per parameter: latency, not bandwidth, dominates small ones),
+ * sum it, unpack. */
+static eo_status cpu_allreduce(void *user, const eo_grad_buffer *b, int n, char *msg,
+                               size_t msglen)
+{
+    eo_dist *d = user;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (b[i].device != EO_CPU)
+            return eo_errf(msg, msglen, EO_ERR_DEVICE,
+                           "gradient %d is on the GPU: the MPI hook sums CPU tensors (CUDA "
+                           "gradients go through NCCL)", i);
+        if (b[i].dtype != EO_F32)
+            return eo_errf(msg, msglen, EO_ERR_DTYPE, "gradient %d is %s, expected f32", i,
+                           eo_dtype_name(b[i].dtype));
+        total += (size_t)b[i].count;
+    }
+    eo_status s = reserve(d, total, msg, msglen);
+    if (s != EO_OK)
+        return s;
+    /* The barrier costs microseconds and splits the hook's time into
+     * load imbalance (ranks arriving late) and the sum itself. */
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    d->mpi.Barrier(d->mpi.comm_world);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(d->flat + at, b[i].data, (size_t)b[i].count * sizeof(float));
+        at += (size_t)b[i].count;
+    }
+    /* The windowed sum uses d->recv as its scratch, d->flat stays ours. */
+    s = eo_dist_sum_f32(d, d->flat, total, msg, msglen);
+    if (s != EO_OK)
+        return s;
+    at = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(b[i].data, d->flat + at, (size_t)b[i].count * sizeof(float));
+        at += (size_t)b[i].count;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    d->hook_wait_seconds += seconds_between(t0, t1);
+    d->hook_seconds += seconds_between(t1, t2);
+    d->hook_calls++;
+    return EO_OK;
+}
+
+eo_grad_sync eo_dist_grad_sync(eo_dist *d)
+{
+    eo_grad_sync h = { NULL, NULL };
+    if (d && d->size > 1) {
+        h.allreduce = cpu_allreduce;
+        h.user = d;
+    }
+    return h;
+}

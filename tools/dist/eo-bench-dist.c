@@ -1,0 +1,156 @@
+/* tools/dist/eo-bench-dist.c — all-reduce bandwidth against the ring model.
+ *
+ *   mpirun -np 2 build/eo-bench-dist [--sizes 4K,256K,1M,16M,64M] [--min-time S]
+ *
+ * For each message size it times eo_dist_sum_f32 — the rank-order sum
+ * eo-train uses (reduce-scatter by MPI_Alltoallv, add in rank order,
+ * MPI_Allgatherv) — and Open MPI's own MPI_Allreduce, median of repeats
+ * after a warm-up, each repeat starting from a barrier. It prints the
+ * time and the bus bandwidth, busbw = 2 (n-1)/n x bytes / time: the bytes
+ * each rank must send (and receive) in a bandwidth-optimal all-reduce
+ * (Patarasuk & Yuan 2009) per second, so busbw equals the link bandwidth
+ * when the link is the limit. The ring model's time is
+ * 2 (n-1)/n x bytes / link; the "link" between processes on one machine
+ * is memory, measured here as single-thread memcpy bandwidth of the same
+ * size in the same run (bytes copied per second). Only rank 0 prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tools/dist/dist.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+enum { REPS_MAX = 201 };
+
+/* Median seconds of one all-reduce of n floats; the same on every rank
+ * (the ranks' medians are averaged). */
+static double time_sum(eo_dist *d, float *x, size_t n, int ordered, double min_time)
+{
+    double t[REPS_MAX];
+    char err[256];
+    d->ordered = ordered;
+    for (int w = 0; w < 3; w++)
+        eo_dist_sum_f32(d, x, n, err, sizeof err);
+    int reps = 0;
+    double spent = 0, go;
+    /* Every rank must run the same number of repeats: rank 0 decides. */
+    do {
+        d->mpi.Barrier(d->mpi.comm_world);
+        go = now();
+        if (eo_dist_sum_f32(d, x, n, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-bench-dist: %s\n", err);
+            eo_dist_abort(d, 1);
+            exit(1);
+        }
+        t[reps] = now() - go;
+        spent += t[reps++];
+        double more = reps < 5 || (spent < min_time && reps < REPS_MAX);
+        eo_dist_bcast(d, &more, sizeof more, 0, err, sizeof err);
+        if (!more)
+            break;
+    } while (1);
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    double med = t[reps / 2];
+    eo_dist_sum(d, &med, 1, err, sizeof err);
+    return med / d->size;
+}
+
+/* Median seconds of one memcpy of n floats; small copies are timed in
+ * batches so the clock's own cost does not count. */
+static double time_memcpy(float *dst, float *src, size_t n, double min_time)
+{
+    double t[REPS_MAX], spent = 0;
+    int reps = 0;
+    size_t inner = n * sizeof *dst >= 65536 ? 1 : 65536 / (n * sizeof *dst);
+    memcpy(dst, src, n * sizeof *dst);
+    while (reps < 5 || (spent < min_time && reps < REPS_MAX)) {
+        double go = now();
+        for (size_t k = 0; k < inner; k++) {
+            memcpy(dst, src, n * sizeof *dst);
+            src[k % n] += 1.0f; /* a dependence, so the copies are not merged */
+        }
+        t[reps] = (now() - go) / (double)inner;
+        spent += t[reps++] * (double)inner;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end == 'K' || *end == 'k') v *= 1024;
+    else if (*end == 'M' || *end == 'm') v *= 1048576;
+    else if (*end == 'G' || *end == 'g') v *= 1073741824.0;
+    return (size_t)v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *sizes = "4K,64K,1M,4M,16M,64M";
+    double min_time = 0.3;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) sizes = argv[++i];
+        else if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc) min_time = atof(argv[++i]);
+        else {
+            fprintf(stderr, "usage: mpirun -np N eo-bench-dist [--sizes 4K,1M,64M] "
+                            "[--min-time SECONDS]\n");
+            return 2;
+        }
+    }
+    eo_dist d;
+    char err[512];
+    if (eo_dist_init(&d, "auto", err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-bench-dist: %s\n", err);
+        return 1;
+    }
+    if (d.size < 2) {
+        fprintf(stderr, "eo-bench-dist: run it under mpirun -np N with N >= 2 (one rank has "
+                        "nothing to reduce)\n");
+        eo_dist_finalize(&d);
+        return 2;
+    }
+    int n = d.size;
+    double f = 2.0 * (n - 1) / n;
+    if (d.rank == 0) {
+        printf("all-reduce of f32 across %d ranks (Open MPI, one machine); busbw = 2(n-1)/n x "
+               "bytes / time; ring model = 2(n-1)/n x bytes / memcpy bandwidth\n", n);
+        printf("| size | rank-order sum | busbw | MPI_Allreduce | busbw | memcpy | ring model "
+               "| rank-order / model |\n|---|---|---|---|---|---|---|---|\n");
+    }
+    char list[256];
+    snprintf(list, sizeof list, "%s", sizes);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t bytes = parse_size(tok), cnt = bytes / sizeof(float);
+        if (cnt == 0)
+            continue;
+        float *x = malloc(cnt * sizeof *x), *y = malloc(cnt * sizeof *y);
+        for (size_t i = 0; i < cnt; i++)
+            x[i] = (float)(i % 97) * 1e-3f;
+        double t_ord = time_sum(&d, x, cnt, 1, min_time);
+        double t_mpi = time_sum(&d, x, cnt, 0, min_time);
+        double t_cpy = time_memcpy(y, x, cnt, min_time);
+        double link = (double)bytes / t_cpy, model = f * (double)bytes / link;
+        if (d.rank == 0)
+            printf("| %s | %.1f us | %.2f GB/s | %.1f us | %.2f GB/s | %.1f GB/s | %.1f us | "
+                   "%.2fx |\n", tok, 1e6 * t_ord, f * bytes / t_ord / 1e9, 1e6 * t_mpi,
+                   f * bytes / t_mpi / 1e9, link / 1e9, 1e6 * model, t_ord / model);
+        free(x);
+        free(y);
+    }
+    eo_dist_finalize(&d);
+    return 0;
+}
