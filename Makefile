@@ -7,6 +7,10 @@
 #   make train                the main job: an MLP on Fashion-MNIST
 #   make check-freestanding   the library references no libc beyond the allowed set
 #   make CC=clang             any of the above with clang
+#   make CUDA=0               CPU only: no CUDA host side, no embedded PTX
+#   make install              library, headers, everyo.pc and tools under
+#                             PREFIX (/usr/local); DESTDIR stages; make uninstall
+#   make size                 text/data/bss of the default, CPU-only and -Os library
 #
 # Sources are found by wildcard: a new op file in ops/ or core/ needs no
 # edit here. Each compiler/sanitizer combination builds in its own folder
@@ -15,8 +19,12 @@
 CC ?= cc
 SANITIZE ?= 0
 NATIVE ?= 1
+CUDA ?= 1
 
 CCNAME := $(notdir $(firstword $(CC)))
+ifeq ($(CUDA),0)
+BUILD ?= build/$(CCNAME)-cpu$(if $(filter 1,$(SANITIZE)),-san)$(if $(filter-out 1,$(NATIVE)),-native$(NATIVE))
+endif
 ifneq ($(NATIVE),1)
 BUILD ?= build/$(CCNAME)-native$(NATIVE)
 endif
@@ -47,18 +55,29 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 OPT := -O1 -g
 endif
 LIB_CFLAGS  := $(CFLAGS_BASE) $(SAN)
-HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L
+HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L -DEO_HAVE_CUDA=$(if $(filter 0,$(CUDA)),0,1)
 LDFLAGS_ALL := $(SAN)
 
 LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c ops/*/*.c)
+# CUDA=0: the CUDA host side (ops/cuda/, core/backend_cuda.c) and with it the
+# embedded PTX stay out; core/cuda_off.c answers eo_cuda_attach instead. The
+# tools' and tests' CUDA parts drop out too, and the CUDA suites are replaced
+# by stubs that say why they did not run (tests/cuda-off-suites.sh).
+ifeq ($(CUDA),0)
+LIB_SRCS  := $(filter-out ops/cuda/%.c core/backend_cuda.c,$(LIB_SRCS))
+CUDA_TOOL_SRCS := tools/bench/bench_gpu.c
+CUDA_TEST_SRCS := $(shell grep -l 'ops/cuda/' tests/*.c)
+else
+LIB_SRCS  := $(filter-out core/cuda_off.c,$(LIB_SRCS))
+endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
-TOOL_SRCS := $(filter-out $(TOOL_MAIN),$(wildcard tools/*/*.c))
+TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS),$(wildcard tools/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(addprefix $(BUILD)/,$(basename $(notdir $(TOOL_MAIN))))
-TEST_SRCS := $(wildcard tests/*.c)
-TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(filter-out $(CUDA_TEST_SRCS),$(wildcard tests/*.c))
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(if $(CUDA_TEST_SRCS),$(BUILD)/obj/gen/cuda_off_suites.o)
 LIB       := $(BUILD)/libeveryo.a
 TOOLLIB   := $(BUILD)/libeotools.a
 
@@ -101,7 +120,116 @@ $(foreach m,$(TOOL_MAIN),$(eval $(call tool_rule,$(m))))
 $(BUILD)/eo-tests: $(TEST_OBJS) $(TOOLLIB) $(LIB)
 	$(CC) $(TEST_OBJS) $(TOOLLIB) $(LIB) $(LDFLAGS_ALL) $(CHECK_LIBS) $(HOST_LIBS) -o $@
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+$(BUILD)/gen/cuda_off_suites.c: $(CUDA_TEST_SRCS) tools/build/cuda-off-suites.sh
+	@mkdir -p $(dir $@)
+	sh tools/build/cuda-off-suites.sh $(CUDA_TEST_SRCS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/cuda_off_suites.o: $(BUILD)/gen/cuda_off_suites.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+-include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)
+
+# ---- the installable library: shared and static, headers, pkg-config ----
+# The version is written once, in core/everyo.h.
+EO_VERSION := $(shell awk '/^\#define EO_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", s, $$3; s="."}' core/everyo.h)
+EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
+# What a user includes: installed flat under include/everyo/, with the
+# in-tree "alloc/arena.h"-style includes rewritten to their neighbours'
+# names, so `#include <everyo/everyo.h>` works with one -I (tests/install/
+# compiles each one alone to prove it). ops/kernels.h stays private.
+PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h alloc/arena.h alloc/status.h \
+	ops/exec.h ops/parallel.h
+# Position-independent objects, in their own folder, never sanitized (they
+# are what gets installed): libeveryo.so exports only what PUBLIC_HEADERS
+# declare (tools/build/export-map.sh), and the installed libeveryo.a is
+# built from the same objects so both carry the same code.
+PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+SO_NAME  := libeveryo.so.$(EO_MAJOR)
+SO       := $(BUILD)/pic/libeveryo.so.$(EO_VERSION)
+PIC_LIB  := $(BUILD)/pic/libeveryo.a
+SO_LIBS  := -lm $(if $(filter 0,$(CUDA)),,-ldl)
+
+$(BUILD)/pic/%.o: %.c $(MAKEFILE_LIST)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -fPIC -MMD -MP -c $< -o $@
+$(BUILD)/pic/ops/cuda/ptx.o: $(PTX_EMBED)
+$(BUILD)/pic/ops/cuda/ptx.o: CFLAGS_BASE += -I$(BUILD)/gen
+
+$(BUILD)/pic/everyo.map: $(PUBLIC_HEADERS) $(PIC_OBJS) tools/build/export-map.sh
+	sh tools/build/export-map.sh nm $(PUBLIC_HEADERS) -- $(PIC_OBJS) > $@.tmp && mv $@.tmp $@
+$(SO): $(PIC_OBJS) $(BUILD)/pic/everyo.map
+	$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=$(BUILD)/pic/everyo.map \
+	    -Wl,--no-undefined $(PIC_OBJS) $(SO_LIBS) -o $@
+	ln -sf $(notdir $@) $(BUILD)/pic/$(SO_NAME)
+	ln -sf $(SO_NAME) $(BUILD)/pic/libeveryo.so
+$(PIC_LIB): $(PIC_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+.PHONY: shared exports
+shared: $(SO) $(PIC_LIB)
+# What the shared library exports, and whether anything beyond eo_ slipped out.
+exports: $(SO)
+	@nm -D --defined-only $(SO) | awk '{print $$3}' | sort
+	@printf 'exported: %s symbols\n' "$$(nm -D --defined-only $(SO) | wc -l)"
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# Programs a user runs; the fixture writer is a development tool.
+INSTALL_TOOLS := $(filter-out %/eo-transformer-fixture,$(TOOLS))
+
+$(BUILD)/pic/everyo.pc: tools/build/everyo.pc.in $(MAKEFILE_LIST)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(SO_LIBS)|' $< > $@
+
+.PHONY: install uninstall
+install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/everyo $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR)
+	install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/libeveryo.a
+	install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SO)) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo.so
+	for h in $(PUBLIC_HEADERS); do \
+	    sed -E 's|^#include "(alloc\|core\|ops)/([A-Za-z0-9_]+\.h)"|#include "\2"|' $$h \
+	        > $(DESTDIR)$(INCLUDEDIR)/everyo/$$(basename $$h) && \
+	    chmod 644 $(DESTDIR)$(INCLUDEDIR)/everyo/$$(basename $$h) || exit 1; done
+	install -m 644 $(BUILD)/pic/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc
+	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libeveryo.a $(DESTDIR)$(LIBDIR)/libeveryo.so \
+	    $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_MAJOR) $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_VERSION) \
+	    $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc \
+	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/everyo/,$(notdir $(PUBLIC_HEADERS))) \
+	    $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/everyo 2>/dev/null
+
+# An install into a scratch DESTDIR, then a C and a C++ program built
+# against it with pkg-config alone (tests/install/run.sh); part of make test.
+.PHONY: test-install
+test-install:
+	@sh tests/install/run.sh "$(MAKE)" "$(CC)" "$(CXX)" "$(BUILD)"
+
+# ---- how big the library is (size(1)) --------------------------------------
+# text/data/bss of libeveryo.a for the default build, CPU-only (CUDA=0) and
+# CPU-only at -Os; each is built in its own folder.
+.PHONY: size
+size:
+	@$(MAKE) --no-print-directory lib >/dev/null
+	@$(MAKE) --no-print-directory CUDA=0 lib >/dev/null
+	@$(MAKE) --no-print-directory CUDA=0 OPT=-Os BUILD=build/$(CCNAME)-cpu-Os lib >/dev/null
+	@$(MAKE) --no-print-directory OPT=-Os BUILD=build/$(CCNAME)-Os lib >/dev/null
+	@printf '%-28s %10s %8s %8s %10s\n' build text data bss total
+	@for v in "default:$(BUILD)" "default -Os:build/$(CCNAME)-Os" \
+	          "CUDA=0:$$($(MAKE) --no-print-directory -s CUDA=0 print-build)" \
+	          "CUDA=0 -Os:build/$(CCNAME)-cpu-Os"; do \
+	    size -t $${v#*:}/libeveryo.a | awk -v n="$${v%%:*}" 'END {printf "%-28s %10s %8s %8s %10s\n", n, $$1, $$2, $$3, $$4}'; done
+.PHONY: print-build
+print-build:
+	@echo $(BUILD)
 
 # ---- dependencies on a fresh Debian machine ---------------------------
 APT_TEST := check pkg-config zlib1g-dev dataset-fashion-mnist
@@ -109,9 +237,12 @@ deps:
 	@sh tools/build/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
 
 # ---- tests -------------------------------------------------------------
+# After the Check suite: the install test (tests/install/) and the examples
+# (tools/examples/), each its own target so it can also run alone.
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/eo-tests $(TOOLS)
 	./$(BUILD)/eo-tests
+	@$(MAKE) --no-print-directory test-install
 
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist

@@ -25,7 +25,10 @@
  * Usage: eo-bench [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE]
  *                 [--svg FILE] [--no-blas] [--no-torch] [--no-naive]
  *                 [--python EXE] [--torch-script FILE] */
+#include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +38,7 @@
 #include <unistd.h>
 #include "ops/kernels.h"
 #include "tools/bench/bench_gpu.h"
+#include "tools/cli/args.h"
 #include "tools/threads/pool.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -1112,69 +1116,109 @@ static const bcase quick_cases[] = {
     ROWS(K_ADAMW, 4096, 1024),
 };
 
+/* "1,2": thread counts, each a plain number from 1 to MAX_THREADS. */
 static int parse_threads(const char *s)
 {
     opt.nthreads = 0;
     while (*s && opt.nthreads < MAX_THREADS) {
         char *end;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        errno = 0;
         long t = strtol(s, &end, 10);
-        if (end == s || t < 1 || t > MAX_THREADS)
+        if (errno || t < 1 || t > MAX_THREADS)
             return -1;
         opt.threads[opt.nthreads++] = (int)t;
-        s = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
             return -1;
+        s = *end == ',' ? end + 1 : end;
+        if (*end == ',' && !*s)
+            return -1;
     }
-    return opt.nthreads > 0 ? 0 : -1;
+    return opt.nthreads > 0 && !*s ? 0 : -1;
 }
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr,
-            "usage: eo-bench [--device cpu|cuda] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
-            "                [--no-blas] [--no-torch] [--no-naive] [--python EXE]\n"
-            "                [--torch-script FILE]\n");
+    fprintf(f,
+            "usage: eo-bench [options]\n"
+            "Time every kernel beside its references (naive C, OpenBLAS, PyTorch) as a\n"
+            "fraction of this machine's measured FMA peak or copy bandwidth.\n"
+            "\n"
+            "      --device cpu|cuda    cpu (default), or the PTX kernels on CUDA device 0\n"
+            "      --quick              a smaller set of cases\n"
+            "  -j, --threads LIST       thread counts to run, e.g. 1,2 (1,2)\n"
+            "      --filter TEXT        only cases whose label, shape or note contains TEXT\n"
+            "      --csv FILE           the results as CSV\n"
+            "      --svg FILE           the results as a bar chart\n"
+            "      --no-blas            skip the OpenBLAS reference\n"
+            "      --no-torch           skip the PyTorch reference\n"
+            "      --no-naive           skip the naive-loop reference\n"
+            "      --python EXE         the Python with torch (/usr/bin/python3)\n"
+            "      --torch-script FILE  PyTorch's side (tools/bench/bench_torch.py)\n"
+            "  -h, --help               this text\n"
+            "      --version            the program's and the library's version\n");
 }
 
 int main(int argc, char **argv)
 {
+    eo_args_program("eo-bench");
     int cuda = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--quick"))
-            opt.quick = 1;
-        else if (v && !strcmp(a, "--device") && (!strcmp(v, "cuda") || !strcmp(v, "cpu")))
-            cuda = !strcmp(v, "cuda"), i++;
-        else if (!strcmp(a, "--no-blas"))
-            opt.no_blas = 1;
-        else if (!strcmp(a, "--no-torch"))
-            opt.no_torch = 1;
-        else if (!strcmp(a, "--no-naive"))
-            opt.no_naive = 1;
-        else if (v && !strcmp(a, "--threads") && parse_threads(v) == 0)
-            i++;
-        else if (v && !strcmp(a, "--csv"))
-            opt.csv = v, i++;
-        else if (v && !strcmp(a, "--svg"))
-            opt.svg = v, i++;
-        else if (v && !strcmp(a, "--filter"))
-            opt.filter = v, i++;
-        else if (v && !strcmp(a, "--python"))
-            opt.python = v, i++;
-        else if (v && !strcmp(a, "--torch-script"))
-            opt.torch_script = v, i++;
-        else {
-            usage();
-            return 2;
+    enum { O_DEVICE = 256, O_QUICK, O_FILTER, O_CSV, O_SVG, O_NO_BLAS, O_NO_TORCH, O_NO_NAIVE,
+           O_PYTHON, O_TORCH_SCRIPT, O_VERSION };
+    static const struct option opts[] = {
+        {"device", required_argument, NULL, O_DEVICE}, {"quick", no_argument, NULL, O_QUICK},
+        {"threads", required_argument, NULL, 'j'},     {"filter", required_argument, NULL, O_FILTER},
+        {"csv", required_argument, NULL, O_CSV},       {"svg", required_argument, NULL, O_SVG},
+        {"no-blas", no_argument, NULL, O_NO_BLAS},     {"no-torch", no_argument, NULL, O_NO_TORCH},
+        {"no-naive", no_argument, NULL, O_NO_NAIVE},   {"python", required_argument, NULL, O_PYTHON},
+        {"torch-script", required_argument, NULL, O_TORCH_SCRIPT},
+        {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const devices[] = {"cpu", "cuda"};
+    int o;
+    while ((o = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case O_DEVICE: if (!eo_arg_choice("--device", v, devices, 2, &cuda)) return 2; break;
+        case O_QUICK: opt.quick = 1; break;
+        case 'j':
+            if (parse_threads(v) != 0) {
+                fprintf(stderr, "eo-bench: --threads: '%s' is not a list like 1,2 of counts from "
+                                "1 to %d\n", v, MAX_THREADS);
+                return 2;
+            }
+            break;
+        case O_FILTER: opt.filter = v; break;
+        case O_CSV: opt.csv = v; break;
+        case O_SVG: opt.svg = v; break;
+        case O_NO_BLAS: opt.no_blas = 1; break;
+        case O_NO_TORCH: opt.no_torch = 1; break;
+        case O_NO_NAIVE: opt.no_naive = 1; break;
+        case O_PYTHON: opt.python = v; break;
+        case O_TORCH_SCRIPT: opt.torch_script = v; break;
+        default: return eo_args_try_help(); /* getopt_long named the problem */
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "eo-bench: unexpected argument '%s'\n", argv[optind]);
+        return eo_args_try_help();
     }
 
     if (cuda) { /* the GPU mode: tools/bench/bench_gpu.c */
+#if EO_HAVE_CUDA
         FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
         int rc = eo_bench_gpu(NULL, opt.quick ? 1 : 2, stdout, csv);
         if (csv)
             fclose(csv);
         return rc;
+#else
+        fprintf(stderr, "eo-bench: --device cuda: this build has no CUDA backend (make CUDA=0)\n");
+        return 2;
+#endif
     }
 
     eo_pool *pools[MAX_THREADS + 1] = {NULL};

@@ -9,10 +9,13 @@
  *   eo-safetensors sample FILE   write the fixed sample the interop script
  *                                expects to read back in Python
  *
- * Exit status 0 on success, 1 on any error (the message names the file). */
+ * Exit status 0 on success, 1 on any error (the message names the file),
+ * 2 on a usage error. */
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include "tools/cli/args.h"
 #include "tools/formats/safetensors.h"
 
 static void print_header(const eo_st_tensor *t)
@@ -115,14 +118,50 @@ static int sample(const char *path)
     return 0;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: eo-safetensors ls|dump|sample FILE\n"
+               "Inspect a safetensors file, or write the PyTorch interop sample.\n"
+               "\n"
+               "  ls FILE       one line per tensor: name, dtype, shape, bytes\n"
+               "  dump FILE     the same with the metadata and every value (F32 as exact hex\n"
+               "                bit patterns, integers in decimal)\n"
+               "  sample FILE   write the fixed sample tools/reference/safetensors_interop.py reads\n"
+               "\n"
+               "  -h, --help     this text\n"
+               "      --version  the program's and the library's version\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 3 && strcmp(argv[1], "ls") == 0)
-        return list(argv[2], 0);
-    if (argc == 3 && strcmp(argv[1], "dump") == 0)
-        return list(argv[2], 1);
-    if (argc == 3 && strcmp(argv[1], "sample") == 0)
-        return sample(argv[2]);
-    fprintf(stderr, "usage: eo-safetensors ls|dump|sample FILE\n");
-    return 1;
+    eo_args_program("eo-safetensors");
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (o == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (o == 'V') {
+            eo_args_version(stdout);
+            return 0;
+        }
+        return eo_args_try_help(); /* getopt_long named the problem */
+    }
+    static const char *const cmds[] = {"ls", "dump", "sample"};
+    int cmd;
+    if (argc - optind == 0) {
+        fprintf(stderr, "eo-safetensors: no command (ls, dump or sample)\n");
+        return eo_args_try_help();
+    }
+    if (!eo_arg_choice("command", argv[optind], cmds, 3, &cmd))
+        return eo_args_try_help();
+    if (argc - optind != 2) {
+        fprintf(stderr, "eo-safetensors: %s takes one FILE, %d given\n", cmds[cmd], argc - optind - 1);
+        return eo_args_try_help();
+    }
+    const char *path = argv[optind + 1];
+    return cmd == 2 ? sample(path) : list(path, cmd == 1);
 }

@@ -12,10 +12,12 @@
  * writes the weights, a fixed batch of 3 and the sizes (metadata). The
  * reference script then computes logits, loss and gradients from exactly
  * these values, so the parity test never depends on this generator. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/transformer.h"
+#include "tools/cli/args.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/train/pcg32.h"
 #include "tools/formats/safetensors.h"
@@ -68,12 +70,43 @@ static int write_fixture(eo_ctx *ctx, const eo_params *ps, const char *path, con
     return 0;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: eo-transformer-fixture gpt|vit OUT.safetensors\n"
+               "Write the tiny GPT or ViT weights and batch the PyTorch parity fixtures start\n"
+               "from (make fixtures runs it, then tools/reference/ref_transformer.py).\n"
+               "\n"
+               "  -h, --help     this text\n"
+               "      --version  the program's and the library's version\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "vit") != 0)) {
-        fprintf(stderr, "usage: eo-transformer-fixture gpt|vit OUT.safetensors\n");
-        return 2;
+    eo_args_program("eo-transformer-fixture");
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (o == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (o == 'V') {
+            eo_args_version(stdout);
+            return 0;
+        }
+        return eo_args_try_help(); /* getopt_long named the problem */
     }
+    static const char *const models[] = {"gpt", "vit"};
+    int which;
+    if (argc - optind != 2) {
+        fprintf(stderr, "eo-transformer-fixture: need a model (gpt or vit) and OUT.safetensors\n");
+        return eo_args_try_help();
+    }
+    if (!eo_arg_choice("model", argv[optind], models, 2, &which))
+        return eo_args_try_help();
+    argv += optind - 1; /* argv[1] the model, argv[2] the file, as below */
     size_t pb = 8u << 20, sb = 8u << 20;
     void *p = malloc(pb), *s = malloc(sb);
     eo_ctx ctx;
