@@ -73,7 +73,8 @@ endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
-TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS),$(wildcard tools/*/*.c))
+# tools/examples/ are programs built against the installed headers (below).
+TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS) tools/examples/%,$(wildcard tools/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(addprefix $(BUILD)/,$(basename $(notdir $(TOOL_MAIN))))
 TEST_SRCS := $(filter-out $(CUDA_TEST_SRCS),$(wildcard tests/*.c))
@@ -140,6 +141,19 @@ EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
 # compiles each one alone to prove it). ops/kernels.h stays private.
 PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h alloc/arena.h alloc/status.h \
 	ops/exec.h ops/parallel.h
+# $(BUILD)/include/everyo/ holds them as installed; the examples compile
+# against that folder alone.
+STAGE_INC := $(BUILD)/include
+STAGED_HEADERS := $(addprefix $(STAGE_INC)/everyo/,$(notdir $(PUBLIC_HEADERS)))
+define stage_rule
+$$(STAGE_INC)/everyo/$(notdir $(1)): $(1)
+	@mkdir -p $$(dir $$@)
+	sed -E 's,^#include "(alloc|core|ops)/([A-Za-z0-9_]+\.h)",#include "\2",' $$< > $$@.tmp && mv $$@.tmp $$@
+endef
+$(foreach h,$(PUBLIC_HEADERS),$(eval $(call stage_rule,$(h))))
+.PHONY: headers
+headers: $(STAGED_HEADERS)
+
 # Position-independent objects, in their own folder, never sanitized (they
 # are what gets installed): libeveryo.so exports only what PUBLIC_HEADERS
 # declare (tools/build/export-map.sh), and the installed libeveryo.a is
@@ -186,16 +200,13 @@ $(BUILD)/pic/everyo.pc: tools/build/everyo.pc.in $(MAKEFILE_LIST)
 	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(SO_LIBS)|' $< > $@
 
 .PHONY: install uninstall
-install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS)
+install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS) $(STAGED_HEADERS)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/everyo $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR)
 	install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/libeveryo.a
 	install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(SO)) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo.so
-	for h in $(PUBLIC_HEADERS); do \
-	    sed -E 's|^#include "(alloc\|core\|ops)/([A-Za-z0-9_]+\.h)"|#include "\2"|' $$h \
-	        > $(DESTDIR)$(INCLUDEDIR)/everyo/$$(basename $$h) && \
-	    chmod 644 $(DESTDIR)$(INCLUDEDIR)/everyo/$$(basename $$h) || exit 1; done
+	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/everyo/
 	install -m 644 $(BUILD)/pic/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc
 	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
 
@@ -212,6 +223,36 @@ uninstall:
 .PHONY: test-install
 test-install:
 	@sh tests/install/run.sh "$(MAKE)" "$(CC)" "$(CXX)" "$(BUILD)"
+
+# ---- examples (tools/examples/): built against the staged headers only ----
+# train_xor: the shortest complete training program. infer_mlp: an MLP that
+# eo-train trains here on a small subset, its checkpoint turned into a C
+# header by eo-safetensors c-array, run with static buffers; its accuracy
+# must equal the one eo-train reported. readme-check.sh keeps the READMEs'
+# copies of the examples identical to the files.
+EX_DIR    := $(BUILD)/examples
+EX_CFLAGS := -std=c11 $(OPT) $(ARCH) $(WARN) $(SAN) -I$(STAGE_INC)
+EX_MLP_ARGS := --subset 2048 --test-subset 1000 --epochs 1 --quiet
+$(EX_DIR)/train_xor: tools/examples/train_xor.c $(LIB) $(STAGED_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) $< $(LIB) $(LDFLAGS_ALL) -lm -ldl -o $@
+$(EX_DIR)/mlp.safetensors: $(BUILD)/eo-train
+	@mkdir -p $(dir $@)
+	./$(BUILD)/eo-train $(EX_MLP_ARGS) --save $@ --plot $(EX_DIR)/mlp.svg > $(EX_DIR)/mlp-train.txt
+$(EX_DIR)/mlp_weights.h: $(EX_DIR)/mlp.safetensors $(BUILD)/eo-safetensors
+	./$(BUILD)/eo-safetensors c-array $< > $@.tmp && mv $@.tmp $@
+$(EX_DIR)/infer_mlp: tools/examples/infer_mlp.c $(EX_DIR)/mlp_weights.h $(LIB) $(STAGED_HEADERS)
+	$(CC) $(EX_CFLAGS) -I$(EX_DIR) $< $(LIB) $(LDFLAGS_ALL) $(ZLIB_LIBS) -lm -ldl -o $@
+.PHONY: examples test-examples
+examples: $(EX_DIR)/train_xor $(EX_DIR)/infer_mlp
+test-examples: examples
+	@sh tools/examples/readme-check.sh README.md tools/examples/README.md
+	./$(EX_DIR)/train_xor
+	./$(EX_DIR)/infer_mlp $(FMNIST) 1000 | tee $(EX_DIR)/infer.txt | tail -1
+	@want=$$(sed -n 's/^done: test accuracy \([0-9.]*\)%.*/\1/p' $(EX_DIR)/mlp-train.txt); \
+	got=$$(sed -n 's/^accuracy \([0-9.]*\)%.*/\1/p' $(EX_DIR)/infer.txt); \
+	if [ -n "$$want" ] && [ "$$want" = "$$got" ]; then echo "test-examples: infer_mlp agrees with eo-train ($$got %)"; \
+	else echo "test-examples: infer_mlp says $$got %, eo-train said $$want %" >&2; exit 1; fi
 
 # ---- how big the library is (size(1)) --------------------------------------
 # text/data/bss of libeveryo.a for the default build, CPU-only (CUDA=0) and
@@ -243,6 +284,7 @@ test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/eo-tests $(TOOLS)
 	./$(BUILD)/eo-tests
 	@$(MAKE) --no-print-directory test-install
+	@$(MAKE) --no-print-directory test-examples
 
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
