@@ -106,6 +106,9 @@ $(TOOLLIB): $(TOOL_OBJS)
 $(BUILD)/obj/alloc/%.o $(BUILD)/obj/core/%.o $(BUILD)/obj/ops/%.o: LANGFLAGS = $(LIB_CFLAGS)
 $(BUILD)/obj/tools/%.o $(BUILD)/obj/tests/%.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS)
 
+# tests/test_cli.c runs the programs of the build folder it belongs to.
+$(BUILD)/obj/tests/test_cli.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS) -DEO_BUILD_DIR='"$(BUILD)"'
+
 $(BUILD)/obj/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(LANGFLAGS) -MMD -MP -c $< -o $@

@@ -201,7 +201,9 @@ static int main_gpt(int argc, char **argv)
         return 2;
     }
     char err[512];
-    eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, EO_GPT_MAX_VOCAB, c.batch, 1};
+    /* The vocabulary is not known before the text is read: count it as 1,
+     * so the estimate stays a lower bound. */
+    eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, 1, c.batch, 1};
     if (!eo_gpt_sizes_check(&sz, c.persist_mb << 20, c.step_mb << 20, 1, err, sizeof err)) {
         fprintf(stderr, "eo-train: %s\n", err);
         return 2;
