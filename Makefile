@@ -302,7 +302,7 @@ FORTUNES ?= /usr/share/games/fortunes
 train-gpt:
 	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -d $(FORTUNES)" pkg-config zlib1g-dev fortunes
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train $(BUILD)/eo-sample
-	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) $(ARGS)
+	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) --plot $(BUILD)/eo-train-gpt.svg $(ARGS)
 
 # ---- the library is freestanding --------------------------------------------
 # Compile alloc/, core/ and ops/ with -ffreestanding and list what their
@@ -405,6 +405,7 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	$(REF_PYTHON) tools/reference/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
 
 bench-transformer: $(BUILD)/eo-train
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
 # ---- the CUDA suites on a real GPU ------------------------------------------

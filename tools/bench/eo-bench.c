@@ -894,15 +894,19 @@ static void run_torch(void)
                     snprintf(torch_version, sizeof torch_version, "%.63s", line + 7);
                     continue;
                 }
-                char *comma = strchr(line, ',');
-                int id = atoi(line);
-                if (!comma || id < 0 || id >= nrows)
+                /* "ID,MS" or "ID,skipped,WHY"; anything else is ignored. */
+                char *comma = strchr(line, ','), *end;
+                long id = isdigit((unsigned char)line[0]) ? strtol(line, &end, 10) : -1;
+                if (!comma || id < 0 || id >= nrows || end != comma)
                     continue;
                 row *R = &rows[id];
-                if (strncmp(comma + 1, "skipped,", 8) == 0)
+                if (strncmp(comma + 1, "skipped,", 8) == 0) {
                     snprintf(R->why[IMPL_TORCH], sizeof R->why[0], "%.47s", comma + 9);
-                else
-                    R->ms[IMPL_TORCH] = atof(comma + 1);
+                } else {
+                    double ms = strtod(comma + 1, &end);
+                    if (end != comma + 1 && !*end && ms >= 0)
+                        R->ms[IMPL_TORCH] = ms;
+                }
             }
             if (p)
                 pclose(p);
@@ -920,6 +924,8 @@ static void run_torch(void)
 }
 
 /* ---- output ------------------------------------------------------------------- */
+
+static char machine[192] = "unknown machine"; /* CPU model and count, for the outputs */
 
 static double rate_of(const row *R, int impl)
 {
@@ -941,6 +947,10 @@ static void print_table(void)
            "EveryO ms", "rate", "%peak", "vs OpenBLAS", "vs PyTorch", "vs naive C");
     printf("%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",
            "(their ms / ours)", "(their ms / ours)", "(their ms / ours)");
+    /* A skipped reference prints "skipped [n]" and its reason once below
+     * the table: the reasons are long and would push the columns apart. */
+    const char *notes[16];
+    int nnotes = 0;
     for (int i = 0; i < nrows; i++) {
         const row *R = &rows[i];
         char rate[32];
@@ -958,12 +968,20 @@ static void print_table(void)
             if (R->ms[impl] >= 0)
                 snprintf(cell, sizeof cell, "%.2fx (%.3f)", R->ms[impl] / R->ms[IMPL_EO],
                          R->ms[impl]);
-            else
-                snprintf(cell, sizeof cell, "skipped (%s)", R->why[impl]);
+            else {
+                int k = 0;
+                while (k < nnotes && strcmp(notes[k], R->why[impl]) != 0)
+                    k++;
+                if (k == nnotes && nnotes < 16)
+                    notes[nnotes++] = R->why[impl];
+                snprintf(cell, sizeof cell, k < 16 ? "skipped [%d]" : "skipped", k + 1);
+            }
             printf(" %-22s", cell);
         }
         printf(" %s\n", R->c->note ? R->c->note : "");
     }
+    for (int k = 0; k < nnotes; k++)
+        printf("[%d] skipped: %s\n", k + 1, notes[k]);
 }
 
 static void write_csv(const char *path)
@@ -1008,7 +1026,7 @@ static void write_svg(const char *path)
         return;
     }
     static const char *const color[NIMPL] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#999999"};
-    const int left = 330, width = 520, bar = 9, pad = 8, top = 60;
+    const int left = 330, width = 520, bar = 9, pad = 8, top = 72;
     double scale_max = 100;
     int height = top + 40;
     for (int i = 0; i < nrows; i++) {
@@ -1024,13 +1042,30 @@ static void write_svg(const char *path)
     }
     scale_max = ceil(scale_max / 20) * 20;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "font-family=\"sans-serif\" font-size=\"10\">\n", left + width + 80, height);
+               "font-family=\"sans-serif\" font-size=\"10\">\n", left + width + 140, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"10\" y=\"18\" font-size=\"13\">EveryO kernels: %% of this machine's "
-               "measured peak (FMA for matmul, memcpy bandwidth for the rest)</text>\n");
+               "measured peak (FMA for matmul, memcpy bandwidth for the rest), with the rate</text>\n");
+    /* The machine and its measured ceilings, so the chart stands alone. */
+    fprintf(f, "<text x=\"10\" y=\"32\" fill=\"#444\">");
+    for (const char *c = machine; *c; c++) { /* the CPU name as text, XML-escaped */
+        if (*c == '&')
+            fputs("&amp;", f);
+        else if (*c == '<')
+            fputs("&lt;", f);
+        else if (*c == '>')
+            fputs("&gt;", f);
+        else
+            fputc(*c, f);
+    }
+    for (int ti = 0; ti < opt.nthreads; ti++) {
+        int t = opt.threads[ti];
+        fprintf(f, "; %d thr: FMA %.0f GFLOP/s, memcpy %.1f GB/s", t, fma_peak[t], copy_bw[t]);
+    }
+    fprintf(f, "</text>\n");
     for (int impl = 0; impl < NIMPL; impl++)
-        fprintf(f, "<rect x=\"%d\" y=\"28\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-                   "<text x=\"%d\" y=\"37\">%s</text>\n",
+        fprintf(f, "<rect x=\"%d\" y=\"40\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                   "<text x=\"%d\" y=\"49\">%s</text>\n",
                 10 + impl * 110, color[impl], 24 + impl * 110, impl_name[impl]);
     for (int g = 0; g <= scale_max; g += 20) {
         double x = left + width * g / scale_max;
@@ -1048,8 +1083,9 @@ static void write_svg(const char *path)
             double p = 100 * rate_of(R, impl) / peak_of(R);
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left,
                     y, width * p / scale_max, bar - 1, color[impl]);
-            fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"8\">%.0f%%</text>\n",
-                    left + width * p / scale_max + 3, y + bar - 2, p);
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"8\">%.0f%% (%.1f %s)</text>\n",
+                    left + width * p / scale_max + 3, y + bar - 2, p, rate_of(R, impl),
+                    R->is_flops ? "GFLOP/s" : "GB/s");
             y += bar;
         }
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %s, %d thr</text>\n", left - 6,
@@ -1248,8 +1284,8 @@ int main(int argc, char **argv)
         }
     if (ci)
         fclose(ci);
-    printf("eo-bench%s: %s, %ld CPUs online\n", opt.quick ? " --quick" : "", cpu,
-           sysconf(_SC_NPROCESSORS_ONLN));
+    snprintf(machine, sizeof machine, "%s, %ld CPUs online", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("eo-bench%s: %s\n", opt.quick ? " --quick" : "", machine);
 
     measure_ceilings(pars);
     load_blas();

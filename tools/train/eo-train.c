@@ -87,6 +87,7 @@ static void usage_gpt(FILE *f)
             "  -j, --threads N        worker threads (2)\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
+            "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
             "  -q, --quiet            no progress lines\n"
             "  -h, --help             this text\n"
             "      --version          the program's and the library's version\n");
@@ -133,7 +134,8 @@ static const struct option gpt_opts[] = {
     {"val-windows", required_argument, NULL, O_VAL_WINDOWS},
     {"fused", no_argument, NULL, O_FUSED},         {"seed", required_argument, NULL, O_SEED},
     {"threads", required_argument, NULL, 'j'},     {"save", required_argument, NULL, O_SAVE},
-    {"log", required_argument, NULL, O_LOG},       {"quiet", no_argument, NULL, 'q'},
+    {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
+    {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
 };
@@ -155,6 +157,7 @@ static int main_gpt(int argc, char **argv)
 {
     eo_lm_config c;
     eo_lm_defaults(&c);
+    c.plot = "eo-train-gpt.svg";
     int o;
     optind = 0; /* GNU getopt: start over, re-reading the environment */
     while ((o = getopt_long(argc, argv, short_opts, gpt_opts, NULL)) != -1) {
@@ -182,6 +185,7 @@ static int main_gpt(int argc, char **argv)
         case 'j': ok = eo_arg_int_range(a, v, 1, MAX_THREADS, &c.threads); break;
         case O_SAVE: c.save = v; break;
         case O_LOG: c.log = v; break;
+        case O_PLOT: c.plot = v; break;
         case 'q': c.quiet = 1; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
