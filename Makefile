@@ -89,8 +89,12 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 HOST_LIBS  := $(ZLIB_LIBS) -lpthread -ldl -lm
 
-.PHONY: all lib tools test test-cuda train train-gpt bench bench-train check-freestanding deps lines clean
-all: lib tools lines
+.PHONY: all lib tools test test-cuda train train-gpt bench bench-train check-freestanding deps build-deps lines clean
+# Plain `make` first makes sure the compiler and zlib's header are there
+# (build-deps, below), then builds; a fresh machine gets the apt-get line
+# instead of a compiler error on zlib.h.
+all: build-deps
+	@$(MAKE) --no-print-directory lib tools lines
 
 lib: $(LIB)
 tools: $(TOOLS)
@@ -276,9 +280,20 @@ print-build:
 	@echo $(BUILD)
 
 # ---- dependencies on a fresh Debian machine ---------------------------
-APT_TEST := check pkg-config zlib1g-dev dataset-fashion-mnist
+# tools/build/need-packages.sh installs them as root, else prints the
+# apt-get line. Building needs the C compiler and zlib's header (the tools
+# read .gz); the tests also need Check, pkg-config, a C++ compiler (the
+# install test builds a C++ program) and the dataset.
+CC_PKG  := $(if $(findstring clang,$(CCNAME)),clang,gcc)
+CXX     ?= g++
+CXX_PKG := $(if $(findstring clang,$(notdir $(firstword $(CXX)))),clang,g++)
+APT_BUILD := $(CC_PKG) zlib1g-dev pkg-config
+APT_TEST := $(APT_BUILD) check $(CXX_PKG) dataset-fashion-mnist
+BUILD_DEPS_OK := command -v $(firstword $(CC)) && printf '\043include <zlib.h>\n' | $(CC) -E -x c - && command -v pkg-config
+build-deps:
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK)" $(APT_BUILD)
 deps:
-	@sh tools/build/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK) && command -v $(firstword $(CXX)) && pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
 
 # ---- tests -------------------------------------------------------------
 # After the Check suite: the install test (tests/install/) and the examples
@@ -292,7 +307,7 @@ test: deps
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
 train:
-	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_BUILD) dataset-fashion-mnist
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train
 	./$(BUILD)/eo-train --data $(FMNIST) --plot $(BUILD)/eo-train.svg $(ARGS)
 
@@ -300,7 +315,7 @@ train:
 # installed the same way as the Fashion-MNIST package.
 FORTUNES ?= /usr/share/games/fortunes
 train-gpt:
-	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -d $(FORTUNES)" pkg-config zlib1g-dev fortunes
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK) && test -d $(FORTUNES)" $(APT_BUILD) fortunes
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train $(BUILD)/eo-sample
 	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) --plot $(BUILD)/eo-train-gpt.svg $(ARGS)
 
