@@ -1239,10 +1239,8 @@ int main(int argc, char **argv)
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "eo-bench: unexpected argument '%s'\n", argv[optind]);
-        return eo_args_try_help();
-    }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
 
     if (cuda) { /* the GPU mode: tools/bench/bench_gpu.c */
 #if EO_HAVE_CUDA

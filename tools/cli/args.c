@@ -6,6 +6,7 @@
  * insists that the conversion consumed everything and did not overflow. */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -119,4 +120,30 @@ int eo_args_try_help(void)
 {
     fprintf(stderr, "Try '%s --help'.\n", program);
     return 2;
+}
+
+int eo_args_no_operands(int argc, char **argv)
+{
+    if (optind >= argc)
+        return 1;
+    fprintf(stderr, "%s: unexpected argument '%s'\n", program, argv[optind]);
+    eo_args_try_help();
+    return 0;
+}
+
+int eo_args_help_version(int argc, char **argv, void (*usage)(FILE *))
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+    };
+    int o = getopt_long(argc, argv, "h", opts, NULL);
+    if (o == -1)
+        return -1;
+    if (o == 'h')
+        usage(stdout);
+    else if (o == 'V')
+        eo_args_version(stdout);
+    else
+        return eo_args_try_help(); /* getopt_long named the problem */
+    return 0;
 }

@@ -37,4 +37,15 @@ void eo_args_version(FILE *f);
  * returns 2, the exit status of a usage error. */
 int eo_args_try_help(void);
 
+/* After the option loop, for programs that take no operands: 1 when
+ * argv[optind..] is empty, else names the first stray word ("unexpected
+ * argument 'x'"), points to --help and returns 0. */
+int eo_args_no_operands(int argc, char **argv);
+
+/* The whole option loop of a program whose only options are -h/--help and
+ * --version (the rest are operands): -1 to go on with argv[optind..], or
+ * the exit status after printing usage(stdout), the version, or a bad
+ * option's message. */
+int eo_args_help_version(int argc, char **argv, void (*usage)(FILE *));
+
 #endif

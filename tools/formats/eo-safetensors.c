@@ -16,11 +16,11 @@
  * Exit status 0 on success, 1 on any error (the message names the file),
  * 2 on a usage error. */
 #include <ctype.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h> /* optind */
 #include "tools/cli/args.h"
 #include "tools/formats/safetensors.h"
 
@@ -210,21 +210,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     eo_args_program("eo-safetensors");
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
-    };
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (o == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if (o == 'V') {
-            eo_args_version(stdout);
-            return 0;
-        }
-        return eo_args_try_help(); /* getopt_long named the problem */
-    }
+    int rc = eo_args_help_version(argc, argv, usage);
+    if (rc >= 0)
+        return rc;
     static const char *const cmds[] = {"ls", "dump", "sample", "c-array"};
     int cmd;
     if (argc - optind == 0) {

@@ -12,10 +12,10 @@
  * writes the weights, a fixed batch of 3 and the sizes (metadata). The
  * reference script then computes logits, loss and gradients from exactly
  * these values, so the parity test never depends on this generator. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* optind */
 #include "core/transformer.h"
 #include "tools/cli/args.h"
 #include "tools/formats/checkpoint.h"
@@ -83,21 +83,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     eo_args_program("eo-transformer-fixture");
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
-    };
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (o == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if (o == 'V') {
-            eo_args_version(stdout);
-            return 0;
-        }
-        return eo_args_try_help(); /* getopt_long named the problem */
-    }
+    int done = eo_args_help_version(argc, argv, usage);
+    if (done >= 0)
+        return done;
     static const char *const models[] = {"gpt", "vit"};
     int which;
     if (argc - optind != 2) {

@@ -131,10 +131,8 @@ int main(int argc, char **argv)
         if (!ok)
             return 2;
     }
-    if (optind < argc) {
-        fprintf(stderr, "eo-sample: unexpected argument '%s'\n", argv[optind]);
-        return eo_args_try_help();
-    }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
     if (!load) {
         fprintf(stderr, "eo-sample: --load FILE is required (a checkpoint of eo-train --model gpt)\n");
         return eo_args_try_help();

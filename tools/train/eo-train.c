@@ -192,10 +192,8 @@ static int main_gpt(int argc, char **argv)
         if (!ok)
             return 2;
     }
-    if (optind < argc) {
-        fprintf(stderr, "eo-train: unexpected argument '%s'\n", argv[optind]);
-        return eo_args_try_help();
-    }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
     if (!(c.lr > 0)) {
         fprintf(stderr, "eo-train: --lr must be > 0\n");
         return 2;
@@ -340,10 +338,8 @@ int main(int argc, char **argv)
         if (!ok)
             return 2;
     }
-    if (optind < argc) {
-        fprintf(stderr, "eo-train: unexpected argument '%s'\n", argv[optind]);
-        return eo_args_try_help();
-    }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
     if (!(c.lr > 0)) {
         fprintf(stderr, "eo-train: --lr must be > 0\n");
         return 2;
