@@ -143,6 +143,7 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-train", "--epochs ''", "--epochs: ''");
     refused("eo-train", "--batch", "requires an argument");
     refused("eo-train", "--steps 0", "--eval only evaluates");
+    refused("eo-train", "--epochs 0", "--eval only evaluates");
     refused("eo-train", "--eval", "--eval needs --load");
     refused("eo-train", "--optimizer adam", "'adam' is not one of sgd, adamw");
     refused("eo-train", "--model rnn", "'rnn' is not one of");

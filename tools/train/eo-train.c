@@ -304,7 +304,15 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         case O_VERSION: eo_args_version(stdout); return 0;
         case 'm': break; /* chosen above */
-        case O_EPOCHS: ok = eo_arg_int_range(a, v, 1, MAX_EPOCHS, &c.epochs); epochs_given = 1; break;
+        case O_EPOCHS:
+            ok = eo_arg_int_range(a, v, 0, MAX_EPOCHS, &c.epochs);
+            if (ok && c.epochs == 0) {
+                fprintf(stderr, "eo-train: --epochs: '0' trains nothing; --load FILE --eval only "
+                                "evaluates\n");
+                return 2;
+            }
+            epochs_given = 1;
+            break;
         case O_STEPS: ok = eo_arg_u64(a, v, &u); c.max_steps = u;
             if (ok && (u < 1 || u > MAX_STEPS)) {
                 fprintf(stderr, "eo-train: --steps: '%s' is not from 1 to %d (--eval only "
