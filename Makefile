@@ -8,6 +8,10 @@
 #   make check-freestanding   the library references no libc beyond the allowed set
 #                             and has no writable global (no mutable global state)
 #   make CC=clang             any of the above with clang
+#   make CUDA=0               CPU only: no CUDA host side, no embedded PTX
+#   make install              library, headers, everyo.pc and tools under
+#                             PREFIX (/usr/local); DESTDIR stages; make uninstall
+#   make size                 text/data/bss of the default, CPU-only and -Os library
 #
 # Sources are found by wildcard: a new op file in ops/ or core/ needs no
 # edit here. Each compiler/sanitizer combination builds in its own folder
@@ -16,8 +20,12 @@
 CC ?= cc
 SANITIZE ?= 0
 NATIVE ?= 1
+CUDA ?= 1
 
 CCNAME := $(notdir $(firstword $(CC)))
+ifeq ($(CUDA),0)
+BUILD ?= build/$(CCNAME)-cpu$(if $(filter 1,$(SANITIZE)),-san)$(if $(filter-out 1,$(NATIVE)),-native$(NATIVE))
+endif
 ifneq ($(NATIVE),1)
 BUILD ?= build/$(CCNAME)-native$(NATIVE)
 endif
@@ -48,18 +56,30 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 OPT := -O1 -g
 endif
 LIB_CFLAGS  := $(CFLAGS_BASE) $(SAN)
-HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L
+HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L -DEO_HAVE_CUDA=$(if $(filter 0,$(CUDA)),0,1)
 LDFLAGS_ALL := $(SAN)
 
 LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c ops/*/*.c)
+# CUDA=0: the CUDA host side (ops/cuda/, core/backend_cuda.c) and with it the
+# embedded PTX stay out; core/cuda_off.c answers eo_cuda_attach instead. The
+# tools' and tests' CUDA parts drop out too, and the CUDA suites are replaced
+# by stubs that say why they did not run (tests/cuda-off-suites.sh).
+ifeq ($(CUDA),0)
+LIB_SRCS  := $(filter-out ops/cuda/%.c core/backend_cuda.c,$(LIB_SRCS))
+CUDA_TOOL_SRCS := tools/bench/bench_gpu.c
+CUDA_TEST_SRCS := $(shell grep -l 'ops/cuda/' tests/*.c)
+else
+LIB_SRCS  := $(filter-out core/cuda_off.c,$(LIB_SRCS))
+endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
-TOOL_SRCS := $(filter-out $(TOOL_MAIN),$(wildcard tools/*/*.c))
+# tools/examples/ are programs built against the installed headers (below).
+TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS) tools/examples/%,$(wildcard tools/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(addprefix $(BUILD)/,$(basename $(notdir $(TOOL_MAIN))))
-TEST_SRCS := $(wildcard tests/*.c)
-TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(filter-out $(CUDA_TEST_SRCS),$(wildcard tests/*.c))
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(if $(CUDA_TEST_SRCS),$(BUILD)/obj/gen/cuda_off_suites.o)
 LIB       := $(BUILD)/libeveryo.a
 TOOLLIB   := $(BUILD)/libeotools.a
 
@@ -70,8 +90,12 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 HOST_LIBS  := $(ZLIB_LIBS) -lpthread -ldl -lm
 
-.PHONY: all lib tools test test-cuda train train-gpt bench bench-train check-freestanding deps lines clean
-all: lib tools lines
+.PHONY: all lib tools test test-cuda train train-gpt bench bench-train check-freestanding deps build-deps lines clean
+# Plain `make` first makes sure the compiler and zlib's header are there
+# (build-deps, below), then builds; a fresh machine gets the apt-get line
+# instead of a compiler error on zlib.h.
+all: build-deps
+	@$(MAKE) --no-print-directory lib tools lines
 
 lib: $(LIB)
 tools: $(TOOLS)
@@ -86,6 +110,9 @@ $(TOOLLIB): $(TOOL_OBJS)
 
 $(BUILD)/obj/alloc/%.o $(BUILD)/obj/core/%.o $(BUILD)/obj/ops/%.o: LANGFLAGS = $(LIB_CFLAGS)
 $(BUILD)/obj/tools/%.o $(BUILD)/obj/tests/%.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS)
+
+# tests/test_cli.c runs the programs of the build folder it belongs to.
+$(BUILD)/obj/tests/test_cli.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS) -DEO_BUILD_DIR='"$(BUILD)"'
 
 $(BUILD)/obj/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
@@ -102,22 +129,186 @@ $(foreach m,$(TOOL_MAIN),$(eval $(call tool_rule,$(m))))
 $(BUILD)/eo-tests: $(TEST_OBJS) $(TOOLLIB) $(LIB)
 	$(CC) $(TEST_OBJS) $(TOOLLIB) $(LIB) $(LDFLAGS_ALL) $(CHECK_LIBS) $(HOST_LIBS) -o $@
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+$(BUILD)/gen/cuda_off_suites.c: $(CUDA_TEST_SRCS) tools/build/cuda-off-suites.sh
+	@mkdir -p $(dir $@)
+	sh tools/build/cuda-off-suites.sh $(CUDA_TEST_SRCS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/cuda_off_suites.o: $(BUILD)/gen/cuda_off_suites.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+-include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)
+
+# ---- the installable library: shared and static, headers, pkg-config ----
+# The version is written once, in core/everyo.h.
+EO_VERSION := $(shell awk '/^\#define EO_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", s, $$3; s="."}' core/everyo.h)
+EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
+# What a user includes: installed flat under include/everyo/, with the
+# in-tree "alloc/arena.h"-style includes rewritten to their neighbours'
+# names, so `#include <everyo/everyo.h>` works with one -I (tests/install/
+# compiles each one alone to prove it). ops/kernels.h stays private.
+PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h alloc/arena.h alloc/status.h \
+	ops/exec.h ops/parallel.h
+# $(BUILD)/include/everyo/ holds them as installed; the examples compile
+# against that folder alone.
+STAGE_INC := $(BUILD)/include
+STAGED_HEADERS := $(addprefix $(STAGE_INC)/everyo/,$(notdir $(PUBLIC_HEADERS)))
+define stage_rule
+$$(STAGE_INC)/everyo/$(notdir $(1)): $(1)
+	@mkdir -p $$(dir $$@)
+	sed -E 's,^#include "(alloc|core|ops)/([A-Za-z0-9_]+\.h)",#include "\2",' $$< > $$@.tmp && mv $$@.tmp $$@
+endef
+$(foreach h,$(PUBLIC_HEADERS),$(eval $(call stage_rule,$(h))))
+.PHONY: headers
+headers: $(STAGED_HEADERS)
+
+# Position-independent objects, in their own folder, never sanitized (they
+# are what gets installed): libeveryo.so exports only what PUBLIC_HEADERS
+# declare (tools/build/export-map.sh), and the installed libeveryo.a is
+# built from the same objects so both carry the same code.
+PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+SO_NAME  := libeveryo.so.$(EO_MAJOR)
+SO       := $(BUILD)/pic/libeveryo.so.$(EO_VERSION)
+PIC_LIB  := $(BUILD)/pic/libeveryo.a
+SO_LIBS  := -lm $(if $(filter 0,$(CUDA)),,-ldl)
+
+$(BUILD)/pic/%.o: %.c $(MAKEFILE_LIST)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -fPIC -MMD -MP -c $< -o $@
+$(BUILD)/pic/ops/cuda/ptx.o: $(PTX_EMBED)
+$(BUILD)/pic/ops/cuda/ptx.o: CFLAGS_BASE += -I$(BUILD)/gen
+
+$(BUILD)/pic/everyo.map: $(PUBLIC_HEADERS) $(PIC_OBJS) tools/build/export-map.sh
+	sh tools/build/export-map.sh nm $(PUBLIC_HEADERS) -- $(PIC_OBJS) > $@.tmp && mv $@.tmp $@
+$(SO): $(PIC_OBJS) $(BUILD)/pic/everyo.map
+	$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=$(BUILD)/pic/everyo.map \
+	    -Wl,--no-undefined $(PIC_OBJS) $(SO_LIBS) -o $@
+	ln -sf $(notdir $@) $(BUILD)/pic/$(SO_NAME)
+	ln -sf $(SO_NAME) $(BUILD)/pic/libeveryo.so
+$(PIC_LIB): $(PIC_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+.PHONY: shared exports
+shared: $(SO) $(PIC_LIB)
+# What the shared library exports, and whether anything beyond eo_ slipped out.
+exports: $(SO)
+	@nm -D --defined-only $(SO) | awk '{print $$3}' | sort
+	@printf 'exported: %s symbols\n' "$$(nm -D --defined-only $(SO) | wc -l)"
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# Programs a user runs; the fixture writer is a development tool.
+INSTALL_TOOLS := $(filter-out %/eo-transformer-fixture,$(TOOLS))
+
+$(BUILD)/pic/everyo.pc: tools/build/everyo.pc.in $(MAKEFILE_LIST)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(SO_LIBS)|' $< > $@
+
+.PHONY: install uninstall
+install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS) $(STAGED_HEADERS)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/everyo $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR)
+	install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/libeveryo.a
+	install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SO)) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo.so
+	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/everyo/
+	install -m 644 $(BUILD)/pic/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc
+	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libeveryo.a $(DESTDIR)$(LIBDIR)/libeveryo.so \
+	    $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_MAJOR) $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_VERSION) \
+	    $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc \
+	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/everyo/,$(notdir $(PUBLIC_HEADERS))) \
+	    $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/everyo 2>/dev/null
+
+# An install into a scratch DESTDIR, then a C and a C++ program built
+# against it with pkg-config alone (tests/install/run.sh); part of make test.
+.PHONY: test-install
+test-install:
+	@sh tests/install/run.sh "$(MAKE)" "$(CC)" "$(CXX)" "$(BUILD)"
+
+# ---- examples (tools/examples/): built against the staged headers only ----
+# train_xor: the shortest complete training program. infer_mlp: an MLP that
+# eo-train trains here on a small subset, its checkpoint turned into a C
+# header by eo-safetensors c-array, run with static buffers; its accuracy
+# must equal the one eo-train reported. readme-check.sh keeps the READMEs'
+# copies of the examples identical to the files.
+EX_DIR    := $(BUILD)/examples
+EX_CFLAGS := -std=c11 $(OPT) $(ARCH) $(WARN) $(SAN) -I$(STAGE_INC)
+EX_MLP_ARGS := --subset 2048 --test-subset 1000 --epochs 1 --quiet
+$(EX_DIR)/train_xor: tools/examples/train_xor.c $(LIB) $(STAGED_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) $< $(LIB) $(LDFLAGS_ALL) -lm -ldl -o $@
+$(EX_DIR)/mlp.safetensors: $(BUILD)/eo-train
+	@mkdir -p $(dir $@)
+	./$(BUILD)/eo-train $(EX_MLP_ARGS) --save $@ --plot $(EX_DIR)/mlp.svg > $(EX_DIR)/mlp-train.txt
+$(EX_DIR)/mlp_weights.h: $(EX_DIR)/mlp.safetensors $(BUILD)/eo-safetensors
+	./$(BUILD)/eo-safetensors c-array $< > $@.tmp && mv $@.tmp $@
+$(EX_DIR)/infer_mlp: tools/examples/infer_mlp.c $(EX_DIR)/mlp_weights.h $(LIB) $(STAGED_HEADERS)
+	$(CC) $(EX_CFLAGS) -I$(EX_DIR) $< $(LIB) $(LDFLAGS_ALL) $(ZLIB_LIBS) -lm -ldl -o $@
+.PHONY: examples test-examples
+examples: $(EX_DIR)/train_xor $(EX_DIR)/infer_mlp
+test-examples: examples
+	@sh tools/examples/readme-check.sh README.md tools/examples/README.md
+	./$(EX_DIR)/train_xor
+	./$(EX_DIR)/infer_mlp $(FMNIST) 1000 | tee $(EX_DIR)/infer.txt | tail -1
+	@want=$$(sed -n 's/^done: test accuracy \([0-9.]*\)%.*/\1/p' $(EX_DIR)/mlp-train.txt); \
+	got=$$(sed -n 's/^accuracy \([0-9.]*\)%.*/\1/p' $(EX_DIR)/infer.txt); \
+	if [ -n "$$want" ] && [ "$$want" = "$$got" ]; then echo "test-examples: infer_mlp agrees with eo-train ($$got %)"; \
+	else echo "test-examples: infer_mlp says $$got %, eo-train said $$want %" >&2; exit 1; fi
+
+# ---- how big the library is (size(1)) --------------------------------------
+# text/data/bss of libeveryo.a for the default build, CPU-only (CUDA=0) and
+# CPU-only at -Os; each is built in its own folder.
+.PHONY: size
+size:
+	@$(MAKE) --no-print-directory lib >/dev/null
+	@$(MAKE) --no-print-directory CUDA=0 lib >/dev/null
+	@$(MAKE) --no-print-directory CUDA=0 OPT=-Os BUILD=build/$(CCNAME)-cpu-Os lib >/dev/null
+	@$(MAKE) --no-print-directory OPT=-Os BUILD=build/$(CCNAME)-Os lib >/dev/null
+	@printf '%-28s %10s %8s %8s %10s\n' build text data bss total
+	@for v in "default:$(BUILD)" "default -Os:build/$(CCNAME)-Os" \
+	          "CUDA=0:$$($(MAKE) --no-print-directory -s CUDA=0 print-build)" \
+	          "CUDA=0 -Os:build/$(CCNAME)-cpu-Os"; do \
+	    size -t $${v#*:}/libeveryo.a | awk -v n="$${v%%:*}" 'END {printf "%-28s %10s %8s %8s %10s\n", n, $$1, $$2, $$3, $$4}'; done
+.PHONY: print-build
+print-build:
+	@echo $(BUILD)
 
 # ---- dependencies on a fresh Debian machine ---------------------------
-APT_TEST := check pkg-config zlib1g-dev dataset-fashion-mnist
+# tools/build/need-packages.sh installs them as root, else prints the
+# apt-get line. Building needs the C compiler and zlib's header (the tools
+# read .gz); the tests also need Check, pkg-config, a C++ compiler (the
+# install test builds a C++ program) and the dataset.
+CC_PKG  := $(if $(findstring clang,$(CCNAME)),clang,gcc)
+CXX     ?= g++
+CXX_PKG := $(if $(findstring clang,$(notdir $(firstword $(CXX)))),clang,g++)
+APT_BUILD := $(CC_PKG) zlib1g-dev pkg-config
+APT_TEST := $(APT_BUILD) check $(CXX_PKG) dataset-fashion-mnist
+BUILD_DEPS_OK := command -v $(firstword $(CC)) && printf '\043include <zlib.h>\n' | $(CC) -E -x c - && command -v pkg-config
+build-deps:
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK)" $(APT_BUILD)
 deps:
-	@sh tools/build/need-packages.sh "pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK) && command -v $(firstword $(CXX)) && pkg-config --exists check && pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_TEST)
 
 # ---- tests -------------------------------------------------------------
+# After the Check suite: the install test (tests/install/) and the examples
+# (tools/examples/), each its own target so it can also run alone.
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/eo-tests $(TOOLS)
 	./$(BUILD)/eo-tests
+	@$(MAKE) --no-print-directory test-install
+	@$(MAKE) --no-print-directory test-examples
 
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
 train:
-	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -f $(FMNIST)/train-images-idx3-ubyte.gz" pkg-config zlib1g-dev dataset-fashion-mnist
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" $(APT_BUILD) dataset-fashion-mnist
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train
 	./$(BUILD)/eo-train --data $(FMNIST) --plot $(BUILD)/eo-train.svg $(ARGS)
 
@@ -125,9 +316,9 @@ train:
 # installed the same way as the Fashion-MNIST package.
 FORTUNES ?= /usr/share/games/fortunes
 train-gpt:
-	@sh tools/build/need-packages.sh "pkg-config --exists zlib && test -d $(FORTUNES)" pkg-config zlib1g-dev fortunes
+	@sh tools/build/need-packages.sh "$(BUILD_DEPS_OK) && test -d $(FORTUNES)" $(APT_BUILD) fortunes
 	@$(MAKE) --no-print-directory $(BUILD)/eo-train $(BUILD)/eo-sample
-	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) $(ARGS)
+	./$(BUILD)/eo-train --model gpt --fortunes $(FORTUNES) --plot $(BUILD)/eo-train-gpt.svg $(ARGS)
 
 # ---- the library is freestanding --------------------------------------------
 # Compile alloc/, core/ and ops/ with -ffreestanding and list what their
@@ -243,6 +434,7 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	$(REF_PYTHON) tools/reference/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
 
 bench-transformer: $(BUILD)/eo-train
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
 # ---- GPU speed: estimated without a GPU, measured with one -------------------

@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include "alloc/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define EO_ARENA_ALIGN 64 /* default alignment: one cache line, one AVX-512 vector */
 
 typedef struct eo_arena {
@@ -59,5 +63,9 @@ void eo_arena_reset(eo_arena *a);
 size_t eo_arena_used(const eo_arena *a);      /* bytes in use now */
 size_t eo_arena_high(const eo_arena *a);      /* most bytes ever in use */
 size_t eo_arena_remaining(const eo_arena *a); /* bytes left (before padding) */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

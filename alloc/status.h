@@ -8,6 +8,10 @@
 #ifndef EO_STATUS_H
 #define EO_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum eo_status {
     EO_OK = 0,
     EO_ERR_ARG,         /* NULL pointer or invalid argument value */
@@ -28,5 +32,9 @@ typedef enum eo_status {
 
 /* A short stable name for a status ("EO_ERR_SHAPE"); never NULL. */
 const char *eo_status_name(eo_status s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -47,6 +47,20 @@
 #include "alloc/status.h"
 #include "ops/exec.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header. The build reads these three lines for the
+ * shared library's file name and soname (libeveryo.so.MAJOR), and
+ * eo_version() returns the library's own "MAJOR.MINOR.PATCH", so a
+ * program can check that the header it was compiled with and the library
+ * it runs against agree. MAJOR changes when the ABI does. */
+#define EO_VERSION_MAJOR 0
+#define EO_VERSION_MINOR 1
+#define EO_VERSION_PATCH 0
+const char *eo_version(void);
+
 #define EO_MAX_RANK 4
 
 typedef enum eo_dtype { EO_F32, EO_I32, EO_BF16, EO_F16, EO_DTYPE_COUNT } eo_dtype;
@@ -395,5 +409,9 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
 eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss);
 
 /* ---- parameters, layers, optimizers: core/nn.h; GPT and ViT: core/transformer.h */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,10 @@
 
 #include "core/everyo.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- parameter list ------------------------------------------------------ */
 
 /* The parameters of a model, in creation order (that order is also the
@@ -186,5 +190,9 @@ typedef struct eo_lr_schedule {
  *   then min + (base - min) * (1 + cos(pi * t)) / 2 with
  *   t = (step - warmup) / (total - warmup) clamped to [0, 1]. */
 float eo_lr_at(const eo_lr_schedule *s, int64_t step);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

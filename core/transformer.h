@@ -26,6 +26,10 @@
 #include "core/everyo.h"
 #include "core/nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Multi-head self-attention over x [B, T, C].
  *
  * One fused projection c_attn [3C, C] makes q, k and v in a single matmul
@@ -131,5 +135,9 @@ eo_status eo_vit_build(eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_
 void eo_vit_set_fused(eo_vit *m, int fused);
 /* x [B, image*image] (row-major pixels) -> logits [B, classes]. */
 eo_status eo_vit_forward(eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **logits);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

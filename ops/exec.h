@@ -15,6 +15,10 @@
 
 #include "ops/parallel.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct eo_cuda; /* ops/cuda/device.h */
 
 typedef struct eo_exec {
@@ -24,5 +28,9 @@ typedef struct eo_exec {
 
 /* The thread hook of a handle (NULL handle: NULL, i.e. one thread). */
 static inline const eo_par *eo_exec_par(const eo_exec *ex) { return ex ? &ex->par : (const eo_par *)0; }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Process items [begin, end). `worker` is in [0, nthreads) and is unique
  * among concurrent calls, so a body may use a per-worker scratch slice. */
 typedef void (*eo_par_body)(void *arg, int64_t begin, int64_t end, int worker);
@@ -44,5 +48,9 @@ static inline int eo_par_threads(const eo_par *par)
 {
     return (par && par->run && par->nthreads > 1) ? par->nthreads : 1;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -44,7 +44,7 @@ START_TEST(svg_chart_is_written)
     eo_plot_series bottom[2] = {{"test acc <best>", "#123456", x, acc, 5},
                                 {"single", NULL, &one_x, &one_y, 1}};
     eo_plot_panel panels[2] = {{"loss", top, 1}, {"accuracy", bottom, 2}};
-    eo_plot plot = {"Fashion-MNIST & MLP", "epoch", panels, 2, 0, 0};
+    eo_plot plot = {"Fashion-MNIST & MLP", "epoch", panels, 2, 0, 0, "run <settings>"};
     const char *p = eo_tmpdir_path("chart.svg");
     ck_assert_msg(eo_svg_plot(p, &plot, err, sizeof err) == EO_OK, "%s", err);
     char *s = slurp(p);
@@ -59,7 +59,7 @@ START_TEST(svg_chart_is_written)
     free(s);
 
     eo_plot_panel empty = {"nothing", NULL, 0};
-    eo_plot e = {NULL, NULL, &empty, 1, 0, 0};
+    eo_plot e = {NULL, NULL, &empty, 1, 0, 0, NULL};
     ck_assert_int_eq(eo_svg_plot(p, &e, err, sizeof err), EO_OK);
     e.npanels = 0;
     ck_assert_int_eq(eo_svg_plot(p, &e, err, sizeof err), EO_ERR_ARG);
@@ -93,6 +93,7 @@ START_TEST(progress_bar_lines)
     for (size_t i = 1; i <= 469; i++)
         eo_progress_update(&pr, i, 0.4123, i * 128);
     eo_progress_finish(&pr, "test acc 0.8812");
+    setenv("COLUMNS", "200", 1); /* a wide "terminal" (the file has no window size) */
     eo_progress_start(&pr, f, EO_PROGRESS_TTY, 4, 10, 469);
     eo_progress_update(&pr, 234, 0.5, 234 * 128);
     eo_progress_finish(&pr, NULL);
@@ -115,6 +116,38 @@ START_TEST(progress_bar_lines)
 }
 END_TEST
 
+/* On a terminal the line never reaches the last column (it would wrap and
+ * leave a copy per redraw): the bar shrinks, then goes, then the line is
+ * cut. A running epoch shows an ETA; the finished one labels its time as
+ * training time and keeps room for what the caller appends. */
+START_TEST(progress_bar_fits_the_terminal)
+{
+    char line[256];
+    eo_progress pr;
+    eo_progress_start(&pr, NULL, EO_PROGRESS_PLAIN, 12, 15, 469);
+    pr.done = 234;
+    pr.loss = 0.4123;
+    pr.images = 234 * 128;
+    for (int w = 20; w <= 120; w += 4) {
+        pr.width = w;
+        size_t n = eo_progress_format(&pr, 3.0, line, sizeof line);
+        ck_assert_msg(n <= (size_t)w - 1 && strlen(line) == n, "width %d: '%s'", w, line);
+    }
+    pr.width = 80;
+    eo_progress_format(&pr, 3.0, line, sizeof line);
+    ck_assert_msg(strstr(line, "ETA 3 s") && strstr(line, "[") && strstr(line, "234/469"), "%s", line);
+    pr.done = 469;
+    pr.final = 1;
+    pr.reserve = strlen("  test acc 88.12%, eval 0.1 s");
+    size_t n = eo_progress_format(&pr, 6.0, line, sizeof line);
+    ck_assert_msg(n + pr.reserve <= 79 && strstr(line, "train 6.0 s") && !strstr(line, "ETA"),
+                  "%s", line);
+    pr.width = 0; /* a log file: the full bar */
+    eo_progress_format(&pr, 6.0, line, sizeof line);
+    ck_assert_ptr_nonnull(strstr(line, "[==============================] 469/469"));
+}
+END_TEST
+
 Suite *eo_suite_report(void)
 {
     Suite *s = suite_create("report");
@@ -123,6 +156,7 @@ Suite *eo_suite_report(void)
     tcase_add_test(tc, svg_chart_is_written);
     tcase_add_test(tc, ticks_are_round_numbers);
     tcase_add_test(tc, progress_bar_lines);
+    tcase_add_test(tc, progress_bar_fits_the_terminal);
     suite_add_tcase(s, tc);
     return s;
 }

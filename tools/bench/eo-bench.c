@@ -31,7 +31,10 @@
  * Usage: eo-bench [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE]
  *                 [--svg FILE] [--no-blas] [--no-torch] [--no-naive]
  *                 [--python EXE] [--torch-script FILE] */
+#include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +46,7 @@
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_sim.h"
 #include "tools/bench/predicted.h"
+#include "tools/cli/args.h"
 #include "tools/threads/pool.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -898,15 +902,19 @@ static void run_torch(void)
                     snprintf(torch_version, sizeof torch_version, "%.63s", line + 7);
                     continue;
                 }
-                char *comma = strchr(line, ',');
-                int id = atoi(line);
-                if (!comma || id < 0 || id >= nrows)
+                /* "ID,MS" or "ID,skipped,WHY"; anything else is ignored. */
+                char *comma = strchr(line, ','), *end;
+                long id = isdigit((unsigned char)line[0]) ? strtol(line, &end, 10) : -1;
+                if (!comma || id < 0 || id >= nrows || end != comma)
                     continue;
                 row *R = &rows[id];
-                if (strncmp(comma + 1, "skipped,", 8) == 0)
+                if (strncmp(comma + 1, "skipped,", 8) == 0) {
                     snprintf(R->why[IMPL_TORCH], sizeof R->why[0], "%.47s", comma + 9);
-                else
-                    R->ms[IMPL_TORCH] = atof(comma + 1);
+                } else {
+                    double ms = strtod(comma + 1, &end);
+                    if (end != comma + 1 && !*end && ms >= 0)
+                        R->ms[IMPL_TORCH] = ms;
+                }
             }
             if (p)
                 pclose(p);
@@ -924,6 +932,8 @@ static void run_torch(void)
 }
 
 /* ---- output ------------------------------------------------------------------- */
+
+static char machine[192] = "unknown machine"; /* CPU model and count, for the outputs */
 
 static double rate_of(const row *R, int impl)
 {
@@ -945,6 +955,10 @@ static void print_table(void)
            "EveryO ms", "rate", "%peak", "vs OpenBLAS", "vs PyTorch", "vs naive C");
     printf("%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",
            "(their ms / ours)", "(their ms / ours)", "(their ms / ours)");
+    /* A skipped reference prints "skipped [n]" and its reason once below
+     * the table: the reasons are long and would push the columns apart. */
+    const char *notes[16];
+    int nnotes = 0;
     for (int i = 0; i < nrows; i++) {
         const row *R = &rows[i];
         char rate[32];
@@ -962,12 +976,20 @@ static void print_table(void)
             if (R->ms[impl] >= 0)
                 snprintf(cell, sizeof cell, "%.2fx (%.3f)", R->ms[impl] / R->ms[IMPL_EO],
                          R->ms[impl]);
-            else
-                snprintf(cell, sizeof cell, "skipped (%s)", R->why[impl]);
+            else {
+                int k = 0;
+                while (k < nnotes && strcmp(notes[k], R->why[impl]) != 0)
+                    k++;
+                if (k == nnotes && nnotes < 16)
+                    notes[nnotes++] = R->why[impl];
+                snprintf(cell, sizeof cell, k < 16 ? "skipped [%d]" : "skipped", k + 1);
+            }
             printf(" %-22s", cell);
         }
         printf(" %s\n", R->c->note ? R->c->note : "");
     }
+    for (int k = 0; k < nnotes; k++)
+        printf("[%d] skipped: %s\n", k + 1, notes[k]);
 }
 
 static void write_csv(const char *path)
@@ -1012,7 +1034,7 @@ static void write_svg(const char *path)
         return;
     }
     static const char *const color[NIMPL] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#999999"};
-    const int left = 330, width = 520, bar = 9, pad = 8, top = 60;
+    const int left = 330, width = 520, bar = 9, pad = 8, top = 72;
     double scale_max = 100;
     int height = top + 40;
     for (int i = 0; i < nrows; i++) {
@@ -1028,13 +1050,30 @@ static void write_svg(const char *path)
     }
     scale_max = ceil(scale_max / 20) * 20;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "font-family=\"sans-serif\" font-size=\"10\">\n", left + width + 80, height);
+               "font-family=\"sans-serif\" font-size=\"10\">\n", left + width + 140, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"10\" y=\"18\" font-size=\"13\">EveryO kernels: %% of this machine's "
-               "measured peak (FMA for matmul, memcpy bandwidth for the rest)</text>\n");
+               "measured peak (FMA for matmul, memcpy bandwidth for the rest), with the rate</text>\n");
+    /* The machine and its measured ceilings, so the chart stands alone. */
+    fprintf(f, "<text x=\"10\" y=\"32\" fill=\"#444\">");
+    for (const char *c = machine; *c; c++) { /* the CPU name as text, XML-escaped */
+        if (*c == '&')
+            fputs("&amp;", f);
+        else if (*c == '<')
+            fputs("&lt;", f);
+        else if (*c == '>')
+            fputs("&gt;", f);
+        else
+            fputc(*c, f);
+    }
+    for (int ti = 0; ti < opt.nthreads; ti++) {
+        int t = opt.threads[ti];
+        fprintf(f, "; %d thr: FMA %.0f GFLOP/s, memcpy %.1f GB/s", t, fma_peak[t], copy_bw[t]);
+    }
+    fprintf(f, "</text>\n");
     for (int impl = 0; impl < NIMPL; impl++)
-        fprintf(f, "<rect x=\"%d\" y=\"28\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-                   "<text x=\"%d\" y=\"37\">%s</text>\n",
+        fprintf(f, "<rect x=\"%d\" y=\"40\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                   "<text x=\"%d\" y=\"49\">%s</text>\n",
                 10 + impl * 110, color[impl], 24 + impl * 110, impl_name[impl]);
     for (int g = 0; g <= scale_max; g += 20) {
         double x = left + width * g / scale_max;
@@ -1052,8 +1091,9 @@ static void write_svg(const char *path)
             double p = 100 * rate_of(R, impl) / peak_of(R);
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left,
                     y, width * p / scale_max, bar - 1, color[impl]);
-            fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"8\">%.0f%%</text>\n",
-                    left + width * p / scale_max + 3, y + bar - 2, p);
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"8\">%.0f%% (%.1f %s)</text>\n",
+                    left + width * p / scale_max + 3, y + bar - 2, p, rate_of(R, impl),
+                    R->is_flops ? "GFLOP/s" : "GB/s");
             y += bar;
         }
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %s, %d thr</text>\n", left - 6,
@@ -1120,75 +1160,115 @@ static const bcase quick_cases[] = {
     ROWS(K_ADAMW, 4096, 1024),
 };
 
+/* "1,2": thread counts, each a plain number from 1 to MAX_THREADS. */
 static int parse_threads(const char *s)
 {
     opt.nthreads = 0;
     while (*s && opt.nthreads < MAX_THREADS) {
         char *end;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        errno = 0;
         long t = strtol(s, &end, 10);
-        if (end == s || t < 1 || t > MAX_THREADS)
+        if (errno || t < 1 || t > MAX_THREADS)
             return -1;
         opt.threads[opt.nthreads++] = (int)t;
-        s = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
             return -1;
+        s = *end == ',' ? end + 1 : end;
+        if (*end == ',' && !*s)
+            return -1;
     }
-    return opt.nthreads > 0 ? 0 : -1;
+    return opt.nthreads > 0 && !*s ? 0 : -1;
 }
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr,
-            "usage: eo-bench [--device cpu|cuda|sim] [--gpu NAME] [--profile] [--predicted CSV] [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE] [--svg FILE]\n"
-            "                [--no-blas] [--no-torch] [--no-naive] [--python EXE]\n"
-            "                [--torch-script FILE]\n");
+    fprintf(f,
+            "usage: eo-bench [options]\n"
+            "Time every kernel beside its references (naive C, OpenBLAS, PyTorch) as a\n"
+            "fraction of this machine's measured FMA peak or copy bandwidth.\n"
+            "\n"
+            "      --device cpu|cuda|sim  cpu (default), the PTX kernels on CUDA device 0, or\n"
+            "                           their estimated times on named GPUs from the PTX\n"
+            "                           interpreter's counters (estimates, not measurements)\n"
+            "      --gpu NAME           with sim: one GPU (H200, H100, A100, RTX4090)\n"
+            "      --profile            with sim: each kernel's counters\n"
+            "      --predicted CSV      with cuda: print a sim run's estimates beside the times\n"
+            "      --quick              a smaller set of cases\n"
+            "  -j, --threads LIST       thread counts to run, e.g. 1,2 (1,2)\n"
+            "      --filter TEXT        only cases whose label, shape or note contains TEXT\n"
+            "      --csv FILE           the results as CSV\n"
+            "      --svg FILE           the results as a bar chart\n"
+            "      --no-blas            skip the OpenBLAS reference\n"
+            "      --no-torch           skip the PyTorch reference\n"
+            "      --no-naive           skip the naive-loop reference\n"
+            "      --python EXE         the Python with torch (/usr/bin/python3)\n"
+            "      --torch-script FILE  PyTorch's side (tools/bench/bench_torch.py)\n"
+            "  -h, --help               this text\n"
+            "      --version            the program's and the library's version\n");
 }
 
 int main(int argc, char **argv)
 {
-    int cuda = 0, sim = 0, profile = 0;
+    eo_args_program("eo-bench");
+    int device = 0, cuda = 0, sim = 0, profile = 0;
     const char *gpu = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--quick"))
-            opt.quick = 1;
-        else if (v && !strcmp(a, "--device") &&
-                 (!strcmp(v, "cuda") || !strcmp(v, "cpu") || !strcmp(v, "sim")))
-            cuda = !strcmp(v, "cuda"), sim = !strcmp(v, "sim"), i++;
-        else if (v && !strcmp(a, "--gpu"))
-            gpu = v, i++;
-        else if (!strcmp(a, "--profile"))
-            profile = 1;
-        else if (v && !strcmp(a, "--predicted")) {
+    enum { O_DEVICE = 256, O_GPU, O_PROFILE, O_PREDICTED, O_QUICK, O_FILTER, O_CSV, O_SVG, O_NO_BLAS, O_NO_TORCH, O_NO_NAIVE,
+           O_PYTHON, O_TORCH_SCRIPT, O_VERSION };
+    static const struct option opts[] = {
+        {"device", required_argument, NULL, O_DEVICE}, {"quick", no_argument, NULL, O_QUICK},
+        {"threads", required_argument, NULL, 'j'},     {"filter", required_argument, NULL, O_FILTER},
+        {"csv", required_argument, NULL, O_CSV},       {"svg", required_argument, NULL, O_SVG},
+        {"no-blas", no_argument, NULL, O_NO_BLAS},     {"no-torch", no_argument, NULL, O_NO_TORCH},
+        {"no-naive", no_argument, NULL, O_NO_NAIVE},   {"python", required_argument, NULL, O_PYTHON},
+        {"torch-script", required_argument, NULL, O_TORCH_SCRIPT},
+        {"gpu", required_argument, NULL, O_GPU},       {"profile", no_argument, NULL, O_PROFILE},
+        {"predicted", required_argument, NULL, O_PREDICTED},
+        {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const devices[] = {"cpu", "cuda", "sim"};
+    int o;
+    while ((o = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case O_DEVICE:
+            if (!eo_arg_choice("--device", v, devices, 3, &device))
+                return 2;
+            cuda = device == 1, sim = device == 2;
+            break;
+        case O_GPU: gpu = v; break;
+        case O_PROFILE: profile = 1; break;
+        case O_PREDICTED:
             if (eo_predicted_load(v) != 0) {
-                fprintf(stderr, "eo-bench: cannot read %s\n", v);
+                fprintf(stderr, "eo-bench: --predicted: cannot read '%s'\n", v);
                 return 2;
             }
-            i++;
-        }
-        else if (!strcmp(a, "--no-blas"))
-            opt.no_blas = 1;
-        else if (!strcmp(a, "--no-torch"))
-            opt.no_torch = 1;
-        else if (!strcmp(a, "--no-naive"))
-            opt.no_naive = 1;
-        else if (v && !strcmp(a, "--threads") && parse_threads(v) == 0)
-            i++;
-        else if (v && !strcmp(a, "--csv"))
-            opt.csv = v, i++;
-        else if (v && !strcmp(a, "--svg"))
-            opt.svg = v, i++;
-        else if (v && !strcmp(a, "--filter"))
-            opt.filter = v, i++;
-        else if (v && !strcmp(a, "--python"))
-            opt.python = v, i++;
-        else if (v && !strcmp(a, "--torch-script"))
-            opt.torch_script = v, i++;
-        else {
-            usage();
-            return 2;
+            break;
+        case O_QUICK: opt.quick = 1; break;
+        case 'j':
+            if (parse_threads(v) != 0) {
+                fprintf(stderr, "eo-bench: --threads: '%s' is not a list like 1,2 of counts from "
+                                "1 to %d\n", v, MAX_THREADS);
+                return 2;
+            }
+            break;
+        case O_FILTER: opt.filter = v; break;
+        case O_CSV: opt.csv = v; break;
+        case O_SVG: opt.svg = v; break;
+        case O_NO_BLAS: opt.no_blas = 1; break;
+        case O_NO_TORCH: opt.no_torch = 1; break;
+        case O_NO_NAIVE: opt.no_naive = 1; break;
+        case O_PYTHON: opt.python = v; break;
+        case O_TORCH_SCRIPT: opt.torch_script = v; break;
+        default: return eo_args_try_help(); /* getopt_long named the problem */
         }
     }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
 
     if (sim) { /* estimates from the interpreter: tools/bench/bench_sim.c */
         FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
@@ -1198,11 +1278,16 @@ int main(int argc, char **argv)
         return rc;
     }
     if (cuda) { /* the GPU mode: tools/bench/bench_gpu.c */
+#if EO_HAVE_CUDA
         FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
         int rc = eo_bench_gpu(NULL, opt.quick ? 1 : 2, stdout, csv);
         if (csv)
             fclose(csv);
         return rc;
+#else
+        fprintf(stderr, "eo-bench: --device cuda: this build has no CUDA backend (make CUDA=0)\n");
+        return 2;
+#endif
     }
 
     eo_pool *pools[MAX_THREADS + 1] = {NULL};
@@ -1232,8 +1317,8 @@ int main(int argc, char **argv)
         }
     if (ci)
         fclose(ci);
-    printf("eo-bench%s: %s, %ld CPUs online\n", opt.quick ? " --quick" : "", cpu,
-           sysconf(_SC_NPROCESSORS_ONLN));
+    snprintf(machine, sizeof machine, "%s, %ld CPUs online", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("eo-bench%s: %s\n", opt.quick ? " --quick" : "", machine);
 
     measure_ceilings(pars);
     load_blas();

@@ -10,9 +10,11 @@ if sh -c "$test_cmd" >/dev/null 2>&1; then exit 0; fi
 if [ "$(id -u)" = 0 ]; then
     echo "installing: $*"
     export DEBIAN_FRONTEND=noninteractive
-    # apt's own progress stays visible: a dataset package is a long download.
-    apt-get install -y -q "$@" ||
-        { echo "refreshing the package lists and trying again"; apt-get update -q && apt-get install -y -q "$@"; } || {
+    # No -q: apt's own progress (its download bar on a terminal, a "Get:"
+    # line per package in a log) stays visible, since a dataset package is
+    # a long download and a silent one looks like a hang.
+    apt-get install -y "$@" ||
+        { echo "refreshing the package lists and trying again"; apt-get update && apt-get install -y "$@"; } || {
         echo "error: 'apt-get install -y $*' failed" >&2; exit 1; }
     sh -c "$test_cmd" >/dev/null 2>&1 && exit 0
     echo "error: installed $* but '$test_cmd' still fails" >&2

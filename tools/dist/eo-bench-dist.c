@@ -13,10 +13,12 @@
  * 2 (n-1)/n x bytes / link; the "link" between processes on one machine
  * is memory, measured here as single-thread memcpy bandwidth of the same
  * size in the same run (bytes copied per second). Only rank 0 prints. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "tools/cli/args.h"
 #include "tools/dist/dist.h"
 
 static double now(void)
@@ -98,19 +100,46 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mpirun -np N eo-bench-dist [options]\n"
+               "All-reduce time and bus bandwidth of the rank-order sum eo-train uses and of\n"
+               "Open MPI's MPI_Allreduce, against the ring model on this machine's memcpy.\n"
+               "\n"
+               "      --sizes LIST       message sizes, e.g. 4K,1M,64M (4K,64K,1M,4M,16M,64M)\n"
+               "      --min-time S       seconds to repeat each size at least (0.3)\n"
+               "  -h, --help             this text\n"
+               "      --version          the program's and the library's version\n");
+}
+
 int main(int argc, char **argv)
 {
+    eo_args_program("eo-bench-dist");
     const char *sizes = "4K,64K,1M,4M,16M,64M";
-    double min_time = 0.3;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) sizes = argv[++i];
-        else if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc) min_time = atof(argv[++i]);
-        else {
-            fprintf(stderr, "usage: mpirun -np N eo-bench-dist [--sizes 4K,1M,64M] "
-                            "[--min-time SECONDS]\n");
-            return 2;
+    float min_time = 0.3f;
+    enum { O_SIZES = 256, O_MIN_TIME, O_VERSION };
+    static const struct option opts[] = {
+        {"sizes", required_argument, NULL, O_SIZES},
+        {"min-time", required_argument, NULL, O_MIN_TIME},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case O_SIZES: sizes = optarg; break;
+        case O_MIN_TIME:
+            if (!eo_arg_float("--min-time", optarg, &min_time))
+                return 2;
+            break;
+        default: return eo_args_try_help();
         }
     }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
     eo_dist d;
     char err[512];
     if (eo_dist_init(&d, "auto", err, sizeof err) != EO_OK) {

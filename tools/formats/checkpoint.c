@@ -62,7 +62,17 @@ eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path,
         for (int d = 0; same && d < t->rank; d++)
             same = e->shape[d] == (uint64_t)t->shape[d];
         if (!e) {
-            snprintf(err, errlen, "%s: no tensor named '%s' (the model needs it)", path, t->name);
+            /* Name what the file does hold: usually a prefix or a model
+             * mismatch that one look at the list explains. */
+            int w = snprintf(err, errlen, "%s: no tensor named '%s' (the model needs it); the "
+                             "file has %zu:", path, t->name, f.count);
+            for (size_t k = 0; k < f.count && w >= 0 && (size_t)w < errlen; k++) {
+                if (errlen - (size_t)w < strlen(f.tensors[k].name) + 8) {
+                    snprintf(err + w, errlen - (size_t)w, " ...");
+                    break;
+                }
+                w += snprintf(err + w, errlen - (size_t)w, " %s", f.tensors[k].name);
+            }
             s = EO_ERR_FORMAT;
         } else if (e->dtype != EO_ST_F32) {
             snprintf(err, errlen, "%s: '%s' has dtype %s, expected F32", path, t->name,

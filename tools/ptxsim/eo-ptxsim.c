@@ -30,11 +30,14 @@
  *
  * Exit status: 0 the kernel ran cleanly; 1 it faulted (the fault is
  * printed); 2 bad usage, or the PTX did not load. */
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/bench/perfmodel.h"
+#include "tools/cli/args.h"
 #include "tools/ptxsim/ptxsim.h"
 
 #define MAX_ARGS 32
@@ -48,15 +51,63 @@ typedef struct arg {
     size_t size;      /* bytes the parameter takes */
 } arg;
 
-static int usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr, "usage: eo-ptxsim FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] "
-                    "--arg KIND... [--shared BYTES] [--print N] [--max-steps N] [--trace]\n"
-                    "  [--trace-thread B,T] [--profile [--gpu NAME]] [--sample BLOCKS]\n"
-                    "  KIND: f32buf:N[=INIT] u32buf:N[=INIT] s32buf:N[=INIT] u32:V s32:V u64:V "
-                    "s64:V f32:V f64:V\n  INIT: NUMBER | ramp | ramp:START,STEP | rand:SEED | "
-                    "file:PATH\n");
-    return 2;
+    fprintf(f, "usage: eo-ptxsim FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] --arg KIND... [options]\n"
+               "Run one PTX kernel on the CPU interpreter and print its buffers.\n"
+               "\n"
+               "  -g, --grid X[,Y,Z]     blocks in the grid (1)\n"
+               "  -b, --block X[,Y,Z]    threads per block (1)\n"
+               "  -a, --arg KIND         one per kernel parameter, in order:\n"
+               "                         f32buf:N[=INIT] u32buf:N[=INIT] s32buf:N[=INIT] (a buffer\n"
+               "                         of N elements) or u32:V s32:V u64:V s64:V f32:V f64:V;\n"
+               "                         INIT: NUMBER | ramp | ramp:START,STEP | rand:SEED | file:PATH\n"
+               "      --shared BYTES     dynamic shared memory per block (0)\n"
+               "      --print N          elements of each buffer to print (64)\n"
+               "      --max-steps N      guard against endless loops, warp instructions (1e8)\n"
+               "      --trace            print every executed warp instruction\n"
+               "      --trace-thread B,T trace only block B, with the values of thread T\n"
+               "      --profile          print the launch's performance counters, the occupancy\n"
+               "                         ptxas allows and the model's estimated time (estimates)\n"
+               "      --gpu NAME         with --profile: the GPU to estimate for (H200)\n"
+               "      --sample BLOCKS    run only BLOCKS blocks spread over the grid; counters\n"
+               "                         are scaled to the whole grid\n"
+               "  -h, --help             this text\n"
+               "      --version          the program's and the library's version\n"
+               "Exit status: 0 ran cleanly, 1 the kernel faulted, 2 bad usage or PTX that does not load.\n");
+}
+
+/* Digits only: strtoul would also take " 5", "+5" and "-1" (as 2^64-1). */
+static int plain_number(const char *s) { return isdigit((unsigned char)*s) != 0; }
+
+/* "B,T": two whole numbers. */
+static int parse_pair(const char *s, long *a, long *b)
+{
+    char *end;
+    if (!plain_number(s))
+        return -1;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (errno || *end != ',' || !plain_number(end + 1))
+        return -1;
+    const char *p = end + 1;
+    long y = strtol(p, &end, 10);
+    if (errno || *end)
+        return -1;
+    *a = x;
+    *b = y;
+    return 0;
+}
+
+/* A double written plainly (no leading space), all of the string. */
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    if (!*s || isspace((unsigned char)*s))
+        return -1;
+    errno = 0;
+    *out = strtod(s, &end);
+    return *end || errno ? -1 : 0;
 }
 
 static char *read_file(const char *path, size_t *len)
@@ -96,6 +147,8 @@ static int parse_dim(const char *s, eo_px_dim *d)
     while (n < 3) {
         char *end;
         errno = 0;
+        if (!plain_number(p))
+            return -1;
         unsigned long x = strtoul(p, &end, 10);
         if (end == p || errno || x == 0 || x > 0x7fffffffu)
             return -1;
@@ -135,11 +188,26 @@ static int fill(const char *kind, void *host, size_t n, const char *init)
         start = 0;
     } else if (strncmp(init, "ramp", 4) == 0) {
         step = 1;
-        if (init[4] == ':' && sscanf(init + 5, "%lf,%lf", &start, &step) != 2)
+        if (init[4] == ':') {
+            char a[64];
+            const char *comma = strchr(init + 5, ',');
+            if (!comma || (size_t)(comma - (init + 5)) >= sizeof a)
+                return -1;
+            memcpy(a, init + 5, (size_t)(comma - (init + 5)));
+            a[comma - (init + 5)] = 0;
+            if (parse_double(a, &start) || parse_double(comma + 1, &step))
+                return -1;
+        } else if (init[4]) {
             return -1;
+        }
     } else if (strncmp(init, "rand:", 5) == 0) {
         mode = 1;
-        seed = (uint32_t)strtoul(init + 5, NULL, 10);
+        char *end;
+        errno = 0;
+        unsigned long x = plain_number(init + 5) ? strtoul(init + 5, &end, 10) : 0;
+        if (!plain_number(init + 5) || *end || errno || x > 0xffffffffu)
+            return -1;
+        seed = (uint32_t)x;
     } else if (strncmp(init, "file:", 5) == 0) {
         mode = 2;
         f = fopen(init + 5, "r");
@@ -147,11 +215,8 @@ static int fill(const char *kind, void *host, size_t n, const char *init)
             fprintf(stderr, "eo-ptxsim: cannot open %s\n", init + 5);
             return -1;
         }
-    } else {
-        char *end;
-        start = strtod(init, &end);
-        if (*end)
-            return -1;
+    } else if (parse_double(init, &start)) {
+        return -1;
     }
     for (size_t i = 0; i < n; i++) {
         double v = start + step * (double)i;
@@ -186,8 +251,11 @@ static int parse_arg(const char *s, arg *a, eo_px_heap *h)
         if (strcmp(a->kind, "f32") && strcmp(a->kind, "u32") && strcmp(a->kind, "s32"))
             return -1;
         char *end;
+        errno = 0;
+        if (!plain_number(colon + 1))
+            return -1;
         a->n = strtoul(colon + 1, &end, 10);
-        if (end == colon + 1 || (*end && *end != '='))
+        if (errno || a->n > ((size_t)1 << 32) || (*end && *end != '='))
             return -1;
         a->is_buf = 1;
         a->size = 8;
@@ -201,6 +269,8 @@ static int parse_arg(const char *s, arg *a, eo_px_heap *h)
     const char *v = colon + 1;
     char *end;
     errno = 0;
+    if (!*v || isspace((unsigned char)*v) || (a->kind[0] == 'u' && *v == '-'))
+        return -1;
     if (a->kind[0] == 'f') {
         double d = strtod(v, &end);
         if (strcmp(a->kind, "f32") == 0) {
@@ -276,53 +346,97 @@ static void profile(const char *text, size_t len, const char *kname, const eo_px
 
 int main(int argc, char **argv)
 {
-    if (argc < 3)
-        return usage();
-    const char *path = argv[1], *kname = argv[2];
+    eo_args_program("eo-ptxsim");
     eo_px_config c;
     memset(&c, 0, sizeof c);
     c.grid.x = c.grid.y = c.grid.z = 1;
     c.block.x = c.block.y = c.block.z = 1;
     c.trace_block = -1;
     c.trace_thread = -1;
-    size_t print_limit = 64;
+    unsigned long long print_limit = 64, u;
     const char *argspec[MAX_ARGS];
     int nargs = 0, do_trace = 0, do_profile = 0;
     const char *gpu = "H200";
-    for (int i = 3; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--trace")) {
-            do_trace = 1;
-            continue;
-        }
-        if (!strcmp(o, "--profile")) {
-            do_profile = 1;
-            continue;
-        }
-        if (!v)
-            return usage();
-        i++;
-        if (!strcmp(o, "--grid") && parse_dim(v, &c.grid) == 0) {
-        } else if (!strcmp(o, "--block") && parse_dim(v, &c.block) == 0) {
-        } else if (!strcmp(o, "--arg") && nargs < MAX_ARGS) {
+    enum { O_SHARED = 256, O_MAX_STEPS, O_PRINT, O_TRACE, O_TRACE_THREAD, O_VERSION, O_PROFILE,
+           O_GPU, O_SAMPLE };
+    static const struct option opts[] = {
+        {"grid", required_argument, NULL, 'g'},       {"block", required_argument, NULL, 'b'},
+        {"arg", required_argument, NULL, 'a'},        {"shared", required_argument, NULL, O_SHARED},
+        {"max-steps", required_argument, NULL, O_MAX_STEPS},
+        {"print", required_argument, NULL, O_PRINT},  {"trace", no_argument, NULL, O_TRACE},
+        {"trace-thread", required_argument, NULL, O_TRACE_THREAD},
+        {"profile", no_argument, NULL, O_PROFILE},    {"gpu", required_argument, NULL, O_GPU},
+        {"sample", required_argument, NULL, O_SAMPLE},
+        {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "g:b:a:h", opts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case 'g':
+        case 'b':
+            if (parse_dim(v, o == 'g' ? &c.grid : &c.block) != 0) {
+                fprintf(stderr, "eo-ptxsim: --%s: '%s' is not X[,Y,Z] with each from 1 to "
+                                "2147483647\n", o == 'g' ? "grid" : "block", v);
+                return 2;
+            }
+            break;
+        case 'a':
+            if (nargs == MAX_ARGS) {
+                fprintf(stderr, "eo-ptxsim: --arg: at most %d parameters\n", MAX_ARGS);
+                return 2;
+            }
             argspec[nargs++] = v;
-        } else if (!strcmp(o, "--shared")) {
-            c.dyn_shared = strtoul(v, NULL, 10);
-        } else if (!strcmp(o, "--max-steps")) {
-            c.step_limit = strtoull(v, NULL, 10);
-        } else if (!strcmp(o, "--sample")) {
-            c.sample_blocks = (unsigned)strtoul(v, NULL, 10);
-        } else if (!strcmp(o, "--gpu")) {
-            gpu = v;
-        } else if (!strcmp(o, "--print")) {
-            print_limit = strtoul(v, NULL, 10);
-        } else if (!strcmp(o, "--trace-thread") &&
-                   sscanf(v, "%ld,%ld", &c.trace_block, &c.trace_thread) == 2) {
+            break;
+        case O_SHARED:
+            if (!eo_arg_u64("--shared", v, &u))
+                return 2;
+            if (u > (1u << 20)) {
+                fprintf(stderr, "eo-ptxsim: --shared: '%s' is more than 1 MiB\n", v);
+                return 2;
+            }
+            c.dyn_shared = (size_t)u;
+            break;
+        case O_MAX_STEPS:
+            if (!eo_arg_u64("--max-steps", v, &u))
+                return 2;
+            c.step_limit = u;
+            break;
+        case O_PRINT:
+            if (!eo_arg_u64("--print", v, &print_limit))
+                return 2;
+            break;
+        case O_TRACE: do_trace = 1; break;
+        case O_TRACE_THREAD:
+            if (parse_pair(v, &c.trace_block, &c.trace_thread) != 0) {
+                fprintf(stderr, "eo-ptxsim: --trace-thread: '%s' is not BLOCK,THREAD\n", v);
+                return 2;
+            }
             do_trace = 1;
-        } else {
-            return usage();
+            break;
+        case O_PROFILE: do_profile = 1; break;
+        case O_GPU: gpu = v; break;
+        case O_SAMPLE:
+            if (!eo_arg_u64("--sample", v, &u))
+                return 2;
+            if (u > 1u << 30) {
+                fprintf(stderr, "eo-ptxsim: --sample: '%s' is more blocks than a grid holds\n", v);
+                return 2;
+            }
+            c.sample_blocks = (unsigned)u;
+            break;
+        default: return eo_args_try_help(); /* getopt_long named the problem */
         }
     }
+    if (argc - optind != 2) {
+        fprintf(stderr, "eo-ptxsim: need FILE.ptx and KERNEL, %d argument%s given\n",
+                argc - optind, argc - optind == 1 ? "" : "s");
+        return eo_args_try_help();
+    }
+    const char *path = argv[optind], *kname = argv[optind + 1];
     size_t len = 0;
     char *text = read_file(path, &len);
     if (!text) {

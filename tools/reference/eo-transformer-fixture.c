@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* optind */
 #include "core/transformer.h"
+#include "tools/cli/args.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/train/pcg32.h"
 #include "tools/formats/safetensors.h"
@@ -68,12 +70,31 @@ static int write_fixture(eo_ctx *ctx, const eo_params *ps, const char *path, con
     return 0;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: eo-transformer-fixture gpt|vit OUT.safetensors\n"
+               "Write the tiny GPT or ViT weights and batch the PyTorch parity fixtures start\n"
+               "from (make fixtures runs it, then tools/reference/ref_transformer.py).\n"
+               "\n"
+               "  -h, --help     this text\n"
+               "      --version  the program's and the library's version\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "vit") != 0)) {
-        fprintf(stderr, "usage: eo-transformer-fixture gpt|vit OUT.safetensors\n");
-        return 2;
+    eo_args_program("eo-transformer-fixture");
+    int done = eo_args_help_version(argc, argv, usage);
+    if (done >= 0)
+        return done;
+    static const char *const models[] = {"gpt", "vit"};
+    int which;
+    if (argc - optind != 2) {
+        fprintf(stderr, "eo-transformer-fixture: need a model (gpt or vit) and OUT.safetensors\n");
+        return eo_args_try_help();
     }
+    if (!eo_arg_choice("model", argv[optind], models, 2, &which))
+        return eo_args_try_help();
+    argv += optind - 1; /* argv[1] the model, argv[2] the file, as below */
     size_t pb = 8u << 20, sb = 8u << 20;
     void *p = malloc(pb), *s = malloc(sb);
     eo_ctx ctx;

@@ -9,6 +9,9 @@
  * of the last position's logits divided by the temperature, restricted to
  * the k most likely characters when --top-k is given (temperature 0: the
  * most likely one). The model sees the last `context` characters. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include "core/transformer.h"
 #include "tools/cli/args.h"
 #include "tools/formats/checkpoint.h"
+#include "tools/train/gpt_limits.h"
 #include "tools/train/pcg32.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/textlm.h"
@@ -23,21 +27,42 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: eo-sample --load FILE [options]\n"
-               "  --prompt TEXT          text to continue (default: a newline)\n"
-               "  --temperature F        softmax temperature, 0 = greedy (1.0)\n"
-               "  --top-k K              sample among the K most likely characters (0: all)\n"
-               "  --length N             characters to generate (300)\n"
-               "  --seed N               sampling seed (1)\n");
+               "Continue a prompt with a character GPT trained by eo-train --model gpt --save FILE.\n"
+               "\n"
+               "  -l, --load FILE        the checkpoint (required)\n"
+               "  -p, --prompt TEXT      text to continue (default: a newline)\n"
+               "  -t, --temperature F    softmax temperature, 0 = greedy (1.0)\n"
+               "  -k, --top-k K          sample among the K most likely characters (0: all)\n"
+               "  -n, --length N         characters to generate (300)\n"
+               "      --seed N           sampling seed (1)\n"
+               "  -h, --help             this text\n"
+               "      --version          the program's and the library's version\n");
 }
 
+/* A size from the checkpoint's metadata: digits only, no overflow. The
+ * range is checked with the others in eo_gpt_sizes_check. */
 static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
 {
     const char *s = eo_st_meta_get(f, key);
-    if (!s)
+    char *end;
+    if (!s || !isdigit((unsigned char)*s))
         return 0;
-    *v = atoll(s);
-    return *v > 0;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (*end || errno)
+        return 0;
+    *v = x;
+    return 1;
 }
+
+enum { O_SEED = 256, O_VERSION };
+static const struct option opts[] = {
+    {"load", required_argument, NULL, 'l'},   {"prompt", required_argument, NULL, 'p'},
+    {"temperature", required_argument, NULL, 't'},
+    {"top-k", required_argument, NULL, 'k'},  {"length", required_argument, NULL, 'n'},
+    {"seed", required_argument, NULL, O_SEED}, {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0},
+};
 
 /* One draw from softmax(logits / temp) over the top k entries. */
 static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
@@ -83,22 +108,34 @@ int main(int argc, char **argv)
     float temp = 1.0f;
     int topk = 0, length = 300;
     unsigned long long seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name) (strcmp(a, name) == 0 && v && ++i)
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
-        else if (OPT("--load")) load = v;
-        else if (OPT("--prompt")) prompt = v;
-        else if (OPT("--temperature")) { if (!eo_arg_float(a, v, &temp)) return 2; }
-        else if (OPT("--top-k")) { if (!eo_arg_int(a, v, &topk)) return 2; }
-        else if (OPT("--length")) { if (!eo_arg_int(a, v, &length)) return 2; }
-        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; seed = u_; }
-        else { fprintf(stderr, "eo-sample: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
-#undef OPT
+    int o;
+    while ((o = getopt_long(argc, argv, "l:p:t:k:n:h", opts, NULL)) != -1) {
+        const char *v = optarg;
+        int ok = 1;
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case 'l': load = v; break;
+        case 'p': prompt = v; break;
+        case 't': ok = eo_arg_float("--temperature", v, &temp);
+            if (ok && (temp < 0 || temp > 1e4f)) {
+                fprintf(stderr, "eo-sample: --temperature: '%s' is not from 0 to 10000\n", v);
+                return 2;
+            }
+            break;
+        case 'k': ok = eo_arg_int_range("--top-k", v, 0, EO_GPT_MAX_VOCAB, &topk); break;
+        case 'n': ok = eo_arg_int_range("--length", v, 0, 1 << 24, &length); break;
+        case O_SEED: ok = eo_arg_u64("--seed", v, &seed); break;
+        default: return eo_args_try_help(); /* getopt_long named the problem */
+        }
+        if (!ok)
+            return 2;
     }
-    if (!load || length < 0 || temp < 0 || topk < 0) {
-        usage(stderr);
+    if (!eo_args_no_operands(argc, argv))
         return 2;
+    if (!load) {
+        fprintf(stderr, "eo-sample: --load FILE is required (a checkpoint of eo-train --model gpt)\n");
+        return eo_args_try_help();
     }
     char err[512];
     eo_st_file f;
@@ -109,6 +146,12 @@ int main(int argc, char **argv)
     eo_gpt_config c;
     const char *model = eo_st_meta_get(&f, "model"), *chars = eo_st_meta_get(&f, "vocab");
     eo_vocab voc;
+    if (model && strcmp(model, "gpt") != 0) {
+        fprintf(stderr, "eo-sample: %s holds a '%s' model, not a GPT (eo-train --load %s --eval "
+                        "evaluates it)\n", load, model, load);
+        eo_st_close(&f);
+        return 1;
+    }
     if (!model || strcmp(model, "gpt") != 0 || !chars || eo_vocab_from_chars(&voc, chars) != 0 ||
         !meta_int(&f, "context", &c.context) || !meta_int(&f, "d_model", &c.d_model) ||
         !meta_int(&f, "heads", &c.heads) || !meta_int(&f, "layers", &c.layers)) {
@@ -119,6 +162,12 @@ int main(int argc, char **argv)
     }
     eo_st_close(&f);
     c.vocab = voc.size;
+    size_t pb = 64u << 20, sb = 256u << 20;
+    eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, c.vocab, 1, 0};
+    if (!eo_gpt_sizes_check(&sz, pb, sb, 0, err, sizeof err)) {
+        fprintf(stderr, "eo-sample: %s: %s\n", load, err);
+        return 1;
+    }
 
     /* The prompt, cleaned as the corpus was. */
     size_t plen = strlen(prompt), n = 0;
@@ -142,7 +191,6 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    size_t pb = 64u << 20, sb = 256u << 20;
     void *p = malloc(pb), *s = malloc(sb);
     eo_ctx ctx;
     eo_gpt m;

@@ -2,14 +2,16 @@
  *
  *   eo-train                       MLP 784-256-10 on Fashion-MNIST, defaults
  *   eo-train --model cnn           the convolutional model
- *   eo-train --load m.safetensors --epochs 0    evaluate a checkpoint
+ *   eo-train --load m.safetensors --eval    evaluate a checkpoint only
  *   eo-train --model vit           a small Vision Transformer, 1 epoch
  *   eo-train --model gpt           a character-level GPT on the fortunes
  *                                  corpus (or --text FILE); see eo-sample
  *
+ * Options are GNU style (getopt_long): --opt=value or --opt value, -h.
  * Run with --help for every option. The defaults are the figures quoted in
  * README.md. Under `mpirun -np N` it runs one rank per process (see
  * tools/dist/README.md). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,52 +20,55 @@
 #include "core/nn.h"
 #include "tools/cli/args.h"
 #include "tools/dist/dist.h"
+#include "tools/formats/safetensors.h"
+#include "tools/train/gpt_limits.h"
 #include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
 
+/* Bounds far above any sensible run; they turn a typo into a message. */
+#define MAX_EPOCHS 100000
+#define MAX_BATCH 65536
+#define MAX_THREADS 1024
+#define MAX_STEPS 2000000000
+
 /* ---- data parallelism (tools/dist/) -----------------------------------------
  * Kept apart from the rest of the option parsing so either can change
- * alone. */
+ * alone: both option tables end with DIST_OPTIONS, and dist_option()
+ * handles their codes. */
 typedef struct dist_opts {
-    const char *mode; /* --dist auto|mpi|none */
-    int micro;        /* --micro-batches N */
+    int mode;  /* --dist auto|mpi|none: index into dist_modes */
+    int micro; /* --micro-batches N */
 } dist_opts;
 
+static const char *const dist_modes[] = {"auto", "mpi", "none"};
+
 static const char dist_usage[] =
-    "  --dist auto|mpi|none   one rank per process under mpirun (auto: when started by it)\n"
-    "  --micro-batches N      run each rank's share of a batch as N slices in turn, adding\n"
+    "      --dist auto|mpi|none  one rank per process under mpirun (auto: when started by it)\n"
+    "      --micro-batches N  run each rank's share of a batch as N slices in turn, adding\n"
     "                         their gradients (1); one process with N gives the same\n"
     "                         result as N ranks\n";
 
-/* 1: argv[*i] was a data-parallel option (its value consumed), 0: not
- * one, -1: a bad value (reported). */
-static int dist_option(dist_opts *d, int argc, char **argv, int *i)
+enum { O_DIST = 1000, O_MICRO };
+#define DIST_OPTIONS                                                                      \
+    {"dist", required_argument, NULL, O_DIST},                                            \
+    {"micro-batches", required_argument, NULL, O_MICRO}
+
+/* 1: the option was a data-parallel one, 0: not one, -1: a bad value
+ * (reported). */
+static int dist_option(dist_opts *d, int code, const char *v)
 {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (strcmp(a, "--dist") == 0 && v) {
-        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "none")) {
-            fprintf(stderr, "eo-train: --dist auto|mpi|none, not '%s'\n", v);
-            return -1;
-        }
-        d->mode = v;
-    } else if (strcmp(a, "--micro-batches") == 0 && v) {
-        if (!eo_arg_int(a, v, &d->micro) || d->micro < 1) {
-            if (d->micro < 1)
-                fprintf(stderr, "eo-train: --micro-batches needs N >= 1\n");
-            return -1;
-        }
-    } else {
-        return 0;
-    }
-    ++*i;
-    return 1;
+    if (code == O_DIST)
+        return eo_arg_choice("--dist", v, dist_modes, 3, &d->mode) ? 1 : -1;
+    if (code == O_MICRO)
+        return eo_arg_int_range("--micro-batches", v, 1, 1 << 20, &d->micro) ? 1 : -1;
+    return 0;
 }
 
 /* Join the world before training; 0 on success. */
 static int dist_start(eo_dist *w, const dist_opts *d)
 {
     char err[512];
-    if (eo_dist_init(w, d->mode, err, sizeof err) != EO_OK) {
+    if (eo_dist_init(w, dist_modes[d->mode], err, sizeof err) != EO_OK) {
         fprintf(stderr, "eo-train: %s\n", err);
         return -1;
     }
@@ -86,98 +91,189 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: eo-train [options]\n"
-            "  --model mlp|cnn|vit|gpt  network (default mlp); gpt: see --model gpt --help\n"
-            "  --epochs N             passes over the training set (mlp 15, cnn 4, vit 1)\n"
-            "  --steps N              stop after N steps in all, then evaluate (off)\n"
-            "  --batch N              images per step (128)\n"
-            "  --lr F                 peak learning rate (mlp and cnn 2e-3, vit 1e-3)\n"
-            "  --optimizer sgd|adamw  (adamw)\n"
-            "  --momentum F           SGD momentum (0.9); --nesterov for Nesterov\n"
-            "  --weight-decay F       (0; vit 0.01)\n"
-            "  --schedule constant|step|cosine   learning-rate schedule (cosine)\n"
-            "  --warmup N             cosine warm-up steps (0)\n"
-            "  --clip F               clip the global gradient norm to F (off)\n"
-            "  --seed N               initialisation and shuffling seed (1)\n"
-            "  --threads N            worker threads (2)\n"
-            "  --data DIR             IDX files (/usr/share/datasets/fashion-mnist)\n"
-            "  --subset N             train on the first N images only\n"
-            "  --test-subset N        evaluate on the first N test images only\n"
-            "  --save FILE            write the weights (safetensors) at the end\n"
-            "  --load FILE            start from these weights (safetensors)\n"
-            "  --log FILE             per-step loss as CSV\n"
-            "  --plot FILE            loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
-            "  --device cpu|cuda      where tensors live (cpu)\n"
-            "  --quiet                no progress bar\n%s", dist_usage);
+            "Train a classifier on Fashion-MNIST (or, with --model gpt, a character GPT).\n"
+            "\n"
+            "  -m, --model mlp|cnn|vit|gpt  network (default mlp, or the one --load's file\n"
+            "                         names); gpt: see eo-train --model gpt --help\n"
+            "      --epochs N         passes over the training set (mlp 15, cnn 4, vit 1)\n"
+            "      --steps N          stop after N >= 1 steps in all, then evaluate (off)\n"
+            "      --eval             only evaluate the --load checkpoint on the test set\n"
+            "  -b, --batch N          images per step (128)\n"
+            "      --lr F             peak learning rate (mlp and cnn 2e-3, vit 1e-3)\n"
+            "      --optimizer sgd|adamw  (adamw)\n"
+            "      --momentum F       SGD momentum (0.9)\n"
+            "      --nesterov         Nesterov momentum for SGD\n"
+            "      --weight-decay F   (0; vit 0.01)\n"
+            "      --schedule constant|step|cosine   learning-rate schedule (cosine)\n"
+            "      --warmup N         cosine warm-up steps (0)\n"
+            "      --clip F           clip the global gradient norm to F (off)\n"
+            "      --seed N           initialisation and shuffling seed (1)\n"
+            "  -j, --threads N        worker threads (2)\n"
+            "      --data DIR         IDX files (/usr/share/datasets/fashion-mnist)\n"
+            "      --subset N         train on the first N images only\n"
+            "      --test-subset N    evaluate on the first N test images only\n"
+            "      --save FILE        write the weights (safetensors) at the end\n"
+            "      --load FILE        start from these weights (safetensors)\n"
+            "      --log FILE         per-step loss as CSV\n"
+            "      --plot FILE        loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
+            "      --device cpu|cuda  where tensors live (cpu)\n"
+            "  -q, --quiet            no progress bar\n%s"
+            "  -h, --help             this text\n"
+            "      --version          the program's and the library's version\n", dist_usage);
 }
 
 static void usage_gpt(FILE *f)
 {
     fprintf(f,
             "usage: eo-train --model gpt [options]\n"
-            "  --text FILE            train on this text (default: the fortunes corpus)\n"
-            "  --fortunes DIR         where the fortunes are (" EO_FORTUNES_DIR ")\n"
-            "  --steps N              training steps (1000)\n"
-            "  --context N            characters of context (64)\n"
-            "  --d-model N            width (128)\n"
-            "  --heads N              attention heads (4)\n"
-            "  --layers N             transformer blocks (4)\n"
-            "  --batch N              windows per step (32)\n"
-            "  --lr F                 AdamW learning rate, constant (1e-3)\n"
-            "  --weight-decay F       (0.01)\n"
-            "  --eval-every N         validation loss every N steps (100; 0: at the end)\n"
-            "  --val-windows N        validation windows of context+1 chars (512)\n"
-            "  --fused                fused attention instead of the composed one\n"
-            "  --seed N               initialisation and batch seed (1)\n"
-            "  --threads N            worker threads (2)\n"
-            "  --save FILE            checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
-            "  --log FILE             per-step CSV: step, train loss, validation loss\n"
-            "  --quiet                no progress lines\n%s", dist_usage);
+            "Train a character-level GPT; sample from it with eo-sample.\n"
+            "\n"
+            "      --text FILE        train on this text (default: the fortunes corpus)\n"
+            "      --fortunes DIR     where the fortunes are (" EO_FORTUNES_DIR ")\n"
+            "      --steps N          training steps (1000)\n"
+            "      --context N        characters of context (64)\n"
+            "      --d-model N        width (128)\n"
+            "      --heads N          attention heads, dividing --d-model (4)\n"
+            "      --layers N         transformer blocks (4)\n"
+            "  -b, --batch N          windows per step (32)\n"
+            "      --lr F             AdamW learning rate, constant (1e-3)\n"
+            "      --weight-decay F   (0.01)\n"
+            "      --eval-every N     validation loss every N steps (100; 0: at the end)\n"
+            "      --val-windows N    validation windows of context+1 chars (512)\n"
+            "      --fused            fused attention instead of the composed one\n"
+            "      --seed N           initialisation and batch seed (1)\n"
+            "  -j, --threads N        worker threads (2)\n"
+            "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
+            "      --log FILE         per-step CSV: step, train loss, validation loss\n"
+            "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
+            "  -q, --quiet            no progress lines\n%s"
+            "  -h, --help             this text\n"
+            "      --version          the program's and the library's version\n", dist_usage);
+}
+
+/* Long-only options get codes above the character range. */
+enum {
+    O_EPOCHS = 256, O_STEPS, O_EVAL, O_LR, O_OPTIMIZER, O_MOMENTUM, O_NESTEROV, O_WD,
+    O_SCHEDULE, O_WARMUP, O_CLIP, O_SEED, O_DATA, O_SUBSET, O_TEST_SUBSET, O_SAVE, O_LOAD,
+    O_LOG, O_PLOT, O_DEVICE, O_VERSION, O_TEXT, O_FORTUNES, O_CONTEXT, O_DMODEL, O_HEADS,
+    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED,
+};
+
+static const char short_opts[] = "m:b:j:qh";
+
+static const struct option image_opts[] = {
+    {"model", required_argument, NULL, 'm'},       {"epochs", required_argument, NULL, O_EPOCHS},
+    {"steps", required_argument, NULL, O_STEPS},   {"eval", no_argument, NULL, O_EVAL},
+    {"batch", required_argument, NULL, 'b'},       {"lr", required_argument, NULL, O_LR},
+    {"optimizer", required_argument, NULL, O_OPTIMIZER},
+    {"momentum", required_argument, NULL, O_MOMENTUM},
+    {"nesterov", no_argument, NULL, O_NESTEROV},   {"weight-decay", required_argument, NULL, O_WD},
+    {"schedule", required_argument, NULL, O_SCHEDULE},
+    {"warmup", required_argument, NULL, O_WARMUP}, {"clip", required_argument, NULL, O_CLIP},
+    {"seed", required_argument, NULL, O_SEED},     {"threads", required_argument, NULL, 'j'},
+    {"data", required_argument, NULL, O_DATA},     {"subset", required_argument, NULL, O_SUBSET},
+    {"test-subset", required_argument, NULL, O_TEST_SUBSET},
+    {"save", required_argument, NULL, O_SAVE},     {"load", required_argument, NULL, O_LOAD},
+    {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
+    {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
+    DIST_OPTIONS,
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option gpt_opts[] = {
+    {"model", required_argument, NULL, 'm'},       {"text", required_argument, NULL, O_TEXT},
+    {"fortunes", required_argument, NULL, O_FORTUNES},
+    {"steps", required_argument, NULL, O_STEPS},   {"context", required_argument, NULL, O_CONTEXT},
+    {"d-model", required_argument, NULL, O_DMODEL},
+    {"heads", required_argument, NULL, O_HEADS},   {"layers", required_argument, NULL, O_LAYERS},
+    {"batch", required_argument, NULL, 'b'},       {"lr", required_argument, NULL, O_LR},
+    {"weight-decay", required_argument, NULL, O_WD},
+    {"eval-every", required_argument, NULL, O_EVAL_EVERY},
+    {"val-windows", required_argument, NULL, O_VAL_WINDOWS},
+    {"fused", no_argument, NULL, O_FUSED},         {"seed", required_argument, NULL, O_SEED},
+    {"threads", required_argument, NULL, 'j'},     {"save", required_argument, NULL, O_SAVE},
+    {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
+    DIST_OPTIONS,
+    {NULL, 0, NULL, 0},
+};
+
+/* The name getopt_long matched, for messages: "--batch" or "-b". */
+static const char *opt_name(const struct option *table, int code)
+{
+    static char buf[40];
+    for (const struct option *o = table; o->name; o++)
+        if (o->val == code) {
+            snprintf(buf, sizeof buf, "--%s", o->name);
+            return buf;
+        }
+    snprintf(buf, sizeof buf, "-%c", code);
+    return buf;
 }
 
 static int main_gpt(int argc, char **argv)
 {
     eo_lm_config c;
     eo_lm_defaults(&c);
-    dist_opts dopt = { "auto", 1 };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int dk = dist_option(&dopt, argc, argv, &i);
-        if (dk < 0)
+    c.plot = "eo-train-gpt.svg";
+    dist_opts dopt = {0, 1};
+    int o;
+    optind = 0; /* GNU getopt: start over, re-reading the environment */
+    while ((o = getopt_long(argc, argv, short_opts, gpt_opts, NULL)) != -1) {
+        const char *a = opt_name(gpt_opts, o), *v = optarg;
+        unsigned long long u;
+        int ok = 1;
+        switch (o) {
+        case 'h': usage_gpt(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case 'm': break; /* chosen before */
+        case O_TEXT: c.text = v; break;
+        case O_FORTUNES: c.fortunes = v; break;
+        case O_STEPS: ok = eo_arg_int_range(a, v, 1, MAX_STEPS, &c.steps); break;
+        case O_CONTEXT: ok = eo_arg_i64_range(a, v, 1, EO_GPT_MAX_CONTEXT, &c.context); break;
+        case O_DMODEL: ok = eo_arg_i64_range(a, v, 1, EO_GPT_MAX_D_MODEL, &c.d_model); break;
+        case O_HEADS: ok = eo_arg_i64_range(a, v, 1, EO_GPT_MAX_D_MODEL, &c.heads); break;
+        case O_LAYERS: ok = eo_arg_i64_range(a, v, 1, EO_GPT_MAX_LAYERS, &c.layers); break;
+        case 'b': ok = eo_arg_int_range(a, v, 1, EO_GPT_MAX_BATCH, &c.batch); break;
+        case O_LR: ok = eo_arg_float(a, v, &c.lr); break;
+        case O_WD: ok = eo_arg_float(a, v, &c.weight_decay); break;
+        case O_EVAL_EVERY: ok = eo_arg_int_range(a, v, 0, MAX_STEPS, &c.eval_every); break;
+        case O_VAL_WINDOWS: ok = eo_arg_int_range(a, v, 1, 1 << 20, &c.val_windows); break;
+        case O_FUSED: c.fused = 1; break;
+        case O_SEED: ok = eo_arg_u64(a, v, &u); c.seed = u; break;
+        case 'j': ok = eo_arg_int_range(a, v, 1, MAX_THREADS, &c.threads); break;
+        case O_SAVE: c.save = v; break;
+        case O_LOG: c.log = v; break;
+        case O_PLOT: c.plot = v; break;
+        case 'q': c.quiet = 1; break;
+        case O_DIST:
+        case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
+        default: return eo_args_try_help(); /* getopt_long named the problem */
+        }
+        if (!ok)
             return 2;
-        if (dk > 0)
-            continue;
-#define OPT(name) (strcmp(a, name) == 0 && v && ++i)
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage_gpt(stdout); return 0; }
-        else if (OPT("--model")) ;
-        else if (OPT("--text")) c.text = v;
-        else if (OPT("--fortunes")) c.fortunes = v;
-        else if (OPT("--steps")) { if (!eo_arg_int(a, v, &c.steps)) return 2; }
-        else if (OPT("--context")) c.context = atoll(v);
-        else if (OPT("--d-model")) c.d_model = atoll(v);
-        else if (OPT("--heads")) c.heads = atoll(v);
-        else if (OPT("--layers")) c.layers = atoll(v);
-        else if (OPT("--batch")) { if (!eo_arg_int(a, v, &c.batch)) return 2; }
-        else if (OPT("--lr")) { if (!eo_arg_float(a, v, &c.lr)) return 2; }
-        else if (OPT("--weight-decay")) { if (!eo_arg_float(a, v, &c.weight_decay)) return 2; }
-        else if (OPT("--eval-every")) { if (!eo_arg_int(a, v, &c.eval_every)) return 2; }
-        else if (OPT("--val-windows")) { if (!eo_arg_int(a, v, &c.val_windows)) return 2; }
-        else if (strcmp(a, "--fused") == 0) c.fused = 1;
-        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.seed = u_; }
-        else if (OPT("--threads")) { if (!eo_arg_int(a, v, &c.threads)) return 2; }
-        else if (OPT("--save")) c.save = v;
-        else if (OPT("--log")) c.log = v;
-        else if (strcmp(a, "--quiet") == 0) c.quiet = 1;
-        else { fprintf(stderr, "eo-train: unknown or incomplete option '%s'\n", a); usage_gpt(stderr); return 2; }
-#undef OPT
     }
-    if (c.steps < 0 || c.batch < 1 || !(c.lr > 0) || c.threads < 1 || c.context < 1 ||
-        c.d_model < 1 || c.heads < 1 || c.layers < 1 || c.d_model % c.heads || c.val_windows < 1) {
-        fprintf(stderr, "eo-train: need --steps >= 0, positive sizes, --lr > 0 and --d-model "
-                        "divisible by --heads\n");
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
+    if (!(c.lr > 0)) {
+        fprintf(stderr, "eo-train: --lr must be > 0\n");
+        return 2;
+    }
+    if (c.weight_decay < 0) {
+        fprintf(stderr, "eo-train: --weight-decay must be >= 0\n");
+        return 2;
+    }
+    char err[512];
+    /* The vocabulary is not known before the text is read: count it as 1,
+     * so the estimate stays a lower bound. */
+    eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, 1, c.batch, 1};
+    if (!eo_gpt_sizes_check(&sz, c.persist_mb << 20, c.step_mb << 20, 1, err, sizeof err)) {
+        fprintf(stderr, "eo-train: %s\n", err);
         return 2;
     }
     eo_lm_result r;
-    char err[512];
     eo_dist world;
     if (dist_start(&world, &dopt) != 0)
         return 1;
@@ -200,77 +296,153 @@ static int main_gpt(int argc, char **argv)
     return 0;
 }
 
+/* The model a checkpoint says it holds ("model" in its metadata), so
+ * `--load m.safetensors` needs no --model and a wrong one is caught
+ * before the weights are compared name by name. NULL when the file has
+ * none; 0 returned when it cannot be read (message printed). */
+static int checkpoint_model(const char *path, char *model, size_t len)
+{
+    char err[512];
+    eo_st_file f;
+    if (eo_st_read(path, &f, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-train: --load: %s\n", err);
+        return 0;
+    }
+    const char *m = eo_st_meta_get(&f, "model");
+    snprintf(model, len, "%s", m ? m : "");
+    eo_st_close(&f);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     eo_args_program("eo-train");
-    eo_train_config c;
-    const char *model = "mlp";
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
-            model = argv[i + 1];
-    if (strcmp(model, "gpt") == 0)
-        return main_gpt(argc, argv);
-    int kind = eo_model_parse(model);
-    if (kind < 0) {
-        fprintf(stderr, "eo-train: unknown model '%s' (mlp, cnn, vit, gpt)\n", model);
+    /* First pass, silent: which model (it decides the option set and the
+     * defaults), and --load (its file may name the model). */
+    const char *model = NULL, *load = NULL;
+    int o;
+    /* Both option sets at once, so every option consumes its value. */
+    struct option all[sizeof image_opts / sizeof *image_opts + sizeof gpt_opts / sizeof *gpt_opts];
+    size_t n = 0;
+    for (const struct option *q = image_opts; q->name; q++)
+        all[n++] = *q;
+    for (const struct option *q = gpt_opts; q->name; q++)
+        all[n++] = *q;
+    all[n] = (struct option){NULL, 0, NULL, 0};
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, short_opts, all, NULL)) != -1)
+        if (o == 'm')
+            model = optarg;
+        else if (o == O_LOAD)
+            load = optarg;
+    opterr = 1;
+    char file_model[32] = "";
+    if (load && !checkpoint_model(load, file_model, sizeof file_model))
+        return 1;
+    if (file_model[0] && model && strcmp(model, file_model) != 0) {
+        fprintf(stderr, "eo-train: --model %s, but %s holds a '%s' model\n", model, load,
+                file_model);
         return 2;
     }
+    if (!model)
+        model = file_model[0] ? file_model : "mlp";
+    if (strcmp(model, "gpt") == 0) {
+        if (load) {
+            fprintf(stderr, "eo-train: --model gpt cannot --load yet; use eo-sample with %s\n", load);
+            return 2;
+        }
+        return main_gpt(argc, argv);
+    }
+    int kind = eo_model_parse(model);
+    if (kind < 0) {
+        fprintf(stderr, "eo-train: --model: '%s' is not one of mlp, cnn, vit, gpt\n", model);
+        return eo_args_try_help();
+    }
+    eo_train_config c;
     eo_train_defaults(&c, (eo_model_kind)kind);
     char plot[256];
     snprintf(plot, sizeof plot, "eo-train-%s.svg", model);
     c.plot = plot;
-    dist_opts dopt = { "auto", 1 };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int dk = dist_option(&dopt, argc, argv, &i);
-        if (dk < 0)
+    static const char *const optimizers[] = {"sgd", "adamw"};
+    static const char *const schedules[] = {"constant", "step", "cosine"};
+    static const int schedule_kind[] = {EO_LR_CONSTANT, EO_LR_STEP, EO_LR_COSINE};
+    static const char *const devices[] = {"cpu", "cuda"};
+    int eval_only = 0, epochs_given = 0;
+    dist_opts dopt = {0, 1};
+    optind = 0;
+    while ((o = getopt_long(argc, argv, short_opts, image_opts, NULL)) != -1) {
+        const char *a = opt_name(image_opts, o), *v = optarg;
+        unsigned long long u = 0;
+        int ok = 1, k;
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case 'm': break; /* chosen above */
+        case O_EPOCHS:
+            ok = eo_arg_int_range(a, v, 0, MAX_EPOCHS, &c.epochs);
+            if (ok && c.epochs == 0) {
+                fprintf(stderr, "eo-train: --epochs: '0' trains nothing; --load FILE --eval only "
+                                "evaluates\n");
+                return 2;
+            }
+            epochs_given = 1;
+            break;
+        case O_STEPS: ok = eo_arg_u64(a, v, &u); c.max_steps = u;
+            if (ok && (u < 1 || u > MAX_STEPS)) {
+                fprintf(stderr, "eo-train: --steps: '%s' is not from 1 to %d (--eval only "
+                                "evaluates)\n", v, MAX_STEPS);
+                return 2;
+            }
+            break;
+        case O_EVAL: eval_only = 1; break;
+        case 'b': ok = eo_arg_int_range(a, v, 1, MAX_BATCH, &c.batch); break;
+        case O_LR: ok = eo_arg_float(a, v, &c.lr); break;
+        case O_OPTIMIZER: ok = eo_arg_choice(a, v, optimizers, 2, &c.adamw); break;
+        case O_MOMENTUM: ok = eo_arg_float(a, v, &c.momentum); break;
+        case O_NESTEROV: c.nesterov = 1; break;
+        case O_WD: ok = eo_arg_float(a, v, &c.weight_decay); break;
+        case O_SCHEDULE: ok = eo_arg_choice(a, v, schedules, 3, &k); if (ok) c.schedule = schedule_kind[k]; break;
+        case O_WARMUP: ok = eo_arg_int_range(a, v, 0, MAX_STEPS, &c.warmup); break;
+        case O_CLIP: ok = eo_arg_float(a, v, &c.clip); break;
+        case O_SEED: ok = eo_arg_u64(a, v, &u); c.seed = u; break;
+        case 'j': ok = eo_arg_int_range(a, v, 1, MAX_THREADS, &c.threads); break;
+        case O_DATA: c.data_dir = v; break;
+        case O_SUBSET: ok = eo_arg_u64(a, v, &u); c.train_subset = u; break;
+        case O_TEST_SUBSET: ok = eo_arg_u64(a, v, &u); c.test_subset = u; break;
+        case O_SAVE: c.save = v; break;
+        case O_LOAD: c.load = v; break;
+        case O_LOG: c.log = v; break;
+        case O_PLOT: c.plot = v; break;
+        case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
+        case 'q': c.quiet = 1; break;
+        case O_DIST:
+        case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
+        default: return eo_args_try_help(); /* getopt_long named the problem */
+        }
+        if (!ok)
             return 2;
-        if (dk > 0)
-            continue;
-#define OPT(name) (strcmp(a, name) == 0 && v && ++i)
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
-        else if (OPT("--model")) ;
-        else if (OPT("--epochs")) { if (!eo_arg_int(a, v, &c.epochs)) return 2; }
-        else if (OPT("--steps")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.max_steps = u_; }
-        else if (OPT("--batch")) { if (!eo_arg_int(a, v, &c.batch)) return 2; }
-        else if (OPT("--lr")) { if (!eo_arg_float(a, v, &c.lr)) return 2; }
-        else if (OPT("--optimizer")) {
-            if (strcmp(v, "sgd") == 0) c.adamw = 0;
-            else if (strcmp(v, "adamw") == 0) c.adamw = 1;
-            else { fprintf(stderr, "eo-train: --optimizer sgd|adamw, not '%s'\n", v); return 2; }
-        }
-        else if (OPT("--momentum")) { if (!eo_arg_float(a, v, &c.momentum)) return 2; }
-        else if (strcmp(a, "--nesterov") == 0) c.nesterov = 1;
-        else if (OPT("--weight-decay")) { if (!eo_arg_float(a, v, &c.weight_decay)) return 2; }
-        else if (OPT("--schedule")) {
-            if (strcmp(v, "constant") == 0) c.schedule = EO_LR_CONSTANT;
-            else if (strcmp(v, "step") == 0) c.schedule = EO_LR_STEP;
-            else if (strcmp(v, "cosine") == 0) c.schedule = EO_LR_COSINE;
-            else { fprintf(stderr, "eo-train: --schedule constant|step|cosine, not '%s'\n", v); return 2; }
-        }
-        else if (OPT("--warmup")) { if (!eo_arg_int(a, v, &c.warmup)) return 2; }
-        else if (OPT("--clip")) { if (!eo_arg_float(a, v, &c.clip)) return 2; }
-        else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.seed = u_; }
-        else if (OPT("--threads")) { if (!eo_arg_int(a, v, &c.threads)) return 2; }
-        else if (OPT("--data")) c.data_dir = v;
-        else if (OPT("--subset")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.train_subset = u_; }
-        else if (OPT("--test-subset")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; c.test_subset = u_; }
-        else if (OPT("--save")) c.save = v;
-        else if (OPT("--load")) c.load = v;
-        else if (OPT("--log")) c.log = v;
-        else if (OPT("--plot")) c.plot = v;
-        else if (OPT("--device")) {
-            if (strcmp(v, "cuda") == 0) c.cuda = 1;
-            else if (strcmp(v, "cpu") == 0) c.cuda = 0;
-            else { fprintf(stderr, "eo-train: --device cpu|cuda, not '%s'\n", v); return 2; }
-        }
-        else if (strcmp(a, "--quiet") == 0) c.quiet = 1;
-        else { fprintf(stderr, "eo-train: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
-#undef OPT
     }
-    if (c.epochs < 0 || c.batch < 1 || !(c.lr > 0) || c.threads < 1) {
-        fprintf(stderr, "eo-train: need --epochs >= 0, --batch >= 1, --lr > 0, --threads >= 1\n");
+    if (!eo_args_no_operands(argc, argv))
         return 2;
+    if (!(c.lr > 0)) {
+        fprintf(stderr, "eo-train: --lr must be > 0\n");
+        return 2;
+    }
+    if (c.weight_decay < 0 || c.momentum < 0 || c.clip < 0) {
+        fprintf(stderr, "eo-train: --weight-decay, --momentum and --clip must be >= 0\n");
+        return 2;
+    }
+    if (eval_only) {
+        if (!c.load) {
+            fprintf(stderr, "eo-train: --eval needs --load FILE (the weights to evaluate)\n");
+            return 2;
+        }
+        if (epochs_given || c.max_steps || c.save || c.log) {
+            fprintf(stderr, "eo-train: --eval only evaluates: it takes no --epochs, --steps, "
+                            "--save or --log\n");
+            return 2;
+        }
+        c.epochs = 0; /* the trainer's "evaluate only" */
     }
     eo_train_result r;
     char err[512];
@@ -292,8 +464,12 @@ int main(int argc, char **argv)
         return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("done: test accuracy %.2f%%, %.2f s/epoch, %.1f ms/step, %.0f images/s, peak "
-           "resident %.1f MiB\n", 100.0 * r.test_accuracy, r.seconds_per_epoch, r.ms_per_step,
-           r.images_per_second, ru.ru_maxrss / 1024.0);
+    if (eval_only)
+        printf("done: test accuracy %.2f%%, peak resident %.1f MiB\n", 100.0 * r.test_accuracy,
+               ru.ru_maxrss / 1024.0);
+    else
+        printf("done: test accuracy %.2f%%, %.2f s/epoch, %.1f ms/step, %.0f images/s, peak "
+               "resident %.1f MiB\n", 100.0 * r.test_accuracy, r.seconds_per_epoch, r.ms_per_step,
+               r.images_per_second, ru.ru_maxrss / 1024.0);
     return 0;
 }

@@ -1,12 +1,17 @@
 /* tools/train/progress.h — a one-line progress bar for training epochs:
  *
- *   epoch 3/10 [=========>          ] 234/469  loss 0.4123  12345 img/s  3.2 s
+ *   epoch 3/10 [=========>          ] 234/469  loss 0.4123  12345 img/s  3.2 s  ETA 3.1 s
+ *   epoch 3/10 [====================] 469/469  loss 0.4012  12345 img/s  train 6.3 s  test acc 88.12%  eval 0.2 s
  *
  * On a terminal the line is redrawn in place (carriage return), at most
- * about ten times a second so drawing never costs training time. When the
- * output is a file or pipe, nothing is drawn until the epoch ends and then
- * one plain line is printed, so logs stay readable instead of filling with
- * hundreds of partial lines. */
+ * about ten times a second so drawing never costs training time, and it
+ * is fitted to the terminal's width (the bar shrinks, then the line is cut)
+ * because a line that wraps leaves a copy of itself behind at every
+ * redraw. When the output is a file or pipe, nothing is drawn until the
+ * epoch ends and then one plain line is printed, so logs stay readable
+ * instead of filling with hundreds of partial lines. The final line's
+ * time is the training part of the epoch only (up to the last update);
+ * what follows it (evaluation) reports its own time in `extra`. */
 #ifndef EO_TOOLS_PROGRESS_H
 #define EO_TOOLS_PROGRESS_H
 
@@ -28,8 +33,16 @@ typedef struct eo_progress {
     double loss;        /* latest (or running mean) loss, as the caller likes */
     size_t images;      /* examples processed this epoch, for img/s */
     double t0, last_draw;
+    double t_last;      /* time of the last update: the end of training */
+    int final;          /* formatting the finished line (no ETA) */
+    int width;          /* columns the line must stay under; 0: no limit */
+    size_t reserve;     /* columns kept free for the caller's `extra` */
     size_t last_len;    /* length of the last drawn line, to blank leftovers */
 } eo_progress;
+
+/* The width of the terminal behind f: its window size (TIOCGWINSZ), else
+ * $COLUMNS, else 80. */
+int eo_progress_columns(FILE *f);
 
 /* Starts an epoch's bar on out (NULL means stdout). */
 void eo_progress_start(eo_progress *p, FILE *out, eo_progress_mode mode, int epoch, int epochs,

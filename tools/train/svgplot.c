@@ -153,9 +153,24 @@ static int usable(const eo_plot_series *s, size_t i)
     return isfinite(s->x[i]) && isfinite(s->y[i]);
 }
 
+/* Up to this many points a series also gets a dot per point: with 4
+ * epochs a bare line hides where the measurements are. */
+#define MARKERS_UP_TO 24
+
 /* One polyline per run of finite points; a run of one point is a dot. */
 static void series(FILE *f, const frame *fr, const eo_plot_series *s, const char *color)
 {
+    size_t finite = 0;
+    for (size_t j = 0; j < s->n; j++)
+        finite += usable(s, j);
+    if (finite > 1 && finite <= MARKERS_UP_TO)
+        for (size_t j = 0; j < s->n; j++)
+            if (usable(s, j)) {
+                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"", px(fr, s->x[j]),
+                        py(fr, s->y[j]));
+                put_text(f, color);
+                fputs("\"/>\n", f);
+            }
     size_t i = 0;
     while (i < s->n) {
         while (i < s->n && !usable(s, i))
@@ -198,19 +213,32 @@ static void legend(FILE *f, const frame *fr, const eo_plot_panel *pn)
             right++;
             upper += py(fr, yv) < fr->y0 + fr->h / 2.0;
         }
+    /* The box fits the longest label: about 7 px per character at 12 px
+     * sans-serif (UTF-8 continuation bytes take no width), plus the line
+     * sample and the margins. */
+    size_t longest = 0;
+    for (size_t k = 0; k < pn->nseries; k++) {
+        size_t n = 0;
+        for (const char *c = pn->series[k].label; c && *c; c++)
+            n += ((unsigned char)*c & 0xC0) != 0x80;
+        longest = n > longest ? n : longest;
+    }
+    double box_w = 7.0 * (double)longest + 44;
+    if (box_w > fr->w - 8)
+        box_w = fr->w - 8;
     double box_h = 18.0 * (double)labelled + 6;
     double top = 2 * upper > right ? fr->y0 + fr->h - box_h - 4 : fr->y0 + 4;
     /* A backing box keeps the legend readable where a curve runs under it. */
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"144\" height=\"%.1f\" fill=\"white\" "
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" "
                "fill-opacity=\"0.85\" stroke=\"#d1d5db\"/>\n",
-            fr->x0 + fr->w - 156, top, box_h);
+            fr->x0 + fr->w - box_w - 12, top, box_w, box_h);
     double y = top + 16;
     for (size_t k = 0; k < pn->nseries; k++) {
         const eo_plot_series *s = &pn->series[k];
         if (!s->label)
             continue;
         const char *c = s->color ? s->color : palette[k % (sizeof palette / sizeof *palette)];
-        double x = fr->x0 + fr->w - 150;
+        double x = fr->x0 + fr->w - box_w - 6;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"3\" "
                    "stroke=\"", x, y - 4, x + 22, y - 4);
         put_text(f, c);
@@ -247,7 +275,8 @@ eo_status eo_svg_plot(const char *path, const eo_plot *p, char *err, size_t errl
         return st;
     int width = p->width > 0 ? p->width : 760;
     int ph = p->panel_height > 0 ? p->panel_height : 280;
-    int height = TOP + (int)p->npanels * (ph + GAP) - GAP + BOTTOM;
+    int top = TOP + (p->subtitle ? 16 : 0);
+    int height = top + (int)p->npanels * (ph + GAP) - GAP + BOTTOM;
 
     /* One x range for every panel, so stacked panels line up. */
     range xr = {0};
@@ -275,9 +304,15 @@ eo_status eo_svg_plot(const char *path, const eo_plot *p, char *err, size_t errl
         put_text(f, p->title);
         fputs("</text>\n", f);
     }
+    if (p->subtitle) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#4b5563\">",
+                width / 2, p->title ? 46 : 26);
+        put_text(f, p->subtitle);
+        fputs("</text>\n", f);
+    }
     for (size_t i = 0; i < p->npanels; i++) {
         const eo_plot_panel *pn = &p->panels[i];
-        frame fr = {.x0 = LEFT, .y0 = TOP + (double)i * (ph + GAP), .w = width - LEFT - RIGHT,
+        frame fr = {.x0 = LEFT, .y0 = top + (double)i * (ph + GAP), .w = width - LEFT - RIGHT,
                     .h = ph, .xr = xr};
         for (size_t k = 0; k < pn->nseries; k++) {
             const eo_plot_series *s = &pn->series[k];

@@ -4,7 +4,8 @@
  * in any browser, without Python or a plotting library on the machine. A
  * chart is one or more panels stacked vertically that share the x axis
  * (e.g. loss above, accuracy below), each with its own y axis, ticks at
- * round numbers (1, 2 or 5 times a power of ten) and a legend.
+ * round numbers (1, 2 or 5 times a power of ten) and a legend sized to its
+ * labels. A series of a few points also gets a dot per point.
  *
  * Non-finite points (NaN, +-inf) are skipped and break the line there, so a
  * diverged run still plots what it has; a lone point is drawn as a dot. */
@@ -34,6 +35,8 @@ typedef struct eo_plot {
     size_t npanels;   /* >= 1 */
     int width;        /* pixels; 0 means 760 */
     int panel_height; /* pixels per panel; 0 means 280 */
+    const char *subtitle; /* a smaller second line under the title (the run's
+                             settings, the machine), or NULL */
 } eo_plot;
 
 /* Writes the chart to path. EO_ERR_ARG for NULL arguments, no panels, or a

@@ -16,6 +16,8 @@
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
+#include "tools/train/progress.h"
+#include "tools/train/svgplot.h"
 #include "tools/threads/pool.h"
 #include "tools/train/textlm.h"
 
@@ -312,27 +314,69 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *op
 #undef CHECKED
 }
 
-/* "step 300/1000 [======>      ] loss 2.3101  val 2.3504  5012 tok/s  61.2 s" */
-static void progress(FILE *out, int tty, int step, int steps, double loss, double val,
+/* "step 300/1000 [======>      ] loss 2.3101  val 2.3504  5012 tok/s  61.2 s  ETA 142 s".
+ * On a terminal (width > 0) the bar shrinks, or goes, so the line never
+ * wraps: a wrapped line would leave a copy of itself at every redraw. */
+static void progress(FILE *out, int tty, int width, int step, int steps, double loss, double val,
                      double tok_s, double el, int final)
 {
-    char bar[25];
-    int w = (int)(24.0 * step / (steps ? steps : 1));
-    for (int i = 0; i < 24; i++)
-        bar[i] = i < w ? '=' : i == w ? '>' : ' ';
-    bar[24] = 0;
-    char v[32] = "";
+    char v[32] = "", tail[160], line[256];
     if (val >= 0)
         snprintf(v, sizeof v, "  val %.4f", val);
-    fprintf(out, "%sstep %d/%d [%s] loss %.4f%s  %.0f tok/s  %.1f s%s", tty ? "\r" : "", step,
-            steps, bar, loss, v, tok_s, el, final || !tty ? "\n" : "");
+    int t = snprintf(tail, sizeof tail, "] loss %.4f%s  %.0f tok/s  %.1f s", loss, v, tok_s, el);
+    if (!final && step > 0 && step < steps && t > 0 && (size_t)t < sizeof tail)
+        snprintf(tail + t, sizeof tail - (size_t)t, "  ETA %.0f s", el / step * (steps - step));
+    char head[40];
+    snprintf(head, sizeof head, "step %d/%d [", step, steps);
+    int bw = 24;
+    if (width > 0) {
+        int room = width - 1 - (int)(strlen(head) + strlen(tail));
+        bw = room < 6 ? 0 : room < 24 ? room : 24;
+    }
+    char bar[25];
+    int w = (int)((double)bw * step / (steps ? steps : 1));
+    for (int i = 0; i < bw; i++)
+        bar[i] = i < w ? '=' : i == w ? '>' : ' ';
+    bar[bw] = 0;
+    if (bw > 0)
+        snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
+    else /* no bar: "step 300/1000  loss ..." */
+        snprintf(line, sizeof line, "step %d/%d %s", step, steps, tail + 1);
+    if (width > 0 && strlen(line) > (size_t)width - 1)
+        line[width - 1] = 0;
+    fprintf(out, "%s%s%*s%s", tty ? "\r" : "", line,
+            tty && width > 0 ? (int)(width - 1 - strlen(line)) : 0, "", final || !tty ? "\n" : "");
     fflush(out);
+}
+
+/* The loss curves: every step's training loss (bucketed to about a
+ * thousand points) and the validation loss where it was measured. */
+static void write_plot(const eo_lm_config *c, const eo_lm_result *r, const double *sx,
+                       const double *sy, size_t sn, const double *vx, const double *vy, size_t vn,
+                       FILE *out)
+{
+    char err[256], title[128], sub[256];
+    eo_plot_series ls[2] = { { "train loss", "#93c5fd", sx, sy, sn },
+                             { "validation loss", "#dc2626", vx, vy, vn } };
+    eo_plot_panel pn = { "cross-entropy (nats/char)", ls, 2 };
+    snprintf(title, sizeof title, "EveryO char-GPT: validation loss %.3f nats/char", r->val_loss);
+    snprintf(sub, sizeof sub, "context %lld, d_model %lld, %lld heads, %lld layers, vocabulary %d; "
+             "AdamW lr %g, batch %d, %d steps, seed %llu", (long long)c->context,
+             (long long)c->d_model, (long long)c->heads, (long long)c->layers, r->vocab,
+             (double)c->lr, c->batch, c->steps, (unsigned long long)c->seed);
+    eo_plot p = { title, "step", &pn, 1, 0, 0, sub };
+    if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
+        if (out) fprintf(out, "warning: plot not written: %s\n", err);
+    } else if (out) {
+        fprintf(out, "plot: %s\n", c->plot);
+    }
 }
 
 eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
                           size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    double *sx = NULL, *sy = NULL, *vx = NULL, *vy = NULL; /* --plot's curves */
     char *text = NULL;
     size_t len = 0;
     eo_status s = c->text ? eo_text_load_file(c->text, &text, &len, err, errlen)
@@ -412,9 +456,19 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, c->seed, 0x74657874); /* "text": its own stream */
     int tty = out && isatty(fileno(out));
+    int width = tty ? eo_progress_columns(out) : 0;
     double t_train = 0, t_start = now(), last_draw = 0, run_sum = 0;
     int run_n = 0;
     r->val_loss = NAN;
+    /* Curves for --plot: bucket means of the train loss, every validation. */
+    size_t every = (size_t)c->steps / 1000 + 1, sn = 0, vn = 0, in_bucket = 0;
+    double bucket = 0;
+    if (c->plot) {
+        sx = calloc((size_t)c->steps / every + 2, sizeof *sx);
+        sy = calloc((size_t)c->steps / every + 2, sizeof *sy);
+        vx = calloc((size_t)c->steps + 1, sizeof *vx);
+        vy = calloc((size_t)c->steps + 1, sizeof *vy);
+    }
     for (int step = 1; step <= c->steps; step++) {
         for (int b = 0; b < c->batch; b++) {
             size_t st = eo_pcg32_below(&rng, (uint32_t)(ntrain - (size_t)T));
@@ -443,6 +497,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         }
         run_sum += loss;
         run_n++;
+        if (sx && sy && (bucket += loss, ++in_bucket == every || step == c->steps)) {
+            sx[sn] = step;
+            sy[sn++] = bucket / (double)in_bucket;
+            bucket = 0;
+            in_bucket = 0;
+        }
         int eval = step == c->steps || (c->eval_every > 0 && step % c->eval_every == 0);
         double v = -1;
         if (eval) {
@@ -450,13 +510,17 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                               err, errlen)) != EO_OK)
                 goto done;
             r->val_loss = v;
+            if (vx && vy) {
+                vx[vn] = step;
+                vy[vn++] = v;
+            }
         }
         if (log)
             fprintf(log, eval ? "%d,%.6f,%.6f\n" : "%d,%.6f,\n", step, (double)loss, v);
         double el = now() - t_start;
         double tok_s = (double)step * c->batch * T / (t_train > 0 ? t_train : 1);
         if (out && !c->quiet && (eval || (tty && el - last_draw > 0.1))) {
-            progress(out, tty, step, c->steps, eval ? run_sum / run_n : (double)loss, v, tok_s,
+            progress(out, tty, width, step, c->steps, eval ? run_sum / run_n : (double)loss, v, tok_s,
                      el, eval);
             last_draw = el;
         }
@@ -477,6 +541,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                      "persistent %.1f MiB, step %.1f MiB high-water\n",
                 r->val_loss, c->val_windows, r->ms_per_step,
                 eo_arena_high(&ctx.persist) / 1048576.0, eo_arena_high(&ctx.step) / 1048576.0);
+    if (eo_dist_root(dist) && c->plot && sx && sy && vx && vy && sn)
+        write_plot(c, r, sx, sy, sn, vx, vy, vn, out);
     if (eo_dist_root(dist) && c->save) {
         char sctx[24], sd[24], sh[24], sl[24], sst[24], sseed[24], sval[32];
         snprintf(sctx, sizeof sctx, "%lld", (long long)T);
@@ -504,6 +570,10 @@ done:
         eo_pool_destroy(pool);
     free(pbuf);
     free(sbuf);
+    free(sx);
+    free(sy);
+    free(vx);
+    free(vy);
     free(ib);
     free(tb);
     free(tok);

@@ -55,6 +55,7 @@ typedef struct eo_lm_config {
     int fused;            /* eo_attention_fused instead of eo_attention */
     const char *save;     /* safetensors checkpoint or NULL */
     const char *log;      /* CSV of step, train loss, val loss or NULL */
+    const char *plot;     /* SVG of the train and validation loss, or NULL */
     int quiet;
     size_t persist_mb, step_mb;
     struct eo_dist *dist; /* data-parallel world, as eo_train_config's; NULL: one process */

@@ -192,18 +192,42 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_classifier *m, eo_optimi
 }
 
 typedef struct {
-    double *x, *loss, *acc; /* per epoch */
+    double *x, *loss, *acc; /* per epoch; acc in % */
     size_t n;
+    /* The per-step loss, averaged over buckets of `every` steps so a long
+     * run still plots about a thousand points; x in epochs. */
+    double *sx, *sloss, sum;
+    size_t sn, every, in_bucket;
 } history;
 
-static void write_plot(const eo_train_config *c, const history *h, FILE *out)
+static void history_step(history *h, size_t global, size_t steps_per_epoch, double loss)
 {
-    char err[256], title[128];
-    eo_plot_series loss = { "train loss (epoch mean)", NULL, h->x, h->loss, h->n };
-    eo_plot_series acc = { "test accuracy", NULL, h->x, h->acc, h->n };
-    eo_plot_panel panels[2] = { { "cross-entropy (nats)", &loss, 1 }, { "accuracy", &acc, 1 } };
-    snprintf(title, sizeof title, "EveryO %s on Fashion-MNIST", eo_model_name(c->model));
-    eo_plot p = { title, "epoch", panels, 2, 0, 0 };
+    h->sum += loss;
+    if (++h->in_bucket < h->every)
+        return;
+    h->sx[h->sn] = (double)(global + 1) / (double)steps_per_epoch;
+    h->sloss[h->sn++] = h->sum / (double)h->in_bucket;
+    h->sum = 0;
+    h->in_bucket = 0;
+}
+
+static void write_plot(const eo_train_config *c, const history *h, size_t train_n, FILE *out)
+{
+    char err[256], title[128], sub[256];
+    eo_plot_series loss[2] = {
+        { "train loss (per step)", "#93c5fd", h->sx, h->sloss, h->sn },
+        { "train loss (epoch mean)", "#1d4ed8", h->x, h->loss, h->n },
+    };
+    eo_plot_series acc = { "test accuracy", "#dc2626", h->x, h->acc, h->n };
+    eo_plot_panel panels[2] = { { "cross-entropy (nats)", loss, 2 }, { "test accuracy (%)", &acc, 1 } };
+    snprintf(title, sizeof title, "EveryO %s on Fashion-MNIST: %.2f %% test accuracy",
+             eo_model_name(c->model), h->acc[h->n - 1]);
+    snprintf(sub, sizeof sub, "%s lr %g (%s), batch %d, %d epoch%s on %zu images, seed %llu, "
+             "%d thread%s", c->adamw ? "AdamW" : "SGD", (double)c->lr,
+             c->schedule == EO_LR_COSINE ? "cosine" : c->schedule == EO_LR_STEP ? "step" : "constant",
+             c->batch, c->epochs, c->epochs == 1 ? "" : "s", train_n,
+             (unsigned long long)c->seed, c->threads, c->threads == 1 ? "" : "s");
+    eo_plot p = { title, "epoch", panels, 2, 0, 0, sub };
     if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
         if (out) fprintf(out, "warning: plot not written: %s\n", err);
     } else if (out) {
@@ -342,6 +366,9 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     h.x = calloc((size_t)c->epochs + 1, sizeof(double));
     h.loss = calloc((size_t)c->epochs + 1, sizeof(double));
     h.acc = calloc((size_t)c->epochs + 1, sizeof(double));
+    h.every = total / 1000 + 1;
+    h.sx = calloc(total / h.every + 2, sizeof(double));
+    h.sloss = calloc(total / h.every + 2, sizeof(double));
     double train_time = 0;
     size_t global = 0, total_steps = 0;
     for (int e = 0; e < c->epochs; e++) {
@@ -383,6 +410,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             }
             sum += loss;
             seen += rows;
+            if (h.sx && h.sloss)
+                history_step(&h, global, steps, loss);
             done_steps++;
             if (log)
                 fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss, (double)opt.lr);
@@ -396,29 +425,29 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             done_steps = 1; /* only the means below divide by it */
         if (e == 0)
             r->step_high_epoch1 = eo_arena_high(&ctx.step);
-        double acc;
+        double acc, te = now();
         if ((s = evaluate(&ctx, &m, &test, dist, &acc, err, errlen)) != EO_OK)
             goto done;
+        te = now() - te;
         h.x[h.n] = e + 1;
         h.loss[h.n] = sum / (double)done_steps;
-        h.acc[h.n++] = acc;
+        h.acc[h.n++] = 100.0 * acc;
+        r->test_accuracy = acc;
         r->last_loss = sum / (double)done_steps;
         r->images_per_second = (double)seen / dt;
         if (out) {
             char extra[96];
-            snprintf(extra, sizeof extra, "test acc %.2f%%", 100.0 * acc);
+            snprintf(extra, sizeof extra, "test acc %.2f%%, eval %.1f s", 100.0 * acc, te);
             if (!c->quiet)
                 eo_progress_finish(&pr, extra);
             else
-                fprintf(out, "epoch %d/%d loss %.4f %s %.1f s\n", e + 1, c->epochs,
-                        sum / (double)done_steps, extra, dt);
+                fprintf(out, "epoch %d/%d loss %.4f train %.1f s %s\n", e + 1, c->epochs,
+                        sum / (double)done_steps, dt, extra);
         }
     }
-    if (c->epochs == 0) {
-        if ((s = evaluate(&ctx, &m, &test, dist, &r->test_accuracy, err, errlen)) != EO_OK)
-            goto done;
-    } else
-        r->test_accuracy = h.acc[h.n - 1];
+    if (c->epochs == 0 &&
+        (s = evaluate(&ctx, &m, &test, dist, &r->test_accuracy, err, errlen)) != EO_OK)
+        goto done;
     if (c->epochs == 0 && out)
         fprintf(out, "test accuracy %.2f%%\n", 100.0 * r->test_accuracy);
     r->seconds_per_epoch = c->epochs ? train_time / c->epochs : 0;
@@ -450,7 +479,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         if (out) fprintf(out, "saved %s\n", c->save);
     }
     if (root && c->plot && h.n)
-        write_plot(c, &h, out);
+        write_plot(c, &h, train.n, out);
 #undef CORE
 done:
     eo_nccl_destroy(&nccl);
@@ -465,6 +494,8 @@ done:
     free(h.x);
     free(h.loss);
     free(h.acc);
+    free(h.sx);
+    free(h.sloss);
     free(xb);
     free(yb);
     free(pbuf);
