@@ -238,11 +238,27 @@ eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* Mean cross-entropy of logits [N, C] (F32) against class indices
  * target [N] (I32) — rows whose target equals ignore_index are skipped;
- * with none left the loss is 0. Out: a scalar. Computed through
- * log-sum-exp so logits of ±1e4 are fine. EO_ERR_SHAPE for mismatched N,
- * EO_ERR_ARG for a target outside [0, C) other than ignore_index (CPU). */
+ * with none left the loss is 0 (PyTorch's mean gives NaN there). Out: a
+ * scalar. Row r's loss is (max_r - logits[r, t_r]) + log sum exp(logits[r]
+ * - max_r), as torch.nn.functional.cross_entropy: the max and the log of
+ * the sum are kept apart, so logits with a common offset of 1e4 ... 1e8
+ * give the same loss and gradient as without it. A NaN logit (or +inf)
+ * makes its row's loss NaN, and so the mean. EO_ERR_SHAPE for mismatched
+ * N, EO_ERR_ARG for a target outside [0, C) other than ignore_index (CPU). */
 eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
                            int32_t ignore_index, eo_tensor **out);
+
+/* How a loss over rows is reduced: torch's reduction='mean', 'sum' or
+ * 'none'. */
+typedef enum eo_reduction { EO_REDUCTION_MEAN, EO_REDUCTION_SUM, EO_REDUCTION_NONE } eo_reduction;
+
+/* eo_cross_entropy with PyTorch's `reduction` (torch.nn.functional.
+ * cross_entropy(logits, target, ignore_index=, reduction=)): MEAN as
+ * eo_cross_entropy; SUM the sum over kept rows (0 when none is kept, as
+ * torch); NONE the per-row losses, out [N], with 0 for an ignored row (as
+ * torch). EO_ERR_ARG for any other value. */
+eo_status eo_cross_entropy_ex(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
+                              int32_t ignore_index, eo_reduction reduction, eo_tensor **out);
 
 /* Layer normalisation over the last axis (Ba, Kiros & Hinton 2016):
  * y = (x - mean) / sqrt(var + eps) * w + b, var biased, computed around

@@ -124,7 +124,8 @@ typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out, const eo_exec 
  * neither overflow nor underflow to NaN. A row whose entries are all -inf
  * (a fully masked attention row) has no probability mass: softmax gives 0
  * for every entry and log_softmax gives -inf; their gradients are 0. No
- * NaN is produced for finite or -inf inputs. log != 0 selects log_softmax.
+ * NaN is produced for finite or -inf inputs; a row holding a NaN (or a
+ * +inf) is NaN throughout, as in PyTorch. log != 0 selects log_softmax.
  * ws: eo_k_softmax_ws bytes (0 is possible; then ws may be NULL), scratch
  * that need not be initialised: the CPU kernel keeps one row of exps per
  * worker there while the previous row is written out. */
@@ -138,19 +139,34 @@ typedef void eo_k_softmax_backward_fn(int log, int64_t rows, int64_t cols, const
                                       const float *dy, float *dx, const eo_exec *ex);
 
 /* ---- cross-entropy over class indices -------------------------------------
- * loss[0] = mean over rows r with target[r] != ignore_index of
- *           lse_r - logits[r, target[r]],  lse_r = log sum_c exp(logits[r,c]).
- * lse[r] is saved for the backward (any value for ignored rows). If every
- * row is ignored, loss[0] = 0. Targets are in [0, cols) or ignore_index. */
+ * For each row r whose target[r] != ignore_index ("kept"):
+ *   M_r = max_c logits[r, c],   L_r = log sum_c exp(logits[r, c] - M_r),
+ *   loss_r = (M_r - logits[r, target[r]]) + L_r.
+ * M_r and L_r are kept apart, never rounded into one log-sum-exp M_r + L_r:
+ * at a common offset of 1e8 (float spacing 8) M_r + L_r is M_r, which
+ * would lose L_r from the loss and the sum from the gradient. They are
+ * saved for the backward in stats[2r] = M_r, stats[2r + 1] = L_r (any
+ * values for ignored rows). reduction:
+ *   EO_CE_MEAN  loss[0] = mean of loss_r over kept rows, 0 if there are none;
+ *   EO_CE_SUM   loss[0] = sum of loss_r over kept rows, 0 if there are none;
+ *   EO_CE_NONE  loss[r] = loss_r for each row, 0 for an ignored row.
+ * A NaN logit makes its row's loss NaN (and a mean or sum NaN), as do a
+ * +inf logit and a row of only -inf, as in PyTorch. Targets are in
+ * [0, cols) or ignore_index. */
+typedef enum eo_ce_reduction { EO_CE_MEAN, EO_CE_SUM, EO_CE_NONE } eo_ce_reduction;
 typedef void eo_k_cross_entropy_fn(int64_t rows, int64_t cols, const float *logits,
                                    const int32_t *target, int32_t ignore_index,
-                                   float *lse, float *loss, const eo_exec *ex);
-/* dlogits[r,c] += dloss[0] / count * (softmax(logits)[r,c] - [c == target[r]])
- * for non-ignored rows (count = their number); ignored rows get nothing. */
+                                   eo_ce_reduction reduction, float *stats, float *loss,
+                                   const eo_exec *ex);
+/* dlogits[r,c] += s_r * (softmax(logits)[r,c] - [c == target[r]]) for kept
+ * rows, softmax = exp((logits - M_r) - L_r) from stats; s_r = dloss[0] /
+ * count (MEAN, count = kept rows), dloss[0] (SUM) or dloss[r] (NONE).
+ * Ignored rows get nothing. */
 typedef void eo_k_cross_entropy_backward_fn(int64_t rows, int64_t cols, const float *logits,
                                             const int32_t *target, int32_t ignore_index,
-                                            const float *lse, const float *dloss,
-                                            float *dlogits, const eo_exec *ex);
+                                            eo_ce_reduction reduction, const float *stats,
+                                            const float *dloss, float *dlogits,
+                                            const eo_exec *ex);
 
 /* ---- layernorm over the last axis -------------------------------------------
  * Ba, Kiros & Hinton, "Layer Normalization" (2016):

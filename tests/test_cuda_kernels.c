@@ -328,12 +328,15 @@ END_TEST
 /* ---- softmax, cross-entropy, layernorm -------------------------------------------- */
 START_TEST(softmax_forward_backward)
 {
-    enum { R = 5, C = 300 };
+    enum { R = 8, C = 300 };
     float *x = rand_buf(R * C, -10, 10), *dy = rand_buf(R * C, -1, 1);
     for (int c = 0; c < C; c++)
-        x[2 * C + c] = -INFINITY; /* a fully masked row */
+        x[2 * C + c] = x[6 * C + c] = -INFINITY; /* fully masked rows */
     x[3 * C + 7] = -INFINITY;     /* one masked entry */
     x[4 * C + 1] = 1e4f;          /* a huge logit */
+    x[5 * C + 299] = NAN;         /* a NaN: the whole row is NaN (CPU and CUDA) */
+    x[6 * C + 123] = NAN;         /* a NaN among -infs, which the max drops */
+    x[7 * C + 3] = INFINITY;      /* +inf: NaN throughout, as PyTorch */
     float *dx = up(x, sizeof(float) * R * C), *ddy = up(dy, sizeof(float) * R * C);
     float *dyo = dev_alloc(sizeof(float) * R * C);
     for (int log = 0; log < 2; log++) {
@@ -355,37 +358,82 @@ END_TEST
 
 START_TEST(cross_entropy_forward_backward)
 {
+    /* Rows: random, ignored (2, 6), a common offset of 1e8 (3; the max and
+     * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7). */
     enum { R = 9, C = 70 };
     float *x = rand_buf(R * C, -5, 5);
     int32_t t[R];
     for (int r = 0; r < R; r++)
         t[r] = (r * 13) % C;
     t[2] = t[6] = -100; /* ignored rows */
-    float lse[R], loss, dl = 0.7f, g[R * C];
-    for (int i = 0; i < R * C; i++)
-        g[i] = 0.25f;
-    float *dx = up(x, sizeof(float) * R * C), *dlse = dev_alloc(sizeof lse);
-    float *dloss = dev_alloc(4), *ddl = up(&dl, 4), *dg = up(g, sizeof g);
+    for (int c = 0; c < C; c++) {
+        x[3 * C + c] += 1e8f;
+        x[5 * C + c] = x[7 * C + c] = -INFINITY;
+    }
+    x[4 * C + 11] = NAN;
+    x[5 * C + 69] = NAN;
+    float *dx = up(x, sizeof(float) * R * C), *dst = dev_alloc(sizeof(float) * 2 * R);
+    float *dloss = dev_alloc(sizeof(float) * R);
     int32_t *dt = up(t, sizeof t);
-    eo_k_cross_entropy(R, C, x, t, -100, lse, &loss, NULL);
-    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, dlse, dloss, &EX);
-    check_dev("cross_entropy loss", dloss, &loss, 1, 1e-5f, 1e-6f);
-    float glse[R];
-    down(glse, dlse, sizeof glse);
+    for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
+        const int nl = red == EO_CE_NONE ? R : 1;
+        float st[2 * R], loss[R], dl[R], g[R * C];
+        for (int r = 0; r < R; r++)
+            dl[r] = 0.7f - 0.1f * (float)r;
+        for (int i = 0; i < R * C; i++)
+            g[i] = 0.25f;
+        float *ddl = up(dl, sizeof dl), *dg = up(g, sizeof g);
+        eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
+        eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
+        check_dev("cross_entropy loss", dloss, loss, (size_t)nl, 1e-5f, 1e-5f);
+        if (red == EO_CE_NONE)
+            ck_assert_msg(isnan(loss[4]) && isnan(loss[5]) && isnan(loss[7]) && loss[2] == 0.0f,
+                          "none: NaN rows %g %g %g, ignored %g", (double)loss[4],
+                          (double)loss[5], (double)loss[7], (double)loss[2]);
+        else
+            ck_assert(isnan(loss[0]));
+        float gst[2 * R];
+        down(gst, dst, sizeof gst);
+        for (int r = 0; r < R; r++)
+            if (t[r] != -100) {
+                ck_assert_msg(gst[2 * r] == st[2 * r] || (isnan(gst[2 * r]) && isnan(st[2 * r])),
+                              "max of row %d: cuda %g, cpu %g", r, (double)gst[2 * r],
+                              (double)st[2 * r]);
+                near("cross_entropy log-sum", &gst[2 * r + 1], &st[2 * r + 1], 1, 1e-5f, 1e-6f);
+            }
+        eo_k_cross_entropy_backward(R, C, x, t, -100, (eo_ce_reduction)red, st, dl, g, NULL);
+        eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, ddl, dg,
+                                         &EX);
+        check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+    }
+
+    /* Without the NaN rows the loss is finite, and the offset row matches
+     * its unshifted twin's. */
+    int32_t keep[R];
     for (int r = 0; r < R; r++)
-        if (t[r] != -100)
-            ck_assert_float_eq_tol(glse[r], lse[r], 1e-5f * fabsf(lse[r]) + 1e-6f);
-    eo_k_cross_entropy_backward(R, C, x, t, -100, lse, &dl, g, NULL);
-    eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, dlse, ddl, dg, &EX);
-    check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+        keep[r] = r == 4 || r == 5 || r == 7 ? -100 : t[r];
+    int32_t *dkeep = up(keep, sizeof keep);
+    float loss[R];
+    eo_cuda_k_cross_entropy(R, C, dx, dkeep, -100, EO_CE_NONE, dst, dloss, &EX);
+    down(loss, dloss, sizeof loss);
+    double m = -INFINITY, z = 0;
+    for (int c = 0; c < C; c++)
+        m = x[3 * C + c] > m ? x[3 * C + c] : m;
+    for (int c = 0; c < C; c++)
+        z += exp((double)x[3 * C + c] - m);
+    const double want = (m - x[3 * C + t[3]]) + log(z);
+    ck_assert_msg(fabs(loss[3] - want) <= 1e-5 * fabs(want) + 1e-6,
+                  "offset 1e8: cuda loss %.9g, want %.9g", (double)loss[3], want);
 
     int32_t all_ignored[R];
     for (int r = 0; r < R; r++)
         all_ignored[r] = -1;
     int32_t *dti = up(all_ignored, sizeof all_ignored);
     float zero = 0.0f;
-    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, dlse, dloss, &EX);
+    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, EO_CE_MEAN, dst, dloss, &EX);
     check_dev("cross_entropy all ignored", dloss, &zero, 1, 0, 0);
+    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, EO_CE_SUM, dst, dloss, &EX);
+    check_dev("cross_entropy all ignored, sum", dloss, &zero, 1, 0, 0);
     free(x);
     free_all();
 }
