@@ -298,7 +298,9 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
  * The mask is additive (0 to keep, -inf to hide) and optional (NULL); it
  * is read at mask[b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]], stride 0 on the
  * axes it is broadcast along. A row with every key at -inf gets out = 0
- * and lse = -inf. The [Tq, Tk] scores are never stored: keys are visited
+ * and lse = -inf. A NaN score among the keys a row sees (from q, k or the
+ * mask) makes that row's out and lse NaN, and its gradients NaN, as the
+ * composed softmax in PyTorch; keys hidden by `causal` are never read. The [Tq, Tk] scores are never stored: keys are visited
  * in tiles with an online softmax. ws: eo_k_attention_ws bytes, for
  * either direction. Results do not depend on the thread count. */
 typedef void eo_k_attention_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,

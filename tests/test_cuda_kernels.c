@@ -593,8 +593,11 @@ START_TEST(convolution_helpers)
 END_TEST
 
 /* ---- attention ------------------------------------------------------------------------ */
+/* poison: a NaN in q (row 2 of head 0) and, with a mask, a NaN among the
+ * -infs of mask row 3 in the last key tile: those rows are NaN on both
+ * sides (the CPU kernel's own NaN rules are tested in the attention suite). */
 static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int causal,
-                           int masked)
+                           int masked, int poison)
 {
     size_t nq = (size_t)(B * H * Tq * D), nk = (size_t)(B * H * Tk * D);
     size_t nl = (size_t)(B * H * Tq), nm = (size_t)(B * Tq * Tk);
@@ -609,7 +612,14 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
             mask[e] = -INFINITY;
         for (int64_t j = 0; j < Tk; j++)
             mask[1 * Tk + j] = -INFINITY;
+        if (poison) {
+            for (int64_t j = 0; j < Tk; j++)
+                mask[3 * Tk + j] = -INFINITY;
+            mask[3 * Tk + Tk - 1] = NAN;
+        }
     }
+    if (poison)
+        q[2 * D + 1] = NAN;
     float scale = 1.0f / sqrtf((float)D);
     float *out = malloc(nq * 4), *lse = malloc(nl * 4);
     float *dq = calloc(nq, 4), *dk = calloc(nk, 4), *dv = calloc(nk, 4);
@@ -645,9 +655,10 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
 
 START_TEST(attention_forward_backward)
 {
-    attention_case(2, 3, 37, 37, 24, 1, 0); /* causal */
-    attention_case(2, 2, 5, 300, 16, 0, 1); /* two key tiles, a mask, a fully masked row */
-    attention_case(1, 2, 9, 9, 70, 1, 1);   /* causal and a mask */
+    attention_case(2, 3, 37, 37, 24, 1, 0, 0); /* causal */
+    attention_case(2, 2, 5, 300, 16, 0, 1, 0); /* two key tiles, a mask, a fully masked row */
+    attention_case(1, 2, 9, 9, 70, 1, 1, 0);   /* causal and a mask */
+    attention_case(1, 2, 5, 300, 16, 0, 1, 1); /* NaN scores: NaN rows */
 }
 END_TEST
 
