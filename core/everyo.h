@@ -194,6 +194,13 @@ eo_status eo_add(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_sub(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_mul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+/* Elementwise max / min with the same broadcasting, as torch.maximum /
+ * torch.minimum: NaN when either input is NaN (fmaxf would return the
+ * other). Gradient as PyTorch's: dout goes to the selected input, a tie
+ * (a == b) gives each input dout / 2, and a NaN on either side gives both
+ * dout. */
+eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 
 /* out = s * x. */
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
@@ -220,11 +227,20 @@ eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_
 /* ---- reductions -------------------------------------------------------- */
 
 /* Sum, mean or max over `axis` (negative counts from the end); keepdim
- * keeps it as size 1. The max's gradient goes to the first maximum.
- * EO_ERR_AXIS for an axis out of range. */
+ * keeps it as size 1. The max's gradient goes to the first maximum. Max
+ * propagates NaN and its gradient goes to the first NaN, as torch.max
+ * (values, indices). EO_ERR_AXIS for an axis out of range. */
 eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 eo_status eo_mean(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 eo_status eo_max(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
+/* log sum exp(x) over `axis`, as torch.logsumexp(x, axis, keepdim):
+ * m + log sum exp(x - m) with m the max over the axis (taken as 0 when it
+ * is ±inf), so huge values neither overflow nor lose their exps. An axis
+ * of only -inf gives -inf, one holding +inf gives +inf, a NaN gives NaN.
+ * Gradient: dx = dout * exp(x - out) = dout * softmax(x) along the axis;
+ * where out = -inf it is 0 (PyTorch gives NaN there, as exp(-inf - -inf)).
+ * EO_ERR_AXIS for an axis out of range; an empty axis gives -inf. */
+eo_status eo_logsumexp(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 /* Sum of every element: a scalar (rank 0). */
 eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 

@@ -48,8 +48,13 @@ typedef void eo_k_accumulate_fn(const int64_t shape[4], float *dst, const int64_
 /* x[0..n) = value. */
 typedef void eo_k_fill_fn(int64_t n, float *x, float value, const eo_exec *ex);
 
-/* ---- elementwise binary with broadcasting ------------------------------ */
-typedef enum eo_binop { EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_COUNT } eo_binop;
+/* ---- elementwise binary with broadcasting ------------------------------
+ * MAX, MIN: torch.maximum / torch.minimum: NaN if either input is NaN.
+ * Their gradient is PyTorch's: the selected input gets dout, a tie (a ==
+ * b) gives each dout / 2, and a NaN on either side gives both dout. */
+typedef enum eo_binop {
+    EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_MAX, EO_BIN_MIN, EO_BIN_COUNT
+} eo_binop;
 
 /* out[i] = a[i] op b[i] over `shape`; out has no stride-0 axes. */
 typedef void eo_k_binary_fn(eo_binop op, const int64_t shape[4],
@@ -118,6 +123,20 @@ typedef void eo_k_reduce_backward_fn(eo_redop op, int64_t outer, int64_t n, int6
                                      const eo_exec *ex);
 /* out[0] = sum of x[i]^2, accumulated in double (gradient clipping). */
 typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out, const eo_exec *ex);
+/* log-sum-exp over the same axis, torch.logsumexp's method: with m the max
+ * over j of x[o, j, k] (NaN if any is NaN), and m' = m unless m is ±inf,
+ * then 0,  L = log sum_j exp(x[o, j, k] - m'),  y[o, k] = m + L.
+ * So a column of only -inf gives -inf, one holding +inf gives +inf, one
+ * holding a NaN gives NaN, and n = 0 gives -inf. stats (NULL when no
+ * backward follows) [outer, inner, 2] receives m' and L, kept apart as in
+ * cross-entropy: at an offset of 1e8, y = m + L rounds L away. */
+typedef void eo_k_logsumexp_fn(int64_t outer, int64_t n, int64_t inner, const float *x,
+                               float *y, float *stats, const eo_exec *ex);
+/* dx[o, j, k] += dy[o, k] * exp((x[o, j, k] - m') - L) (the softmax along
+ * j) from the forward's stats; 0 where L = -inf (no mass, no gradient). */
+typedef void eo_k_logsumexp_backward_fn(int64_t outer, int64_t n, int64_t inner, const float *x,
+                                        const float *stats, const float *dy, float *dx,
+                                        const eo_exec *ex);
 
 /* ---- softmax / log_softmax over the last axis ----------------------------
  * Max-subtracted: y = exp(x - max) / sum exp(x - max), so logits of ±1e4
@@ -260,6 +279,8 @@ eo_k_matmul_ws_fn eo_k_matmul_ws;
 eo_k_reduce_fn eo_k_reduce;
 eo_k_reduce_backward_fn eo_k_reduce_backward;
 eo_k_sumsq_fn eo_k_sumsq;
+eo_k_logsumexp_fn eo_k_logsumexp;
+eo_k_logsumexp_backward_fn eo_k_logsumexp_backward;
 eo_k_softmax_fn eo_k_softmax;
 eo_k_softmax_ws_fn eo_k_softmax_ws;
 eo_k_softmax_backward_fn eo_k_softmax_backward;

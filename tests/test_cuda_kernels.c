@@ -192,6 +192,8 @@ START_TEST(binary_forward_backward)
     int64_t shape[4] = {3, 2, 4, 5}, so[4] = {40, 20, 5, 1};
     int64_t sa[4] = {20, 0, 5, 1}, sb[4] = {0, 4, 1, 0};
     float *a = rand_buf(60, 0.5f, 2), *b = rand_buf(8, 0.5f, 2), *g = rand_buf(120, -1, 1);
+    a[1] = b[0]; /* a tie (maximum, minimum: half the gradient each) */
+    a[7] = NAN;  /* NaN wins in maximum and minimum, and gives both sides the gradient */
     float *da_ = up(a, 60 * 4), *db_ = up(b, 8 * 4), *dg = up(g, 120 * 4);
     float *dout = dev_alloc(120 * 4);
     for (int op = 0; op < EO_BIN_COUNT; op++) {
@@ -320,6 +322,42 @@ START_TEST(reduce_forward_backward)
         down(&got, dout, 4);
         ck_assert_float_eq_tol(got, want, 1e-6f * want + 1e-30f);
         free(x);
+        free_all();
+    }
+}
+END_TEST
+
+/* log-sum-exp over each axis layout, with the edge columns: all -inf,
+ * +inf, a NaN, a common offset of 1e8; forward, saved stats, backward. */
+START_TEST(logsumexp_forward_backward)
+{
+    const int64_t cases[4][3] = {{3, 7, 5}, {4, 33, 1}, {1, 5, 300}, {6, 300, 1}};
+    for (int c = 0; c < 4; c++) {
+        int64_t o = cases[c][0], n = cases[c][1], in = cases[c][2];
+        size_t nx = (size_t)(o * n * in), ny = (size_t)(o * in);
+        float *x = rand_buf(nx, -3, 3), *dy = rand_buf(ny, -1, 1);
+        for (int64_t j = 0; j < n; j++) { /* columns (0, 0), (0, 1), (0, 2), (last) */
+            x[j * in] = -INFINITY;
+            if (in > 2)
+                x[j * in + 2] += 1e8f;
+            x[(o - 1) * n * in + j * in + in - 1] += 1e4f;
+        }
+        if (in > 1) {
+            x[3 * in + 1] = INFINITY;
+            x[1 * in + 2] = NAN;
+        }
+        float *y = malloc(ny * 4), *st = malloc(ny * 8), *g = calloc(nx, 4);
+        float *dxv = up(x, nx * 4), *ddy = up(dy, ny * 4), *dyo = dev_alloc(ny * 4);
+        float *dst = dev_alloc(ny * 8), *dg = up(g, nx * 4);
+        eo_k_logsumexp(o, n, in, x, y, st, NULL);
+        eo_cuda_k_logsumexp(o, n, in, dxv, dyo, dst, &EX);
+        check_dev("logsumexp", dyo, y, ny, 1e-6f, 1e-6f);
+        check_dev("logsumexp stats", dst, st, 2 * ny, 1e-6f, 1e-6f);
+        ck_assert(y[0] == -INFINITY);
+        eo_k_logsumexp_backward(o, n, in, x, st, dy, g, NULL);
+        eo_cuda_k_logsumexp_backward(o, n, in, dxv, dst, ddy, dg, &EX);
+        check_dev("logsumexp_backward", dg, g, nx, 1e-5f, 1e-6f);
+        free(x), free(dy), free(y), free(st), free(g);
         free_all();
     }
 }
@@ -745,6 +783,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, unary_forward_backward);
     tcase_add_test(t, matmul_all_transposes);
     tcase_add_test(t, reduce_forward_backward);
+    tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);
     tcase_add_test(t, cross_entropy_forward_backward);
     tcase_add_test(t, layernorm_forward_backward);

@@ -68,7 +68,8 @@ static void check_close(const char *what, int64_t i, double got, double want, do
                         double atol)
 {
     const double err = fabs(got - want);
-    if (!(err <= atol + rtol * fabs(want)) && !(isinf(got) && got == want))
+    if (!(err <= atol + rtol * fabs(want)) && !(isinf(got) && got == want) &&
+        !(isnan(got) && isnan(want))) /* NaN where NaN is expected */
         ck_abort_msg("%s[%lld]: got %.9g want %.9g", what, (long long)i, got, want);
 }
 
@@ -201,6 +202,8 @@ static double ref_bin(eo_binop op, double a, double b)
     case EO_BIN_ADD: return a + b;
     case EO_BIN_SUB: return a - b;
     case EO_BIN_MUL: return a * b;
+    case EO_BIN_MAX: return a != a || b != b ? NAN : a > b ? a : b;
+    case EO_BIN_MIN: return a != a || b != b ? NAN : a < b ? a : b;
     default: return a / b;
     }
 }
@@ -216,6 +219,7 @@ START_TEST(binary_broadcast)
     fill_rand(b, 15, 1.0f);
     for (int i = 0; i < 15; i++)
         b[i] += b[i] < 0 ? -0.5f : 0.5f; /* away from 0 for DIV */
+    a[39] = NAN;                         /* propagates through every op, max and min too */
     for (int op = 0; op < EO_BIN_COUNT; op++) {
         eo_k_binary((eo_binop)op, bshape, out, bso, a, bsa, b, bsb, NULL);
         for (int i = 0; i < 2; i++)
@@ -248,6 +252,7 @@ START_TEST(binary_backward_broadcast_accumulates)
     fill_rand(dout, 120, 1.0f);
     for (int i = 0; i < 15; i++)
         b[i] += b[i] < 0 ? -0.5f : 0.5f;
+    a[0] = b[0]; /* a tie: maximum and minimum split the gradient */
     for (int op = 0; op < EO_BIN_COUNT; op++) {
         float da[40], db[15];
         double wa[40], wb[15];
@@ -269,6 +274,11 @@ START_TEST(binary_backward_broadcast_accumulates)
                             ga = g * y, gb = g * x;
                         else if (op == EO_BIN_DIV)
                             ga = g / y, gb = -g * x / (y * y);
+                        else if (op == EO_BIN_MAX || op == EO_BIN_MIN) { /* PyTorch's rule */
+                            const int a_wins = op == EO_BIN_MAX ? x > y : x < y;
+                            ga = x == y ? g / 2 : a_wins ? g : 0;
+                            gb = x == y ? g / 2 : a_wins ? 0 : g;
+                        }
                         wa[at4(bsa, i, j, k, l)] += ga;
                         wb[at4(bsb, i, j, k, l)] += gb;
                     }
