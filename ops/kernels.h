@@ -251,12 +251,14 @@ typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t
                                         const eo_exec *ex);
 
 /* ---- optimizer updates (in place) ------------------------------------------------
- * SGD with momentum and weight decay, as PyTorch's torch.optim.SGD
- * (dampening 0): d = g + wd*w; v = momentum*v + d; d = nesterov ? d +
- * momentum*v : v (or d itself when momentum = 0; v may then be NULL);
- * w -= lr * d. */
+ * SGD with momentum, dampening and weight decay, as PyTorch's
+ * torch.optim.SGD: d = g + wd*w; v = momentum*v + (1 - dampening)*d;
+ * d = nesterov ? d + momentum*v : v (or d itself when momentum = 0; v may
+ * then be NULL); w -= lr * d. torch skips the dampening on a buffer's
+ * first step (v = d): the caller passes dampening 0 then, with v zeroed. */
 typedef void eo_k_sgd_fn(int64_t n, float *w, const float *g, float *v, float lr,
-                         float momentum, float wd, int nesterov, const eo_exec *ex);
+                         float momentum, float dampening, float wd, int nesterov,
+                         const eo_exec *ex);
 /* AdamW, Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
  * (ICLR 2019), Algorithm 2, with Adam's bias correction (Kingma & Ba 2015):
  *   w -= lr * wd * w;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;

@@ -574,8 +574,8 @@ START_TEST(optimizers)
     for (int nest = 0; nest < 2; nest++) {
         float *w = copy_buf(w0, N), *v = copy_buf(v0, N);
         float *dw = up(w0, N * 4), *dv = up(v0, N * 4);
-        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nest, NULL);
-        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.01f, nest, &EX);
+        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.25f, 0.01f, nest, NULL);
+        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.25f, 0.01f, nest, &EX);
         check_dev("sgd w", dw, w, N, 1e-6f, 1e-7f);
         check_dev("sgd v", dv, v, N, 1e-6f, 1e-7f);
         free(w), free(v);

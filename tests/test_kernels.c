@@ -1010,15 +1010,17 @@ START_TEST(optimizers_many_elements)
     enum { N = 37 };
     float w[N], g[N], v[N], m[N];
     double ww[N], wv[N], wm[N];
-    for (int nesterov = 0; nesterov < 2; nesterov++) {
+    for (int variant = 0; variant < 3; variant++) { /* plain momentum, Nesterov, dampening */
+        const int nesterov = variant == 1;
+        const double damp = variant == 2 ? 0.25 : 0.0;
         fill_rand(w, N, 1.0f), fill_rand(g, N, 1.0f), fill_rand(v, N, 0.5f);
         for (int i = 0; i < N; i++) {
             double d = (double)g[i] + 0.01 * (double)w[i];
-            wv[i] = 0.9 * v[i] + d;
+            wv[i] = 0.9 * v[i] + (1 - damp) * d;
             d = nesterov ? d + 0.9 * wv[i] : wv[i];
             ww[i] = w[i] - 0.1 * d;
         }
-        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nesterov, NULL);
+        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, (float)damp, 0.01f, nesterov, NULL);
         check_all("sgd w", w, ww, N, 1e-6, 1e-6);
         check_all("sgd v", v, wv, N, 1e-6, 1e-6);
     }
@@ -1050,17 +1052,17 @@ START_TEST(sgd_one_step)
     const float g[1] = {0.5f};
     float w, v;
     w = 1.0f;
-    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0, NULL);
+    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0.0f, 0, NULL);
     ck_assert_float_eq_tol(w, 0.95f, 1e-7f);
     w = 1.0f;
-    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.01f, 0, NULL);
+    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, NULL);
     ck_assert_float_eq_tol(w, 0.949f, 1e-7f);
     w = 1.0f, v = 0.2f;
-    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.01f, 0, NULL);
+    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.0f, 0.01f, 0, NULL);
     ck_assert_float_eq_tol(w, 0.931f, 1e-7f);
     ck_assert_float_eq_tol(v, 0.69f, 1e-7f);
     w = 1.0f, v = 0.2f;
-    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.01f, 1, NULL);
+    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.0f, 0.01f, 1, NULL);
     ck_assert_float_eq_tol(w, 0.8869f, 1e-7f);
     ck_assert_float_eq_tol(v, 0.69f, 1e-7f);
 }
@@ -1181,8 +1183,8 @@ START_TEST(row_kernels_independent_of_split)
     for (int nesterov = 0; nesterov < 2; nesterov++) {
         memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
         memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
-        eo_k_sgd(N, a, dy, a2, 0.1f, 0.9f, 0.01f, nesterov, pars[0]);
-        eo_k_sgd(N, b, dy, b2, 0.1f, 0.9f, 0.01f, nesterov, pars[1]);
+        eo_k_sgd(N, a, dy, a2, 0.1f, 0.9f, 0.0f, 0.01f, nesterov, pars[0]);
+        eo_k_sgd(N, b, dy, b2, 0.1f, 0.9f, 0.0f, 0.01f, nesterov, pars[1]);
         check_same_bits("sgd", a, b, sizeof(float) * N);
     }
     {
