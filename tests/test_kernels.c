@@ -1228,8 +1228,47 @@ START_TEST(row_kernels_independent_of_split)
 }
 END_TEST
 
+/* NaN in, NaN out for every unary op (relu too, as torch.relu), in a
+ * vector's body and tail on the vector path, and on the portable one
+ * (NATIVE=0): no clamp inside an exp or a sigmoid may swallow it. */
+START_TEST(unary_ops_keep_nan)
+{
+    const int64_t ns[2] = {13, 4099};
+    for (int s = 0; s < 2; s++) {
+        const int64_t n = ns[s];
+        float *x = fill_rand(alloc_f(n), n, 3.0f), *y = alloc_f(n);
+        const int64_t at[3] = {0, 9, n - 1};
+        for (int k = 0; k < 3; k++)
+            x[at[k]] = NAN;
+        for (int op = 0; op < EO_UN_COUNT; op++) {
+            eo_k_unary((eo_unop)op, n, x, y, 0.5f, NULL);
+            for (int k = 0; k < 3; k++)
+                CHECK_MSG(isnan(y[at[k]]), "unary op %d, n %lld: f(NaN) at %lld = %g", op,
+                          (long long)n, (long long)at[k], (double)y[at[k]]);
+        }
+        free(x), free(y);
+    }
+}
+END_TEST
+
 /* ---- the vectorised expf -------------------------------------------------- */
 #ifdef EO_AVX2
+/* Every vector exp form keeps NaN: each clamp puts its constant first, so
+ * max_ps / min_ps return the NaN operand. */
+START_TEST(v8_exp_forms_keep_nan)
+{
+    float y[8];
+    const __m256 nan = _mm256_set1_ps(NAN);
+    const __m256 r[5] = {eo_v8_exp(nan), eo_v8_exp_neg(nan), eo_v8_exp_sat(nan),
+                         eo_v8_exp_scaled(nan), eo_v8_expm1_neg(nan)};
+    for (int f = 0; f < 5; f++) {
+        _mm256_storeu_ps(y, r[f]);
+        for (int k = 0; k < 8; k++)
+            CHECK_MSG(isnan(y[k]), "exp form %d lane %d: %g", f, k, (double)y[k]);
+    }
+}
+END_TEST
+
 /* Distance in units in the last place between two non-negative floats:
  * their bit patterns are ordered like their values. */
 static int64_t ulp_dist(float a, float b)
@@ -1422,7 +1461,9 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, adamw_one_step);
     tcase_add_test(tc, optimizers_many_elements);
     tcase_add_test(tc, row_kernels_independent_of_split);
+    tcase_add_test(tc, unary_ops_keep_nan);
 #ifdef EO_AVX2
+    tcase_add_test(tc, v8_exp_forms_keep_nan);
     tcase_add_test(tc, v8_exp_within_2ulp);
     tcase_add_test(tc, v8_exp_neg_within_1ulp);
     tcase_add_test(tc, v8_exp_sat_within_1ulp);
