@@ -689,8 +689,12 @@ START_TEST(cross_entropy_forward_backward)
             const double scale = red == EO_CE_MEAN ? 0.75 / (double)count : 0.75;
             for (int64_t r = 0; r < R; r++)
                 for (int64_t j = 0; j < C; j++) {
+                    if (t[r] == -100) { /* ignored: no gradient */
+                        w[r * C + j] = 0.5;
+                        continue;
+                    }
                     const double sr = red == EO_CE_NONE ? dloss[r] : scale, l = x[r * C + t[r]] + lr[r];
-                    w[r * C + j] = 0.5 + (t[r] == -100 ? 0.0 : sr * (exp(x[r * C + j] - l) - (j == t[r])));
+                    w[r * C + j] = 0.5 + sr * (exp(x[r * C + j] - l) - (j == t[r]));
                 }
             if (red == EO_CE_NONE)
                 for (int64_t r = 0; r < R; r++)
