@@ -25,26 +25,8 @@
 static eo_cuda_driver D;
 
 /* A context with CUDA attached (interpreter or real GPU). */
-static eo_ctx *cuda_ctx(void)
-{
-    eo_ctx *ctx = eo_test_ctx(4, 16);
-    const char *mode = getenv("EO_TEST_CUDA");
-    const eo_cuda_driver *drv = NULL;
-    if (!mode || strcmp(mode, "real") != 0) {
-        eo_ptxsim_driver_reset();
-        eo_ptxsim_driver(&D);
-        drv = &D;
-    }
-    eo_status s = eo_cuda_attach(ctx, drv, 0, 4u << 20, 16u << 20);
-    ck_assert_msg(s == EO_OK, "cuda_attach: %s", eo_last_error(ctx));
-    return ctx;
-}
-
-static void close_ctx(eo_ctx *ctx)
-{
-    eo_cuda_detach(ctx);
-    eo_test_ctx_free(ctx);
-}
+static eo_ctx *cuda_ctx(void) { return eo_test_cuda_ctx(4, 16); }
+static void close_ctx(eo_ctx *ctx) { eo_test_cuda_ctx_free(ctx); }
 
 /* A CPU tensor's copy on the device, requiring grad like the original. */
 static eo_tensor *to_cuda(eo_ctx *ctx, eo_tensor *x)

@@ -16,38 +16,25 @@
  * infinity; maximum, minimum, max and pooling must be exact. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/everyo.h"
 #include "core/nn.h"
 #include "tests/fixtures/numerics.h"
 #include "tests/gradcheck.h"
-#include "tools/ptxsim/driver.h"
-
-static eo_cuda_driver D;
 
 static eo_ctx *ctx_on(eo_device dev)
 {
-    eo_ctx *ctx = eo_test_ctx(4, 16);
-    if (dev == EO_CUDA) {
-        const char *mode = getenv("EO_TEST_CUDA");
-        const eo_cuda_driver *drv = NULL;
-        if (!mode || strcmp(mode, "real") != 0) {
-            eo_ptxsim_driver_reset();
-            eo_ptxsim_driver(&D);
-            drv = &D;
-        }
-        eo_status s = eo_cuda_attach(ctx, drv, 0, 4u << 20, 16u << 20);
-        ck_assert_msg(s == EO_OK, "cuda_attach: %s", eo_last_error(ctx));
-    }
-    return ctx;
+    return dev == EO_CUDA ? eo_test_cuda_ctx(4, 16) : eo_test_ctx(4, 16);
 }
 
 static void ctx_done(eo_ctx *ctx, eo_device dev)
 {
     if (dev == EO_CUDA)
-        eo_cuda_detach(ctx);
-    eo_test_ctx_free(ctx);
+        eo_test_cuda_ctx_free(ctx);
+    else
+        eo_test_ctx_free(ctx);
 }
 
 /* A tensor on dev holding n host values (F32 or I32). */
