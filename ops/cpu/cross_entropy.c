@@ -20,7 +20,7 @@
  * NaN-blind max misses a NaN only in a row that is otherwise all -inf;
  * that rare branch looks for it.
  *
- * Backward: one pass per row, dlogits += (exp((x - M) - L) - onehot) * s,
+ * Backward: one pass per row, dlogits += (exp(x - M) / S - onehot) * s,
  * where s is dloss / count for the mean (count = rows not ignored: a
  * padded batch averages over its real rows only), dloss for the sum, and
  * the row's own dloss[r] for reduction none. */
@@ -194,26 +194,29 @@ void eo_k_cross_entropy(int64_t rows, int64_t cols, const float *logits, const i
         loss[0] = (float)sum;
 }
 
-/* d += exp((x - M) - L) * scale over a row: softmax(x) * scale. x - M is
- * exact near the max, so huge common offsets cost no digits. */
+/* d += softmax(x) * scale over a row, as exp(x - M) * (scale / S) with
+ * 1/S = exp(-L): x - M is exact near the max, so a huge common offset
+ * costs no digits, and the 1/S joins the per-row scale, so the loop does
+ * no more work than exp(x - lse) did (subtracting L per element would add
+ * an instruction to it). */
 static void ce_backward_row(int64_t cols, const float *x, const float *st, float scale, float *d)
 {
+    const float k = scale * expf(-st[1]); /* NaN for a row holding a NaN */
 #ifdef EO_AVX2
-    const __m256 M = _mm256_set1_ps(st[0]), L = _mm256_set1_ps(st[1]);
-    const __m256 s = _mm256_set1_ps(scale);
+    const __m256 M = _mm256_set1_ps(st[0]), s = _mm256_set1_ps(k);
     int64_t j = 0;
     for (; j + 8 <= cols; j += 8) {
-        const __m256 v = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), M), L);
-        _mm256_storeu_ps(d + j, _mm256_fmadd_ps(eo_v8_exp_neg(v), s, _mm256_loadu_ps(d + j)));
+        const __m256 p = eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j), M));
+        _mm256_storeu_ps(d + j, _mm256_fmadd_ps(p, s, _mm256_loadu_ps(d + j)));
     }
     if (j < cols) {
         const __m256i m = eo_v8_mask(cols - j);
-        const __m256 v = _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), M), L);
-        _mm256_maskstore_ps(d + j, m, _mm256_fmadd_ps(eo_v8_exp_neg(v), s, _mm256_maskload_ps(d + j, m)));
+        const __m256 p = eo_v8_exp_neg(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), M));
+        _mm256_maskstore_ps(d + j, m, _mm256_fmadd_ps(p, s, _mm256_maskload_ps(d + j, m)));
     }
 #else
     for (int64_t j = 0; j < cols; j++)
-        d[j] += expf((x[j] - st[0]) - st[1]) * scale;
+        d[j] += expf(x[j] - st[0]) * k;
 #endif
 }
 
