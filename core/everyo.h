@@ -246,9 +246,11 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- softmax, losses, normalisation -------------------------------------- */
 
-/* Over the last axis, max-subtracted. A row that is all -inf (e.g. a
- * fully masked attention row) gives 0 (softmax) or -inf (log_softmax) and
- * a zero gradient, never NaN. */
+/* Over the last axis, max-subtracted, as torch.softmax / torch.log_softmax
+ * (dim=-1). A row holding a NaN, or a +inf, is NaN throughout, as in
+ * PyTorch. A row that is all -inf (e.g. a fully masked attention row)
+ * gives 0 (softmax) or -inf (log_softmax) and a zero gradient, where
+ * PyTorch gives NaN. */
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
@@ -334,7 +336,10 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * softmax (Dao et al., "FlashAttention", 2022) so the [Tq, Tk] score
  * matrix is never stored; the backward recomputes scores tile by tile
  * from the saved per-row log-sum-exp. Matches eo_attention to float32
- * tolerance. */
+ * tolerance, NaN included: a NaN score (from q, k or the mask) among the
+ * keys a query sees makes that query's output row and its gradients NaN,
+ * as PyTorch's softmax(q kᵀ scale + mask) v does; keys hidden by `causal`
+ * are never read (as a masked_fill, or torch's is_causal, hides them). */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 
