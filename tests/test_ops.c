@@ -868,12 +868,16 @@ static void grad_softmax(int id)
  * Cross-entropy
  * ==================================================================== */
 
+/* The mean (returned), with each row's loss in rows[] (0 when ignored)
+ * and the sum in *sum, when those are not NULL. */
 static double ref_cross_entropy(const double *x, int64_t N, int64_t C, const int32_t *t,
-                                int32_t ignore)
+                                int32_t ignore, double *rows, double *sum)
 {
     double total = 0;
     int64_t count = 0;
     for (int64_t r = 0; r < N; r++) {
+        if (rows)
+            rows[r] = 0.0;
         if (t[r] == ignore)
             continue;
         const double *xr = x + r * C;
@@ -882,9 +886,14 @@ static double ref_cross_entropy(const double *x, int64_t N, int64_t C, const int
             m = xr[c] > m ? xr[c] : m;
         for (int64_t c = 0; c < C; c++)
             s += exp(xr[c] - m);
-        total += m + log(s) - xr[t[r]];
+        const double l = m + log(s) - xr[t[r]];
+        if (rows)
+            rows[r] = l;
+        total += l;
         count++;
     }
+    if (sum)
+        *sum = total;
     return count ? total / (double)count : 0.0;
 }
 
@@ -917,8 +926,15 @@ static void fwd_cross_entropy(int id)
                  cases[c].big ? " ±1e4" : "");
         OT_OK(eo_cross_entropy(ot_ctx, x, tt, cases[c].ignore, &y), what);
         ck_assert_int_eq(y->rank, 0);
-        double ref = ref_cross_entropy(ot_get(x), N, C, t, cases[c].ignore);
+        double rows[64], sum;
+        double ref = ref_cross_entropy(ot_get(x), N, C, t, cases[c].ignore, rows, &sum);
         ot_expect_close(what, y, &ref, RTOL, 1e-5);
+        OT_OK(eo_cross_entropy_ex(ot_ctx, x, tt, cases[c].ignore, EO_REDUCTION_SUM, &y), what);
+        ck_assert_int_eq(y->rank, 0);
+        ot_expect_close(what, y, &sum, RTOL, 1e-5);
+        OT_OK(eo_cross_entropy_ex(ot_ctx, x, tt, cases[c].ignore, EO_REDUCTION_NONE, &y), what);
+        ot_expect_shape(what, y, 1, &N);
+        ot_expect_close(what, y, rows, RTOL, 1e-5); /* ignored rows give 0, as torch */
         eo_rewind(ot_ctx, m);
     }
     /* Every row ignored: the loss is exactly 0 (not 0/0). */
@@ -928,9 +944,12 @@ static void fwd_cross_entropy(int id)
     OT_OK(eo_cross_entropy(ot_ctx, x, tt, -100, &y), "cross_entropy all ignored");
     ck_assert_msg(*(float *)y->data == 0.0f, "cross_entropy all ignored: loss %g, want 0",
                   (double)*(float *)y->data);
+    OT_OK(eo_cross_entropy_ex(ot_ctx, x, tt, -100, EO_REDUCTION_SUM, &y), "all ignored, sum");
+    ck_assert(*(float *)y->data == 0.0f);
+    ck_assert_int_eq(eo_cross_entropy_ex(ot_ctx, x, tt, -100, (eo_reduction)7, &y), EO_ERR_ARG);
 }
 
-typedef struct ce_user { eo_tensor *target; int32_t ignore; int transpose; } ce_user;
+typedef struct ce_user { eo_tensor *target; int32_t ignore; int transpose; eo_reduction red; } ce_user;
 
 static eo_status gf_cross_entropy(eo_ctx *ctx, eo_tensor *const *in, void *user,
                                   eo_tensor **out)
@@ -939,7 +958,7 @@ static eo_status gf_cross_entropy(eo_ctx *ctx, eo_tensor *const *in, void *user,
     eo_tensor *x = in[0];
     if (u->transpose)
         OT_TRY(eo_transpose(ctx, x, 0, 1, &x));
-    return eo_cross_entropy(ctx, x, u->target, u->ignore, out);
+    return eo_cross_entropy_ex(ctx, x, u->target, u->ignore, u->red, out);
 }
 
 static void grad_cross_entropy(int id)
@@ -949,16 +968,20 @@ static void grad_cross_entropy(int id)
         { { 2, 0, 2, 3 }, 2, 0 },       /* a valid class used as the ignore index */
         { { 3, 3, 0, 1 }, -100, 1 },    /* logits through a transposed view */
     };
-    for (int c = 0; c < 3; c++) {
-        int64_t s[2] = { 4, 5 }, n = 4;
-        if (cases[c].transpose) { s[0] = 5; s[1] = 4; }
-        eo_tensor *x = grad_input(2, s, -2, 2, 161u + (unsigned)c);
-        ce_user u = { ot_i32(1, &n, cases[c].t), cases[c].ignore, cases[c].transpose };
-        char what[96];
-        snprintf(what, sizeof what, "%s [4x5] ignore %d%s", eo_op_names[id], (int)u.ignore,
-                 u.transpose ? " (transposed view)" : "");
-        ot_gradcheck(what, gf_cross_entropy, &x, 1, &u, NULL);
-    }
+    static const char *const red_name[3] = { "mean", "sum", "none" };
+    for (int c = 0; c < 3; c++)
+        for (int red = 0; red < 3; red++) {
+            int64_t s[2] = { 4, 5 }, n = 4;
+            if (cases[c].transpose) { s[0] = 5; s[1] = 4; }
+            eo_tensor *x = grad_input(2, s, -2, 2, 161u + (unsigned)c);
+            const eo_reduction r = red == 0 ? EO_REDUCTION_MEAN : red == 1 ? EO_REDUCTION_SUM
+                                                                            : EO_REDUCTION_NONE;
+            ce_user u = { ot_i32(1, &n, cases[c].t), cases[c].ignore, cases[c].transpose, r };
+            char what[96];
+            snprintf(what, sizeof what, "%s [4x5] ignore %d%s reduction %s", eo_op_names[id],
+                     (int)u.ignore, u.transpose ? " (transposed view)" : "", red_name[red]);
+            ot_gradcheck(what, gf_cross_entropy, &x, 1, &u, NULL);
+        }
     /* All rows ignored: zero gradient, not NaN. */
     int64_t s[2] = { 2, 3 }, n = 2;
     int32_t t[2] = { -100, -100 };
