@@ -419,6 +419,8 @@ ptx-check:
 #                         a batch, tools/reference/ref_transformer.py (PyTorch, float64)
 #                         adds logits, loss and gradients. Needs REF_PYTHON with
 #                         torch; not run by CI (the fixtures are committed).
+#                         Also tests/fixtures/numerics.h: PyTorch's values for the
+#                         ops' numerical edge cases (tools/reference/ref_numerics.py).
 # make bench-transformer  EveryO and PyTorch side by side at 1 and 2 threads: ms
 #                         per training step and loss/accuracy after BENCH_STEPS
 #                         steps for the char-GPT and the ViT. ARGS: e.g.
@@ -432,6 +434,7 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	./$(BUILD)/eo-transformer-fixture vit $(BUILD)/fixtures/vit_init.safetensors
 	$(REF_PYTHON) tools/reference/ref_transformer.py gpt $(BUILD)/fixtures/gpt_init.safetensors tests/fixtures/gpt_parity.safetensors
 	$(REF_PYTHON) tools/reference/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
+	$(REF_PYTHON) tools/reference/ref_numerics.py tests/fixtures/numerics.h
 
 bench-transformer: $(BUILD)/eo-train
 	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist

@@ -35,6 +35,8 @@ typedef struct eo_backend {
     eo_k_reduce_fn *reduce;
     eo_k_reduce_backward_fn *reduce_backward;
     eo_k_sumsq_fn *sumsq;
+    eo_k_logsumexp_fn *logsumexp;
+    eo_k_logsumexp_backward_fn *logsumexp_backward;
     eo_k_softmax_fn *softmax;
     eo_k_softmax_ws_fn *softmax_ws; /* NULL: no scratch */
     eo_k_softmax_backward_fn *softmax_backward;

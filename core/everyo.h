@@ -273,6 +273,13 @@ eo_status eo_add(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_sub(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_mul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+/* Elementwise max / min with the same broadcasting, as torch.maximum /
+ * torch.minimum: NaN when either input is NaN (fmaxf would return the
+ * other). Gradient as PyTorch's: dout goes to the selected input, a tie
+ * (a == b) gives each input dout / 2, and a NaN on either side gives both
+ * dout. */
+eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 
 /* out = s * x. */
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
@@ -299,29 +306,56 @@ eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_
 /* ---- reductions -------------------------------------------------------- */
 
 /* Sum, mean or max over `axis` (negative counts from the end); keepdim
- * keeps it as size 1. The max's gradient goes to the first maximum.
- * EO_ERR_AXIS for an axis out of range. */
+ * keeps it as size 1. The max's gradient goes to the first maximum. Max
+ * propagates NaN and its gradient goes to the first NaN, as torch.max
+ * (values, indices). EO_ERR_AXIS for an axis out of range. */
 eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 eo_status eo_mean(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 eo_status eo_max(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
+/* log sum exp(x) over `axis`, as torch.logsumexp(x, axis, keepdim):
+ * m + log sum exp(x - m) with m the max over the axis (taken as 0 when it
+ * is ±inf), so huge values neither overflow nor lose their exps. An axis
+ * of only -inf gives -inf, one holding +inf gives +inf, a NaN gives NaN.
+ * Gradient: dx = dout * exp(x - out) = dout * softmax(x) along the axis;
+ * where out = -inf it is 0 (PyTorch gives NaN there, as exp(-inf - -inf)).
+ * EO_ERR_AXIS for an axis out of range; an empty axis gives -inf. */
+eo_status eo_logsumexp(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
 /* Sum of every element: a scalar (rank 0). A scalar input is fine. */
 eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- softmax, losses, normalisation -------------------------------------- */
 
-/* Over the last axis, max-subtracted. A row that is all -inf (e.g. a
- * fully masked attention row) gives 0 (softmax) or -inf (log_softmax) and
- * a zero gradient, never NaN. */
+/* Over the last axis, max-subtracted, as torch.softmax / torch.log_softmax
+ * (dim=-1). A row holding a NaN, or a +inf, is NaN throughout, as in
+ * PyTorch. A row that is all -inf (e.g. a fully masked attention row)
+ * gives 0 (softmax) or -inf (log_softmax) and a zero gradient, where
+ * PyTorch gives NaN. */
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* Mean cross-entropy of logits [N, C] (F32) against class indices
  * target [N] (I32) — rows whose target equals ignore_index are skipped;
- * with none left the loss is 0. Out: a scalar. Computed through
- * log-sum-exp so logits of ±1e4 are fine. EO_ERR_SHAPE for mismatched N,
- * EO_ERR_ARG for a target outside [0, C) other than ignore_index (CPU). */
+ * with none left the loss is 0 (PyTorch's mean gives NaN there). Out: a
+ * scalar. Row r's loss is (max_r - logits[r, t_r]) + log sum exp(logits[r]
+ * - max_r), as torch.nn.functional.cross_entropy: the max and the log of
+ * the sum are kept apart, so logits with a common offset of 1e4 ... 1e8
+ * give the same loss and gradient as without it. A NaN logit (or +inf)
+ * makes its row's loss NaN, and so the mean. EO_ERR_SHAPE for mismatched
+ * N, EO_ERR_ARG for a target outside [0, C) other than ignore_index (CPU). */
 eo_status eo_cross_entropy(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
                            int32_t ignore_index, eo_tensor **out);
+
+/* How a loss over rows is reduced: torch's reduction='mean', 'sum' or
+ * 'none'. */
+typedef enum eo_reduction { EO_REDUCTION_MEAN, EO_REDUCTION_SUM, EO_REDUCTION_NONE } eo_reduction;
+
+/* eo_cross_entropy with PyTorch's `reduction` (torch.nn.functional.
+ * cross_entropy(logits, target, ignore_index=, reduction=)): MEAN as
+ * eo_cross_entropy; SUM the sum over kept rows (0 when none is kept, as
+ * torch); NONE the per-row losses, out [N], with 0 for an ignored row (as
+ * torch). EO_ERR_ARG for any other value. */
+eo_status eo_cross_entropy_ex(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
+                              int32_t ignore_index, eo_reduction reduction, eo_tensor **out);
 
 /* Layer normalisation over the last axis (Ba, Kiros & Hinton 2016):
  * y = (x - mean) / sqrt(var + eps) * w + b, var biased, computed around
@@ -391,7 +425,10 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * softmax (Dao et al., "FlashAttention", 2022) so the [Tq, Tk] score
  * matrix is never stored; the backward recomputes scores tile by tile
  * from the saved per-row log-sum-exp. Matches eo_attention to float32
- * tolerance. */
+ * tolerance, NaN included: a NaN score (from q, k or the mask) among the
+ * keys a query sees makes that query's output row and its gradients NaN,
+ * as PyTorch's softmax(q kᵀ scale + mask) v does; keys hidden by `causal`
+ * are never read (as a masked_fill, or torch's is_causal, hides them). */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

@@ -29,7 +29,7 @@ typedef union eo_op_params {
     struct { float s; } scale;
     struct { int ta, tb; } matmul;
     struct { int axis; } reduce;
-    struct { int32_t ignore_index; } ce;
+    struct { int32_t ignore_index; int reduction; /* eo_ce_reduction */ } ce;
     struct { float eps; } ln;
     struct { float p; uint64_t seed; } dropout;
     struct { int64_t kh, kw; int pad, stride; } conv;

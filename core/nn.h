@@ -130,6 +130,7 @@ typedef struct eo_optimizer {
     const eo_params *params;
     float lr;            /* set per step by a schedule, or left constant */
     float momentum;      /* SGD */
+    float dampening;     /* SGD */
     int nesterov;        /* SGD */
     float beta1, beta2, eps; /* AdamW */
     float weight_decay;
@@ -142,6 +143,13 @@ typedef struct eo_optimizer {
  * state `v` per parameter when momentum > 0. */
 eo_status eo_sgd_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
                       float momentum, float weight_decay, int nesterov);
+/* The same with torch.optim.SGD's dampening (arguments in torch's order):
+ * v = momentum v + (1 - dampening) d, except on the first step, where v
+ * = d undamped, as torch starts its buffer. EO_ERR_ARG for dampening
+ * outside [0, 1] or NaN, and for Nesterov with dampening != 0 (torch
+ * refuses that pair too). */
+eo_status eo_sgd_init_ex(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
+                         float momentum, float dampening, float weight_decay, int nesterov);
 /* AdamW (Loshchilov & Hutter, ICLR 2019) with bias correction: state m
  * and v per parameter. Typical: beta1 0.9, beta2 0.999, eps 1e-8, wd 0.01. */
 eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,

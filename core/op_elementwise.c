@@ -1,5 +1,5 @@
-/* core/op_elementwise.c — add, sub, mul, div with broadcasting; scale and
- * the unary activations.
+/* core/op_elementwise.c — add, sub, mul, div, maximum, minimum with
+ * broadcasting; scale and the unary activations.
  *
  * Broadcasting follows NumPy: align shapes at the right, and an axis of
  * size 1 stretches to match the other. No data is copied: the stretched
@@ -12,6 +12,7 @@
 static const eo_binop binop_of[EO_OP_COUNT] = {
     [EO_OP_ADD] = EO_BIN_ADD, [EO_OP_SUB] = EO_BIN_SUB,
     [EO_OP_MUL] = EO_BIN_MUL, [EO_OP_DIV] = EO_BIN_DIV,
+    [EO_OP_MAXIMUM] = EO_BIN_MAX, [EO_OP_MINIMUM] = EO_BIN_MIN,
 };
 
 /* 4-D strides of t seen through the broadcast shape `shape` (0 where t has
@@ -96,6 +97,10 @@ eo_status eo_bwd_add(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); 
 eo_status eo_bwd_sub(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
 eo_status eo_bwd_mul(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
 eo_status eo_bwd_div(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
+eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out) { return binary(ctx, EO_OP_MAXIMUM, a, b, out); }
+eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out) { return binary(ctx, EO_OP_MINIMUM, a, b, out); }
+eo_status eo_bwd_maximum(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
+eo_status eo_bwd_minimum(eo_ctx *ctx, eo_node *n) { return binary_backward(ctx, n); }
 
 /* ---- unary ---------------------------------------------------------------- */
 

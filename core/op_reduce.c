@@ -1,8 +1,10 @@
-/* core/op_reduce.c — sum, mean and max over one axis.
+/* core/op_reduce.c — sum, mean, max and log-sum-exp over one axis.
  *
  * Any axis of a contiguous tensor splits it into [outer, n, inner]: the
  * kernel reduces the middle index. That one view serves every axis and
- * rank, so there is one kernel instead of one per axis. */
+ * rank, so there is one kernel instead of one per axis. Log-sum-exp has
+ * its own kernel pair (its backward needs x and the output, not an
+ * argmax), behind the same shape rule. */
 #include "core/internal.h"
 
 static const eo_redop redop_of[EO_OP_COUNT] = {
@@ -31,7 +33,11 @@ static eo_status reduce_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, i
         return eo_fail(ctx, EO_ERR_SHAPE, "max: axis %d of %T is empty", a, x);
     EO_CHECK(eo_contiguous(ctx, x, &x));
     const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, op, be, reduce);
+    const int lse = id == EO_OP_LOGSUMEXP;
+    if (lse)
+        EO_NEED_KERNEL(ctx, op, be, logsumexp);
+    else
+        EO_NEED_KERNEL(ctx, op, be, reduce);
     int64_t shape[EO_MAX_RANK], outer, n, inner;
     int rank = 0;
     for (int i = 0; i < x->rank; i++) {
@@ -46,8 +52,15 @@ static eo_status reduce_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, i
     int grad = eo_needs_grad(ctx, &x, 1);
     if (id == EO_OP_MAX && grad)
         EO_CHECK(eo_new_out(ctx, x->device, EO_I32, rank, shape, &arg));
-    be->reduce(redop_of[id], outer, n, inner, x->data, y->data, arg ? arg->data : NULL,
-               &ctx->exec);
+    /* log-sum-exp saves each output's max and log-sum apart [outer*inner, 2] */
+    const int64_t st_shape[2] = { outer * inner, 2 };
+    if (lse && grad)
+        EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 2, st_shape, &arg));
+    if (lse)
+        be->logsumexp(outer, n, inner, x->data, y->data, arg ? arg->data : NULL, &ctx->exec);
+    else
+        be->reduce(redop_of[id], outer, n, inner, x->data, y->data, arg ? arg->data : NULL,
+                   &ctx->exec);
     if (grad) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, id, &x, 1, y, &nd));
@@ -70,10 +83,17 @@ static eo_status reduce_backward(eo_ctx *ctx, eo_node *n)
     if (!x->requires_grad)
         return EO_OK;
     const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, reduce_backward);
-    EO_CHECK(eo_grad_of(ctx, x, &g));
     int64_t outer, len, inner;
     split(x, n->p.reduce.axis, &outer, &len, &inner);
+    if (n->op == EO_OP_LOGSUMEXP) { /* dx += dy * softmax(x) along the axis */
+        EO_NEED_KERNEL(ctx, "logsumexp", be, logsumexp_backward);
+        EO_CHECK(eo_grad_of(ctx, x, &g));
+        be->logsumexp_backward(outer, len, inner, x->data, n->saved[0]->data,
+                               n->out->grad->data, g->data, &ctx->exec);
+        return EO_OK;
+    }
+    EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, reduce_backward);
+    EO_CHECK(eo_grad_of(ctx, x, &g));
     be->reduce_backward(redop_of[n->op], outer, len, inner, n->out->grad->data,
                         n->saved[0] ? n->saved[0]->data : NULL, g->data, &ctx->exec);
     return EO_OK;
@@ -85,6 +105,8 @@ eo_status eo_max(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **o
 eo_status eo_bwd_sum(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); }
 eo_status eo_bwd_mean(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); }
 eo_status eo_bwd_max(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); }
+eo_status eo_logsumexp(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out) { return reduce(ctx, EO_OP_LOGSUMEXP, x, axis, keepdim, out); }
+eo_status eo_bwd_logsumexp(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx, n); }
 
 EO_PUBLIC(sum_all, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
 {

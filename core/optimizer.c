@@ -62,6 +62,21 @@ EO_PUBLIC(sgd_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr
     return with_state(o, momentum > 0 ? make_state(ctx, ps, &o->v) : EO_OK);
 }
 
+EO_PUBLIC(sgd_init_ex, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
+                       float momentum, float dampening, float weight_decay, int nesterov),
+          (ctx, o, ps, lr, momentum, dampening, weight_decay, nesterov))
+{
+    if (!(dampening >= 0 && dampening <= 1))
+        return eo_fail(ctx, EO_ERR_ARG, "sgd_init_ex: dampening %f is outside [0, 1]",
+                       (double)dampening);
+    if (nesterov && dampening != 0)
+        return eo_fail(ctx, EO_ERR_ARG, "sgd_init_ex: Nesterov needs dampening 0, got %f",
+                       (double)dampening);
+    EO_CHECK(eo_sgd_init(ctx, o, ps, lr, momentum, weight_decay, nesterov));
+    o->dampening = dampening;
+    return EO_OK;
+}
+
 EO_PUBLIC(adamw_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr, float beta1,
                       float beta2, float eps, float weight_decay),
           (ctx, o, ps, lr, beta1, beta2, eps, weight_decay))
@@ -130,8 +145,10 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
         int64_t n = eo_numel(p);
         if (o->kind == EO_OPTIM_SGD) {
             EO_NEED_KERNEL(ctx, "sgd", be, sgd);
+            /* torch starts the buffer undamped: v = d on the first step */
             be->sgd(n, p->data, p->grad->data, o->v ? o->v[i]->data : NULL, o->lr, o->momentum,
-                    o->weight_decay, o->nesterov, &ctx->exec);
+                    o->step == 1 ? 0.0f : o->dampening, o->weight_decay, o->nesterov,
+                    &ctx->exec);
         } else {
             EO_NEED_KERNEL(ctx, "adamw", be, adamw);
             be->adamw(n, p->data, p->grad->data, o->m[i]->data, o->v[i]->data, o->lr,

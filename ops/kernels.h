@@ -48,8 +48,13 @@ typedef void eo_k_accumulate_fn(const int64_t shape[4], float *dst, const int64_
 /* x[0..n) = value. */
 typedef void eo_k_fill_fn(int64_t n, float *x, float value, const eo_exec *ex);
 
-/* ---- elementwise binary with broadcasting ------------------------------ */
-typedef enum eo_binop { EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_COUNT } eo_binop;
+/* ---- elementwise binary with broadcasting ------------------------------
+ * MAX, MIN: torch.maximum / torch.minimum: NaN if either input is NaN.
+ * Their gradient is PyTorch's: the selected input gets dout, a tie (a ==
+ * b) gives each dout / 2, and a NaN on either side gives both dout. */
+typedef enum eo_binop {
+    EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_MAX, EO_BIN_MIN, EO_BIN_COUNT
+} eo_binop;
 
 /* out[i] = a[i] op b[i] over `shape`; out has no stride-0 axes. */
 typedef void eo_k_binary_fn(eo_binop op, const int64_t shape[4],
@@ -118,13 +123,28 @@ typedef void eo_k_reduce_backward_fn(eo_redop op, int64_t outer, int64_t n, int6
                                      const eo_exec *ex);
 /* out[0] = sum of x[i]^2, accumulated in double (gradient clipping). */
 typedef void eo_k_sumsq_fn(int64_t n, const float *x, float *out, const eo_exec *ex);
+/* log-sum-exp over the same axis, torch.logsumexp's method: with m the max
+ * over j of x[o, j, k] (NaN if any is NaN), and m' = m unless m is ±inf,
+ * then 0,  L = log sum_j exp(x[o, j, k] - m'),  y[o, k] = m + L.
+ * So a column of only -inf gives -inf, one holding +inf gives +inf, one
+ * holding a NaN gives NaN, and n = 0 gives -inf. stats (NULL when no
+ * backward follows) [outer, inner, 2] receives m' and L, kept apart as in
+ * cross-entropy: at an offset of 1e8, y = m + L rounds L away. */
+typedef void eo_k_logsumexp_fn(int64_t outer, int64_t n, int64_t inner, const float *x,
+                               float *y, float *stats, const eo_exec *ex);
+/* dx[o, j, k] += dy[o, k] * exp((x[o, j, k] - m') - L) (the softmax along
+ * j) from the forward's stats; 0 where L = -inf (no mass, no gradient). */
+typedef void eo_k_logsumexp_backward_fn(int64_t outer, int64_t n, int64_t inner, const float *x,
+                                        const float *stats, const float *dy, float *dx,
+                                        const eo_exec *ex);
 
 /* ---- softmax / log_softmax over the last axis ----------------------------
  * Max-subtracted: y = exp(x - max) / sum exp(x - max), so logits of ±1e4
  * neither overflow nor underflow to NaN. A row whose entries are all -inf
  * (a fully masked attention row) has no probability mass: softmax gives 0
  * for every entry and log_softmax gives -inf; their gradients are 0. No
- * NaN is produced for finite or -inf inputs. log != 0 selects log_softmax.
+ * NaN is produced for finite or -inf inputs; a row holding a NaN (or a
+ * +inf) is NaN throughout, as in PyTorch. log != 0 selects log_softmax.
  * ws: eo_k_softmax_ws bytes (0 is possible; then ws may be NULL), scratch
  * that need not be initialised: the CPU kernel keeps one row of exps per
  * worker there while the previous row is written out. */
@@ -138,19 +158,34 @@ typedef void eo_k_softmax_backward_fn(int log, int64_t rows, int64_t cols, const
                                       const float *dy, float *dx, const eo_exec *ex);
 
 /* ---- cross-entropy over class indices -------------------------------------
- * loss[0] = mean over rows r with target[r] != ignore_index of
- *           lse_r - logits[r, target[r]],  lse_r = log sum_c exp(logits[r,c]).
- * lse[r] is saved for the backward (any value for ignored rows). If every
- * row is ignored, loss[0] = 0. Targets are in [0, cols) or ignore_index. */
+ * For each row r whose target[r] != ignore_index ("kept"):
+ *   M_r = max_c logits[r, c],   L_r = log sum_c exp(logits[r, c] - M_r),
+ *   loss_r = (M_r - logits[r, target[r]]) + L_r.
+ * M_r and L_r are kept apart, never rounded into one log-sum-exp M_r + L_r:
+ * at a common offset of 1e8 (float spacing 8) M_r + L_r is M_r, which
+ * would lose L_r from the loss and the sum from the gradient. They are
+ * saved for the backward in stats[2r] = M_r, stats[2r + 1] = L_r (any
+ * values for ignored rows). reduction:
+ *   EO_CE_MEAN  loss[0] = mean of loss_r over kept rows, 0 if there are none;
+ *   EO_CE_SUM   loss[0] = sum of loss_r over kept rows, 0 if there are none;
+ *   EO_CE_NONE  loss[r] = loss_r for each row, 0 for an ignored row.
+ * A NaN logit makes its row's loss NaN (and a mean or sum NaN), as do a
+ * +inf logit and a row of only -inf, as in PyTorch. Targets are in
+ * [0, cols) or ignore_index. */
+typedef enum eo_ce_reduction { EO_CE_MEAN, EO_CE_SUM, EO_CE_NONE } eo_ce_reduction;
 typedef void eo_k_cross_entropy_fn(int64_t rows, int64_t cols, const float *logits,
                                    const int32_t *target, int32_t ignore_index,
-                                   float *lse, float *loss, const eo_exec *ex);
-/* dlogits[r,c] += dloss[0] / count * (softmax(logits)[r,c] - [c == target[r]])
- * for non-ignored rows (count = their number); ignored rows get nothing. */
+                                   eo_ce_reduction reduction, float *stats, float *loss,
+                                   const eo_exec *ex);
+/* dlogits[r,c] += s_r * (softmax(logits)[r,c] - [c == target[r]]) for kept
+ * rows, softmax = exp((logits - M_r) - L_r) from stats; s_r = dloss[0] /
+ * count (MEAN, count = kept rows), dloss[0] (SUM) or dloss[r] (NONE).
+ * Ignored rows get nothing. */
 typedef void eo_k_cross_entropy_backward_fn(int64_t rows, int64_t cols, const float *logits,
                                             const int32_t *target, int32_t ignore_index,
-                                            const float *lse, const float *dloss,
-                                            float *dlogits, const eo_exec *ex);
+                                            eo_ce_reduction reduction, const float *stats,
+                                            const float *dloss, float *dlogits,
+                                            const eo_exec *ex);
 
 /* ---- layernorm over the last axis -------------------------------------------
  * Ba, Kiros & Hinton, "Layer Normalization" (2016):
@@ -216,12 +251,14 @@ typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t
                                         const eo_exec *ex);
 
 /* ---- optimizer updates (in place) ------------------------------------------------
- * SGD with momentum and weight decay, as PyTorch's torch.optim.SGD
- * (dampening 0): d = g + wd*w; v = momentum*v + d; d = nesterov ? d +
- * momentum*v : v (or d itself when momentum = 0; v may then be NULL);
- * w -= lr * d. */
+ * SGD with momentum, dampening and weight decay, as PyTorch's
+ * torch.optim.SGD: d = g + wd*w; v = momentum*v + (1 - dampening)*d;
+ * d = nesterov ? d + momentum*v : v (or d itself when momentum = 0; v may
+ * then be NULL); w -= lr * d. torch skips the dampening on a buffer's
+ * first step (v = d): the caller passes dampening 0 then, with v zeroed. */
 typedef void eo_k_sgd_fn(int64_t n, float *w, const float *g, float *v, float lr,
-                         float momentum, float wd, int nesterov, const eo_exec *ex);
+                         float momentum, float dampening, float wd, int nesterov,
+                         const eo_exec *ex);
 /* AdamW, Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
  * (ICLR 2019), Algorithm 2, with Adam's bias correction (Kingma & Ba 2015):
  *   w -= lr * wd * w;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
@@ -244,6 +281,8 @@ eo_k_matmul_ws_fn eo_k_matmul_ws;
 eo_k_reduce_fn eo_k_reduce;
 eo_k_reduce_backward_fn eo_k_reduce_backward;
 eo_k_sumsq_fn eo_k_sumsq;
+eo_k_logsumexp_fn eo_k_logsumexp;
+eo_k_logsumexp_backward_fn eo_k_logsumexp_backward;
 eo_k_softmax_fn eo_k_softmax;
 eo_k_softmax_ws_fn eo_k_softmax_ws;
 eo_k_softmax_backward_fn eo_k_softmax_backward;
@@ -282,7 +321,9 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
  * The mask is additive (0 to keep, -inf to hide) and optional (NULL); it
  * is read at mask[b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]], stride 0 on the
  * axes it is broadcast along. A row with every key at -inf gets out = 0
- * and lse = -inf. The [Tq, Tk] scores are never stored: keys are visited
+ * and lse = -inf. A NaN score among the keys a row sees (from q, k or the
+ * mask) makes that row's out and lse NaN, and its gradients NaN, as the
+ * composed softmax in PyTorch; keys hidden by `causal` are never read. The [Tq, Tk] scores are never stored: keys are visited
  * in tiles with an online softmax. ws: eo_k_attention_ws bytes, for
  * either direction. Results do not depend on the thread count. */
 typedef void eo_k_attention_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <check.h>
 #include "tests/gradcheck.h"
+#include "tools/ptxsim/driver.h"
 
 typedef struct { eo_ctx ctx; void *a, *b; } test_ctx;
 
@@ -23,6 +25,29 @@ void eo_test_ctx_free(eo_ctx *ctx)
     free(t->a);
     free(t->b);
     free(t);
+}
+
+static eo_cuda_driver test_driver; /* must outlive the contexts that use it */
+
+eo_ctx *eo_test_cuda_ctx(size_t persist_mb, size_t step_mb)
+{
+    eo_ctx *ctx = eo_test_ctx(persist_mb, step_mb);
+    const char *mode = getenv("EO_TEST_CUDA");
+    const eo_cuda_driver *drv = NULL; /* NULL: the real driver */
+    if (!mode || strcmp(mode, "real") != 0) {
+        eo_ptxsim_driver_reset();
+        eo_ptxsim_driver(&test_driver);
+        drv = &test_driver;
+    }
+    eo_status s = eo_cuda_attach(ctx, drv, 0, 4u << 20, 16u << 20);
+    ck_assert_msg(s == EO_OK, "cuda_attach: %s", eo_last_error(ctx));
+    return ctx;
+}
+
+void eo_test_cuda_ctx_free(eo_ctx *ctx)
+{
+    eo_cuda_detach(ctx);
+    eo_test_ctx_free(ctx);
 }
 
 eo_tensor *eo_test_rand(eo_ctx *ctx, int rank, const int64_t *shape, float lo, float hi,

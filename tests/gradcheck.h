@@ -33,6 +33,13 @@ int eo_gradcheck(eo_ctx *ctx, eo_test_fn f, eo_tensor *const *in, int n_in, void
 eo_ctx *eo_test_ctx(size_t persist_mb, size_t step_mb);
 void eo_test_ctx_free(eo_ctx *ctx);
 
+/* The same with CUDA attached (4 MiB persistent, 16 MiB step on the
+ * device): the PTX interpreter behind the driver-API double, or with
+ * EO_TEST_CUDA=real the machine's GPU through libcuda.so.1. Fails the
+ * test if the attach fails. Free with eo_test_cuda_ctx_free. */
+eo_ctx *eo_test_cuda_ctx(size_t persist_mb, size_t step_mb);
+void eo_test_cuda_ctx_free(eo_ctx *ctx);
+
 /* A step-arena CPU tensor of the given shape with values uniform in
  * [lo, hi) from a fixed per-call seed; requires_grad as given. */
 eo_tensor *eo_test_rand(eo_ctx *ctx, int rank, const int64_t *shape, float lo, float hi,

@@ -353,6 +353,47 @@ START_TEST(fully_masked_rows_give_zeros_not_nan)
 }
 END_TEST
 
+/* A NaN score makes its query row NaN, in both forms, as PyTorch's
+ * softmax(q kᵀ + mask) v: a NaN in q (row 2 of head 0), a NaN mask entry
+ * (row 4, every head), a NaN among -infs (row 5: the max cannot see it),
+ * in the first and in a later key tile (T = 130: three tiles of 64). Every
+ * other row stays finite, and the gradients of the NaN rows are NaN. */
+START_TEST(nan_scores_give_nan_rows)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 64);
+    attn_fn fs[2] = { eo_attention, eo_attention_fused };
+    const int64_t Ts[2] = { 7, 130 };
+    for (int ti = 0; ti < 2; ti++)
+        for (int fi = 0; fi < 2; fi++) {
+            const int64_t B = 1, H = 2, T = Ts[ti], D = 5, late = T - 1;
+            eo_tensor *q = rand4(ctx, B, H, T, D, -1, 1, 5, 1), *k = rand4(ctx, B, H, T, D, -1, 1, 6, 1);
+            eo_tensor *v = rand4(ctx, B, H, T, D, -1, 1, 7, 1);
+            eo_tensor *R = rand4(ctx, B, H, T, D, -1, 1, 8, 0), *mask;
+            int64_t ms[2] = { T, T };
+            ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_F32, 2, ms, &mask), EO_OK);
+            float *mv = mask->data;
+            ((float *)q->data)[2 * D + 1] = NAN;
+            mv[4 * T + late] = NAN;
+            for (int64_t j = 0; j < T; j++)
+                mv[5 * T + j] = -INFINITY;
+            mv[5 * T + late] = NAN;
+            eo_tensor *out = run_loss(ctx, fs[fi], q, k, v, mask, 0, 0.5f, R);
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t i = 0; i < T; i++) {
+                    const int nan_row = i == 4 || i == 5 || (h == 0 && i == 2);
+                    for (int64_t d = 0; d < D; d++) {
+                        const float o = at4(out, 0, h, i, d), g = at4(q->grad, 0, h, i, d);
+                        ck_assert_msg(nan_row ? isnan(o) && isnan(g) : isfinite(o),
+                                      "%s T %lld: out[%lld, %lld, %lld] = %g, dq %g",
+                                      fi ? "fused" : "composed", (long long)T, (long long)h,
+                                      (long long)i, (long long)d, (double)o, (double)g);
+                    }
+                }
+        }
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 /* Scores near ±1e4 (q and k of ±100, D = 4, scale 0.25): exp of them
  * would overflow; both forms subtract the row max, so the output matches
  * the reference and every gradient stays finite. */
@@ -521,6 +562,7 @@ Suite *eo_suite_attention(void)
     tcase_add_test(tc, fused_matches_composed_with_gradients);
     tcase_add_test(tc, gradcheck_both_forms);
     tcase_add_test(tc, fully_masked_rows_give_zeros_not_nan);
+    tcase_add_test(tc, nan_scores_give_nan_rows);
     tcase_add_test(tc, huge_scores_do_not_overflow);
     tcase_add_test(tc, head_split_views_match_contiguous);
     tcase_add_test(tc, fused_is_the_same_with_threads);

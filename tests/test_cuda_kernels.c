@@ -192,6 +192,8 @@ START_TEST(binary_forward_backward)
     int64_t shape[4] = {3, 2, 4, 5}, so[4] = {40, 20, 5, 1};
     int64_t sa[4] = {20, 0, 5, 1}, sb[4] = {0, 4, 1, 0};
     float *a = rand_buf(60, 0.5f, 2), *b = rand_buf(8, 0.5f, 2), *g = rand_buf(120, -1, 1);
+    a[1] = b[0]; /* a tie (maximum, minimum: half the gradient each) */
+    a[7] = NAN;  /* NaN wins in maximum and minimum, and gives both sides the gradient */
     float *da_ = up(a, 60 * 4), *db_ = up(b, 8 * 4), *dg = up(g, 120 * 4);
     float *dout = dev_alloc(120 * 4);
     for (int op = 0; op < EO_BIN_COUNT; op++) {
@@ -325,15 +327,54 @@ START_TEST(reduce_forward_backward)
 }
 END_TEST
 
+/* log-sum-exp over each axis layout, with the edge columns: all -inf,
+ * +inf, a NaN, a common offset of 1e8; forward, saved stats, backward. */
+START_TEST(logsumexp_forward_backward)
+{
+    const int64_t cases[4][3] = {{3, 7, 5}, {4, 33, 1}, {1, 5, 300}, {6, 300, 1}};
+    for (int c = 0; c < 4; c++) {
+        int64_t o = cases[c][0], n = cases[c][1], in = cases[c][2];
+        size_t nx = (size_t)(o * n * in), ny = (size_t)(o * in);
+        float *x = rand_buf(nx, -3, 3), *dy = rand_buf(ny, -1, 1);
+        for (int64_t j = 0; j < n; j++) { /* columns (0, 0), (0, 1), (0, 2), (last) */
+            x[j * in] = -INFINITY;
+            if (in > 2)
+                x[j * in + 2] += 1e8f;
+            x[(o - 1) * n * in + j * in + in - 1] += 1e4f;
+        }
+        if (in > 1) {
+            x[3 * in + 1] = INFINITY;
+            x[1 * in + 2] = NAN;
+        }
+        float *y = malloc(ny * 4), *st = malloc(ny * 8), *g = calloc(nx, 4);
+        float *dxv = up(x, nx * 4), *ddy = up(dy, ny * 4), *dyo = dev_alloc(ny * 4);
+        float *dst = dev_alloc(ny * 8), *dg = up(g, nx * 4);
+        eo_k_logsumexp(o, n, in, x, y, st, NULL);
+        eo_cuda_k_logsumexp(o, n, in, dxv, dyo, dst, &EX);
+        check_dev("logsumexp", dyo, y, ny, 1e-6f, 1e-6f);
+        check_dev("logsumexp stats", dst, st, 2 * ny, 1e-6f, 1e-6f);
+        ck_assert(y[0] == -INFINITY);
+        eo_k_logsumexp_backward(o, n, in, x, st, dy, g, NULL);
+        eo_cuda_k_logsumexp_backward(o, n, in, dxv, dst, ddy, dg, &EX);
+        check_dev("logsumexp_backward", dg, g, nx, 1e-5f, 1e-6f);
+        free(x), free(dy), free(y), free(st), free(g);
+        free_all();
+    }
+}
+END_TEST
+
 /* ---- softmax, cross-entropy, layernorm -------------------------------------------- */
 START_TEST(softmax_forward_backward)
 {
-    enum { R = 5, C = 300 };
+    enum { R = 8, C = 300 };
     float *x = rand_buf(R * C, -10, 10), *dy = rand_buf(R * C, -1, 1);
     for (int c = 0; c < C; c++)
-        x[2 * C + c] = -INFINITY; /* a fully masked row */
+        x[2 * C + c] = x[6 * C + c] = -INFINITY; /* fully masked rows */
     x[3 * C + 7] = -INFINITY;     /* one masked entry */
     x[4 * C + 1] = 1e4f;          /* a huge logit */
+    x[5 * C + 299] = NAN;         /* a NaN: the whole row is NaN (CPU and CUDA) */
+    x[6 * C + 123] = NAN;         /* a NaN among -infs, which the max drops */
+    x[7 * C + 3] = INFINITY;      /* +inf: NaN throughout, as PyTorch */
     float *dx = up(x, sizeof(float) * R * C), *ddy = up(dy, sizeof(float) * R * C);
     float *dyo = dev_alloc(sizeof(float) * R * C);
     for (int log = 0; log < 2; log++) {
@@ -355,37 +396,82 @@ END_TEST
 
 START_TEST(cross_entropy_forward_backward)
 {
+    /* Rows: random, ignored (2, 6), a common offset of 1e8 (3; the max and
+     * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7). */
     enum { R = 9, C = 70 };
     float *x = rand_buf(R * C, -5, 5);
     int32_t t[R];
     for (int r = 0; r < R; r++)
         t[r] = (r * 13) % C;
     t[2] = t[6] = -100; /* ignored rows */
-    float lse[R], loss, dl = 0.7f, g[R * C];
-    for (int i = 0; i < R * C; i++)
-        g[i] = 0.25f;
-    float *dx = up(x, sizeof(float) * R * C), *dlse = dev_alloc(sizeof lse);
-    float *dloss = dev_alloc(4), *ddl = up(&dl, 4), *dg = up(g, sizeof g);
+    for (int c = 0; c < C; c++) {
+        x[3 * C + c] += 1e8f;
+        x[5 * C + c] = x[7 * C + c] = -INFINITY;
+    }
+    x[4 * C + 11] = NAN;
+    x[5 * C + 69] = NAN;
+    float *dx = up(x, sizeof(float) * R * C), *dst = dev_alloc(sizeof(float) * 2 * R);
+    float *dloss = dev_alloc(sizeof(float) * R);
     int32_t *dt = up(t, sizeof t);
-    eo_k_cross_entropy(R, C, x, t, -100, lse, &loss, NULL);
-    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, dlse, dloss, &EX);
-    check_dev("cross_entropy loss", dloss, &loss, 1, 1e-5f, 1e-6f);
-    float glse[R];
-    down(glse, dlse, sizeof glse);
+    for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
+        const int nl = red == EO_CE_NONE ? R : 1;
+        float st[2 * R], loss[R], dl[R], g[R * C];
+        for (int r = 0; r < R; r++)
+            dl[r] = 0.7f - 0.1f * (float)r;
+        for (int i = 0; i < R * C; i++)
+            g[i] = 0.25f;
+        float *ddl = up(dl, sizeof dl), *dg = up(g, sizeof g);
+        eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
+        eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
+        check_dev("cross_entropy loss", dloss, loss, (size_t)nl, 1e-5f, 1e-5f);
+        if (red == EO_CE_NONE)
+            ck_assert_msg(isnan(loss[4]) && isnan(loss[5]) && isnan(loss[7]) && loss[2] == 0.0f,
+                          "none: NaN rows %g %g %g, ignored %g", (double)loss[4],
+                          (double)loss[5], (double)loss[7], (double)loss[2]);
+        else
+            ck_assert(isnan(loss[0]));
+        float gst[2 * R];
+        down(gst, dst, sizeof gst);
+        for (int r = 0; r < R; r++)
+            if (t[r] != -100) {
+                ck_assert_msg(gst[2 * r] == st[2 * r] || (isnan(gst[2 * r]) && isnan(st[2 * r])),
+                              "max of row %d: cuda %g, cpu %g", r, (double)gst[2 * r],
+                              (double)st[2 * r]);
+                near("cross_entropy log-sum", &gst[2 * r + 1], &st[2 * r + 1], 1, 1e-5f, 1e-6f);
+            }
+        eo_k_cross_entropy_backward(R, C, x, t, -100, (eo_ce_reduction)red, st, dl, g, NULL);
+        eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, ddl, dg,
+                                         &EX);
+        check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+    }
+
+    /* Without the NaN rows the loss is finite, and the offset row matches
+     * its unshifted twin's. */
+    int32_t keep[R];
     for (int r = 0; r < R; r++)
-        if (t[r] != -100)
-            ck_assert_float_eq_tol(glse[r], lse[r], 1e-5f * fabsf(lse[r]) + 1e-6f);
-    eo_k_cross_entropy_backward(R, C, x, t, -100, lse, &dl, g, NULL);
-    eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, dlse, ddl, dg, &EX);
-    check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+        keep[r] = r == 4 || r == 5 || r == 7 ? -100 : t[r];
+    int32_t *dkeep = up(keep, sizeof keep);
+    float loss[R];
+    eo_cuda_k_cross_entropy(R, C, dx, dkeep, -100, EO_CE_NONE, dst, dloss, &EX);
+    down(loss, dloss, sizeof loss);
+    double m = -INFINITY, z = 0;
+    for (int c = 0; c < C; c++)
+        m = x[3 * C + c] > m ? x[3 * C + c] : m;
+    for (int c = 0; c < C; c++)
+        z += exp((double)x[3 * C + c] - m);
+    const double want = (m - x[3 * C + t[3]]) + log(z);
+    ck_assert_msg(fabs(loss[3] - want) <= 1e-5 * fabs(want) + 1e-6,
+                  "offset 1e8: cuda loss %.9g, want %.9g", (double)loss[3], want);
 
     int32_t all_ignored[R];
     for (int r = 0; r < R; r++)
         all_ignored[r] = -1;
     int32_t *dti = up(all_ignored, sizeof all_ignored);
     float zero = 0.0f;
-    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, dlse, dloss, &EX);
+    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, EO_CE_MEAN, dst, dloss, &EX);
     check_dev("cross_entropy all ignored", dloss, &zero, 1, 0, 0);
+    eo_cuda_k_cross_entropy(R, C, dx, dti, -1, EO_CE_SUM, dst, dloss, &EX);
+    check_dev("cross_entropy all ignored, sum", dloss, &zero, 1, 0, 0);
     free(x);
     free_all();
 }
@@ -488,8 +574,8 @@ START_TEST(optimizers)
     for (int nest = 0; nest < 2; nest++) {
         float *w = copy_buf(w0, N), *v = copy_buf(v0, N);
         float *dw = up(w0, N * 4), *dv = up(v0, N * 4);
-        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nest, NULL);
-        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.01f, nest, &EX);
+        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.25f, 0.01f, nest, NULL);
+        eo_cuda_k_sgd(N, dw, dg, dv, 0.1f, 0.9f, 0.25f, 0.01f, nest, &EX);
         check_dev("sgd w", dw, w, N, 1e-6f, 1e-7f);
         check_dev("sgd v", dv, v, N, 1e-6f, 1e-7f);
         free(w), free(v);
@@ -545,8 +631,11 @@ START_TEST(convolution_helpers)
 END_TEST
 
 /* ---- attention ------------------------------------------------------------------------ */
+/* poison: a NaN in q (row 2 of head 0) and, with a mask, a NaN among the
+ * -infs of mask row 3 in the last key tile: those rows are NaN on both
+ * sides (the CPU kernel's own NaN rules are tested in the attention suite). */
 static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int causal,
-                           int masked)
+                           int masked, int poison)
 {
     size_t nq = (size_t)(B * H * Tq * D), nk = (size_t)(B * H * Tk * D);
     size_t nl = (size_t)(B * H * Tq), nm = (size_t)(B * Tq * Tk);
@@ -561,7 +650,14 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
             mask[e] = -INFINITY;
         for (int64_t j = 0; j < Tk; j++)
             mask[1 * Tk + j] = -INFINITY;
+        if (poison) {
+            for (int64_t j = 0; j < Tk; j++)
+                mask[3 * Tk + j] = -INFINITY;
+            mask[3 * Tk + Tk - 1] = NAN;
+        }
     }
+    if (poison)
+        q[2 * D + 1] = NAN;
     float scale = 1.0f / sqrtf((float)D);
     float *out = malloc(nq * 4), *lse = malloc(nl * 4);
     float *dq = calloc(nq, 4), *dk = calloc(nk, 4), *dv = calloc(nk, 4);
@@ -597,9 +693,10 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
 
 START_TEST(attention_forward_backward)
 {
-    attention_case(2, 3, 37, 37, 24, 1, 0); /* causal */
-    attention_case(2, 2, 5, 300, 16, 0, 1); /* two key tiles, a mask, a fully masked row */
-    attention_case(1, 2, 9, 9, 70, 1, 1);   /* causal and a mask */
+    attention_case(2, 3, 37, 37, 24, 1, 0, 0); /* causal */
+    attention_case(2, 2, 5, 300, 16, 0, 1, 0); /* two key tiles, a mask, a fully masked row */
+    attention_case(1, 2, 9, 9, 70, 1, 1, 0);   /* causal and a mask */
+    attention_case(1, 2, 5, 300, 16, 0, 1, 1); /* NaN scores: NaN rows */
 }
 END_TEST
 
@@ -686,6 +783,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, unary_forward_backward);
     tcase_add_test(t, matmul_all_transposes);
     tcase_add_test(t, reduce_forward_backward);
+    tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);
     tcase_add_test(t, cross_entropy_forward_backward);
     tcase_add_test(t, layernorm_forward_backward);

@@ -25,26 +25,8 @@
 static eo_cuda_driver D;
 
 /* A context with CUDA attached (interpreter or real GPU). */
-static eo_ctx *cuda_ctx(void)
-{
-    eo_ctx *ctx = eo_test_ctx(4, 16);
-    const char *mode = getenv("EO_TEST_CUDA");
-    const eo_cuda_driver *drv = NULL;
-    if (!mode || strcmp(mode, "real") != 0) {
-        eo_ptxsim_driver_reset();
-        eo_ptxsim_driver(&D);
-        drv = &D;
-    }
-    eo_status s = eo_cuda_attach(ctx, drv, 0, 4u << 20, 16u << 20);
-    ck_assert_msg(s == EO_OK, "cuda_attach: %s", eo_last_error(ctx));
-    return ctx;
-}
-
-static void close_ctx(eo_ctx *ctx)
-{
-    eo_cuda_detach(ctx);
-    eo_test_ctx_free(ctx);
-}
+static eo_ctx *cuda_ctx(void) { return eo_test_cuda_ctx(4, 16); }
+static void close_ctx(eo_ctx *ctx) { eo_test_cuda_ctx_free(ctx); }
 
 /* A CPU tensor's copy on the device, requiring grad like the original. */
 static eo_tensor *to_cuda(eo_ctx *ctx, eo_tensor *x)
@@ -179,6 +161,7 @@ UNARY(o_log_softmax, eo_log_softmax(c, a, y))
 UNARY(o_sum, eo_sum(c, a, 0, 0, y))
 UNARY(o_mean, eo_mean(c, a, 1, 1, y))
 UNARY(o_max, eo_max(c, a, 1, 0, y))
+UNARY(o_logsumexp, eo_logsumexp(c, a, 1, 1, y))
 UNARY(o_dropout, eo_dropout(c, a, 0.3f, 99, y))
 UNARY(o_copy, eo_transpose(c, a, 0, 1, y) ? EO_ERR_STATE : eo_contiguous(c, *y, y))
 UNARY(o_pool, eo_maxpool2d(c, a, 2, y))
@@ -187,6 +170,8 @@ static eo_status o_add(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { r
 static eo_status o_sub(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_sub(c, a, b, y); }
 static eo_status o_mul(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_mul(c, a, b, y); }
 static eo_status o_div(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_div(c, a, b, y); }
+static eo_status o_maximum(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_maximum(c, a, b, y); }
+static eo_status o_minimum(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_minimum(c, a, b, y); }
 static eo_status o_layernorm(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_layernorm(c, a, b, NULL, 1e-5f, y); }
 static eo_status o_view(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
 {
@@ -205,7 +190,13 @@ static eo_status o_cross_entropy(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tenso
 {
     (void)b;
     static const int32_t t[5] = { 3, -100, 32, 0, 3 }; /* one ignored row */
-    return eo_cross_entropy(c, a, ints(c, a, 5, t), -100, y);
+    /* every reduction: the per-row losses + their sum + their mean */
+    eo_tensor *tt = ints(c, a, 5, t), *none, *sum, *mean, *s;
+    if (eo_cross_entropy_ex(c, a, tt, -100, EO_REDUCTION_NONE, &none) ||
+        eo_cross_entropy_ex(c, a, tt, -100, EO_REDUCTION_SUM, &sum) ||
+        eo_cross_entropy(c, a, tt, -100, &mean) || eo_add(c, none, sum, &s))
+        return EO_ERR_STATE;
+    return eo_add(c, s, mean, y);
 }
 static eo_status o_embedding(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
 {
@@ -235,6 +226,8 @@ static const op_case op_cases[EO_OP_COUNT] = {
     [EO_OP_SUB] = { o_sub, 2, { 5, 33 }, 2, { 5, 1 } },
     [EO_OP_MUL] = { o_mul, 2, { 5, 1 }, 2, { 1, 33 } },
     [EO_OP_DIV] = { o_div, 2, { 5, 33 }, 0, { 0 } },
+    [EO_OP_MAXIMUM] = { o_maximum, 2, { 5, 33 }, 2, { 5, 1 } },
+    [EO_OP_MINIMUM] = { o_minimum, 3, { 2, 5, 33 }, 1, { 33 } },
     [EO_OP_SCALE] = { o_scale, 2, { 5, 33 }, 1, { 1 } },
     [EO_OP_RELU] = { o_relu, 2, { 5, 33 }, 1, { 1 } },
     [EO_OP_GELU] = { o_gelu, 2, { 5, 33 }, 1, { 1 } },
@@ -247,6 +240,7 @@ static const op_case op_cases[EO_OP_COUNT] = {
     [EO_OP_SUM] = { o_sum, 3, { 3, 5, 7 }, 1, { 1 } },
     [EO_OP_MEAN] = { o_mean, 3, { 3, 5, 7 }, 1, { 1 } },
     [EO_OP_MAX] = { o_max, 3, { 3, 5, 7 }, 1, { 1 } },
+    [EO_OP_LOGSUMEXP] = { o_logsumexp, 3, { 3, 5, 7 }, 1, { 1 } },
     [EO_OP_SOFTMAX] = { o_softmax, 2, { 5, 33 }, 1, { 1 } },
     [EO_OP_LOG_SOFTMAX] = { o_log_softmax, 2, { 5, 33 }, 1, { 1 } },
     [EO_OP_CROSS_ENTROPY] = { o_cross_entropy, 2, { 5, 33 }, 1, { 1 } },

@@ -68,7 +68,8 @@ static void check_close(const char *what, int64_t i, double got, double want, do
                         double atol)
 {
     const double err = fabs(got - want);
-    if (!(err <= atol + rtol * fabs(want)) && !(isinf(got) && got == want))
+    if (!(err <= atol + rtol * fabs(want)) && !(isinf(got) && got == want) &&
+        !(isnan(got) && isnan(want))) /* NaN where NaN is expected */
         ck_abort_msg("%s[%lld]: got %.9g want %.9g", what, (long long)i, got, want);
 }
 
@@ -201,6 +202,8 @@ static double ref_bin(eo_binop op, double a, double b)
     case EO_BIN_ADD: return a + b;
     case EO_BIN_SUB: return a - b;
     case EO_BIN_MUL: return a * b;
+    case EO_BIN_MAX: return a != a || b != b ? NAN : a > b ? a : b;
+    case EO_BIN_MIN: return a != a || b != b ? NAN : a < b ? a : b;
     default: return a / b;
     }
 }
@@ -216,6 +219,7 @@ START_TEST(binary_broadcast)
     fill_rand(b, 15, 1.0f);
     for (int i = 0; i < 15; i++)
         b[i] += b[i] < 0 ? -0.5f : 0.5f; /* away from 0 for DIV */
+    a[39] = NAN;                         /* propagates through every op, max and min too */
     for (int op = 0; op < EO_BIN_COUNT; op++) {
         eo_k_binary((eo_binop)op, bshape, out, bso, a, bsa, b, bsb, NULL);
         for (int i = 0; i < 2; i++)
@@ -248,6 +252,7 @@ START_TEST(binary_backward_broadcast_accumulates)
     fill_rand(dout, 120, 1.0f);
     for (int i = 0; i < 15; i++)
         b[i] += b[i] < 0 ? -0.5f : 0.5f;
+    a[0] = b[0]; /* a tie: maximum and minimum split the gradient */
     for (int op = 0; op < EO_BIN_COUNT; op++) {
         float da[40], db[15];
         double wa[40], wb[15];
@@ -269,6 +274,11 @@ START_TEST(binary_backward_broadcast_accumulates)
                             ga = g * y, gb = g * x;
                         else if (op == EO_BIN_DIV)
                             ga = g / y, gb = -g * x / (y * y);
+                        else if (op == EO_BIN_MAX || op == EO_BIN_MIN) { /* PyTorch's rule */
+                            const int a_wins = op == EO_BIN_MAX ? x > y : x < y;
+                            ga = x == y ? g / 2 : a_wins ? g : 0;
+                            gb = x == y ? g / 2 : a_wins ? 0 : g;
+                        }
                         wa[at4(bsa, i, j, k, l)] += ga;
                         wb[at4(bsb, i, j, k, l)] += gb;
                     }
@@ -565,64 +575,180 @@ START_TEST(softmax_forward_backward)
 }
 END_TEST
 
+/* A NaN anywhere in a row makes that whole row NaN (PyTorch's result),
+ * on every path: pipelined short rows with and without a workspace (the
+ * fallback), streamed output (129 x 65536 floats is past 32 MiB), the
+ * one-read long rows, and a NaN among -infs, which the max cannot see.
+ * The other rows are untouched, and an all -inf row stays 0 / -inf. */
+START_TEST(softmax_nan_rows)
+{
+    const int64_t shapes[][2] = {{3, 1}, {3, 7}, {3, 40}, {4, 300}, {3, 70001}, {129, 65536}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int lg = 0; lg < 2; lg++)
+            for (int use_ws = 0; use_ws < 2; use_ws++) {
+                const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
+                float *x = fill_rand(alloc_f(n), n, 3.0f), *y = alloc_f(n);
+                for (int64_t j = 0; j < C; j++)
+                    x[2 * C + j] = -INFINITY; /* row 2: all -inf ... */
+                x[(C - 1) / 2] = NAN;         /* row 0: a NaN in the middle (or alone) */
+                if (C > 1)
+                    x[2 * C + C - 1] = NAN;   /* ... with a NaN at the end, among -infs */
+                if (R > 3) {                  /* row 3: all -inf, no NaN */
+                    for (int64_t j = 0; j < C; j++)
+                        x[3 * C + j] = -INFINITY;
+                }
+                void *ws = use_ws ? malloc(eo_k_softmax_ws(lg, R, C, 1) + 1) : NULL;
+                eo_k_softmax(lg, R, C, x, y, ws, NULL);
+                free(ws);
+                for (int64_t r = 0; r < R; r++)
+                    for (int64_t j = 0; j < C; j++) {
+                        const float v = y[r * C + j];
+                        const int nan_row = r == 0 || (r == 2 && C > 1);
+                        if (nan_row)
+                            CHECK_MSG(isnan(v), "%s %lldx%lld ws %d: row %lld col %lld = %g, want NaN",
+                                      lg ? "log_softmax" : "softmax", (long long)R, (long long)C,
+                                      use_ws, (long long)r, (long long)j, (double)v);
+                        else if (r == 2 || r == 3)
+                            CHECK(v == (lg ? -INFINITY : 0.0f));
+                        else
+                            CHECK_MSG(!isnan(v) && (lg || isfinite(v)), "row %lld col %lld = %g",
+                                      (long long)r, (long long)j, (double)v);
+                    }
+                free(x), free(y);
+            }
+}
+END_TEST
+
+/* NaN propagates through layernorm (the whole row: its mean is NaN) and
+ * max pooling (the window's output, its index the NaN's), as in PyTorch. */
+START_TEST(layernorm_maxpool_nan)
+{
+    const int64_t cols[] = {1, 7, 300};
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+        const int64_t C = cols[c], n = 3 * C;
+        float *x = fill_rand(alloc_f(n), n, 1.0f), *y = alloc_f(n), mean[3], rstd[3];
+        x[C + C / 2] = NAN;
+        eo_k_layernorm(3, C, x, NULL, NULL, 1e-5f, y, mean, rstd, NULL);
+        for (int64_t j = 0; j < C; j++)
+            CHECK(isnan(y[C + j]) && !isnan(y[j]) && !isnan(y[2 * C + j]));
+        free(x), free(y);
+    }
+    float p[16], q[4];
+    int32_t arg[4];
+    fill_rand(p, 16, 1.0f);
+    p[5] = NAN, p[2] = 100.0f, p[3] = NAN; /* window 0: NaN at 5; window 1: NaN at 3 after 100 */
+    eo_k_maxpool2d(1, 4, 4, 2, p, q, arg, NULL);
+    CHECK(isnan(q[0]) && arg[0] == 5 && isnan(q[1]) && arg[1] == 3 && !isnan(q[2]));
+}
+END_TEST
+
 /* ---- cross-entropy ------------------------------------------------------ */
+/* Every reduction, on short rows (pipelined), long ones (the one-read
+ * form) and a common offset of 1e4 / 1e8 (the max and log-sum kept
+ * apart: the loss and gradient must not depend on the offset). */
 START_TEST(cross_entropy_forward_backward)
 {
     const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {7, 1000}, {3, 70001}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
-        float *x = fill_rand(alloc_f(n), n, 3.0f), *lse = alloc_f(R), *dx = alloc_f(n);
-        int32_t *t = calloc((size_t)R, sizeof *t);
-        double *w = malloc(sizeof(double) * n);
-        if (R > 1)
-            for (int64_t j = 0; j < C; j++)
-                x[C + j] *= 1e4f / 3.0f; /* ±1e4 */
-        for (int64_t r = 0; r < R; r++)
-            t[r] = (int32_t)((r * 7 + 3) % C);
-        if (R > 2)
-            t[2] = -100; /* ignored */
-        float loss = -1.0f, dloss = 0.75f;
-        eo_k_cross_entropy(R, C, x, t, -100, lse, &loss, NULL);
-        CHECK(isfinite(loss));
-        double sum = 0;
-        int64_t count = 0;
-        for (int64_t r = 0; r < R; r++) {
-            double m = -INFINITY, z = 0;
-            for (int64_t j = 0; j < C; j++)
-                m = x[r * C + j] > m ? x[r * C + j] : m;
-            for (int64_t j = 0; j < C; j++)
-                z += exp(x[r * C + j] - m);
-            const double l = m + log(z);
-            if (t[r] != -100) {
-                check_close("lse", r, lse[r], l, 1e-6, 1e-6);
-                sum += l - x[r * C + t[r]];
-                count++;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
+            const int64_t R = shapes[s][0], C = shapes[s][1], n = R * C;
+            float *x = fill_rand(alloc_f(n), n, 3.0f), *st = alloc_f(2 * R), *dx = alloc_f(n);
+            float *loss = alloc_f(R), *dloss = alloc_f(R);
+            int32_t *t = calloc((size_t)R, sizeof *t);
+            double *w = malloc(sizeof(double) * n), *lr = malloc(sizeof(double) * R);
+            if (R > 1)
+                for (int64_t j = 0; j < C; j++)
+                    x[C + j] *= 1e4f / 3.0f; /* ±1e4 */
+            if (R > 3)
+                for (int64_t j = 0; j < C; j++)
+                    x[3 * C + j] += 1e8f; /* a common offset the spacing of 8 swallows */
+            for (int64_t r = 0; r < R; r++) {
+                t[r] = (int32_t)((r * 7 + 3) % C);
+                dloss[r] = 0.75f - 0.25f * (float)r;
             }
-            for (int64_t j = 0; j < C; j++)
-                w[r * C + j] = 0.5 + (t[r] == -100 ? 0.0 : 0.75 * (exp(x[r * C + j] - l) - (j == t[r])));
+            if (R > 2)
+                t[2] = -100; /* ignored */
+            eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
+            double sum = 0;
+            int64_t count = 0;
+            for (int64_t r = 0; r < R; r++) {
+                double m = -INFINITY, z = 0;
+                for (int64_t j = 0; j < C; j++)
+                    m = x[r * C + j] > m ? x[r * C + j] : m;
+                for (int64_t j = 0; j < C; j++)
+                    z += exp(x[r * C + j] - m);
+                lr[r] = t[r] == -100 ? 0.0 : (m - x[r * C + t[r]]) + log(z);
+                if (t[r] != -100) {
+                    check_close("max", r, st[2 * r], m, 0, 0);
+                    /* 2e-5: the portable path sums 70001 terms in float */
+                    check_close("log-sum", r, st[2 * r + 1], log(z), 1e-6, 2e-5);
+                    sum += lr[r];
+                    count++;
+                }
+            }
+            const double scale = red == EO_CE_MEAN ? 0.75 / (double)count : 0.75;
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t j = 0; j < C; j++) {
+                    if (t[r] == -100) { /* ignored: no gradient */
+                        w[r * C + j] = 0.5;
+                        continue;
+                    }
+                    const double sr = red == EO_CE_NONE ? dloss[r] : scale, l = x[r * C + t[r]] + lr[r];
+                    w[r * C + j] = 0.5 + sr * (exp(x[r * C + j] - l) - (j == t[r]));
+                }
+            if (red == EO_CE_NONE)
+                for (int64_t r = 0; r < R; r++)
+                    check_close("loss none", r, loss[r], lr[r], 1e-5, 1e-5);
+            else
+                check_close(red == EO_CE_MEAN ? "loss mean" : "loss sum", 0, loss[0],
+                            red == EO_CE_MEAN ? sum / count : sum, 1e-5, 1e-4);
+            for (int64_t i = 0; i < n; i++)
+                dx[i] = 0.5f;
+            eo_k_cross_entropy_backward(R, C, x, t, -100, (eo_ce_reduction)red, st, dloss, dx, NULL);
+            check_all("cross_entropy_backward", dx, w, n, 1e-5, 1e-6);
+            free(x), free(st), free(dx), free(loss), free(dloss), free(t), free(w), free(lr);
         }
-        check_close("loss", 0, loss, sum / count, 1e-5, 1e-4);
-        for (int64_t i = 0; i < n; i++)
-            dx[i] = 0.5f;
-        /* dloss / count scales every row */
-        for (int64_t i = 0; i < n; i++)
-            w[i] = 0.5 + (w[i] - 0.5) / count;
-        eo_k_cross_entropy_backward(R, C, x, t, -100, lse, &dloss, dx, NULL);
-        check_all("cross_entropy_backward", dx, w, n, 1e-5, 1e-6);
-        free(x), free(lse), free(dx), free(t), free(w);
-    }
 }
 END_TEST
 
 START_TEST(cross_entropy_all_ignored)
 {
-    float x[6] = {1, 2, 3, 4, 5, 6}, lse[2], loss = 5.0f, dloss = 1.0f, dx[6] = {0};
+    float x[6] = {1, 2, 3, 4, 5, 6}, st[4], dloss[2] = {1.0f, 1.0f}, dx[6] = {0};
     int32_t t[2] = {-1, -1};
-    eo_k_cross_entropy(2, 3, x, t, -1, lse, &loss, NULL);
-    CHECK(loss == 0.0f);
-    eo_k_cross_entropy_backward(2, 3, x, t, -1, lse, &dloss, dx, NULL);
-    for (int i = 0; i < 6; i++)
-        CHECK(dx[i] == 0.0f);
+    for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
+        float loss[2] = {5.0f, 5.0f};
+        eo_k_cross_entropy(2, 3, x, t, -1, (eo_ce_reduction)red, st, loss, NULL);
+        CHECK(loss[0] == 0.0f && (red != EO_CE_NONE || loss[1] == 0.0f));
+        eo_k_cross_entropy_backward(2, 3, x, t, -1, (eo_ce_reduction)red, st, dloss, dx, NULL);
+        for (int i = 0; i < 6; i++)
+            CHECK(dx[i] == 0.0f);
+    }
+}
+END_TEST
+
+/* A NaN logit makes its row's loss NaN (and the mean), on the short-row
+ * and the long-row paths, wherever it sits, also among -infs. */
+START_TEST(cross_entropy_nan_row)
+{
+    const int64_t cols[] = {1, 7, 40, 70001};
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+        const int64_t C = cols[c], R = 4, n = R * C;
+        for (int where = 0; where < 3; where++) {
+            float *x = fill_rand(alloc_f(n), n, 2.0f), st[8], loss[4];
+            int32_t t[4] = {0, 0, 0, 0};
+            if (where == 2) /* a NaN among -infs: the max alone cannot see it */
+                for (int64_t j = 0; j < C; j++)
+                    x[C + j] = -INFINITY;
+            x[C + (where == 0 ? 0 : C - 1)] = NAN;
+            eo_k_cross_entropy(R, C, x, t, -100, EO_CE_NONE, st, loss, NULL);
+            CHECK_MSG(isnan(loss[1]), "cols %lld, NaN at %d: loss %g", (long long)C, where,
+                      (double)loss[1]);
+            CHECK(isfinite(loss[0]) && isfinite(loss[2]) && isfinite(loss[3]));
+            eo_k_cross_entropy(R, C, x, t, -100, EO_CE_MEAN, st, loss, NULL);
+            CHECK(isnan(loss[0]));
+            free(x);
+        }
+    }
 }
 END_TEST
 
@@ -888,15 +1014,17 @@ START_TEST(optimizers_many_elements)
     enum { N = 37 };
     float w[N], g[N], v[N], m[N];
     double ww[N], wv[N], wm[N];
-    for (int nesterov = 0; nesterov < 2; nesterov++) {
+    for (int variant = 0; variant < 3; variant++) { /* plain momentum, Nesterov, dampening */
+        const int nesterov = variant == 1;
+        const double damp = variant == 2 ? 0.25 : 0.0;
         fill_rand(w, N, 1.0f), fill_rand(g, N, 1.0f), fill_rand(v, N, 0.5f);
         for (int i = 0; i < N; i++) {
             double d = (double)g[i] + 0.01 * (double)w[i];
-            wv[i] = 0.9 * v[i] + d;
+            wv[i] = 0.9 * v[i] + (1 - damp) * d;
             d = nesterov ? d + 0.9 * wv[i] : wv[i];
             ww[i] = w[i] - 0.1 * d;
         }
-        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, 0.01f, nesterov, NULL);
+        eo_k_sgd(N, w, g, v, 0.1f, 0.9f, (float)damp, 0.01f, nesterov, NULL);
         check_all("sgd w", w, ww, N, 1e-6, 1e-6);
         check_all("sgd v", v, wv, N, 1e-6, 1e-6);
     }
@@ -928,17 +1056,17 @@ START_TEST(sgd_one_step)
     const float g[1] = {0.5f};
     float w, v;
     w = 1.0f;
-    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0, NULL);
+    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0.0f, 0, NULL);
     ck_assert_float_eq_tol(w, 0.95f, 1e-7f);
     w = 1.0f;
-    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.01f, 0, NULL);
+    eo_k_sgd(1, &w, g, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, NULL);
     ck_assert_float_eq_tol(w, 0.949f, 1e-7f);
     w = 1.0f, v = 0.2f;
-    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.01f, 0, NULL);
+    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.0f, 0.01f, 0, NULL);
     ck_assert_float_eq_tol(w, 0.931f, 1e-7f);
     ck_assert_float_eq_tol(v, 0.69f, 1e-7f);
     w = 1.0f, v = 0.2f;
-    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.01f, 1, NULL);
+    eo_k_sgd(1, &w, g, &v, 0.1f, 0.9f, 0.0f, 0.01f, 1, NULL);
     ck_assert_float_eq_tol(w, 0.8869f, 1e-7f);
     ck_assert_float_eq_tol(v, 0.69f, 1e-7f);
 }
@@ -993,14 +1121,14 @@ START_TEST(row_kernels_independent_of_split)
         check_same_bits("softmax_backward", a2, b2, sizeof(float) * N);
     }
 
-    float la, lb, one = 1.0f;
-    eo_k_cross_entropy(R, C, x, t, -1, ra, &la, pars[0]);
-    eo_k_cross_entropy(R, C, x, t, -1, rb, &lb, pars[1]);
+    float la, lb, one = 1.0f, sta[2 * R], stb[2 * R];
+    eo_k_cross_entropy(R, C, x, t, -1, EO_CE_MEAN, sta, &la, pars[0]);
+    eo_k_cross_entropy(R, C, x, t, -1, EO_CE_MEAN, stb, &lb, pars[1]);
     CHECK(la == lb);
-    check_same_bits("cross_entropy lse", ra, rb, sizeof ra);
+    check_same_bits("cross_entropy stats", sta, stb, sizeof sta);
     memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
-    eo_k_cross_entropy_backward(R, C, x, t, -1, ra, &one, a2, pars[0]);
-    eo_k_cross_entropy_backward(R, C, x, t, -1, ra, &one, b2, pars[1]);
+    eo_k_cross_entropy_backward(R, C, x, t, -1, EO_CE_MEAN, sta, &one, a2, pars[0]);
+    eo_k_cross_entropy_backward(R, C, x, t, -1, EO_CE_MEAN, sta, &one, b2, pars[1]);
     check_same_bits("cross_entropy_backward", a2, b2, sizeof(float) * N);
 
     eo_k_layernorm(R, C, x, w, bias, 1e-5f, a, ma, ra, pars[0]);
@@ -1059,8 +1187,8 @@ START_TEST(row_kernels_independent_of_split)
     for (int nesterov = 0; nesterov < 2; nesterov++) {
         memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
         memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
-        eo_k_sgd(N, a, dy, a2, 0.1f, 0.9f, 0.01f, nesterov, pars[0]);
-        eo_k_sgd(N, b, dy, b2, 0.1f, 0.9f, 0.01f, nesterov, pars[1]);
+        eo_k_sgd(N, a, dy, a2, 0.1f, 0.9f, 0.0f, 0.01f, nesterov, pars[0]);
+        eo_k_sgd(N, b, dy, b2, 0.1f, 0.9f, 0.0f, 0.01f, nesterov, pars[1]);
         check_same_bits("sgd", a, b, sizeof(float) * N);
     }
     {
@@ -1104,8 +1232,47 @@ START_TEST(row_kernels_independent_of_split)
 }
 END_TEST
 
+/* NaN in, NaN out for every unary op (relu too, as torch.relu), in a
+ * vector's body and tail on the vector path, and on the portable one
+ * (NATIVE=0): no clamp inside an exp or a sigmoid may swallow it. */
+START_TEST(unary_ops_keep_nan)
+{
+    const int64_t ns[2] = {13, 4099};
+    for (int s = 0; s < 2; s++) {
+        const int64_t n = ns[s];
+        float *x = fill_rand(alloc_f(n), n, 3.0f), *y = alloc_f(n);
+        const int64_t at[3] = {0, 9, n - 1};
+        for (int k = 0; k < 3; k++)
+            x[at[k]] = NAN;
+        for (int op = 0; op < EO_UN_COUNT; op++) {
+            eo_k_unary((eo_unop)op, n, x, y, 0.5f, NULL);
+            for (int k = 0; k < 3; k++)
+                CHECK_MSG(isnan(y[at[k]]), "unary op %d, n %lld: f(NaN) at %lld = %g", op,
+                          (long long)n, (long long)at[k], (double)y[at[k]]);
+        }
+        free(x), free(y);
+    }
+}
+END_TEST
+
 /* ---- the vectorised expf -------------------------------------------------- */
 #ifdef EO_AVX2
+/* Every vector exp form keeps NaN: each clamp puts its constant first, so
+ * max_ps / min_ps return the NaN operand. */
+START_TEST(v8_exp_forms_keep_nan)
+{
+    float y[8];
+    const __m256 nan = _mm256_set1_ps(NAN);
+    const __m256 r[5] = {eo_v8_exp(nan), eo_v8_exp_neg(nan), eo_v8_exp_sat(nan),
+                         eo_v8_exp_scaled(nan), eo_v8_expm1_neg(nan)};
+    for (int f = 0; f < 5; f++) {
+        _mm256_storeu_ps(y, r[f]);
+        for (int k = 0; k < 8; k++)
+            CHECK_MSG(isnan(y[k]), "exp form %d lane %d: %g", f, k, (double)y[k]);
+    }
+}
+END_TEST
+
 /* Distance in units in the last place between two non-negative floats:
  * their bit patterns are ordered like their values. */
 static int64_t ulp_dist(float a, float b)
@@ -1283,8 +1450,11 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, reduce_max_first_and_nan);
     tcase_add_test(tc, sumsq_in_double);
     tcase_add_test(tc, softmax_forward_backward);
+    tcase_add_test(tc, softmax_nan_rows);
+    tcase_add_test(tc, layernorm_maxpool_nan);
     tcase_add_test(tc, cross_entropy_forward_backward);
     tcase_add_test(tc, cross_entropy_all_ignored);
+    tcase_add_test(tc, cross_entropy_nan_row);
     tcase_add_test(tc, layernorm_forward);
     tcase_add_test(tc, layernorm_constant_and_offset_rows);
     tcase_add_test(tc, layernorm_backward);
@@ -1295,7 +1465,9 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, adamw_one_step);
     tcase_add_test(tc, optimizers_many_elements);
     tcase_add_test(tc, row_kernels_independent_of_split);
+    tcase_add_test(tc, unary_ops_keep_nan);
 #ifdef EO_AVX2
+    tcase_add_test(tc, v8_exp_forms_keep_nan);
     tcase_add_test(tc, v8_exp_within_2ulp);
     tcase_add_test(tc, v8_exp_neg_within_1ulp);
     tcase_add_test(tc, v8_exp_sat_within_1ulp);

@@ -186,6 +186,8 @@ static eo_status apply_binary(int id, eo_ctx *ctx, eo_tensor *a, eo_tensor *b, e
     case EO_OP_SUB: return eo_sub(ctx, a, b, out);
     case EO_OP_MUL: return eo_mul(ctx, a, b, out);
     case EO_OP_DIV: return eo_div(ctx, a, b, out);
+    case EO_OP_MAXIMUM: return eo_maximum(ctx, a, b, out);
+    case EO_OP_MINIMUM: return eo_minimum(ctx, a, b, out);
     default: return EO_ERR_ARG;
     }
 }
@@ -197,6 +199,8 @@ static double ref_binary(int id, double a, double b)
     case EO_OP_SUB: return a - b;
     case EO_OP_MUL: return a * b;
     case EO_OP_DIV: return a / b;
+    case EO_OP_MAXIMUM: return a != a || b != b ? NAN : a > b ? a : b;
+    case EO_OP_MINIMUM: return a != a || b != b ? NAN : a < b ? a : b;
     default: return NAN;
     }
 }
@@ -289,6 +293,43 @@ static eo_status gf_binary(eo_ctx *ctx, eo_tensor *const *in, void *user, eo_ten
     return apply_binary(u->id, ctx, a, in[1], out);
 }
 
+/* torch.maximum / torch.minimum on the cases a finite difference cannot
+ * see (PyTorch 1.13's values): NaN on either side gives NaN and sends the
+ * whole gradient to both inputs; a tie splits it in half; a broadcast
+ * input sums its halves. */
+static void maximum_nan_and_ties(int id)
+{
+    const int mx = id == EO_OP_MAXIMUM;
+    int64_t n = 5, one = 1;
+    float av[5] = { 1, 2, NAN, 3, 2 }, bv[5] = { 1, NAN, 1, 4, 2 };
+    eo_tensor *a = grad_input(1, &n, 0, 1, 1), *b = grad_input(1, &n, 0, 1, 2), *y, *L;
+    memcpy(a->data, av, sizeof av);
+    memcpy(b->data, bv, sizeof bv);
+    OT_OK(apply_binary(id, ot_ctx, a, b, &y), "maximum/minimum with NaN and ties");
+    const float *yv = y->data;
+    ck_assert(yv[0] == 1 && isnan(yv[1]) && isnan(yv[2]) && yv[3] == (mx ? 4 : 3) && yv[4] == 2);
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all");
+    OT_OK(eo_backward(ot_ctx, L), "backward");
+    const float ga[5] = { 0.5f, 1, 1, mx ? 0.0f : 1.0f, 0.5f };
+    const float gb[5] = { 0.5f, 1, 1, mx ? 1.0f : 0.0f, 0.5f };
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(((float *)a->grad->data)[i] == ga[i] && ((float *)b->grad->data)[i] == gb[i],
+                      "%s: grad[%d] = %g, %g; want %g, %g", eo_op_names[id], i,
+                      (double)((float *)a->grad->data)[i], (double)((float *)b->grad->data)[i],
+                      (double)ga[i], (double)gb[i]);
+    /* a scalar b tied with three of a's four entries: b gets 3 halves */
+    int64_t four = 4;
+    float a4[4] = { 2, 2, mx ? 1.0f : 3.0f, 2 };
+    eo_tensor *x = grad_input(1, &four, 0, 1, 3), *s = grad_input(1, &one, 0, 1, 4);
+    memcpy(x->data, a4, sizeof a4);
+    ((float *)s->data)[0] = 2;
+    OT_OK(apply_binary(id, ot_ctx, x, s, &y), "tie with a broadcast scalar");
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all");
+    OT_OK(eo_backward(ot_ctx, L), "backward");
+    ck_assert_float_eq(((float *)s->grad->data)[0], 2.5f);
+    ck_assert_float_eq(((float *)x->grad->data)[2], 0.0f);
+}
+
 static void grad_binary(int id)
 {
     static const struct { shape_t a, b; int mode; } cases[] = {
@@ -307,6 +348,12 @@ static void grad_binary(int id)
         if (cases[c].mode == BIN_TWICE) /* x is also the divisor */
             for (int64_t i = 0; i < eo_numel(in[0]); i++)
                 ((float *)in[0]->data)[i] = 0.5f + fabsf(((float *)in[0]->data)[i]);
+        if (id == EO_OP_MAXIMUM || id == EO_OP_MINIMUM) /* a on k/10 + 1/20, b on k/10: */
+            for (int t = 0; t < 2; t++)                 /* never within 0.05 of each other */
+                for (int64_t i = 0; i < eo_numel(in[t]); i++) {
+                    float *p = (float *)in[t]->data + i;
+                    *p = roundf(*p * 10.0f) / 10.0f + (t == 0 ? 0.05f : 0.0f);
+                }
         binary_user u = { id, cases[c].mode };
         char what[128];
         snprintf(what, sizeof what, "%s %s op %s%s", eo_op_names[id],
@@ -316,6 +363,8 @@ static void grad_binary(int id)
                  : cases[c].mode == BIN_TRANSPOSE_A ? " (a transposed)" : "");
         ot_gradcheck(what, gf_binary, in, cases[c].mode == BIN_TWICE ? 1 : 2, &u, NULL);
     }
+    if (id == EO_OP_MAXIMUM || id == EO_OP_MINIMUM)
+        maximum_nan_and_ties(id);
 }
 
 /* ======================================================================
@@ -529,6 +578,7 @@ static eo_status apply_reduce(int id, eo_ctx *ctx, eo_tensor *x, int axis, int k
     case EO_OP_SUM: return eo_sum(ctx, x, axis, keep, out);
     case EO_OP_MEAN: return eo_mean(ctx, x, axis, keep, out);
     case EO_OP_MAX: return eo_max(ctx, x, axis, keep, out);
+    case EO_OP_LOGSUMEXP: return eo_logsumexp(ctx, x, axis, keep, out);
     default: return EO_ERR_ARG;
     }
 }
@@ -544,9 +594,11 @@ static void ref_reduce(int id, const double *x, shape_t sh, int a, double *y, sh
             double acc = id == EO_OP_MAX ? -INFINITY : 0;
             for (int64_t k = 0; k < n; k++) {
                 double v = x[(o * n + k) * inner + in];
-                acc = id == EO_OP_MAX ? (v > acc ? v : acc) : acc + v;
+                acc = id == EO_OP_MAX ? (v > acc ? v : acc)
+                    : id == EO_OP_LOGSUMEXP ? acc + exp(v) : acc + v;
             }
-            y[o * inner + in] = id == EO_OP_MEAN ? acc / (double)n : acc;
+            y[o * inner + in] = id == EO_OP_MEAN ? acc / (double)n
+                              : id == EO_OP_LOGSUMEXP ? log(acc) : acc;
         }
     so->rank = 0;
     for (int i = 0; i < sh.rank; i++) {
@@ -555,6 +607,46 @@ static void ref_reduce(int id, const double *x, shape_t sh, int a, double *y, sh
         else if (keep)
             so->s[so->rank++] = 1;
     }
+}
+
+/* torch.logsumexp's values on the rows a plain log(sum(exp)) gets wrong:
+ * offsets of 1e4 and 1e8 (exp overflows), all -inf (-inf, gradient 0 —
+ * PyTorch gives NaN there), +inf (+inf; gradient NaN at the inf as
+ * PyTorch), a NaN (NaN), and an empty axis (-inf). Columns too (axis 0). */
+static void logsumexp_edges(void)
+{
+    int64_t s[2] = { 6, 3 };
+    float v[18] = { 1e4f, 1e4f, 1e4f - 1,  1e8f, 1e8f, 1e8f,   -INFINITY, -INFINITY, -INFINITY,
+                    INFINITY, 1, -INFINITY,  1, NAN, -INFINITY,  -1, 0, 1 };
+    const double want[6] = { 1e4 + log(2 + exp(-1.0)), 1e8, -INFINITY, INFINITY, NAN,
+                             log(exp(-1.0) + 1 + exp(1.0)) };
+    eo_tensor *x = grad_input(2, s, 0, 1, 7), *y, *L;
+    memcpy(x->data, v, sizeof v);
+    OT_OK(eo_logsumexp(ot_ctx, x, 1, 0, &y), "logsumexp edges");
+    const float *yv = y->data;
+    for (int r = 0; r < 6; r++)
+        ck_assert_msg(isnan(want[r]) ? isnan(yv[r])
+                      : isinf(want[r]) ? yv[r] == want[r]
+                      : fabs(yv[r] - want[r]) <= 1e-6 * fabs(want[r]) + 1e-6,
+                      "logsumexp row %d: %.9g, want %.9g", r, (double)yv[r], want[r]);
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all");
+    OT_OK(eo_backward(ot_ctx, L), "logsumexp edges backward");
+    const float *g = x->grad->data;
+    for (int j = 0; j < 3; j++)
+        ck_assert(g[6 + j] == 0.0f);                   /* all -inf: no gradient */
+    ck_assert(isnan(g[9]) && g[10] == 0.0f && g[11] == 0.0f); /* +inf row, as torch */
+    /* 1e8: the softmax of three equal values, 1/3 each (the max and the
+     * log-sum are saved apart; PyTorch's exp(x - out) gives 1, out having
+     * rounded log 3 away) */
+    ck_assert(fabsf(g[3] - 1.0f / 3) < 1e-6f);
+    /* over columns: axis 0 of the same data */
+    OT_OK(eo_logsumexp(ot_ctx, x, 0, 1, &y), "logsumexp axis 0");
+    ck_assert_int_eq(y->rank, 2);
+    ck_assert(isnan(((float *)y->data)[1]) && ((float *)y->data)[0] == INFINITY);
+    int64_t e[2] = { 2, 0 };
+    eo_tensor *z = ot_rand(2, e, 0, 1, 9);
+    OT_OK(eo_logsumexp(ot_ctx, z, 1, 0, &y), "logsumexp of an empty axis");
+    ck_assert(((float *)y->data)[0] == -INFINITY && ((float *)y->data)[1] == -INFINITY);
 }
 
 static void fwd_reduce(int id)
@@ -605,6 +697,8 @@ static void fwd_reduce(int id)
         ck_assert_msg(isnan(yv[0]), "max: a row holding NaN gave %g, not NaN", (double)yv[0]);
         ck_assert_msg(yv[1] == -5.0f, "max: row {-inf, -inf, -5} gave %g", (double)yv[1]);
     }
+    if (id == EO_OP_LOGSUMEXP)
+        logsumexp_edges();
 }
 
 typedef struct reduce_user { int id, axis, keep, transpose; } reduce_user;
@@ -774,12 +868,16 @@ static void grad_softmax(int id)
  * Cross-entropy
  * ==================================================================== */
 
+/* The mean (returned), with each row's loss in rows[] (0 when ignored)
+ * and the sum in *sum, when those are not NULL. */
 static double ref_cross_entropy(const double *x, int64_t N, int64_t C, const int32_t *t,
-                                int32_t ignore)
+                                int32_t ignore, double *rows, double *sum)
 {
     double total = 0;
     int64_t count = 0;
     for (int64_t r = 0; r < N; r++) {
+        if (rows)
+            rows[r] = 0.0;
         if (t[r] == ignore)
             continue;
         const double *xr = x + r * C;
@@ -788,9 +886,14 @@ static double ref_cross_entropy(const double *x, int64_t N, int64_t C, const int
             m = xr[c] > m ? xr[c] : m;
         for (int64_t c = 0; c < C; c++)
             s += exp(xr[c] - m);
-        total += m + log(s) - xr[t[r]];
+        const double l = m + log(s) - xr[t[r]];
+        if (rows)
+            rows[r] = l;
+        total += l;
         count++;
     }
+    if (sum)
+        *sum = total;
     return count ? total / (double)count : 0.0;
 }
 
@@ -823,8 +926,15 @@ static void fwd_cross_entropy(int id)
                  cases[c].big ? " ±1e4" : "");
         OT_OK(eo_cross_entropy(ot_ctx, x, tt, cases[c].ignore, &y), what);
         ck_assert_int_eq(y->rank, 0);
-        double ref = ref_cross_entropy(ot_get(x), N, C, t, cases[c].ignore);
+        double rows[64], sum;
+        double ref = ref_cross_entropy(ot_get(x), N, C, t, cases[c].ignore, rows, &sum);
         ot_expect_close(what, y, &ref, RTOL, 1e-5);
+        OT_OK(eo_cross_entropy_ex(ot_ctx, x, tt, cases[c].ignore, EO_REDUCTION_SUM, &y), what);
+        ck_assert_int_eq(y->rank, 0);
+        ot_expect_close(what, y, &sum, RTOL, 1e-5);
+        OT_OK(eo_cross_entropy_ex(ot_ctx, x, tt, cases[c].ignore, EO_REDUCTION_NONE, &y), what);
+        ot_expect_shape(what, y, 1, &N);
+        ot_expect_close(what, y, rows, RTOL, 1e-5); /* ignored rows give 0, as torch */
         eo_rewind(ot_ctx, m);
     }
     /* Every row ignored: the loss is exactly 0 (not 0/0). */
@@ -834,9 +944,12 @@ static void fwd_cross_entropy(int id)
     OT_OK(eo_cross_entropy(ot_ctx, x, tt, -100, &y), "cross_entropy all ignored");
     ck_assert_msg(*(float *)y->data == 0.0f, "cross_entropy all ignored: loss %g, want 0",
                   (double)*(float *)y->data);
+    OT_OK(eo_cross_entropy_ex(ot_ctx, x, tt, -100, EO_REDUCTION_SUM, &y), "all ignored, sum");
+    ck_assert(*(float *)y->data == 0.0f);
+    ck_assert_int_eq(eo_cross_entropy_ex(ot_ctx, x, tt, -100, (eo_reduction)7, &y), EO_ERR_ARG);
 }
 
-typedef struct ce_user { eo_tensor *target; int32_t ignore; int transpose; } ce_user;
+typedef struct ce_user { eo_tensor *target; int32_t ignore; int transpose; eo_reduction red; } ce_user;
 
 static eo_status gf_cross_entropy(eo_ctx *ctx, eo_tensor *const *in, void *user,
                                   eo_tensor **out)
@@ -845,7 +958,7 @@ static eo_status gf_cross_entropy(eo_ctx *ctx, eo_tensor *const *in, void *user,
     eo_tensor *x = in[0];
     if (u->transpose)
         OT_TRY(eo_transpose(ctx, x, 0, 1, &x));
-    return eo_cross_entropy(ctx, x, u->target, u->ignore, out);
+    return eo_cross_entropy_ex(ctx, x, u->target, u->ignore, u->red, out);
 }
 
 static void grad_cross_entropy(int id)
@@ -855,16 +968,20 @@ static void grad_cross_entropy(int id)
         { { 2, 0, 2, 3 }, 2, 0 },       /* a valid class used as the ignore index */
         { { 3, 3, 0, 1 }, -100, 1 },    /* logits through a transposed view */
     };
-    for (int c = 0; c < 3; c++) {
-        int64_t s[2] = { 4, 5 }, n = 4;
-        if (cases[c].transpose) { s[0] = 5; s[1] = 4; }
-        eo_tensor *x = grad_input(2, s, -2, 2, 161u + (unsigned)c);
-        ce_user u = { ot_i32(1, &n, cases[c].t), cases[c].ignore, cases[c].transpose };
-        char what[96];
-        snprintf(what, sizeof what, "%s [4x5] ignore %d%s", eo_op_names[id], (int)u.ignore,
-                 u.transpose ? " (transposed view)" : "");
-        ot_gradcheck(what, gf_cross_entropy, &x, 1, &u, NULL);
-    }
+    static const char *const red_name[3] = { "mean", "sum", "none" };
+    for (int c = 0; c < 3; c++)
+        for (int red = 0; red < 3; red++) {
+            int64_t s[2] = { 4, 5 }, n = 4;
+            if (cases[c].transpose) { s[0] = 5; s[1] = 4; }
+            eo_tensor *x = grad_input(2, s, -2, 2, 161u + (unsigned)c);
+            const eo_reduction r = red == 0 ? EO_REDUCTION_MEAN : red == 1 ? EO_REDUCTION_SUM
+                                                                            : EO_REDUCTION_NONE;
+            ce_user u = { ot_i32(1, &n, cases[c].t), cases[c].ignore, cases[c].transpose, r };
+            char what[96];
+            snprintf(what, sizeof what, "%s [4x5] ignore %d%s reduction %s", eo_op_names[id],
+                     (int)u.ignore, u.transpose ? " (transposed view)" : "", red_name[red]);
+            ot_gradcheck(what, gf_cross_entropy, &x, 1, &u, NULL);
+        }
     /* All rows ignored: zero gradient, not NaN. */
     int64_t s[2] = { 2, 3 }, n = 2;
     int32_t t[2] = { -100, -100 };
@@ -1814,6 +1931,8 @@ static const op_tests harness[EO_OP_COUNT] = {
     [EO_OP_SUB] = { fwd_binary, grad_binary },
     [EO_OP_MUL] = { fwd_binary, grad_binary },
     [EO_OP_DIV] = { fwd_binary, grad_binary },
+    [EO_OP_MAXIMUM] = { fwd_binary, grad_binary },
+    [EO_OP_MINIMUM] = { fwd_binary, grad_binary },
     [EO_OP_SCALE] = { fwd_unary, grad_unary },
     [EO_OP_RELU] = { fwd_unary, grad_unary },
     [EO_OP_GELU] = { fwd_unary, grad_unary },
@@ -1826,6 +1945,7 @@ static const op_tests harness[EO_OP_COUNT] = {
     [EO_OP_SUM] = { fwd_reduce, grad_reduce },
     [EO_OP_MEAN] = { fwd_reduce, grad_reduce },
     [EO_OP_MAX] = { fwd_reduce, grad_reduce },
+    [EO_OP_LOGSUMEXP] = { fwd_reduce, grad_reduce },
     [EO_OP_SOFTMAX] = { fwd_softmax, grad_softmax },
     [EO_OP_LOG_SOFTMAX] = { fwd_softmax, grad_softmax },
     [EO_OP_CROSS_ENTROPY] = { fwd_cross_entropy, grad_cross_entropy },

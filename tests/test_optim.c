@@ -21,6 +21,41 @@ static eo_tensor *one_param(eo_ctx *ctx, eo_params *ps, const float *w, const fl
     return p;
 }
 
+/* torch.optim.SGD's dampening: the buffer starts undamped (v = d on the
+ * first step), then v = mu v + (1 - dampening) d. Three steps with a
+ * gradient that changes, against that recurrence in double; and the
+ * arguments torch refuses, refused. */
+START_TEST(sgd_dampening_as_torch)
+{
+    const float w0[2] = { 1.0f, -2.0f };
+    const double lr = 0.1, mu = 0.9, damp = 0.3, wd = 0.01;
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    eo_params ps;
+    float g0[2] = { 0.5f, 0.25f };
+    eo_tensor *p = one_param(ctx, &ps, w0, g0, 2);
+    eo_optimizer o;
+    ck_assert_int_eq(eo_sgd_init_ex(ctx, &o, &ps, (float)lr, (float)mu, (float)damp, (float)wd, 0),
+                     EO_OK);
+    double w[2] = { w0[0], w0[1] }, v[2] = { 0, 0 };
+    for (int step = 0; step < 3; step++) {
+        for (int i = 0; i < 2; i++)
+            ((float *)p->grad->data)[i] = g0[i] * (float)(step + 1);
+        ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_OK);
+        for (int i = 0; i < 2; i++) {
+            const double d = (double)((float)(g0[i] * (float)(step + 1))) + wd * w[i];
+            v[i] = step == 0 ? d : mu * v[i] + (1 - damp) * d;
+            w[i] -= lr * v[i];
+            ck_assert_double_eq_tol(((float *)p->data)[i], w[i], 1e-6);
+        }
+    }
+    eo_optimizer bad;
+    ck_assert_int_eq(eo_sgd_init_ex(ctx, &bad, &ps, 0.1f, 0.9f, 0.1f, 0.0f, 1), EO_ERR_ARG);
+    ck_assert_int_eq(eo_sgd_init_ex(ctx, &bad, &ps, 0.1f, 0.9f, NAN, 0.0f, 0), EO_ERR_ARG);
+    ck_assert_int_eq(eo_sgd_init_ex(ctx, &bad, &ps, 0.1f, 0.9f, 1.5f, 0.0f, 0), EO_ERR_ARG);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(sgd_plain_momentum_nesterov_weight_decay)
 {
     /* torch.optim.SGD (dampening 0): d = g + wd w; v = mu v + d;
@@ -139,6 +174,7 @@ Suite *eo_suite_optim(void)
     Suite *s = suite_create("optim");
     TCase *tc = tcase_create("optim");
     tcase_add_test(tc, sgd_plain_momentum_nesterov_weight_decay);
+    tcase_add_test(tc, sgd_dampening_as_torch);
     tcase_add_test(tc, adamw_two_steps_match_the_paper);
     tcase_add_test(tc, clip_grad_norm_scales_to_the_limit);
     tcase_add_test(tc, learning_rate_schedules);

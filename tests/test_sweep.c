@@ -731,6 +731,8 @@ static eo_status s_add(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return 
 static eo_status s_sub(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_sub(c, IN, in[1], o); }
 static eo_status s_mul(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_mul(c, IN, in[1], o); }
 static eo_status s_div(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_div(c, IN, in[1], o); }
+static eo_status s_maximum(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_maximum(c, IN, in[1], o); }
+static eo_status s_minimum(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_minimum(c, IN, in[1], o); }
 static eo_status s_scale(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_scale(c, IN, -1.5f, o); }
 static eo_status s_relu(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_relu(c, IN, o); }
 static eo_status s_gelu(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_gelu(c, IN, o); }
@@ -743,6 +745,7 @@ static eo_status s_matmul(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { retu
 static eo_status s_sum(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_sum(c, IN, 1, 0, o); }
 static eo_status s_mean(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_mean(c, IN, -1, 1, o); }
 static eo_status s_max(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_max(c, IN, 1, 0, o); }
+static eo_status s_logsumexp(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_logsumexp(c, IN, 1, 0, o); }
 static eo_status s_sum_all(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_sum_all(c, IN, o); }
 static eo_status s_softmax(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_softmax(c, IN, o); }
 static eo_status s_log_softmax(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_log_softmax(c, IN, o); }
@@ -771,6 +774,8 @@ static const sweep_op sweep_ops[] = {
     { "add", EO_OP_ADD, s_add, 2, {2, 1}, {{5, 7}, {7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "sub", EO_OP_SUB, s_sub, 2, {2, 2}, {{5, 7}, {1, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "mul", EO_OP_MUL, s_mul, 2, {3, 2}, {{2, 5, 7}, {5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
+    { "maximum", EO_OP_MAXIMUM, s_maximum, 2, {3, 2}, {{2, 5, 7}, {5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
+    { "minimum", EO_OP_MINIMUM, s_minimum, 2, {3, 2}, {{2, 5, 7}, {5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "div", EO_OP_DIV, s_div, 2, {2, 2}, {{5, 7}, {5, 7}}, {0}, {0}, 1, 2, 0, OK_, SH, OK_ },
     { "scale", EO_OP_SCALE, s_scale, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "relu", EO_OP_RELU, s_relu, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
@@ -784,6 +789,7 @@ static const sweep_op sweep_ops[] = {
     { "sum", EO_OP_SUM, s_sum, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, AX, OK_, OK_ },
     { "mean", EO_OP_MEAN, s_mean, 1, {3}, {{3, 5, 7}}, {0}, {0}, 0, 0, 0, AX, OK_, OK_ },
     { "max", EO_OP_MAX, s_max, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, AX, OK_, OK_ },
+    { "logsumexp", EO_OP_LOGSUMEXP, s_logsumexp, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, AX, OK_, OK_ },
     { "sum_all", EO_OP_SUM, s_sum_all, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "softmax", EO_OP_SOFTMAX, s_softmax, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, AX, OK_, OK_ },
     { "log_softmax", EO_OP_LOG_SOFTMAX, s_log_softmax, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, AX, OK_, OK_ },

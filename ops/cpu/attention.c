@@ -28,6 +28,13 @@
  * With the causal flag, key tiles wholly above the diagonal are never
  * visited, which halves the work.
  *
+ * NaN. A NaN score (from q, k or the mask) among the keys a row sees
+ * makes that row's output and lse NaN, as the composed softmax(q kᵀ +
+ * mask) v of PyTorch gives, and its gradients NaN. The max is NaN-blind,
+ * but the NaN's own exp joins l (the exp and its clamp keep NaN); a tile
+ * whose max is -inf is skipped only when it holds no NaN. Keys hidden by
+ * the causal flag are never looked at (as a masked_fill would hide them).
+ *
  * Products. q·kᵀ for a tile is computed against a copy of the key tile
  * stored transposed ([D][BC]), so the inner loop broadcasts one q element
  * and multiplies it into BC contiguous keys (eight FMA lanes, no
@@ -202,14 +209,15 @@ static float row_max(const float *row) { return eo_v8_row_max(row, BC); }
 
 /* row[j] = exp(min(row[j] - sub, 0)) over a whole tile row; returns the
  * sum. The min only guards the backward against a rounding hair above
- * lse (exp of it would be a hair above 1 anyway). */
+ * lse (exp of it would be a hair above 1 anyway); it keeps a NaN (min_ps
+ * returns its second operand when either is NaN). */
 static float row_exp(float *row, float sub)
 {
     const __m256 m = _mm256_set1_ps(sub), z = _mm256_setzero_ps();
     __m256 s0 = z, s1 = z;
     for (int j = 0; j < BC; j += 16) {
-        const __m256 a = eo_v8_exp_neg(_mm256_min_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j), m), z));
-        const __m256 b = eo_v8_exp_neg(_mm256_min_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j + 8), m), z));
+        const __m256 a = eo_v8_exp_neg(_mm256_min_ps(z, _mm256_sub_ps(_mm256_loadu_ps(row + j), m)));
+        const __m256 b = eo_v8_exp_neg(_mm256_min_ps(z, _mm256_sub_ps(_mm256_loadu_ps(row + j + 8), m)));
         _mm256_storeu_ps(row + j, a);
         _mm256_storeu_ps(row + j + 8, b);
         s0 = _mm256_add_ps(s0, a);
@@ -280,7 +288,7 @@ static float row_exp(float *row, float sub)
     float s = 0.0f;
     for (int j = 0; j < BC; j++) {
         const float x = row[j] - sub;
-        row[j] = expf(x < 0.0f ? x : 0.0f);
+        row[j] = expf(x > 0.0f ? 0.0f : x); /* NaN stays NaN */
         s += row[j];
     }
     return s;
@@ -362,26 +370,29 @@ static void forward_block(const attn_args *a, int64_t bh, int64_t qb, float *ws)
         for (int64_t r = 0; r < nr; r++) {
             float *row = S + r * BC;
             const float mx = row_max(row), mn = mx > m[r] ? mx : m[r];
-            if (mn == -INFINITY) { /* nothing visible yet: no mass to add */
+            if (mn == -INFINITY && !eo_row_has_nan(row, BC)) { /* nothing visible yet */
                 for (int j = 0; j < BC; j++)
                     row[j] = 0.0f;
                 alpha[r] = 1.0f;
                 continue;
             }
-            alpha[r] = expf(m[r] - mn); /* 0 on the first visible tile */
-            l[r] = l[r] * alpha[r] + row_exp(row, mn);
+            /* A max of -inf here means a NaN among -infs: subtracting 0
+             * gives it exp(NaN) = NaN, and every hidden key 0. */
+            const float sub = mn == -INFINITY ? 0.0f : mn;
+            alpha[r] = expf(m[r] - sub); /* 0 on the first visible tile */
+            l[r] = l[r] * alpha[r] + row_exp(row, sub);
             m[r] = mn;
         }
         acc_rows(nr, nj, D, S, BC, 1, V + j0 * D, O, alpha);
     }
     for (int64_t r = 0; r < nr; r++) {
-        if (l[r] > 0.0f) {
+        if (l[r] == 0.0f) {
+            lse[r] = -INFINITY; /* every key masked: output stays 0 */
+        } else { /* l NaN (a NaN score): the row's output and lse are NaN */
             const float inv = 1.0f / l[r];
             for (int64_t d = 0; d < D; d++)
                 O[r * D + d] *= inv;
             lse[r] = m[r] + logf(l[r]);
-        } else {
-            lse[r] = -INFINITY; /* every key masked: output stays 0 */
         }
     }
 }

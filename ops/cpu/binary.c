@@ -1,4 +1,5 @@
-/* ops/cpu/binary.c — add, sub, mul, div with broadcasting, and their backward.
+/* ops/cpu/binary.c — add, sub, mul, div, maximum, minimum with broadcasting,
+ * and their backward.
  *
  * Forward and backward sit together so the derivative of each op can be
  * read next to the op. Broadcasting is only strides: an input repeated
@@ -50,6 +51,9 @@ static void binary_run(eo_binop op, int64_t n, float *out, int64_t so, const flo
     case EO_BIN_SUB: EO_BIN_RUN(x - y); break;
     case EO_BIN_MUL: EO_BIN_RUN(x * y); break;
     case EO_BIN_DIV: EO_BIN_RUN(x / y); break;
+    /* a NaN on either side wins (torch.maximum); fmaxf would drop it */
+    case EO_BIN_MAX: EO_BIN_RUN(x > y || x != x ? x : y); break;
+    case EO_BIN_MIN: EO_BIN_RUN(x < y || x != x ? x : y); break;
     default: break;
     }
 }
@@ -85,7 +89,10 @@ typedef enum grad_kind {
     G_MUL_B,    /* g += dout * b        (mul: left)                    */
     G_MUL_A,    /* g += dout * a        (mul: right)                   */
     G_DIV_B,    /* g += dout / b        (div: left)                    */
-    G_DIV_AB    /* g -= dout / b * a / b = dout * -a / b^2  (div: right) */
+    G_DIV_AB,   /* g -= dout / b * a / b = dout * -a / b^2  (div: right) */
+    G_SEL_GT,   /* g += dout where a > b, dout/2 where a == b, 0 where a < b,
+                   dout when either is NaN (max: left; min: right) */
+    G_SEL_LT    /* the same with a < b (max: right; min: left) */
 } grad_kind;
 
 static inline float grad_term(grad_kind k, float d, float a, float b)
@@ -96,6 +103,10 @@ static inline float grad_term(grad_kind k, float d, float a, float b)
     case G_MUL_B: return d * b;
     case G_MUL_A: return d * a;
     case G_DIV_B: return d / b;
+    /* PyTorch's rule for maximum/minimum: a tie splits dout in half; the
+     * input not selected gets 0 (not 0 * dout), a NaN input gives both dout */
+    case G_SEL_GT: return a < b ? 0.0f : a == b ? 0.5f * d : d;
+    case G_SEL_LT: return a > b ? 0.0f : a == b ? 0.5f * d : d;
     default: return -(d / b) * (a / b); /* not d*a/(b*b): b*b overflows first */
     }
 }
@@ -132,6 +143,8 @@ static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *
     case G_MUL_B: grad_run_k(G_MUL_B, n, g, sg, d, sd, a, sa, b, sb); break;
     case G_MUL_A: grad_run_k(G_MUL_A, n, g, sg, d, sd, a, sa, b, sb); break;
     case G_DIV_B: grad_run_k(G_DIV_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_SEL_GT: grad_run_k(G_SEL_GT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case G_SEL_LT: grad_run_k(G_SEL_LT, n, g, sg, d, sd, a, sa, b, sb); break;
     default: grad_run_k(G_DIV_AB, n, g, sg, d, sd, a, sa, b, sb); break;
     }
 }
@@ -162,14 +175,16 @@ void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout
                           float *db, const int64_t sdb[4], const eo_exec *ex)
 {
     (void)ex;
-    static const grad_kind left[EO_BIN_COUNT] = {G_DOUT, G_DOUT, G_MUL_B, G_DIV_B};
-    static const grad_kind right[EO_BIN_COUNT] = {G_DOUT, G_NEG_DOUT, G_MUL_A, G_DIV_AB};
+    static const grad_kind left[EO_BIN_COUNT] = {G_DOUT, G_DOUT, G_MUL_B, G_DIV_B, G_SEL_GT,
+                                                 G_SEL_LT};
+    static const grad_kind right[EO_BIN_COUNT] = {G_DOUT, G_NEG_DOUT, G_MUL_A, G_DIV_AB,
+                                                  G_SEL_LT, G_SEL_GT};
     if (eo_strided_count(shape) == 0 || (unsigned)op >= EO_BIN_COUNT)
         return;
     /* ADD and SUB never read a or b: their strides are zeroed so they
      * cannot stop axes from merging (and a NULL a or b is harmless). */
     static const int64_t zero[4] = {0, 0, 0, 0};
-    const int uses_ab = op == EO_BIN_MUL || op == EO_BIN_DIV;
+    const int uses_ab = op != EO_BIN_ADD && op != EO_BIN_SUB;
     const float *pa = uses_ab ? a : dout, *pb = uses_ab ? b : dout;
     const int64_t *ta = uses_ab ? sa : zero, *tb = uses_ab ? sb : zero;
     if (da)

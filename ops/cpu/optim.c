@@ -1,5 +1,5 @@
-/* ops/cpu/optim.c — in-place optimizer updates: SGD (momentum, Nesterov,
- * weight decay) and AdamW.
+/* ops/cpu/optim.c — in-place optimizer updates: SGD (momentum, dampening,
+ * Nesterov, weight decay) and AdamW.
  *
  * Both follow PyTorch's formulas and order of operations (see kernels.h),
  * so a model trained here can be compared step by step with one trained
@@ -28,7 +28,7 @@ typedef struct optim_args {
     int64_t n;
     float *w, *m, *v;
     const float *g;
-    float lr, momentum, wd, beta1, beta2, eps;
+    float lr, momentum, keep, wd, beta1, beta2, eps; /* keep: SGD's 1 - dampening */
     int nesterov;
     float step_size, bc2_sqrt; /* AdamW: lr / (1 - b1^t), sqrt(1 - b2^t) */
 } optim_args;
@@ -41,12 +41,13 @@ static void sgd_body(void *arg, int64_t b0, int64_t b1, int worker)
     int64_t i = b0 * BLOCK;
 #ifdef EO_AVX2
     const __m256 wd = _mm256_set1_ps(a->wd), mom = _mm256_set1_ps(a->momentum);
-    const __m256 lr = _mm256_set1_ps(a->lr);
+    const __m256 lr = _mm256_set1_ps(a->lr), keep = _mm256_set1_ps(a->keep);
     for (; i + 8 <= i1; i += 8) {
         const __m256 w = _mm256_loadu_ps(a->w + i);
         __m256 d = _mm256_add_ps(_mm256_loadu_ps(a->g + i), _mm256_mul_ps(wd, w));
         if (a->momentum != 0.0f) {
-            const __m256 v = _mm256_add_ps(_mm256_mul_ps(mom, _mm256_loadu_ps(a->v + i)), d);
+            const __m256 v = _mm256_add_ps(_mm256_mul_ps(mom, _mm256_loadu_ps(a->v + i)),
+                                           _mm256_mul_ps(keep, d));
             _mm256_storeu_ps(a->v + i, v);
             d = a->nesterov ? _mm256_add_ps(d, _mm256_mul_ps(mom, v)) : v;
         }
@@ -56,15 +57,15 @@ static void sgd_body(void *arg, int64_t b0, int64_t b1, int worker)
     for (; i < i1; i++) {
         float d = a->g[i] + a->wd * a->w[i];
         if (a->momentum != 0.0f) {
-            a->v[i] = a->momentum * a->v[i] + d;
+            a->v[i] = a->momentum * a->v[i] + a->keep * d; /* keep = 1 is exact */
             d = a->nesterov ? d + a->momentum * a->v[i] : a->v[i];
         }
         a->w[i] -= a->lr * d;
     }
 }
 
-void eo_k_sgd(int64_t n, float *w, const float *g, float *v, float lr, float momentum, float wd,
-              int nesterov, const eo_exec *ex)
+void eo_k_sgd(int64_t n, float *w, const float *g, float *v, float lr, float momentum,
+              float dampening, float wd, int nesterov, const eo_exec *ex)
 {
     const eo_par *par = eo_exec_par(ex);
     optim_args a = {0};
@@ -74,6 +75,7 @@ void eo_k_sgd(int64_t n, float *w, const float *g, float *v, float lr, float mom
     a.v = v;
     a.lr = lr;
     a.momentum = momentum;
+    a.keep = 1.0f - dampening;
     a.wd = wd;
     a.nesterov = nesterov;
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, sgd_body, &a);

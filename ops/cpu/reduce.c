@@ -1,5 +1,6 @@
-/* ops/cpu/reduce.c — sum, mean and max over one axis, their backward, and
- * the sum of squares used for gradient clipping.
+/* ops/cpu/reduce.c — sum, mean and max over one axis, their backward, the
+ * log-sum-exp over an axis and its backward, and the sum of squares used
+ * for gradient clipping.
  *
  * x is viewed as [outer, n, inner] and reduced over n. Sums are carried
  * in double: a loss averaged over a large batch, or a norm over millions
@@ -12,6 +13,7 @@
  * Work is split over `outer` for the thread hook; every output element is
  * summed by one worker in a fixed order, so results do not depend on the
  * thread count. */
+#include <math.h>
 #include "ops/cpu/grain.h"
 #include "ops/kernels.h"
 
@@ -135,6 +137,94 @@ void eo_k_reduce_backward(eo_redop op, int64_t outer, int64_t n, int64_t inner, 
     const eo_par *par = eo_exec_par(ex);
     reduce_args a = {op, n, inner, NULL, dy, NULL, dx, NULL, argmax};
     eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_backward_body, &a);
+}
+
+/* ---- log-sum-exp ----------------------------------------------------------
+ * Two walks over each column of the slab, a tile of TILE columns at a
+ * time (reads stay sequential when inner > 1): the max (NaN wins, as in
+ * max_wins), then the exps summed in double. Never the bottleneck of
+ * anything, so it keeps to plain loops on every path. */
+static void lse_slab(int64_t n, int64_t inner, const float *x, float *y, float *st)
+{
+    for (int64_t c0 = 0; c0 < inner; c0 += TILE) {
+        const int64_t w = inner - c0 < TILE ? inner - c0 : TILE;
+        float m[TILE], sub[TILE];
+        double s[TILE];
+        for (int64_t c = 0; c < w; c++) {
+            m[c] = -INFINITY;
+            s[c] = 0.0;
+        }
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t c = 0; c < w; c++) {
+                const float v = x[j * inner + c0 + c];
+                if (max_wins(v, m[c]))
+                    m[c] = v;
+            }
+        /* torch.logsumexp's guard: an infinite max is not subtracted, so
+         * all -inf sums exp(-inf) = 0 (log: -inf) and +inf sums inf. */
+        for (int64_t c = 0; c < w; c++)
+            sub[c] = m[c] == INFINITY || m[c] == -INFINITY ? 0.0f : m[c];
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t c = 0; c < w; c++)
+                s[c] += expf(x[j * inner + c0 + c] - sub[c]);
+        for (int64_t c = 0; c < w; c++) {
+            const float L = logf((float)s[c]);
+            y[c0 + c] = m[c] + L;
+            if (st) {
+                st[2 * (c0 + c)] = sub[c];
+                st[2 * (c0 + c) + 1] = L;
+            }
+        }
+    }
+}
+
+typedef struct lse_args {
+    int64_t n, inner;
+    const float *x, *st_in, *dy;
+    float *out, *st;
+} lse_args;
+
+static void lse_body(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const lse_args *a = arg;
+    for (int64_t o = o0; o < o1; o++)
+        lse_slab(a->n, a->inner, a->x + o * a->n * a->inner, a->out + o * a->inner,
+                 a->st ? a->st + 2 * o * a->inner : NULL);
+}
+
+void eo_k_logsumexp(int64_t outer, int64_t n, int64_t inner, const float *x, float *y,
+                    float *stats, const eo_exec *ex)
+{
+    const eo_par *par = eo_exec_par(ex);
+    lse_args a = {n, inner, x, NULL, NULL, y, stats};
+    eo_par_for(eo_par_if(par, outer * n * inner), outer, lse_body, &a);
+}
+
+/* dx += dy exp((x - m') - L): the softmax along the axis, times dy; x - m'
+ * is exact near the max, so an offset of 1e8 costs the softmax nothing. */
+static void lse_backward_body(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const lse_args *a = arg;
+    const int64_t n = a->n, inner = a->inner;
+    for (int64_t o = o0; o < o1; o++) {
+        const float *x = a->x + o * n * inner, *st = a->st_in + 2 * o * inner;
+        const float *dy = a->dy + o * inner;
+        float *dx = a->out + o * n * inner;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t c = 0; c < inner; c++)
+                if (st[2 * c + 1] != -INFINITY)
+                    dx[j * inner + c] += dy[c] * expf((x[j * inner + c] - st[2 * c]) - st[2 * c + 1]);
+    }
+}
+
+void eo_k_logsumexp_backward(int64_t outer, int64_t n, int64_t inner, const float *x,
+                             const float *stats, const float *dy, float *dx, const eo_exec *ex)
+{
+    const eo_par *par = eo_exec_par(ex);
+    lse_args a = {n, inner, x, stats, dy, dx, NULL};
+    eo_par_for(eo_par_if(par, outer * n * inner), outer, lse_backward_body, &a);
 }
 
 /* Eight double accumulators, as in sum_run. */

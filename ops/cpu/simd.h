@@ -24,6 +24,17 @@
 #include <math.h>
 #include <stdint.h>
 
+/* Does x[0..n) hold a NaN? For the rare rows where neither the max nor
+ * the sum of exps can tell (every other entry -inf, so there is nothing
+ * to sum); a plain loop, on every path. */
+static inline int eo_row_has_nan(const float *x, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (x[j] != x[j])
+            return 1;
+    return 0;
+}
+
 #if defined(__AVX2__) && defined(__FMA__)
 #define EO_AVX2 1
 #include <immintrin.h>
@@ -368,7 +379,12 @@ static inline float eo_v8_hmax(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* Max of a row (NaN-blind; -inf for an empty or all -inf row). */
+/* Max of a row (NaN-blind; -inf for an empty or all -inf row). The row
+ * kernels do not need the max to see a NaN: a NaN anywhere makes the sum
+ * of exps NaN, which is where they detect it (see eo_v8_row_max_sumexp),
+ * so this hot loop stays one max per vector. Only a row whose other
+ * entries are all -inf can hide a NaN from both: eo_row_has_nan checks
+ * that rare case. */
 static inline float eo_v8_row_max(const float *x, int64_t n)
 {
     __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
@@ -426,14 +442,18 @@ static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, const
  * elements rather than once per element. Lanes start at -FLT_MAX, not
  * -inf, so a -inf entry gives exp(-inf) = 0 rather than exp(NaN): a row
  * of only -inf ends with s = 0 in both forms, which the callers turn into
- * "no probability mass". */
+ * "no probability mass". A NaN anywhere in the row (or a +inf, whose
+ * x - max is inf - inf) makes s NaN in both forms: its own term is NaN
+ * whatever the max, exp keeps NaN, and every later add and rescale keeps
+ * it; the callers turn that into a NaN row, as PyTorch gives. */
 static inline void eo_v8_row_max_sumexp(const float *x, int64_t n, float *max_out, float *sum_out,
                                         const float *next)
 {
     if (n <= EO_ROW_CACHED) {
         const float M = eo_v8_row_max(x, n);
         *max_out = M;
-        *sum_out = M == -INFINITY ? 0.0f : eo_v8_row_sumexp(x, n, M, next);
+        *sum_out = M == -INFINITY ? (eo_row_has_nan(x, n) ? NAN : 0.0f)
+                                  : eo_v8_row_sumexp(x, n, M, next);
         return;
     }
     __m256 m = _mm256_set1_ps(-FLT_MAX), s = _mm256_setzero_ps();

@@ -15,6 +15,11 @@
  *
  * Subtracting the max is what keeps logits of ±1e4 finite. A row of only
  * -inf has no mass: softmax writes 0 and log_softmax -inf, never 0/0.
+ * A NaN anywhere in a row makes that whole row NaN, as in PyTorch, on
+ * every path, at no cost to the hot loops: the max walk is NaN-blind, but
+ * the NaN's own exp makes the row's sum, and so every output, NaN. The
+ * one row that hides it from both, a NaN among -infs (max -inf, nothing
+ * summed), is looked at in the rare branch that handles -inf rows.
  *
  * Rows are independent, so the thread hook gets whole rows; each row is
  * computed the same way whoever computes it, and results do not depend on
@@ -44,6 +49,22 @@ static void empty_row(int log, int64_t cols, float *y)
 {
     for (int64_t j = 0; j < cols; j++)
         y[j] = log ? -INFINITY : 0.0f;
+}
+
+/* A row holding a NaN: NaN everywhere. */
+static void nan_row(int64_t cols, float *y)
+{
+    for (int64_t j = 0; j < cols; j++)
+        y[j] = NAN;
+}
+
+/* A row whose max is -inf: no mass, or a NaN among -infs. */
+static void minus_inf_row(int log, int64_t cols, const float *x, float *y)
+{
+    if (eo_row_has_nan(x, cols))
+        nan_row(cols, y);
+    else
+        empty_row(log, cols, y);
 }
 
 #ifdef EO_AVX2
@@ -152,7 +173,7 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
         }
         if (M == -INFINITY) {
             finish(log, &o, cols, mode);
-            empty_row(log, cols, yr);
+            minus_inf_row(log, cols, xr, yr);
             continue;
         }
         const __m256 vm = _mm256_set1_ps(M);
@@ -199,7 +220,9 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
                 _mm256_maskstore_ps(e + j, k, p);
             s0 = _mm256_add_ps(s0, p);
         }
-        /* M is finite, so its own term makes S >= 1. */
+        /* M is not -inf, so its own term makes S >= 1, or NaN when the
+         * row holds a NaN (or a +inf): then 1/S and log S make every
+         * output NaN, which is the result wanted. */
         const float S = eo_v8_hsum(_mm256_add_ps(s0, s1));
         o.src = log ? xr : e;
         o.y = yr;
@@ -242,6 +265,10 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
 {
     float M, S;
     eo_v8_row_max_sumexp(x, cols, &M, &S, next);
+    if (S != S) { /* a NaN in the row (simd.h) */
+        nan_row(cols, y);
+        return;
+    }
     if (!(S > 0.0f)) {
         empty_row(log, cols, y);
         return;
@@ -315,9 +342,10 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
     for (int64_t j = 0; j < cols; j++)
         M = x[j] > M ? x[j] : M;
     if (M == -INFINITY) {
-        empty_row(log, cols, y);
+        minus_inf_row(log, cols, x, y);
         return;
     }
+    /* A NaN elsewhere makes S, and so the whole row, NaN by itself. */
     float S = 0.0f;
     if (log) {
         for (int64_t j = 0; j < cols; j++)

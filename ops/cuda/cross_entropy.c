@@ -1,39 +1,46 @@
 /* ops/cuda/cross_entropy.c — CUDA launchers for fused cross-entropy over class indices, forward and backward:
  * the host side of ptx/cross_entropy.ptx, behind the kernel types of ops/kernels.h.
  *
- * A block per row for the log-sum-exp, one block for the mean loss.
+ * A block per row for the row statistics (max and log-sum of exps), one
+ * block for the loss (mean, sum, or one per row).
  * Each launcher checks that every size fits the PTX's 32-bit indexing
  * (else the failure is recorded in the device state and the launch is
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
 void eo_cuda_k_cross_entropy(int64_t rows, int64_t cols, const float *logits,
-                             const int32_t *target, int32_t ignore_index, float *lse,
-                             float *loss, const eo_exec *ex)
+                             const int32_t *target, int32_t ignore_index,
+                             eo_ce_reduction reduction, float *stats, float *loss,
+                             const eo_exec *ex)
 {
     eo_cuda *cu = eo_cuda_ready(ex);
     if (!cu || !eo_cuda_fits(cu, "cross_entropy", rows) || !eo_cuda_fits(cu, "cross_entropy", cols) || cols == 0)
         return;
-    uint32_t r = (uint32_t)rows, c = (uint32_t)cols;
-    uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pl = eo_cuda_dp(lse), ploss = eo_cuda_dp(loss);
+    uint32_t r = (uint32_t)rows, c = (uint32_t)cols, red = (uint32_t)reduction;
+    uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pst = eo_cuda_dp(stats), ploss = eo_cuda_dp(loss);
     if (rows > 0)
-        LAUNCH(cu, EO_CUK_CE_LSE, r, 1, 1, BLOCK, 1, &r, &c, &px, &pl);
-    /* Always launched: with no rows it writes loss = 0. */
-    LAUNCH(cu, EO_CUK_CE_LOSS, 1, 1, 1, BLOCK, 1, &r, &c, &px, &pt, &ignore_index, &pl, &ploss);
+        LAUNCH(cu, EO_CUK_CE_STATS, r, 1, 1, BLOCK, 1, &r, &c, &px, &pst);
+    /* Always launched: with no rows it writes loss = 0 (mean, sum). */
+    LAUNCH(cu, EO_CUK_CE_LOSS, 1, 1, 1, BLOCK, 1, &r, &c, &px, &pt, &ignore_index, &red, &pst,
+           &ploss);
 }
 
 void eo_cuda_k_cross_entropy_backward(int64_t rows, int64_t cols, const float *logits,
                                       const int32_t *target, int32_t ignore_index,
-                                      const float *lse, const float *dloss, float *dlogits,
-                                      const eo_exec *ex)
+                                      eo_ce_reduction reduction, const float *stats,
+                                      const float *dloss, float *dlogits, const eo_exec *ex)
 {
     eo_cuda *cu = eo_cuda_ready(ex);
     if (!cu || !eo_cuda_fits(cu, "cross_entropy_backward", rows * cols) || rows == 0 || cols == 0)
         return;
-    uint32_t r = (uint32_t)rows, c = (uint32_t)cols;
-    uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pl = eo_cuda_dp(lse), pdl = eo_cuda_dp(dloss), pdx = eo_cuda_dp(dlogits);
-    uint64_t ps = cu->scratch + SCRATCH_CE; /* scale = dloss / count, computed on the device */
-    LAUNCH(cu, EO_CUK_CE_SCALE, 1, 1, 1, BLOCK, 1, &r, &pt, &ignore_index, &pdl, &ps);
+    uint32_t r = (uint32_t)rows, c = (uint32_t)cols, red = (uint32_t)reduction;
+    uint32_t per_row = reduction == EO_CE_NONE;
+    uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pst = eo_cuda_dp(stats), pdl = eo_cuda_dp(dloss), pdx = eo_cuda_dp(dlogits);
+    /* mean, sum: scale = dloss / count or dloss, computed on the device;
+     * none: each row's own dloss[r] */
+    uint64_t ps = per_row ? pdl : cu->scratch + SCRATCH_CE;
+    if (!per_row)
+        LAUNCH(cu, EO_CUK_CE_SCALE, 1, 1, 1, BLOCK, 1, &r, &pt, &ignore_index, &red, &pdl, &ps);
     LAUNCH(cu, EO_CUK_CE_BWD, eo_cuda_grid(rows * cols), 1, 1, BLOCK, 1, &r, &c, &px, &pt,
-           &ignore_index, &pl, &ps, &pdx);
+           &ignore_index, &pst, &ps, &per_row, &pdx);
 }

@@ -144,6 +144,8 @@ eo_k_matmul_ws_fn eo_cuda_k_matmul_ws;
 eo_k_reduce_fn eo_cuda_k_reduce;
 eo_k_reduce_backward_fn eo_cuda_k_reduce_backward;
 eo_k_sumsq_fn eo_cuda_k_sumsq;
+eo_k_logsumexp_fn eo_cuda_k_logsumexp;
+eo_k_logsumexp_backward_fn eo_cuda_k_logsumexp_backward;
 eo_k_softmax_fn eo_cuda_k_softmax;
 eo_k_softmax_backward_fn eo_cuda_k_softmax_backward;
 eo_k_cross_entropy_fn eo_cuda_k_cross_entropy;

@@ -9,15 +9,15 @@
 
 /* ---- optimizers ---------------------------------------------------------------------------- */
 void eo_cuda_k_sgd(int64_t n, float *w, const float *g, float *v, float lr, float momentum,
-                   float wd, int nesterov, const eo_exec *ex)
+                   float dampening, float wd, int nesterov, const eo_exec *ex)
 {
     eo_cuda *cu = eo_cuda_ready(ex);
     if (!cu || !eo_cuda_fits(cu, "sgd", n) || n == 0)
         return;
     uint32_t nn = (uint32_t)n, nest = nesterov != 0;
     uint64_t pw = eo_cuda_dp(w), pg = eo_cuda_dp(g), pv = eo_cuda_dp(v);
-    LAUNCH(cu, EO_CUK_SGD, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &pw, &pg, &pv, &lr, &momentum, &wd,
-           &nest);
+    LAUNCH(cu, EO_CUK_SGD, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &pw, &pg, &pv, &lr, &momentum,
+           &dampening, &wd, &nest);
 }
 
 /* b^e for an integer e >= 0 by repeated squaring (no libm pow needed). */

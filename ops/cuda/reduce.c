@@ -1,4 +1,4 @@
-/* ops/cuda/reduce.c — CUDA launchers for sum / mean / max over one axis, and the sum of squares for clipping:
+/* ops/cuda/reduce.c — CUDA launchers for sum / mean / max and log-sum-exp over one axis, and the sum of squares for clipping:
  * the host side of ptx/reduce.ptx, behind the kernel types of ops/kernels.h.
  *
  * One-pass kernels, a block per long row, or two stages (chunks, then an
@@ -86,4 +86,31 @@ void eo_cuda_k_sumsq(int64_t n, const float *x, float *out, const eo_exec *ex)
     uint64_t px = eo_cuda_dp(x), po = eo_cuda_dp(out), pp = cu->scratch + SCRATCH_SUMSQ;
     LAUNCH(cu, EO_CUK_SUMSQ_PART, parts, 1, 1, BLOCK, 1, &nn, &px, &pp);
     LAUNCH(cu, EO_CUK_SUMSQ_FINAL, 1, 1, 1, BLOCK, 1, &parts, &pp, &po);
+}
+
+/* ---- log-sum-exp: a thread per output, then a thread per input element ---- */
+void eo_cuda_k_logsumexp(int64_t outer, int64_t n, int64_t inner, const float *x, float *y,
+                         float *stats, const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || !eo_cuda_fits(cu, "logsumexp", outer * inner) ||
+        !eo_cuda_fits(cu, "logsumexp", outer * n * inner) || outer * inner == 0)
+        return;
+    uint32_t a = (uint32_t)outer, b = (uint32_t)n, c = (uint32_t)inner;
+    uint64_t px = eo_cuda_dp(x), py = eo_cuda_dp(y), pst = eo_cuda_dp(stats);
+    LAUNCH(cu, EO_CUK_LOGSUMEXP, eo_cuda_grid(outer * inner), 1, 1, BLOCK, 1, &a, &b, &c, &px, &py,
+           &pst);
+}
+
+void eo_cuda_k_logsumexp_backward(int64_t outer, int64_t n, int64_t inner, const float *x,
+                                  const float *stats, const float *dy, float *dx,
+                                  const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || !eo_cuda_fits(cu, "logsumexp_backward", outer * n * inner) || outer * n * inner == 0)
+        return;
+    uint32_t a = (uint32_t)outer, b = (uint32_t)n, c = (uint32_t)inner;
+    uint64_t px = eo_cuda_dp(x), py = eo_cuda_dp(stats), pdy = eo_cuda_dp(dy), pdx = eo_cuda_dp(dx);
+    LAUNCH(cu, EO_CUK_LOGSUMEXP_BWD, eo_cuda_grid(outer * n * inner), 1, 1, BLOCK, 1, &a, &b, &c,
+           &px, &py, &pdy, &pdx);
 }

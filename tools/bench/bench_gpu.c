@@ -110,7 +110,7 @@ static void run_xent(void *arg)
 {
     (void)arg;
     eo_cuda_k_cross_entropy(B.rows, B.cols, (const float *)(uintptr_t)B.a,
-                            (const int32_t *)(uintptr_t)B.i32, -100, (float *)(uintptr_t)B.c,
+                            (const int32_t *)(uintptr_t)B.i32, -100, EO_CE_MEAN, (float *)(uintptr_t)B.c,
                             (float *)(uintptr_t)B.f, &B.ex);
 }
 static void run_adamw(void *arg)

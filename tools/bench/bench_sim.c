@@ -129,21 +129,22 @@ static void run_layernorm_bwd(sim *s, const bcase *c)
 
 static void run_xent(sim *s, const bcase *c)
 {
-    float *x = dbuf(s, (size_t)(c->a * c->b), 0.5f), *lse = dbuf(s, (size_t)c->a, 0.0f);
+    /* stats: each row's max and log-sum of exps */
+    float *x = dbuf(s, (size_t)(c->a * c->b), 0.5f), *st = dbuf(s, 2 * (size_t)c->a, 0.0f);
     float *loss = dbuf(s, 1, 0.0f);
     int32_t *t = ibuf(s, (size_t)c->a, 1);
     if (!s->failed)
-        eo_cuda_k_cross_entropy(c->a, c->b, x, t, -100, lse, loss, &s->ex);
+        eo_cuda_k_cross_entropy(c->a, c->b, x, t, -100, EO_CE_MEAN, st, loss, &s->ex);
 }
 
 static void run_xent_bwd(sim *s, const bcase *c)
 {
     size_t n = (size_t)(c->a * c->b);
-    float *x = dbuf(s, n, 0.5f), *lse = dbuf(s, (size_t)c->a, 1.0f), *dl = dbuf(s, 1, 1.0f);
+    float *x = dbuf(s, n, 0.5f), *st = dbuf(s, 2 * (size_t)c->a, 1.0f), *dl = dbuf(s, 1, 1.0f);
     float *dx = dbuf(s, n, 0.0f);
     int32_t *t = ibuf(s, (size_t)c->a, 1);
     if (!s->failed)
-        eo_cuda_k_cross_entropy_backward(c->a, c->b, x, t, -100, lse, dl, dx, &s->ex);
+        eo_cuda_k_cross_entropy_backward(c->a, c->b, x, t, -100, EO_CE_MEAN, st, dl, dx, &s->ex);
 }
 
 static void run_gelu(sim *s, const bcase *c)

@@ -473,8 +473,9 @@ static void naive_xent(const state *s)
             mx = xr[j] > mx ? xr[j] : mx;
         for (int64_t j = 0; j < cols; j++)
             sum += expf(xr[j] - mx);
-        s->lse[r] = mx + logf(sum);
-        total += s->lse[r] - xr[s->target[r]];
+        s->lse[2 * r] = mx; /* the kernel's stats: max and log-sum, kept apart */
+        s->lse[2 * r + 1] = logf(sum);
+        total += (mx - xr[s->target[r]]) + s->lse[2 * r + 1];
     }
     s->loss[0] = (float)(total / (double)rows);
 }
@@ -485,7 +486,7 @@ static void naive_xent_bwd(const state *s)
     float scale = s->dloss[0] / (float)rows;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < cols; j++)
-            s->dx[r * cols + j] += scale * (expf(s->x[r * cols + j] - s->lse[r]) -
+            s->dx[r * cols + j] += scale * (expf((s->x[r * cols + j] - s->lse[2 * r]) - s->lse[2 * r + 1]) -
                                             (j == s->target[r] ? 1.0f : 0.0f));
 }
 
@@ -563,13 +564,14 @@ static void run_impl(int impl, const state *s)
         break;
     case K_XENT:
         if (impl == IMPL_EO)
-            eo_k_cross_entropy(rows, cols, s->x, s->target, -100, s->lse, s->loss, &s->ex);
+            eo_k_cross_entropy(rows, cols, s->x, s->target, -100, EO_CE_MEAN, s->lse, s->loss,
+                               &s->ex);
         else
             naive_xent(s);
         break;
     case K_XENT_BWD:
         if (impl == IMPL_EO)
-            eo_k_cross_entropy_backward(rows, cols, s->x, s->target, -100, s->lse, s->dloss,
+            eo_k_cross_entropy_backward(rows, cols, s->x, s->target, -100, EO_CE_MEAN, s->lse, s->dloss,
                                         s->dx, &s->ex);
         else
             naive_xent_bwd(s);
@@ -706,7 +708,7 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
     s.db = rand_array(cols, 0.0f);
     s.mean = rand_array(r, 0.0f);
     s.rstd = rand_array(r, 0.0f);
-    s.lse = rand_array(r, 0.0f);
+    s.lse = rand_array(2 * r, 0.0f); /* cross-entropy's stats: [rows, 2] */
     s.loss = rand_array(1, 0.0f);
     s.dloss = rand_array(1, 0.0f);
     s.dloss[0] = 1.0f;
@@ -723,7 +725,7 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
     if (c->k == K_LAYERNORM_BWD)
         eo_k_layernorm(c->rows, c->cols, s.x, s.w, s.b, 1e-5f, s.y, s.mean, s.rstd, NULL);
     if (c->k == K_XENT_BWD)
-        eo_k_cross_entropy(c->rows, c->cols, s.x, s.target, -100, s.lse, s.loss, NULL);
+        eo_k_cross_entropy(c->rows, c->cols, s.x, s.target, -100, EO_CE_MEAN, s.lse, s.loss, NULL);
     if (c->k == K_ADAMW) {
         s.m = rand_array(n, 0.01f);
         s.v = rand_array(n, 0.0f);
