@@ -575,8 +575,9 @@ START_TEST(convolution_helpers)
 END_TEST
 
 /* ---- attention ------------------------------------------------------------------------ */
+/* partial: the device backward is asked for dv and dmask only (dq = dk = NULL). */
 static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int causal,
-                           int masked)
+                           int masked, int partial)
 {
     size_t nq = (size_t)(B * H * Tq * D), nk = (size_t)(B * H * Tk * D);
     size_t nl = (size_t)(B * H * Tq), nm = (size_t)(B * Tq * Tk);
@@ -614,9 +615,10 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
     float *d_dq = up(zq, nq * 4), *d_dk = up(zk, nk * 4), *d_dv = up(zk, nk * 4);
     float *d_dmask = masked ? up(zm, nm * 4) : NULL;
     eo_cuda_k_attention_backward(B, H, Tq, Tk, D, d_q, d_k, d_v, d_mask, ms, causal, scale, d_out,
-                                 d_lse, d_dout, d_dq, d_dk, d_dv, d_dmask, ms, NULL, &EX);
-    check_dev("attention dq", d_dq, dq, nq, 1e-4f, 1e-5f);
-    check_dev("attention dk", d_dk, dk, nk, 1e-4f, 1e-5f);
+                                 d_lse, d_dout, partial ? NULL : d_dq, partial ? NULL : d_dk,
+                                 d_dv, d_dmask, ms, NULL, &EX);
+    check_dev("attention dq", d_dq, partial ? zq : dq, nq, 1e-4f, 1e-5f);
+    check_dev("attention dk", d_dk, partial ? zk : dk, nk, 1e-4f, 1e-5f);
     check_dev("attention dv", d_dv, dv, nk, 1e-4f, 1e-5f);
     if (masked)
         check_dev("attention dmask", d_dmask, dmask, nm, 1e-4f, 1e-5f);
@@ -625,11 +627,18 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
     free_all();
 }
 
+/* Tiles are 32 rows forward and 16 backward; sizes just above them, and
+ * head dimensions for every column-group count (D rounded up to 32: 32,
+ * 64, 96, 128), with 16-byte (D % 4 = 0) and 4-byte accesses. */
 START_TEST(attention_forward_backward)
 {
-    attention_case(2, 3, 37, 37, 24, 1, 0); /* causal */
-    attention_case(2, 2, 5, 300, 16, 0, 1); /* two key tiles, a mask, a fully masked row */
-    attention_case(1, 2, 9, 9, 70, 1, 1);   /* causal and a mask */
+    attention_case(2, 3, 37, 37, 24, 1, 0, 0);  /* causal */
+    attention_case(2, 2, 5, 300, 16, 0, 1, 0);  /* many key tiles, a mask, a fully masked row */
+    attention_case(1, 2, 9, 9, 70, 1, 1, 0);    /* causal and a mask, D % 4 != 0 */
+    attention_case(1, 2, 33, 33, 64, 1, 1, 0);  /* causal, masked, one past a forward tile */
+    attention_case(1, 1, 17, 50, 128, 0, 1, 0); /* D = 128, one past a backward tile */
+    attention_case(2, 1, 40, 40, 3, 1, 0, 0);   /* D = 3 */
+    attention_case(1, 2, 20, 19, 8, 0, 1, 1);   /* dv and dmask only */
 }
 END_TEST
 
@@ -643,6 +652,15 @@ START_TEST(edge_cases)
     check_dev("matmul K=0 beta=1", dC, c0, 6, 0, 0);
     eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 0.0f, dC, 3, 0, NULL, &EX);
     check_dev("matmul K=0 beta=0", dC, zeros, 6, 0, 0);
+
+    /* attention with D above 128 is refused, not run */
+    float *d_att = dev_alloc(4 * 129 * sizeof(float));
+    int64_t ms0[4] = {0, 0, 0, 0};
+    eo_cuda_k_attention(1, 1, 2, 2, 129, d_att, d_att, d_att, NULL, ms0, 0, 1.0f, d_att, d_att,
+                        NULL, &EX);
+    char amsg[256];
+    ck_assert_int_eq(eo_cuda_take_error(&CU, amsg, sizeof amsg), EO_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(amsg, "D <= 128") != NULL, "%s", amsg);
 
     /* binary backward wanting only db, with a, b read (mul) */
     int64_t shape[4] = {1, 1, 3, 4}, s34[4] = {12, 12, 4, 1}, sb[4] = {0, 0, 0, 1};
