@@ -20,7 +20,9 @@
 #include "tests/gradcheck.h"
 #include "tools/ptxsim/driver.h"
 #include "tools/bench/bench_gpu.h"
+#include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
+#include "tests/tmpdir.h"
 
 static eo_cuda_driver D;
 
@@ -377,6 +379,54 @@ START_TEST(training_tool_runs_on_the_device)
 }
 END_TEST
 
+/* eo-train --model gpt --device cuda: the same text, seed and steps give
+ * the CPU run's losses (composed and fused attention). */
+START_TEST(gpt_training_runs_on_the_device)
+{
+    static const char text[] =
+        "the quick brown fox jumps over the lazy dog. a stitch in time saves nine.\n"
+        "all that glitters is not gold. where there is smoke there is fire.\n"
+        "the early bird catches the worm. better late than never, they say.\n";
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    const char *path = eo_tmpdir_file("text.txt", text, sizeof text - 1);
+    ck_assert_ptr_nonnull(path);
+    for (int fused = 0; fused < 2; fused++) {
+        eo_lm_config c;
+        eo_lm_defaults(&c);
+        c.text = path;
+        c.steps = 2;
+        c.context = 16;
+        c.d_model = 16;
+        c.heads = 2;
+        c.layers = 1;
+        c.batch = 3;
+        c.threads = 1;
+        c.eval_every = 0;
+        c.val_windows = 2;
+        c.fused = fused;
+        c.quiet = 1;
+        c.persist_mb = 8;
+        c.step_mb = 16;
+        eo_lm_result rc, rd;
+        char err[512];
+        ck_assert_msg(eo_lm_train_run(&c, &rc, NULL, err, sizeof err) == EO_OK, "cpu: %s", err);
+        const char *mode = getenv("EO_TEST_CUDA");
+        if (!mode || strcmp(mode, "real") != 0) {
+            eo_ptxsim_driver_reset();
+            eo_ptxsim_driver(&D);
+            c.cuda_driver = &D;
+        }
+        c.cuda = 1;
+        ck_assert_msg(eo_lm_train_run(&c, &rd, NULL, err, sizeof err) == EO_OK, "cuda: %s", err);
+        ck_assert_msg(fabs(rc.train_loss - rd.train_loss) < 1e-4 &&
+                          fabs(rc.val_loss - rd.val_loss) < 1e-4,
+                      "fused %d: train loss cpu %.6f cuda %.6f, validation cpu %.6f cuda %.6f",
+                      fused, rc.train_loss, rd.train_loss, rc.val_loss, rd.val_loss);
+    }
+    eo_tmpdir_remove();
+}
+END_TEST
+
 /* The GPU mode of eo-bench, at tiny sizes, end to end on the interpreter
  * (its events have a fake clock, so only the path is checked, not speed). */
 START_TEST(gpu_benchmark_runs)
@@ -400,6 +450,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
     tcase_add_test(tc, training_tool_runs_on_the_device);
+    tcase_add_test(tc, gpt_training_runs_on_the_device);
     tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);
     return s;

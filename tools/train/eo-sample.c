@@ -27,7 +27,8 @@ static void usage(FILE *f)
                "  --temperature F        softmax temperature, 0 = greedy (1.0)\n"
                "  --top-k K              sample among the K most likely characters (0: all)\n"
                "  --length N             characters to generate (300)\n"
-               "  --seed N               sampling seed (1)\n");
+               "  --seed N               sampling seed (1)\n"
+               "  --device cpu|cuda      where the model runs (cpu)\n");
 }
 
 static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
@@ -83,6 +84,7 @@ int main(int argc, char **argv)
     float temp = 1.0f;
     int topk = 0, length = 300;
     unsigned long long seed = 1;
+    int cuda = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (strcmp(a, name) == 0 && v && ++i)
@@ -93,6 +95,11 @@ int main(int argc, char **argv)
         else if (OPT("--top-k")) { if (!eo_arg_int(a, v, &topk)) return 2; }
         else if (OPT("--length")) { if (!eo_arg_int(a, v, &length)) return 2; }
         else if (OPT("--seed")) { unsigned long long u_; if (!eo_arg_u64(a, v, &u_)) return 2; seed = u_; }
+        else if (OPT("--device")) {
+            if (strcmp(v, "cuda") == 0) cuda = 1;
+            else if (strcmp(v, "cpu") == 0) cuda = 0;
+            else { fprintf(stderr, "eo-sample: --device cpu|cuda, not '%s'\n", v); return 2; }
+        }
         else { fprintf(stderr, "eo-sample: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
 #undef OPT
     }
@@ -150,7 +157,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: out of memory\n");
         return 1;
     }
-    if (eo_gpt_build(&ctx, EO_CPU, &c, &m) != EO_OK) {
+    /* On CUDA the weights and activations live in device arenas as large
+     * as the host ones; only token ids go up and one row of logits comes
+     * down per character. */
+    if (cuda && eo_cuda_attach(&ctx, NULL, 0, pb, sb) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        return 1;
+    }
+    if (eo_gpt_build(&ctx, cuda ? EO_CUDA : EO_CPU, &c, &m) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
         return 1;
     }
@@ -171,6 +185,7 @@ int main(int argc, char **argv)
         eo_tensor *x, *lg, *row;
         int64_t sh[2] = { 1, (int64_t)w };
         eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - w, &x);
+        if (st == EO_OK && cuda) st = eo_to_device(&ctx, x, EO_CUDA, EO_STEP, &x);
         if (st == EO_OK) st = eo_gpt_forward(&ctx, &m, x, &lg);
         if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)w - 1, 1, &row);
         if (st == EO_OK) st = eo_contiguous(&ctx, row, &row);
@@ -186,6 +201,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     putchar('\n');
+    if (cuda)
+        eo_cuda_detach(&ctx);
     free(last);
     free(toks);
     free(pclean);

@@ -66,6 +66,7 @@ static void usage_gpt(FILE *f)
             "  --fused                fused attention instead of the composed one\n"
             "  --seed N               initialisation and batch seed (1)\n"
             "  --threads N            worker threads (2)\n"
+            "  --device cpu|cuda      where tensors live (cpu)\n"
             "  --save FILE            checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "  --log FILE             per-step CSV: step, train loss, validation loss\n"
             "  --quiet                no progress lines\n");
@@ -98,6 +99,11 @@ static int main_gpt(int argc, char **argv)
         else if (OPT("--save")) c.save = v;
         else if (OPT("--log")) c.log = v;
         else if (strcmp(a, "--quiet") == 0) c.quiet = 1;
+        else if (OPT("--device")) {
+            if (strcmp(v, "cuda") == 0) c.cuda = 1;
+            else if (strcmp(v, "cpu") == 0) c.cuda = 0;
+            else { fprintf(stderr, "eo-train: --device cpu|cuda, not '%s'\n", v); return 2; }
+        }
         else { fprintf(stderr, "eo-train: unknown or incomplete option '%s'\n", a); usage_gpt(stderr); return 2; }
 #undef OPT
     }

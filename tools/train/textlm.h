@@ -57,6 +57,8 @@ typedef struct eo_lm_config {
     const char *log;      /* CSV of step, train loss, val loss or NULL */
     int quiet;
     size_t persist_mb, step_mb;
+    int cuda;             /* 1: parameters, optimizer state and activations on the first CUDA device */
+    const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
 } eo_lm_config;
 
 typedef struct eo_lm_result {
