@@ -302,7 +302,9 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * softmax (Dao et al., "FlashAttention", 2022) so the [Tq, Tk] score
  * matrix is never stored; the backward recomputes scores tile by tile
  * from the saved per-row log-sum-exp. Matches eo_attention to float32
- * tolerance. */
+ * tolerance. Causal here also allows Tq < Tk: the queries are then the
+ * last Tq positions (key j hidden from query i when j > i + Tk - Tq), as
+ * when new tokens attend to a cache of earlier keys. */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

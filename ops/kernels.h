@@ -277,7 +277,10 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
  * Scaled dot-product attention over B*H independent heads, all operands
  * contiguous: q, out [B, H, Tq, D]; k, v [B, H, Tk, D]; lse [B, H, Tq].
  *   s_ij = scale * q_i · k_j + mask(b, h, i, j)   (-inf above the diagonal
- *          when causal, which needs Tq == Tk),
+ *          when causal: key j is hidden from query i when j > i + Tk - Tq,
+ *          Tq <= Tk; the queries are the last Tq positions, as when new
+ *          tokens attend to a cache of earlier keys; Tq == Tk is the
+ *          usual lower triangle),
  *   out_i = sum_j softmax_j(s_i) v_j,   lse_i = log sum_j exp(s_ij).
  * The mask is additive (0 to keep, -inf to hide) and optional (NULL); it
  * is read at mask[b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]], stride 0 on the

@@ -639,6 +639,8 @@ START_TEST(attention_forward_backward)
     attention_case(1, 1, 17, 50, 128, 0, 1, 0); /* D = 128, one past a backward tile */
     attention_case(2, 1, 40, 40, 3, 1, 0, 0);   /* D = 3 */
     attention_case(1, 2, 20, 19, 8, 0, 1, 1);   /* dv and dmask only */
+    attention_case(1, 2, 5, 37, 16, 1, 1, 0);   /* causal, Tq < Tk: new queries against a cache */
+    attention_case(1, 1, 20, 50, 64, 1, 0, 0);  /* ... across tiles on both sides */
 }
 END_TEST
 

@@ -26,11 +26,11 @@ static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_
             return 0;
         v[i] = (uint32_t)in[i];
     }
-    if (D > ATTN_MAX_D || B * H > MAX_GRID || (causal && Tq != Tk) ||
+    if (D > ATTN_MAX_D || B * H > MAX_GRID || (causal && Tq > Tk) ||
         Tq > (int64_t)WORK_BYTES / 4) {
         eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, who,
                           ": the CUDA kernel needs D <= 128, B*H <= 65535, Tq <= 2^20 and "
-                          "Tq == Tk when causal",
+                          "Tq <= Tk when causal",
                           NULL);
         return 0;
     }
