@@ -183,6 +183,11 @@ eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t l
                    eo_tensor **out);
 /* A contiguous copy of x (x itself, not a copy, when already contiguous). */
 eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+/* dst = src, element by element, into existing storage: dst may be any
+ * view (a slice of a cache), of src's shape, dtype (4-byte) and device.
+ * Not differentiable: nothing is recorded on the tape (a key/value
+ * cache for generation, which runs without gradients). */
+eo_status eo_copy_into(eo_ctx *ctx, eo_tensor *dst, eo_tensor *src);
 
 /* ---- elementwise ---------------------------------------------------------- */
 

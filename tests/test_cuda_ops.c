@@ -20,6 +20,7 @@
 #include "tests/gradcheck.h"
 #include "tools/ptxsim/driver.h"
 #include "tools/bench/bench_gpu.h"
+#include "core/transformer.h"
 #include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
 #include "tests/tmpdir.h"
@@ -379,6 +380,47 @@ START_TEST(training_tool_runs_on_the_device)
 }
 END_TEST
 
+/* Generation on the device with a key/value cache: the CPU model's full
+ * forward (same seed, same weights) and the device's cached one, fed in
+ * pieces, give the same logits. */
+START_TEST(kv_cache_on_the_device)
+{
+    enum { B = 1, T = 7, V = 9 };
+    eo_ctx *ctx = cuda_ctx();
+    eo_gpt gc, gd;
+    eo_gpt_config cfg = { V, 8, 16, 2, 2 };
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CUDA, &cfg, &gd), EO_OK);
+    eo_gpt_set_fused(&gc, 1);
+    eo_set_grad(ctx, 0);
+    int32_t ids[T] = { 3, 1, 4, 1, 5, 8, 2 };
+    float full[T * V], got[T * V];
+    int64_t si[2] = { B, T };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &gc, x, &lg), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, lg, full, sizeof full), EO_OK);
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &gd, B, &c), EO_OK);
+    const int pieces[3] = { 3, 1, 3 };
+    for (int p = 0, t0 = 0; p < 3; t0 += pieces[p++]) {
+        int64_t sp[2] = { B, pieces[p] };
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sp, ids + t0, &x), EO_OK);
+        x = to_cuda(ctx, x);
+        ck_assert_msg(eo_gpt_forward_cached(ctx, &gd, &c, x, &lg) == EO_OK, "%s",
+                      eo_last_error(ctx));
+        ck_assert_msg(eo_read(ctx, lg, got, (size_t)(pieces[p] * V) * sizeof(float)) == EO_OK,
+                      "%s", eo_last_error(ctx));
+        for (int i = 0; i < pieces[p] * V; i++)
+            ck_assert_msg(fabsf(got[i] - full[t0 * V + i]) <= 1e-4f, "piece %d [%d]: %g vs %g",
+                          p, i, (double)got[i], (double)full[t0 * V + i]);
+    }
+    close_ctx(ctx);
+}
+END_TEST
+
 /* eo-train --model gpt --device cuda: the same text, seed and steps give
  * the CPU run's losses (composed and fused attention). */
 START_TEST(gpt_training_runs_on_the_device)
@@ -451,6 +493,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);
+    tcase_add_test(tc, kv_cache_on_the_device);
     tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);
     return s;

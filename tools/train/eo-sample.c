@@ -8,7 +8,14 @@
  * so nothing else is needed. Each new character is drawn from the softmax
  * of the last position's logits divided by the temperature, restricted to
  * the k most likely characters when --top-k is given (temperature 0: the
- * most likely one). The model sees the last `context` characters. */
+ * most likely one).
+ *
+ * Generation keeps a key/value cache (eo_gpt_forward_cached): the prompt
+ * is run once, then each new character costs one position's forward
+ * against the cached keys, O(context), not a forward over the whole
+ * window. Positions are absolute (learned), so when the cache is full it
+ * is refilled from the last context/2 characters: the model always sees
+ * between context/2 and context characters. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,20 +181,31 @@ int main(int argc, char **argv)
     }
     eo_set_grad(&ctx, 0);
     eo_set_training(&ctx, 0);
+    eo_gpt_set_fused(&m, 1);
+    eo_gpt_cache cache;
+    if (eo_gpt_cache_init(&ctx, &m, 1, &cache) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        return 1;
+    }
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, seed, 0x73616d70); /* "samp" */
     float *last = malloc((size_t)c.vocab * sizeof *last);
     fputs(pclean, stdout);
     fflush(stdout);
+    /* feed: the tokens to run next, toks[n - feed .. n) */
+    size_t feed = n < (size_t)c.context ? n : (size_t)c.context;
     for (int g = 0; g < length; g++) {
-        size_t w = n < (size_t)c.context ? n : (size_t)c.context;
+        if (cache.len + (int64_t)feed > c.context) { /* full: refill from the recent half */
+            eo_gpt_cache_reset(&cache);
+            feed = (size_t)(c.context / 2 > 0 ? c.context / 2 : 1);
+        }
         eo_mark mk = eo_mark_get(&ctx);
         eo_tensor *x, *lg, *row;
-        int64_t sh[2] = { 1, (int64_t)w };
-        eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - w, &x);
+        int64_t sh[2] = { 1, (int64_t)feed };
+        eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - feed, &x);
         if (st == EO_OK && cuda) st = eo_to_device(&ctx, x, EO_CUDA, EO_STEP, &x);
-        if (st == EO_OK) st = eo_gpt_forward(&ctx, &m, x, &lg);
-        if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)w - 1, 1, &row);
+        if (st == EO_OK) st = eo_gpt_forward_cached(&ctx, &m, &cache, x, &lg);
+        if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)feed - 1, 1, &row);
         if (st == EO_OK) st = eo_contiguous(&ctx, row, &row);
         if (st == EO_OK) st = eo_read(&ctx, row, last, (size_t)c.vocab * sizeof *last);
         eo_rewind(&ctx, mk);
@@ -197,6 +215,7 @@ int main(int argc, char **argv)
         }
         int t = sample(last, (int)c.vocab, temp, topk, &rng);
         toks[n++] = t;
+        feed = 1;
         putchar(voc.chars[t]);
         fflush(stdout);
     }
