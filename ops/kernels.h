@@ -177,6 +177,17 @@ typedef size_t eo_k_layernorm_backward_ws_fn(int64_t rows, int64_t cols, int nth
  * out[i, :] = table[idx[i], :] for i in [0, n); table is [vocab, dim]. */
 typedef void eo_k_embedding_fn(int64_t n, int64_t dim, const float *table, const int32_t *idx,
                                float *out, const eo_exec *ex);
+/* Integer ids in memory the host cannot read (a device): check that each
+ * is in [0, limit), or equals `ignore` when has_ignore, before a kernel
+ * indexes with it. Returns the ids that kernel should use: a copy in which
+ * every bad id is replaced (by 0, or by `ignore` when has_ignore), so
+ * that nothing is read or written outside a table; the first bad id is
+ * reported as a status at the next synchronising call. kind names the
+ * check in that report (EO_IDS_INDEX: embedding, EO_IDS_TARGET:
+ * cross-entropy). The CPU needs none: the core reads the ids itself. */
+enum { EO_IDS_INDEX = 0, EO_IDS_TARGET = 1 };
+typedef const int32_t *eo_k_check_ids_fn(int kind, int64_t n, const int32_t *ids, int64_t limit,
+                                         int has_ignore, int32_t ignore, const eo_exec *ex);
 /* dtable[idx[i], :] += dout[i, :]; a repeated index receives every row. */
 typedef void eo_k_embedding_backward_fn(int64_t n, int64_t dim, const int32_t *idx,
                                         const float *dout, float *dtable, const eo_exec *ex);

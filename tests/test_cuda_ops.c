@@ -380,6 +380,40 @@ START_TEST(training_tool_runs_on_the_device)
 }
 END_TEST
 
+/* Token ids and class targets out of range are found on the device: the
+ * kernels index only with checked ids (no fault), and the first bad one
+ * is reported when its result is read; the device keeps working. */
+START_TEST(bad_ids_are_reported_by_the_device)
+{
+    eo_ctx *ctx = cuda_ctx();
+    int64_t st[2] = { 5, 3 }, si[1] = { 4 }, sl[2] = { 3, 4 }, sy[1] = { 3 };
+    eo_tensor *table = to_cuda(ctx, eo_test_rand(ctx, 2, st, -1, 1, 1, 0));
+    int32_t bad[4] = { 0, 7, 2, -1 }, good[4] = { 0, 4, 2, 1 };
+    eo_tensor *idx, *y, *logits, *tg, *loss;
+    float out[12];
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, si, bad, &idx), EO_OK);
+    ck_assert_int_eq(eo_embedding(ctx, table, to_cuda(ctx, idx), &y), EO_OK); /* asynchronous */
+    ck_assert_int_eq(eo_read(ctx, y, out, sizeof out), EO_ERR_ARG);
+    ck_assert_msg(strstr(eo_last_error(ctx), "embedding: index 7 at position 1 is outside [0, 5)"),
+                  "%s", eo_last_error(ctx));
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, si, good, &idx), EO_OK);
+    ck_assert_int_eq(eo_embedding(ctx, table, to_cuda(ctx, idx), &y), EO_OK);
+    ck_assert_msg(eo_read(ctx, y, out, sizeof out) == EO_OK, "%s", eo_last_error(ctx));
+    int32_t targets[3] = { 1, 4, -100 };
+    logits = to_cuda(ctx, eo_test_rand(ctx, 2, sl, -1, 1, 2, 0));
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, targets, &tg), EO_OK);
+    ck_assert_int_eq(eo_cross_entropy(ctx, logits, to_cuda(ctx, tg), -100, &loss), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, loss, out, 4), EO_ERR_ARG);
+    ck_assert_msg(strstr(eo_last_error(ctx), "cross_entropy: target 4 at position 1 is outside [0, 4)"),
+                  "%s", eo_last_error(ctx));
+    targets[1] = -100; /* the ignore index is a good target */
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, targets, &tg), EO_OK);
+    ck_assert_int_eq(eo_cross_entropy(ctx, logits, to_cuda(ctx, tg), -100, &loss), EO_OK);
+    ck_assert_msg(eo_read(ctx, loss, out, 4) == EO_OK, "%s", eo_last_error(ctx));
+    close_ctx(ctx);
+}
+END_TEST
+
 /* Generation on the device with a key/value cache: the CPU model's full
  * forward (same seed, same weights) and the device's cached one, fed in
  * pieces, give the same logits. */
@@ -494,6 +528,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);
     tcase_add_test(tc, kv_cache_on_the_device);
+    tcase_add_test(tc, bad_ids_are_reported_by_the_device);
     tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);
     return s;

@@ -304,6 +304,11 @@ static eo_status open_steps(eo_cuda *cu, int device)
         cu->scratch = 0;
         return fail_cu(cu, EO_ERR_CUDA, r, "cuMemAlloc", "scratch");
     }
+    /* the id-check slots start "nothing found" (all ones) */
+    r = d->cuMemsetD32(cu->scratch + EO_CU_SCRATCH_CHECK, 0xffffffffu,
+                       EO_CU_CHECK_SLOTS * EO_CU_CHECK_SLOT_BYTES / 4);
+    if (r != EO_CUDA_SUCCESS)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32", "scratch");
     return EO_OK;
 }
 
@@ -342,6 +347,8 @@ eo_status eo_cuda_sync(eo_cuda *cu)
     eo_cu_result r = cu->drv->cuCtxSynchronize();
     if (r != EO_CUDA_SUCCESS)
         fail_cu(cu, EO_ERR_CUDA, r, "cuCtxSynchronize", NULL);
+    else if (cu->ids_checked)
+        eo_cuda_check_report(cu); /* a bad token id or class target, found on the device */
     return cu->error;
 }
 
@@ -382,7 +389,14 @@ eo_status eo_cuda_d2h(eo_cuda *cu, void *dst, eo_cu_deviceptr src, size_t bytes)
     if (!cu || !cu->is_open)
         return EO_ERR_ARG;
     eo_cu_result r = bytes ? cu->drv->cuMemcpyDtoH(dst, src, bytes) : EO_CUDA_SUCCESS;
-    return r ? fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoH", NULL) : EO_OK;
+    if (r)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemcpyDtoH", NULL);
+    /* The copy waited for the kernels before it, so their id checks are
+     * in: a bad id is recorded like a launch failure (the copy itself is
+     * good) and surfaces at the caller's next check of the state. */
+    if (cu->ids_checked)
+        eo_cuda_check_report(cu);
+    return EO_OK;
 }
 
 eo_status eo_cuda_d2d(eo_cuda *cu, eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t bytes)
