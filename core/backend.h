@@ -47,6 +47,7 @@ typedef struct eo_backend {
     eo_k_layernorm_backward_ws_fn *layernorm_backward_ws;
     eo_k_embedding_fn *embedding;
     eo_k_embedding_backward_fn *embedding_backward;
+    eo_k_check_ids_fn *check_ids; /* NULL where the core checks ids on the host */
     eo_k_dropout_fn *dropout;
     eo_k_dropout_backward_fn *dropout_backward;
     eo_k_im2col_fn *im2col;

@@ -35,7 +35,11 @@ static eo_status cuda_download(eo_ctx *ctx, void *dst, const void *src, size_t b
 {
     EO_CHECK(pending(ctx, "download"));
     eo_status s = eo_cuda_d2h(state(ctx), dst, (eo_cu_deviceptr)(uintptr_t)src, bytes);
-    return s == EO_OK ? EO_OK : eo_fail(ctx, s, "cuda: download of %zu bytes: %s", bytes, state(ctx)->msg);
+    if (s != EO_OK)
+        return eo_fail(ctx, s, "cuda: download of %zu bytes: %s", bytes, state(ctx)->msg);
+    /* a bad token id or class target found on the device by the kernels
+     * the copy waited for */
+    return pending(ctx, "download");
 }
 
 static eo_status cuda_zero(eo_ctx *ctx, void *dst, size_t bytes)
@@ -81,6 +85,7 @@ const eo_backend eo_backend_cuda = {
     .layernorm_backward_ws = eo_cuda_k_layernorm_backward_ws,
     .embedding = eo_cuda_k_embedding,
     .embedding_backward = eo_cuda_k_embedding_backward,
+    .check_ids = eo_cuda_k_check_ids,
     .dropout = eo_cuda_k_dropout,
     .dropout_backward = eo_cuda_k_dropout_backward,
     .im2col = eo_cuda_k_im2col,

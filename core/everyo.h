@@ -262,6 +262,11 @@ eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t l
 /* A contiguous copy of x (x itself, not a copy, when already contiguous).
  * Any dtype and rank, a scalar included. */
 eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
+/* dst = src, element by element, into existing storage: dst may be any
+ * view (a slice of a cache), of src's shape, dtype (4-byte) and device.
+ * Not differentiable: nothing is recorded on the tape (a key/value
+ * cache for generation, which runs without gradients). */
+eo_status eo_copy_into(eo_ctx *ctx, eo_tensor *dst, eo_tensor *src);
 
 /* ---- elementwise ---------------------------------------------------------- */
 
@@ -428,7 +433,10 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * tolerance, NaN included: a NaN score (from q, k or the mask) among the
  * keys a query sees makes that query's output row and its gradients NaN,
  * as PyTorch's softmax(q kᵀ scale + mask) v does; keys hidden by `causal`
- * are never read (as a masked_fill, or torch's is_causal, hides them). */
+ * are never read (as a masked_fill, or torch's is_causal, hides them).
+ * Causal here also allows Tq < Tk: the queries are then the last Tq
+ * positions (key j hidden from query i when j > i + Tk - Tq), as when new
+ * tokens attend to a cache of earlier keys. */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

@@ -19,6 +19,7 @@
  * (ops/cpu/attention.c) never stores those matrices; it keeps only the output
  * and one log-sum-exp per query row. */
 #include <math.h>
+#include <string.h>
 #include "core/internal.h"
 
 /* A mask built on the host, moved to `dev` when that is not the CPU. */
@@ -89,9 +90,13 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
             return eo_fail(ctx, EO_ERR_SHAPE,
                            "%s: expected q [B,H,Tq,D], k and v [B,H,Tk,D], got %T, %T, %T",
                            op, q, k, v);
-    if (causal && q->shape[2] != k->shape[2])
-        return eo_fail(ctx, EO_ERR_SHAPE, "%s: causal needs Tq == Tk, got q %T and k %T", op,
-                       q, k);
+    /* The fused kernels align the diagonal bottom-right (Tq <= Tk, the
+     * queries are the last positions: a KV cache); the composed form's
+     * mask is the square one. */
+    int fused = strcmp(op, "attention_fused") == 0;
+    if (causal && (fused ? q->shape[2] > k->shape[2] : q->shape[2] != k->shape[2]))
+        return eo_fail(ctx, EO_ERR_SHAPE, "%s: causal needs Tq %s Tk, got q %T and k %T", op,
+                       fused ? "<=" : "==", q, k);
     if (mask) {
         EO_CHECK(eo_expect(ctx, op, mask, EO_F32));
         EO_CHECK(eo_same_device(ctx, op, q, mask));

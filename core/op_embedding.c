@@ -35,7 +35,10 @@ EO_PUBLIC(embedding, (eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor *
     shape[idx->rank] = D;
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, table->device, EO_F32, idx->rank + 1, shape, &y));
-    be->embedding(n, D, table->data, idx->data, y->data, &ctx->exec);
+    const int32_t *ids = idx->data;
+    if (idx->device != EO_CPU && be->check_ids) /* checked where they are */
+        ids = be->check_ids(EO_IDS_INDEX, n, ids, V, 0, 0, &ctx->exec);
+    be->embedding(n, D, table->data, ids, y->data, &ctx->exec);
     eo_tensor *in[2] = { table, idx };
     if (eo_needs_grad(ctx, in, 1))
         EO_CHECK(eo_record(ctx, EO_OP_EMBEDDING, in, 2, y, NULL));
@@ -51,8 +54,11 @@ eo_status eo_bwd_embedding(eo_ctx *ctx, eo_node *n)
     const eo_backend *be = eo_backend_of(ctx, table);
     EO_NEED_KERNEL(ctx, "embedding", be, embedding_backward);
     EO_CHECK(eo_grad_of(ctx, table, &g));
-    be->embedding_backward(eo_numel(idx), table->shape[1], idx->data, n->out->grad->data,
-                           g->data, &ctx->exec);
+    const int32_t *ids = idx->data;
+    if (idx->device != EO_CPU && be->check_ids)
+        ids = be->check_ids(EO_IDS_INDEX, eo_numel(idx), ids, table->shape[0], 0, 0, &ctx->exec);
+    be->embedding_backward(eo_numel(idx), table->shape[1], ids, n->out->grad->data, g->data,
+                           &ctx->exec);
     return EO_OK;
 }
 

@@ -123,7 +123,10 @@ static eo_status cross_entropy_body(eo_ctx *ctx, eo_tensor *logits, eo_tensor *t
     const eo_ce_reduction red = ce_reduction(reduction);
     EO_CHECK(eo_new_out(ctx, logits->device, EO_F32, red == EO_CE_NONE, &rows, &loss));
     EO_CHECK(eo_new_out(ctx, logits->device, EO_F32, 2, stats_shape, &stats));
-    be->cross_entropy(rows, cols, logits->data, target->data, ignore_index, red, stats->data,
+    const int32_t *tg = target->data;
+    if (target->device != EO_CPU && be->check_ids) /* checked where they are */
+        tg = be->check_ids(EO_IDS_TARGET, rows, tg, cols, 1, ignore_index, &ctx->exec);
+    be->cross_entropy(rows, cols, logits->data, tg, ignore_index, red, stats->data,
                       loss->data, &ctx->exec);
     eo_tensor *in[2] = { logits, target };
     if (eo_needs_grad(ctx, in, 1)) {
@@ -145,7 +148,11 @@ eo_status eo_bwd_cross_entropy(eo_ctx *ctx, eo_node *n)
     const eo_backend *be = eo_backend_of(ctx, logits);
     EO_NEED_KERNEL(ctx, "cross_entropy", be, cross_entropy_backward);
     EO_CHECK(eo_grad_of(ctx, logits, &g));
-    be->cross_entropy_backward(logits->shape[0], logits->shape[1], logits->data, target->data,
+    const int32_t *tg = target->data;
+    if (target->device != EO_CPU && be->check_ids)
+        tg = be->check_ids(EO_IDS_TARGET, logits->shape[0], tg, logits->shape[1], 1,
+                           n->p.ce.ignore_index, &ctx->exec);
+    be->cross_entropy_backward(logits->shape[0], logits->shape[1], logits->data, tg,
                                n->p.ce.ignore_index, (eo_ce_reduction)n->p.ce.reduction,
                                n->saved[0]->data, n->out->grad->data, g->data, &ctx->exec);
     return EO_OK;

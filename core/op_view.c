@@ -103,6 +103,27 @@ EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out
     return EO_OK;
 }
 
+EO_PUBLIC(copy_into, (eo_ctx *ctx, eo_tensor *dst, eo_tensor *src), (ctx, dst, src))
+{
+    if (!dst || !src)
+        return eo_fail(ctx, EO_ERR_ARG, "copy_into: NULL argument");
+    EO_CHECK(eo_same_device(ctx, "copy_into", dst, src));
+    int same = dst->dtype == src->dtype && dst->rank == src->rank && dst->rank <= 4 &&
+               eo_dtype_size(dst->dtype) == 4;
+    for (int i = 0; same && i < dst->rank; i++)
+        same = dst->shape[i] == src->shape[i];
+    if (!same)
+        return eo_fail(ctx, EO_ERR_SHAPE, "copy_into: %T and %T differ in shape or dtype", dst,
+                       src);
+    const eo_backend *be = eo_backend_of(ctx, dst);
+    EO_NEED_KERNEL(ctx, "copy_into", be, copy32);
+    int64_t shape[4], sd[4], tmp[4], ss[4];
+    eo_pad4(dst, shape, sd);
+    eo_pad4(src, tmp, ss);
+    be->copy32(shape, dst->data, sd, src->data, ss, &ctx->exec);
+    return EO_OK;
+}
+
 eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *g;

@@ -94,7 +94,11 @@ static eo_status block_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const cha
     return EO_OK;
 }
 
-EO_PUBLIC(mha_forward, (eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **y), (ctx, a, x, y))
+/* Self-attention over x; with a cache (ck, cv [B, H, Tmax, D]), x holds
+ * the positions len .. len+T-1: their k and v are written into the cache
+ * and q attends to all len + T cached keys. */
+static eo_status mha(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *ck, eo_tensor *cv,
+                     int64_t len, eo_tensor **y)
 {
     if (!a || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL layer, input or output pointer");
@@ -117,7 +121,16 @@ EO_PUBLIC(mha_forward, (eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **
     EO_CHECK(eo_transpose(ctx, k, 1, 2, &k));
     EO_CHECK(eo_transpose(ctx, v, 1, 2, &v));
     const float scale = 1.0f / sqrtf((float)D);
-    if (a->fused)
+    if (ck) {
+        eo_tensor *dst;
+        EO_CHECK(eo_slice(ctx, ck, 2, len, T, &dst));
+        EO_CHECK(eo_copy_into(ctx, dst, k));
+        EO_CHECK(eo_slice(ctx, cv, 2, len, T, &dst));
+        EO_CHECK(eo_copy_into(ctx, dst, v));
+        EO_CHECK(eo_slice(ctx, ck, 2, 0, len + T, &k));            /* [B, H, len+T, D] */
+        EO_CHECK(eo_slice(ctx, cv, 2, 0, len + T, &v));
+        EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
+    } else if (a->fused)
         EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
     else
         EO_CHECK(eo_attention(ctx, q, k, v, NULL, a->causal, scale, &o));
@@ -127,8 +140,13 @@ EO_PUBLIC(mha_forward, (eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **
     return eo_module_forward(ctx, &a->c_proj, o, y);
 }
 
-EO_PUBLIC(block_forward, (eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor **y),
-          (ctx, b, x, y))
+EO_PUBLIC(mha_forward, (eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor **y), (ctx, a, x, y))
+{
+    return mha(ctx, a, x, NULL, NULL, 0, y);
+}
+
+static eo_status block(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor *ck,
+                       eo_tensor *cv, int64_t len, eo_tensor **y)
 {
     if (!b || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL block, input or output pointer");
@@ -138,13 +156,19 @@ EO_PUBLIC(block_forward, (eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tenso
                                           "init failed)");
     eo_tensor *h;
     EO_CHECK(eo_module_forward(ctx, &b->ln_1, x, &h));
-    EO_CHECK(eo_mha_forward(ctx, &b->attn, h, &h));
+    EO_CHECK(mha(ctx, &b->attn, h, ck, cv, len, &h));
     EO_CHECK(eo_add(ctx, x, h, &x));
     EO_CHECK(eo_module_forward(ctx, &b->ln_2, x, &h));
     EO_CHECK(eo_module_forward(ctx, &b->c_fc, h, &h));
     EO_CHECK(eo_gelu(ctx, h, &h));
     EO_CHECK(eo_module_forward(ctx, &b->c_proj, h, &h));
     return eo_add(ctx, x, h, y);
+}
+
+EO_PUBLIC(block_forward, (eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor **y),
+          (ctx, b, x, y))
+{
+    return block(ctx, b, x, NULL, NULL, 0, y);
 }
 
 /* ---- GPT ------------------------------------------------------------------ */
@@ -218,6 +242,54 @@ EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor 
     EO_CHECK(eo_add(ctx, x, pos, &x));
     for (int64_t i = 0; i < m->cfg.layers; i++)
         EO_CHECK(eo_block_forward(ctx, &m->h[i], x, &x));
+    EO_CHECK(eo_module_forward(ctx, &m->ln_f, x, &x));
+    return eo_module_forward(ctx, &m->lm_head, x, logits);
+}
+
+EO_PUBLIC(gpt_cache_init, (eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c),
+          (ctx, m, batch, c))
+{
+    if (!m || !c || batch < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: NULL argument or batch %lld < 1",
+                       (long long)batch);
+    const int64_t L = m->cfg.layers, H = m->cfg.heads, D = m->cfg.d_model / H;
+    int64_t sh[4] = { batch, H, m->cfg.context, D };
+    c->batch = batch;
+    c->len = 0;
+    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, 2 * (size_t)L * sizeof(eo_tensor *), (void **)&c->k));
+    c->v = c->k + L;
+    for (int64_t i = 0; i < L; i++) {
+        EO_CHECK(eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->k[i]));
+        EO_CHECK(eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->v[i]));
+    }
+    return EO_OK;
+}
+
+void eo_gpt_cache_reset(eo_gpt_cache *c)
+{
+    if (c)
+        c->len = 0;
+}
+
+EO_PUBLIC(gpt_forward_cached, (eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo_tensor *idx,
+                              eo_tensor **logits),
+          (ctx, m, c, idx, logits))
+{
+    if (!m || !c || !idx || !logits)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward_cached: NULL argument");
+    if (idx->rank != 2 || idx->shape[0] != c->batch || idx->shape[1] < 1 ||
+        c->len + idx->shape[1] > m->cfg.context)
+        return eo_fail(ctx, EO_ERR_SHAPE, "gpt_forward_cached: expected token ids [%lld, T] "
+                                          "with %lld + T <= %lld, got %T", (long long)c->batch,
+                       (long long)c->len, (long long)m->cfg.context, idx);
+    const int64_t T = idx->shape[1];
+    eo_tensor *x, *pos;
+    EO_CHECK(eo_embedding(ctx, m->wte, idx, &x));                   /* [B, T, C] */
+    EO_CHECK(eo_slice(ctx, m->wpe, 0, c->len, T, &pos));            /* positions len.. */
+    EO_CHECK(eo_add(ctx, x, pos, &x));
+    for (int64_t i = 0; i < m->cfg.layers; i++)
+        EO_CHECK(block(ctx, &m->h[i], x, c->k[i], c->v[i], c->len, &x));
+    c->len += T;
     EO_CHECK(eo_module_forward(ctx, &m->ln_f, x, &x));
     return eo_module_forward(ctx, &m->lm_head, x, logits);
 }

@@ -104,6 +104,28 @@ eo_status eo_gpt_forward(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor
 eo_status eo_gpt_loss(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *targets,
                       eo_tensor **logits, eo_tensor **loss);
 
+/* A key/value cache for generation: per block, the k and v of every
+ * position seen so far, [B, H, context, D] each (persistent arena, the
+ * model's device). With it a new token costs O(positions so far) -- its
+ * own projections and MLP, and attention against the cached keys --
+ * instead of a forward over the whole window. */
+typedef struct eo_gpt_cache {
+    int64_t batch;
+    int64_t len;          /* positions held, 0 .. context */
+    eo_tensor **k, **v;   /* cfg.layers each */
+} eo_gpt_cache;
+
+eo_status eo_gpt_cache_init(eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c);
+/* Forget every position (the storage is kept). */
+void eo_gpt_cache_reset(eo_gpt_cache *c);
+/* idx [B, Tn]: the Tn tokens that follow the c->len cached positions
+ * (c->len + Tn <= context) -> logits [B, Tn, V], the same as the last Tn
+ * rows of eo_gpt_forward over all c->len + Tn tokens; their k and v are
+ * appended (c->len += Tn). Uses the fused attention (causal, queries at
+ * the end). For inference: no gradient reaches the cache. */
+eo_status eo_gpt_forward_cached(eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo_tensor *idx,
+                                eo_tensor **logits);
+
 /* ---- ViT ------------------------------------------------------------------- */
 
 typedef struct eo_vit_config {

@@ -212,6 +212,17 @@ typedef size_t eo_k_layernorm_backward_ws_fn(int64_t rows, int64_t cols, int nth
  * out[i, :] = table[idx[i], :] for i in [0, n); table is [vocab, dim]. */
 typedef void eo_k_embedding_fn(int64_t n, int64_t dim, const float *table, const int32_t *idx,
                                float *out, const eo_exec *ex);
+/* Integer ids in memory the host cannot read (a device): check that each
+ * is in [0, limit), or equals `ignore` when has_ignore, before a kernel
+ * indexes with it. Returns the ids that kernel should use: a copy in which
+ * every bad id is replaced (by 0, or by `ignore` when has_ignore), so
+ * that nothing is read or written outside a table; the first bad id is
+ * reported as a status at the next synchronising call. kind names the
+ * check in that report (EO_IDS_INDEX: embedding, EO_IDS_TARGET:
+ * cross-entropy). The CPU needs none: the core reads the ids itself. */
+enum { EO_IDS_INDEX = 0, EO_IDS_TARGET = 1 };
+typedef const int32_t *eo_k_check_ids_fn(int kind, int64_t n, const int32_t *ids, int64_t limit,
+                                         int has_ignore, int32_t ignore, const eo_exec *ex);
 /* dtable[idx[i], :] += dout[i, :]; a repeated index receives every row. */
 typedef void eo_k_embedding_backward_fn(int64_t n, int64_t dim, const int32_t *idx,
                                         const float *dout, float *dtable, const eo_exec *ex);
@@ -316,7 +327,10 @@ static inline int eo_dropout_keep(uint64_t seed, int64_t i, float p)
  * Scaled dot-product attention over B*H independent heads, all operands
  * contiguous: q, out [B, H, Tq, D]; k, v [B, H, Tk, D]; lse [B, H, Tq].
  *   s_ij = scale * q_i · k_j + mask(b, h, i, j)   (-inf above the diagonal
- *          when causal, which needs Tq == Tk),
+ *          when causal: key j is hidden from query i when j > i + Tk - Tq,
+ *          Tq <= Tk; the queries are the last Tq positions, as when new
+ *          tokens attend to a cache of earlier keys; Tq == Tk is the
+ *          usual lower triangle),
  *   out_i = sum_j softmax_j(s_i) v_j,   lse_i = log sum_j exp(s_ij).
  * The mask is additive (0 to keep, -inf to hide) and optional (NULL); it
  * is read at mask[b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]], stride 0 on the

@@ -65,7 +65,7 @@ static void reference(const eo_tensor *q, const eo_tensor *k, const eo_tensor *v
                     for (int64_t d = 0; d < D; d++)
                         dot += (double)at4(q, b, h, i, d) * at4(k, b, h, j, d);
                     s[j] = dot * scale + (mask ? mask_at(mask, b, h, i, j) : 0.0f);
-                    if (causal && j > i)
+                    if (causal && j > i + Tk - Tq) /* the diagonal ends bottom-right */
                         s[j] = -INFINITY;
                     mx = s[j] > mx ? s[j] : mx;
                 }
@@ -162,8 +162,9 @@ static const shape5 shapes[] = {
     { 2, 1, 65, 129, 16 },
 };
 
-/* Each op on every shape, causal or not (when Tq == Tk), with and without
- * a padding mask, against the double reference. */
+/* Each op on every shape, causal or not (when Tq == Tk; the fused op also
+ * when Tq < Tk, the queries being the last positions), with and without a
+ * padding mask, against the double reference. */
 static void forward_vs_reference(attn_fn f)
 {
     eo_ctx *ctx = eo_test_ctx(1, 64);
@@ -176,7 +177,8 @@ static void forward_vs_reference(attn_fn f)
         eo_tensor *pm = pad_mask(ctx, s.B, s.Tk, len);
         const float scale = 1.0f / sqrtf((float)s.D);
         double *want = malloc((size_t)eo_numel(q) * sizeof *want);
-        for (int causal = 0; causal <= (s.Tq == s.Tk); causal++)
+        int causal_ok = f == eo_attention_fused ? s.Tq <= s.Tk : s.Tq == s.Tk;
+        for (int causal = 0; causal <= causal_ok; causal++)
             for (int masked = 0; masked <= 1; masked++) {
                 eo_tensor *mask = masked ? pm : NULL, *out;
                 ck_assert_int_eq(f(ctx, q, k, v, mask, causal, scale, &out), EO_OK);
@@ -262,6 +264,22 @@ START_TEST(fused_matches_composed_with_gradients)
         compare_fused(ctx, q, k, v, bias3, s.Tq == s.Tk, scale, what);
         snprintf(what, sizeof what, "shape %zu bias [Tq,Tk]", c);
         compare_fused(ctx, q, k, v, bias2, 0, scale, what);
+        if (s.Tq < s.Tk) { /* causal with a key cache: against the composed op and its mask */
+            eo_tensor *cm, *R = rand4(ctx, s.B, s.H, s.Tq, s.D, -1, 1, 98, 0);
+            ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 2,
+                                           (int64_t[]){ s.Tq, s.Tk }, &cm), EO_OK);
+            for (int64_t i = 0; i < s.Tq; i++)
+                for (int64_t j = 0; j < s.Tk; j++)
+                    ((float *)cm->data)[i * s.Tk + j] = j > i + s.Tk - s.Tq ? -INFINITY : 0.0f;
+            eo_tensor *oc = run_loss(ctx, eo_attention, q, k, v, cm, 0, scale, R);
+            eo_tensor *gc[3] = { q->grad, k->grad, v->grad };
+            eo_tensor *of = run_loss(ctx, eo_attention_fused, q, k, v, NULL, 1, scale, R);
+            eo_tensor *gf[3] = { q->grad, k->grad, v->grad };
+            snprintf(what, sizeof what, "shape %zu causal Tq < Tk", c);
+            expect_close_f(what, of, oc, 2e-5, 1e-4);
+            for (int g = 0; g < 3; g++)
+                expect_close_f(what, gf[g], gc[g], 2e-5, 1e-4);
+        }
     }
     eo_test_ctx_free(ctx);
 }
@@ -507,7 +525,9 @@ START_TEST(bad_shapes_are_reported)
     eo_tensor *kd = rand4(ctx, 1, 2, 5, 4, -1, 1, 3, 0), *out;
     eo_tensor *m = eo_test_rand(ctx, 2, (int64_t[]){ 4, 6 }, -1, 1, 4, 0);
     for (int fi = 0; fi < 2; fi++) {
-        ck_assert_int_eq(fs[fi](ctx, q, k, k, NULL, 1, 1.0f, &out), EO_ERR_SHAPE); /* causal, Tq != Tk */
+        /* causal: the composed op needs Tq == Tk, the fused one Tq <= Tk */
+        ck_assert_int_eq(fs[fi](ctx, fi ? k : q, fi ? q : k, fi ? q : k, NULL, 1, 1.0f, &out),
+                         EO_ERR_SHAPE);
         ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "causal"));
         ck_assert_int_eq(fs[fi](ctx, q, kd, kd, NULL, 0, 1.0f, &out), EO_ERR_SHAPE); /* D differs */
         ck_assert_int_eq(fs[fi](ctx, q, k, k, m, 0, 1.0f, &out), EO_ERR_SHAPE); /* mask 4x6 vs 4x5 */

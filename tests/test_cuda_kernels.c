@@ -84,11 +84,11 @@ static void *up(const void *host, size_t bytes)
 static void down(void *host, const void *dev, size_t bytes)
 {
     char msg[1024];
-    ck_assert_int_eq(eo_cuda_sync(&CU), EO_OK);
+    eo_status y = eo_cuda_sync(&CU);
     eo_status s = eo_cuda_d2h(&CU, host, (eo_cu_deviceptr)(uintptr_t)dev, bytes);
     eo_status e = eo_cuda_take_error(&CU, msg, sizeof msg);
     const eo_px_fault *f = real_gpu ? NULL : eo_ptxsim_last_fault();
-    ck_assert_msg(s == EO_OK && e == EO_OK, "device error: %s (fault: %s)", msg,
+    ck_assert_msg(y == EO_OK && s == EO_OK && e == EO_OK, "device error: %s (fault: %s)", msg,
                   f ? f->msg : "");
 }
 
@@ -243,33 +243,63 @@ START_TEST(unary_forward_backward)
 }
 END_TEST
 
-/* ---- matmul ---------------------------------------------------------------- */
-START_TEST(matmul_all_transposes)
+/* ---- matmul ----------------------------------------------------------------
+ * One case: op(A) op(B) (+ C) on the device against the CPU kernel. pad adds
+ * to every leading dimension (lda > K and friends, and odd ones that rule
+ * out 16-byte accesses); skew shifts every base pointer by one float (not
+ * 16-byte aligned); shared_a gives the batch one A (a weight, sa = 0). */
+static void matmul_case(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                        int64_t pad, int skew, int shared_a, float beta)
 {
-    enum { B = 2, M = 37, N = 45, K = 29 };
-    float *A = rand_buf(B * M * K, -1, 1), *Bm = rand_buf(B * K * N, -1, 1);
-    float *C0 = rand_buf(B * M * N, -1, 1);
-    float *dA = up(A, sizeof(float) * B * M * K), *dB = up(Bm, sizeof(float) * B * K * N);
+    int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    int64_t ra = ta ? K : M, rb = tb ? N : K; /* stored rows */
+    int64_t sa = shared_a ? 0 : ra * lda, sb = rb * ldb, sc = M * ldc;
+    size_t na = (size_t)((shared_a ? 1 : batch) * ra * lda + skew);
+    size_t nb = (size_t)(batch * rb * ldb + skew), nc = (size_t)(batch * M * ldc + skew);
+    float *A = rand_buf(na, -1, 1), *Bm = rand_buf(nb, -1, 1), *C = rand_buf(nc, -1, 1);
+    float *dA = up(A, na * 4), *dB = up(Bm, nb * 4), *dC = up(C, nc * 4);
     size_t wsb = eo_k_matmul_ws(M, N, K, 1);
     void *ws = malloc(wsb ? wsb : 1);
-    for (int t = 0; t < 8; t++) {
-        int ta = t & 1, tb = (t >> 1) & 1, acc = t >> 2;
-        int64_t lda = ta ? M : K, ldb = tb ? K : N;
-        int64_t sa = acc ? 0 : (int64_t)M * K; /* acc runs also share A across the batch */
-        float *C = copy_buf(C0, B * M * N);
-        float *dC = up(C0, sizeof(float) * B * M * N);
-        eo_k_matmul(ta, tb, B, M, N, K, A, lda, sa, Bm, ldb, (int64_t)K * N, acc ? 1.0f : 0.0f,
-                    C, N, (int64_t)M * N, ws, NULL);
-        eo_cuda_k_matmul(ta, tb, B, M, N, K, dA, lda, sa, dB, ldb, (int64_t)K * N,
-                         acc ? 1.0f : 0.0f, dC, N, (int64_t)M * N, NULL, &EX);
-        check_dev("matmul", dC, C, B * M * N, 1e-5f, 1e-5f);
-        free(C);
-    }
-    free(ws);
-    free(A);
-    free(Bm);
-    free(C0);
+    eo_k_matmul(ta, tb, batch, M, N, K, A + skew, lda, sa, Bm + skew, ldb, sb, beta, C + skew,
+                ldc, sc, ws, NULL);
+    eo_cuda_k_matmul(ta, tb, batch, M, N, K, dA + skew, lda, sa, dB + skew, ldb, sb, beta,
+                     dC + skew, ldc, sc, NULL, &EX);
+    char what[128];
+    snprintf(what, sizeof what, "matmul ta=%d tb=%d batch=%lld %lldx%lldx%lld pad=%lld skew=%d "
+             "beta=%g", ta, tb, (long long)batch, (long long)M, (long long)N, (long long)K,
+             (long long)pad, skew, (double)beta);
+    /* everything, padding columns included: they must be untouched */
+    check_dev(what, dC, C, nc, 1e-5f, 2e-6f * (float)(K + 1));
+    free(ws), free(A), free(Bm), free(C);
     free_all();
+}
+
+/* The 64x64 kernel (M or N below 128): every transpose, beta 0 and 1, odd
+ * sizes, N = 10, a single row, a batch sharing A, padded and unaligned
+ * leading dimensions, a base pointer off 16-byte alignment. */
+START_TEST(matmul_small_tiles)
+{
+    for (int t = 0; t < 8; t++) {
+        int ta = t & 1, tb = (t >> 1) & 1;
+        float beta = (float)(t >> 2);
+        matmul_case(ta, tb, 2, 37, 45, 29, 0, 0, t >> 2, beta);
+        matmul_case(ta, tb, 1, 70, 10, 33, 0, 0, 0, beta); /* N = 10 */
+        matmul_case(ta, tb, 1, 1, 7, 9, 3, 1, 0, beta);    /* one row, odd ld, skewed */
+        matmul_case(ta, tb, 3, 33, 65, 8, 4, 0, 1, beta);  /* lda > K, ld % 4 = 0 */
+    }
+    matmul_case(0, 1, 1, 7, 130, 257, 1, 1, 0, 0.0f);      /* long K, unaligned */
+}
+END_TEST
+
+/* The 128x128 kernel (M and N at least 128): just above one tile. */
+START_TEST(matmul_big_tiles)
+{
+    for (int t = 0; t < 4; t++) {
+        int ta = t & 1, tb = t >> 1;
+        matmul_case(ta, tb, 2, 130, 129, 17, 0, 0, 1, (float)(t & 1)); /* shared A */
+        matmul_case(ta, tb, 1, 128, 131, 33, 4, 0, 0, 1.0f);         /* lda > K, aligned */
+        matmul_case(ta, tb, 1, 129, 128, 13, 1, 1, 0, 0.0f);         /* unaligned */
+    }
 }
 END_TEST
 
@@ -633,9 +663,10 @@ END_TEST
 /* ---- attention ------------------------------------------------------------------------ */
 /* poison: a NaN in q (row 2 of head 0) and, with a mask, a NaN among the
  * -infs of mask row 3 in the last key tile: those rows are NaN on both
- * sides (the CPU kernel's own NaN rules are tested in the attention suite). */
+ * sides (the CPU kernel's own NaN rules are tested in the attention suite).
+ * partial: the device backward is asked for dv and dmask only (dq = dk = NULL). */
 static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int causal,
-                           int masked, int poison)
+                           int masked, int poison, int partial)
 {
     size_t nq = (size_t)(B * H * Tq * D), nk = (size_t)(B * H * Tk * D);
     size_t nl = (size_t)(B * H * Tq), nm = (size_t)(B * Tq * Tk);
@@ -680,9 +711,10 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
     float *d_dq = up(zq, nq * 4), *d_dk = up(zk, nk * 4), *d_dv = up(zk, nk * 4);
     float *d_dmask = masked ? up(zm, nm * 4) : NULL;
     eo_cuda_k_attention_backward(B, H, Tq, Tk, D, d_q, d_k, d_v, d_mask, ms, causal, scale, d_out,
-                                 d_lse, d_dout, d_dq, d_dk, d_dv, d_dmask, ms, NULL, &EX);
-    check_dev("attention dq", d_dq, dq, nq, 1e-4f, 1e-5f);
-    check_dev("attention dk", d_dk, dk, nk, 1e-4f, 1e-5f);
+                                 d_lse, d_dout, partial ? NULL : d_dq, partial ? NULL : d_dk,
+                                 d_dv, d_dmask, ms, NULL, &EX);
+    check_dev("attention dq", d_dq, partial ? zq : dq, nq, 1e-4f, 1e-5f);
+    check_dev("attention dk", d_dk, partial ? zk : dk, nk, 1e-4f, 1e-5f);
     check_dev("attention dv", d_dv, dv, nk, 1e-4f, 1e-5f);
     if (masked)
         check_dev("attention dmask", d_dmask, dmask, nm, 1e-4f, 1e-5f);
@@ -691,12 +723,21 @@ static void attention_case(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
     free_all();
 }
 
+/* Tiles are 32 rows forward and 16 backward; sizes just above them, and
+ * head dimensions for every column-group count (D rounded up to 32: 32,
+ * 64, 96, 128), with 16-byte (D % 4 = 0) and 4-byte accesses. */
 START_TEST(attention_forward_backward)
 {
-    attention_case(2, 3, 37, 37, 24, 1, 0, 0); /* causal */
-    attention_case(2, 2, 5, 300, 16, 0, 1, 0); /* two key tiles, a mask, a fully masked row */
-    attention_case(1, 2, 9, 9, 70, 1, 1, 0);   /* causal and a mask */
-    attention_case(1, 2, 5, 300, 16, 0, 1, 1); /* NaN scores: NaN rows */
+    attention_case(2, 3, 37, 37, 24, 1, 0, 0, 0);  /* causal */
+    attention_case(2, 2, 5, 300, 16, 0, 1, 0, 0);  /* many key tiles, a mask, a fully masked row */
+    attention_case(1, 2, 9, 9, 70, 1, 1, 0, 0);    /* causal and a mask, D % 4 != 0 */
+    attention_case(1, 2, 33, 33, 64, 1, 1, 0, 0);  /* causal, masked, one past a forward tile */
+    attention_case(1, 1, 17, 50, 128, 0, 1, 0, 0); /* D = 128, one past a backward tile */
+    attention_case(2, 1, 40, 40, 3, 1, 0, 0, 0);   /* D = 3 */
+    attention_case(1, 2, 20, 19, 8, 0, 1, 0, 1);   /* dv and dmask only */
+    attention_case(1, 2, 5, 37, 16, 1, 1, 0, 0);   /* causal, Tq < Tk: new queries against a cache */
+    attention_case(1, 1, 20, 50, 64, 1, 0, 0, 0);  /* ... across tiles on both sides */
+    attention_case(1, 2, 5, 300, 16, 0, 1, 1, 0); /* NaN scores: NaN rows */
 }
 END_TEST
 
@@ -710,6 +751,15 @@ START_TEST(edge_cases)
     check_dev("matmul K=0 beta=1", dC, c0, 6, 0, 0);
     eo_cuda_k_matmul(0, 0, 1, 2, 3, 0, dA, 1, 0, dA, 3, 0, 0.0f, dC, 3, 0, NULL, &EX);
     check_dev("matmul K=0 beta=0", dC, zeros, 6, 0, 0);
+
+    /* attention with D above 128 is refused, not run */
+    float *d_att = dev_alloc(4 * 129 * sizeof(float));
+    int64_t ms0[4] = {0, 0, 0, 0};
+    eo_cuda_k_attention(1, 1, 2, 2, 129, d_att, d_att, d_att, NULL, ms0, 0, 1.0f, d_att, d_att,
+                        NULL, &EX);
+    char amsg[256];
+    ck_assert_int_eq(eo_cuda_take_error(&CU, amsg, sizeof amsg), EO_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(amsg, "D <= 128") != NULL, "%s", amsg);
 
     /* binary backward wanting only db, with a, b read (mul) */
     int64_t shape[4] = {1, 1, 3, 4}, s34[4] = {12, 12, 4, 1}, sb[4] = {0, 0, 0, 1};
@@ -781,7 +831,8 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, fill_copy_accumulate);
     tcase_add_test(t, binary_forward_backward);
     tcase_add_test(t, unary_forward_backward);
-    tcase_add_test(t, matmul_all_transposes);
+    tcase_add_test(t, matmul_small_tiles);
+    tcase_add_test(t, matmul_big_tiles);
     tcase_add_test(t, reduce_forward_backward);
     tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);

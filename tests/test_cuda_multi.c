@@ -299,7 +299,7 @@ START_TEST(kernel_fault_is_a_status_and_the_other_device_carries_on)
 }
 END_TEST
 
-/* A size the launcher refuses (attention's kernel needs D <= 256): the
+/* A size the launcher refuses (attention's kernel needs D <= 128): the
  * launch never happens, the failure comes back with its reason, and the
  * context is usable afterwards (nothing on the device went wrong). */
 START_TEST(refused_launch_is_a_status)
@@ -321,7 +321,7 @@ START_TEST(refused_launch_is_a_status)
     }
     ck_assert_msg(s1 != EO_OK || s2 != EO_OK, "attention with D = 300 returned EO_OK");
     ck_assert_msg((s1 != EO_OK ? s1 : s2) == EO_ERR_UNSUPPORTED, "status %d (op %d): %s", s1 != EO_OK ? s1 : s2, s1, eo_last_error(c));
-    ck_assert_msg(strstr(eo_last_error(c), "D <= 256") != NULL, "%s", eo_last_error(c));
+    ck_assert_msg(strstr(eo_last_error(c), "D <= 128") != NULL, "%s", eo_last_error(c));
     eo_rewind(c, m);
     job_steps(a, 1);
     expect_same("after a refused launch", a, ra);

@@ -20,7 +20,10 @@
 #include "tests/gradcheck.h"
 #include "tools/ptxsim/driver.h"
 #include "tools/bench/bench_gpu.h"
+#include "core/transformer.h"
+#include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
+#include "tests/tmpdir.h"
 
 static eo_cuda_driver D;
 
@@ -371,6 +374,129 @@ START_TEST(training_tool_runs_on_the_device)
 }
 END_TEST
 
+/* Token ids and class targets out of range are found on the device: the
+ * kernels index only with checked ids (no fault), and the first bad one
+ * is reported when its result is read; the device keeps working. */
+START_TEST(bad_ids_are_reported_by_the_device)
+{
+    eo_ctx *ctx = cuda_ctx();
+    int64_t st[2] = { 5, 3 }, si[1] = { 4 }, sl[2] = { 3, 4 }, sy[1] = { 3 };
+    eo_tensor *table = to_cuda(ctx, eo_test_rand(ctx, 2, st, -1, 1, 1, 0));
+    int32_t bad[4] = { 0, 7, 2, -1 }, good[4] = { 0, 4, 2, 1 };
+    eo_tensor *idx, *y, *logits, *tg, *loss;
+    float out[12];
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, si, bad, &idx), EO_OK);
+    ck_assert_int_eq(eo_embedding(ctx, table, to_cuda(ctx, idx), &y), EO_OK); /* asynchronous */
+    ck_assert_int_eq(eo_read(ctx, y, out, sizeof out), EO_ERR_ARG);
+    ck_assert_msg(strstr(eo_last_error(ctx), "embedding: index 7 at position 1 is outside [0, 5)"),
+                  "%s", eo_last_error(ctx));
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, si, good, &idx), EO_OK);
+    ck_assert_int_eq(eo_embedding(ctx, table, to_cuda(ctx, idx), &y), EO_OK);
+    ck_assert_msg(eo_read(ctx, y, out, sizeof out) == EO_OK, "%s", eo_last_error(ctx));
+    int32_t targets[3] = { 1, 4, -100 };
+    logits = to_cuda(ctx, eo_test_rand(ctx, 2, sl, -1, 1, 2, 0));
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, targets, &tg), EO_OK);
+    ck_assert_int_eq(eo_cross_entropy(ctx, logits, to_cuda(ctx, tg), -100, &loss), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, loss, out, 4), EO_ERR_ARG);
+    ck_assert_msg(strstr(eo_last_error(ctx), "cross_entropy: target 4 at position 1 is outside [0, 4)"),
+                  "%s", eo_last_error(ctx));
+    targets[1] = -100; /* the ignore index is a good target */
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, sy, targets, &tg), EO_OK);
+    ck_assert_int_eq(eo_cross_entropy(ctx, logits, to_cuda(ctx, tg), -100, &loss), EO_OK);
+    ck_assert_msg(eo_read(ctx, loss, out, 4) == EO_OK, "%s", eo_last_error(ctx));
+    close_ctx(ctx);
+}
+END_TEST
+
+/* Generation on the device with a key/value cache: the CPU model's full
+ * forward (same seed, same weights) and the device's cached one, fed in
+ * pieces, give the same logits. */
+START_TEST(kv_cache_on_the_device)
+{
+    enum { B = 1, T = 7, V = 9 };
+    eo_ctx *ctx = cuda_ctx();
+    eo_gpt gc, gd;
+    eo_gpt_config cfg = { V, 8, 16, 2, 2 };
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CUDA, &cfg, &gd), EO_OK);
+    eo_gpt_set_fused(&gc, 1);
+    eo_set_grad(ctx, 0);
+    int32_t ids[T] = { 3, 1, 4, 1, 5, 8, 2 };
+    float full[T * V], got[T * V];
+    int64_t si[2] = { B, T };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &gc, x, &lg), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, lg, full, sizeof full), EO_OK);
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &gd, B, &c), EO_OK);
+    const int pieces[3] = { 3, 1, 3 };
+    for (int p = 0, t0 = 0; p < 3; t0 += pieces[p++]) {
+        int64_t sp[2] = { B, pieces[p] };
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sp, ids + t0, &x), EO_OK);
+        x = to_cuda(ctx, x);
+        ck_assert_msg(eo_gpt_forward_cached(ctx, &gd, &c, x, &lg) == EO_OK, "%s",
+                      eo_last_error(ctx));
+        ck_assert_msg(eo_read(ctx, lg, got, (size_t)(pieces[p] * V) * sizeof(float)) == EO_OK,
+                      "%s", eo_last_error(ctx));
+        for (int i = 0; i < pieces[p] * V; i++)
+            ck_assert_msg(fabsf(got[i] - full[t0 * V + i]) <= 1e-4f, "piece %d [%d]: %g vs %g",
+                          p, i, (double)got[i], (double)full[t0 * V + i]);
+    }
+    close_ctx(ctx);
+}
+END_TEST
+
+/* eo-train --model gpt --device cuda: the same text, seed and steps give
+ * the CPU run's losses (composed and fused attention). */
+START_TEST(gpt_training_runs_on_the_device)
+{
+    static const char text[] =
+        "the quick brown fox jumps over the lazy dog. a stitch in time saves nine.\n"
+        "all that glitters is not gold. where there is smoke there is fire.\n"
+        "the early bird catches the worm. better late than never, they say.\n";
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    const char *path = eo_tmpdir_file("text.txt", text, sizeof text - 1);
+    ck_assert_ptr_nonnull(path);
+    for (int fused = 0; fused < 2; fused++) {
+        eo_lm_config c;
+        eo_lm_defaults(&c);
+        c.text = path;
+        c.steps = 2;
+        c.context = 16;
+        c.d_model = 16;
+        c.heads = 2;
+        c.layers = 1;
+        c.batch = 3;
+        c.threads = 1;
+        c.eval_every = 0;
+        c.val_windows = 2;
+        c.fused = fused;
+        c.quiet = 1;
+        c.persist_mb = 8;
+        c.step_mb = 16;
+        eo_lm_result rc, rd;
+        char err[512];
+        ck_assert_msg(eo_lm_train_run(&c, &rc, NULL, err, sizeof err) == EO_OK, "cpu: %s", err);
+        const char *mode = getenv("EO_TEST_CUDA");
+        if (!mode || strcmp(mode, "real") != 0) {
+            eo_ptxsim_driver_reset();
+            eo_ptxsim_driver(&D);
+            c.cuda_driver = &D;
+        }
+        c.cuda = 1;
+        ck_assert_msg(eo_lm_train_run(&c, &rd, NULL, err, sizeof err) == EO_OK, "cuda: %s", err);
+        ck_assert_msg(fabs(rc.train_loss - rd.train_loss) < 1e-4 &&
+                          fabs(rc.val_loss - rd.val_loss) < 1e-4,
+                      "fused %d: train loss cpu %.6f cuda %.6f, validation cpu %.6f cuda %.6f",
+                      fused, rc.train_loss, rd.train_loss, rc.val_loss, rd.val_loss);
+    }
+    eo_tmpdir_remove();
+}
+END_TEST
+
 /* The GPU mode of eo-bench, at tiny sizes, end to end on the interpreter
  * (its events have a fake clock, so only the path is checked, not speed). */
 START_TEST(gpu_benchmark_runs)
@@ -394,6 +520,9 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
     tcase_add_test(tc, training_tool_runs_on_the_device);
+    tcase_add_test(tc, gpt_training_runs_on_the_device);
+    tcase_add_test(tc, kv_cache_on_the_device);
+    tcase_add_test(tc, bad_ids_are_reported_by_the_device);
     tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);
     return s;

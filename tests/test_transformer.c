@@ -90,6 +90,57 @@ START_TEST(gpt_is_causal)
 }
 END_TEST
 
+/* Generation with a key/value cache: feeding the tokens in pieces gives
+ * the logits of one forward over all of them (eo_gpt_forward with the
+ * fused attention), and the cache refuses to grow past the context. */
+START_TEST(kv_cache_matches_full_forward)
+{
+    enum { B = 2, T = 9, V = 7 };
+    eo_ctx *ctx = eo_test_ctx(8, 32);
+    eo_seed(ctx, 9);
+    eo_gpt g;
+    eo_gpt_config gc = { V, 10, 8, 2, 2 };
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
+    eo_gpt_set_fused(&g, 1);
+    eo_set_grad(ctx, 0);
+    int32_t ids[B * T] = { 1, 2, 3, 4, 5, 6, 0, 1, 2, 6, 5, 4, 3, 2, 1, 0, 6, 5 };
+    float full[B * T * V], got[B * T * V];
+    int64_t si[2] = { B, T };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &g, x, &lg), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, lg, full, sizeof full), EO_OK);
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &g, B, &c), EO_OK);
+    const int pieces[4] = { 4, 1, 1, 3 };
+    int32_t piece[B * T];
+    for (int p = 0, t0 = 0; p < 4; t0 += pieces[p++]) {
+        const int n = pieces[p];
+        for (int b = 0; b < B; b++)
+            memcpy(piece + b * n, ids + b * T + t0, (size_t)n * sizeof *piece);
+        int64_t sp[2] = { B, n };
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sp, piece, &x), EO_OK);
+        ck_assert_msg(eo_gpt_forward_cached(ctx, &g, &c, x, &lg) == EO_OK, "%s",
+                      eo_last_error(ctx));
+        ck_assert_int_eq(c.len, t0 + n);
+        ck_assert_int_eq(eo_read(ctx, lg, got, (size_t)(B * n * V) * sizeof(float)), EO_OK);
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < n * V; i++) {
+                float w = full[(b * T + t0) * V + i], v = got[b * n * V + i];
+                ck_assert_msg(fabsf(v - w) <= 1e-5f + 1e-5f * fabsf(w),
+                              "piece %d row %d: cached %.8g, full %.8g", p, b, (double)v,
+                              (double)w);
+            }
+    }
+    int64_t s2[2] = { B, 2 };
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, s2, piece, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_ERR_SHAPE); /* 9 + 2 > 10 */
+    eo_gpt_cache_reset(&c);
+    ck_assert_int_eq(c.len, 0);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 /* y = block(x): checked by finite differences with respect to x. The
  * weights are enlarged so attention is far from uniform. */
 static eo_status block_fn(eo_ctx *ctx, eo_tensor *const *in, void *user, eo_tensor **out)
@@ -255,6 +306,7 @@ Suite *eo_suite_transformer(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, shapes_through_block_gpt_and_vit);
     tcase_add_test(tc, gpt_is_causal);
+    tcase_add_test(tc, kv_cache_matches_full_forward);
     tcase_add_test(tc, block_gradient_matches_finite_differences);
     tcase_add_test(tc, fused_attention_gpt_matches_composed);
     tcase_add_test(tc, tiny_gpt_memorises_a_batch);

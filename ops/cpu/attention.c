@@ -26,7 +26,9 @@
  * exp(-inf - -inf) = NaN, so a row masked everywhere ends with l = 0: its
  * output is 0, its lse -inf, and the backward gives it no gradient.
  * With the causal flag, key tiles wholly above the diagonal are never
- * visited, which halves the work.
+ * visited, which halves the work. The diagonal ends at the bottom right:
+ * with Tq < Tk (new queries against a cache of earlier keys) query i is
+ * position i + Tk - Tq and sees the keys up to it.
  *
  * NaN. A NaN score (from q, k or the mask) among the keys a row sees
  * makes that row's output and lse NaN, as the composed softmax(q kᵀ +
@@ -307,6 +309,7 @@ typedef struct attn_args {
     const float *q, *k, *v, *mask, *o, *lse, *dout;
     int64_t ms[4], dms[4];
     int causal;
+    int64_t off; /* causal: query i sits at key position i + off, off = Tk - Tq */
     float scale;
     float *out, *lse_out, *dq, *dk, *dv, *dmask;
     float *ws;
@@ -329,8 +332,8 @@ static void finish_scores(const attn_args *a, const float *mbase, int64_t i0, in
             for (int64_t j = 0; j < nj; j++)
                 row[j] += m[j * a->ms[3]];
         }
-        /* Keys j0 + j visible to query i: j < i - j0 + 1 (causal), j < nj. */
-        int64_t lim = a->causal ? min64(nj, i - j0 + 1) : nj;
+        /* Keys j0 + j visible to query i: j < i + off - j0 + 1 (causal), j < nj. */
+        int64_t lim = a->causal ? min64(nj, i + a->off - j0 + 1) : nj;
         for (int64_t j = lim < 0 ? 0 : lim; j < BC; j++)
             row[j] = -INFINITY;
     }
@@ -339,7 +342,7 @@ static void finish_scores(const attn_args *a, const float *mbase, int64_t i0, in
 /* Last key (exclusive) query rows [i0, i0 + nr) may see. */
 static int64_t key_end(const attn_args *a, int64_t i0, int64_t nr)
 {
-    return a->causal ? min64(a->Tk, i0 + nr) : a->Tk;
+    return a->causal ? min64(a->Tk, i0 + nr + a->off) : a->Tk;
 }
 
 /* ---- forward ------------------------------------------------------------ */
@@ -436,7 +439,8 @@ static void backward_head(const attn_args *a, int64_t bh, float *ws)
         pack_t(nj0, D, K + j0 * D, Kt);
         pack_t(nj0, D, V + j0 * D, Vt);
         /* Causal: blocks whose last row is above this tile see none of it. */
-        for (int64_t i0 = a->causal ? j0 / BR * BR : 0; i0 < Tq; i0 += BR) {
+        int64_t first = a->causal && j0 > a->off ? (j0 - a->off) / BR * BR : 0;
+        for (int64_t i0 = first; i0 < Tq; i0 += BR) {
             const int64_t nr = min64(BR, Tq - i0), kend = key_end(a, i0, nr);
             if (kend <= j0)
                 continue;
@@ -511,7 +515,7 @@ void eo_k_attention(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, con
     a.q = q, a.k = k, a.v = v, a.mask = mask;
     for (int i = 0; i < 4; i++)
         a.ms[i] = mask ? ms[i] : 0;
-    a.causal = causal, a.scale = scale;
+    a.causal = causal, a.scale = scale, a.off = causal ? Tk - Tq : 0;
     a.out = out, a.lse_out = lse;
     a.ws = ws, a.ws_floats = ws_floats(Tq, D);
     eo_par_for(eo_par_if(par, B * H * Tq * Tk * (D > 0 ? D : 1) / 8), B * H * a.nqb,
@@ -533,7 +537,7 @@ void eo_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64
         a.ms[i] = mask ? ms[i] : 0;
         a.dms[i] = dmask ? dms[i] : 0;
     }
-    a.causal = causal, a.scale = scale;
+    a.causal = causal, a.scale = scale, a.off = causal ? Tk - Tq : 0;
     a.dq = dq, a.dk = dk, a.dv = dv, a.dmask = dmask;
     a.ws = ws, a.ws_floats = ws_floats(Tq, D);
     /* A mask gradient shared by several heads (or batch entries) would be

@@ -1,13 +1,22 @@
 /* ops/cuda/attention.c — CUDA launchers for fused scaled dot-product attention, forward and backward:
- * the host side of ptx/attention.ptx, behind the kernel types of ops/kernels.h.
+ * the host side of ptx/attention.ptx (FlashAttention-2 style), behind the kernel types of
+ * ops/kernels.h.
  *
- * One block per (query, batch*head).
+ * Forward: one 128-thread block per (tile of 32 queries, head).
+ * Backward: two kernels in sequence on the stream, for a slice of heads at
+ * a time: eo_attn_bwd_dq, one 64-thread block per (tile of 16 queries,
+ * head), writes delta_i = dout_i . out_i into the backend's scratch work
+ * buffer and accumulates dq; eo_attn_bwd_dkv, one block per (tile of 16
+ * keys, head), reads delta and accumulates dk and dv (and dmask). The
+ * scratch buffer holds WORK_BYTES / 4 floats, so heads go in slices of at
+ * most that many query rows.
  * Each launcher checks that every size fits the PTX's 32-bit indexing
  * (else the failure is recorded in the device state and the launch is
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
-/* ---- attention: one block per (query, head) ---------------------------------------------- */
+enum { FWD_ROWS = 32, BWD_ROWS = 16, ATTN_MAX_D = 128 };
+
 static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
                       int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
 {
@@ -17,13 +26,17 @@ static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_
             return 0;
         v[i] = (uint32_t)in[i];
     }
-    if (D > 256 || B * H > MAX_GRID || (causal && Tq != Tk)) {
+    if (D > ATTN_MAX_D || B * H > MAX_GRID || (causal && Tq > Tk) ||
+        Tq > (int64_t)WORK_BYTES / 4) {
         eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, who,
-                  ": the CUDA kernel needs D <= 256, B*H <= 65535 and Tq == Tk when causal",
-                  NULL);
+                          ": the CUDA kernel needs D <= 128, B*H <= 65535, Tq <= 2^20 and "
+                          "Tq <= Tk when causal",
+                          NULL);
         return 0;
     }
-    if (!eo_cuda_fits(cu, who, B * H * Tq * D) || !eo_cuda_fits(cu, who, B * H * Tk * D))
+    /* rows are padded up to a whole tile before they are masked */
+    if (!eo_cuda_fits(cu, who, B * H * (Tq + FWD_ROWS) * D) ||
+        !eo_cuda_fits(cu, who, B * H * (Tk + FWD_ROWS) * D))
         return 0;
     int64_t reach = 0;
     for (int i = 0; i < 4; i++) {
@@ -51,9 +64,11 @@ void eo_cuda_k_attention(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D
         B * H * Tq == 0)
         return;
     uint32_t c = causal != 0;
-    uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask), po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
-    LAUNCH(cu, EO_CUK_ATTN_FWD, s[2], (unsigned)(B * H), 1, BLOCK, 1, &s[0], &s[1], &s[2], &s[3],
-           &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl);
+    unsigned gx = (unsigned)((Tq + FWD_ROWS - 1) / FWD_ROWS);
+    uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask),
+             po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
+    LAUNCH(cu, EO_CUK_ATTN_FWD, gx, (unsigned)(B * H), 1, 4 * FWD_ROWS, 1, &s[0], &s[1], &s[2],
+           &s[3], &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl);
 }
 
 void eo_cuda_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D,
@@ -74,11 +89,25 @@ void eo_cuda_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, 
         B * H * Tq == 0 || (!dq && !dk && !dv && !dmask))
         return;
     uint32_t c = causal != 0;
-    uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask), po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
-    uint64_t pdo = eo_cuda_dp(dout), pdq = eo_cuda_dp(dq), pdk = eo_cuda_dp(dk), pdv = eo_cuda_dp(dv), pdm = eo_cuda_dp(dmask);
-    LAUNCH(cu, EO_CUK_ATTN_BWD, s[2], (unsigned)(B * H), 1, BLOCK, 1, &s[0], &s[1], &s[2], &s[3],
-           &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl, &pdo,
-           &pdq, &pdk, &pdv, &pdm, &dm[0], &dm[1], &dm[2], &dm[3]);
+    uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask),
+             po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
+    uint64_t pdo = eo_cuda_dp(dout), pdq = eo_cuda_dp(dq), pdk = eo_cuda_dp(dk),
+             pdv = eo_cuda_dp(dv), pdm = eo_cuda_dp(dmask), pdelta = cu->scratch + SCRATCH_WORK;
+    unsigned gq = (unsigned)((Tq + BWD_ROWS - 1) / BWD_ROWS);
+    unsigned gk = (unsigned)((Tk + BWD_ROWS - 1) / BWD_ROWS);
+    /* delta for a slice of heads must fit the scratch work buffer */
+    int64_t per = (int64_t)WORK_BYTES / 4 / Tq, nbh = B * H;
+    for (int64_t bh0 = 0; bh0 < nbh; bh0 += per) {
+        uint32_t b0 = (uint32_t)bh0;
+        unsigned n = (unsigned)(nbh - bh0 < per ? nbh - bh0 : per);
+        LAUNCH(cu, EO_CUK_ATTN_BWD_DQ, gq, n, 1, 4 * BWD_ROWS, 1, &s[0], &s[1], &s[2], &s[3],
+               &s[4], &b0, &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl,
+               &pdo, &pdelta, &pdq);
+        if (Tk > 0 && (dk || dv || dmask))
+            LAUNCH(cu, EO_CUK_ATTN_BWD_DKV, gk, n, 1, 4 * BWD_ROWS, 1, &s[0], &s[1], &s[2],
+                   &s[3], &s[4], &b0, &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale,
+                   &pl, &pdo, &pdelta, &pdk, &pdv, &pdm, &dm[0], &dm[1], &dm[2], &dm[3]);
+    }
 }
 
 size_t eo_cuda_k_attention_ws(int64_t Tq, int64_t Tk, int64_t D, int nthreads)

@@ -327,6 +327,11 @@ static eo_status open_steps(eo_cuda *cu, int device)
         cu->scratch = 0;
         return fail_cu(cu, EO_ERR_CUDA, r, "cuMemAlloc", "scratch");
     }
+    /* the id-check slots start "nothing found" (all ones) */
+    r = d->cuMemsetD32Async(cu->scratch + EO_CU_SCRATCH_CHECK, 0xffffffffu,
+                            EO_CU_CHECK_SLOTS * EO_CU_CHECK_SLOT_BYTES / 4, cu->stream);
+    if (r != EO_CUDA_SUCCESS)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32Async", "scratch");
     return EO_OK;
 }
 
@@ -377,8 +382,8 @@ eo_status eo_cuda_sync(eo_cuda *cu)
 {
     if (!cu || !cu->is_open)
         return EO_ERR_STATE;
-    if (eo_cuda_enter(cu) == EO_OK)
-        wait_stream(cu, NULL);
+    if (eo_cuda_enter(cu) == EO_OK && wait_stream(cu, NULL) == EO_OK && cu->ids_checked)
+        eo_cuda_check_report(cu); /* a bad token id or class target, found on the device */
     return cu->error;
 }
 
@@ -436,8 +441,16 @@ eo_status eo_cuda_d2h(eo_cuda *cu, void *dst, eo_cu_deviceptr src, size_t bytes)
     eo_status s = eo_cuda_enter(cu);
     if (s != EO_OK || !bytes)
         return s;
-    return queued_then_waited(cu, cu->drv->cuMemcpyDtoHAsync(dst, src, bytes, cu->stream),
-                              "cuMemcpyDtoHAsync");
+    s = queued_then_waited(cu, cu->drv->cuMemcpyDtoHAsync(dst, src, bytes, cu->stream),
+                           "cuMemcpyDtoHAsync");
+    if (s != EO_OK)
+        return s;
+    /* The copy waited for the kernels before it, so their id checks are
+     * in: a bad id is recorded like a launch failure (the copy itself is
+     * good) and surfaces at the caller's next check of the state. */
+    if (cu->ids_checked)
+        eo_cuda_check_report(cu);
+    return EO_OK;
 }
 
 eo_status eo_cuda_d2d(eo_cuda *cu, eo_cu_deviceptr dst, eo_cu_deviceptr src, size_t bytes)

@@ -69,6 +69,7 @@ typedef struct eo_cuda {
     eo_cu_module modules[EO_CUDA_MAX_MODULES];   /* in eo_ptx_get() order */
     eo_cu_function fn[EO_CUK_COUNT];             /* cached by kernel id */
     eo_cu_deviceptr scratch;    /* ~4 MiB for results passed between launches */
+    int ids_checked;            /* an id check ran since its flags were last read */
     int is_open;
     /* The first failure since the last eo_cuda_take_error (EO_OK: none). */
     eo_status error;
@@ -99,6 +100,10 @@ eo_status eo_cuda_take_error(eo_cuda *cu, char *msg, size_t msglen);
  * a failure is recorded and returned like a launch failure, and a
  * failure recorded earlier is returned too (EO_OK: all work ran). */
 eo_status eo_cuda_sync(eo_cuda *cu);
+/* Read the id-check slots (ops/cuda/check.c) and record EO_ERR_ARG for a
+ * bad id found there; returns the recorded failure, if any. Called by
+ * eo_cuda_sync and eo_cuda_d2h when a check has run since the last read. */
+eo_status eo_cuda_check_report(eo_cuda *cu);
 
 /* Make cu's primary context current on the calling thread
  * (cuCtxSetCurrent); every function here and every launcher does this
@@ -139,6 +144,7 @@ eo_k_binary_fn eo_cuda_k_binary;
 eo_k_binary_backward_fn eo_cuda_k_binary_backward;
 eo_k_unary_fn eo_cuda_k_unary;
 eo_k_unary_backward_fn eo_cuda_k_unary_backward;
+eo_k_check_ids_fn eo_cuda_k_check_ids;
 eo_k_matmul_fn eo_cuda_k_matmul;
 eo_k_matmul_ws_fn eo_cuda_k_matmul_ws;
 eo_k_reduce_fn eo_cuda_k_reduce;

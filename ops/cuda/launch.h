@@ -14,11 +14,13 @@
 #include "ops/cuda/msg.h"
 
 /* Scratch, one device allocation made at open:
- *   [0, 256)           one float: cross-entropy's backward scale;
+ *   [0, 256)           one float: cross-entropy's backward scale; at 64,
+ *                      the id-check flag slots (ops/cuda/check.c);
  *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
  *   [8448, +4 MiB)     the work buffer for two-stage sums
  *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part). */
-enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SCRATCH_SUMSQ = 256,
+enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SCRATCH_CHECK = 64,
+       EO_CU_CHECK_SLOTS = 2, EO_CU_CHECK_SLOT_BYTES = 16, EO_CU_SCRATCH_SUMSQ = 256,
        EO_CU_SUMSQ_PARTS = 1024, EO_CU_SCRATCH_WORK = EO_CU_SCRATCH_SUMSQ + EO_CU_SUMSQ_PARTS * 8,
        EO_CU_WORK_BYTES = 4 << 20, EO_CU_SCRATCH_BYTES = EO_CU_SCRATCH_WORK + EO_CU_WORK_BYTES };
 #define BLOCK EO_CU_BLOCK
@@ -28,6 +30,14 @@ enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SC
 #define SCRATCH_SUMSQ EO_CU_SCRATCH_SUMSQ
 #define SUMSQ_PARTS EO_CU_SUMSQ_PARTS
 #define SCRATCH_WORK EO_CU_SCRATCH_WORK
+#define SCRATCH_CHECK EO_CU_SCRATCH_CHECK
+
+/* Ids checked on the device (ops/cuda/check.c): slot 0 embedding indices,
+ * 1 cross-entropy targets. Returns the address the next kernel should
+ * read the ids from. */
+enum { EO_CU_CHECK_EMBEDDING = 0, EO_CU_CHECK_TARGET = 1 };
+uint64_t eo_cuda_check_ids(eo_cuda *cu, int slot, const int32_t *ids, int64_t n, int64_t limit,
+                           int has_ignore, int32_t ignore, int32_t rep);
 
 /* The device a launcher runs on: ex->cuda when it is open and no failure
  * is pending (a pending failure means this launch's inputs may be wrong,

@@ -1,13 +1,34 @@
-/* ops/cuda/matmul.c — CUDA launchers for matmul (batched, either operand transposed):
- * the host side of ptx/matmul.ptx, behind the kernel types of ops/kernels.h.
+/* ops/cuda/matmul.c — CUDA launcher for matmul (batched, either operand transposed):
+ * the host side of ptx/matmul.ptx, behind the kernel type of ops/kernels.h.
  *
- * 64x64 output tiles, one 16x16 thread block each; grid.z walks the batch.
- * Each launcher checks that every size fits the PTX's 32-bit indexing
- * (else the failure is recorded in the device state and the launch is
- * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
+ * Two kernels of one design (see the header of ptx/matmul.ptx): eo_matmul
+ * computes 128x128 tiles of C with 256 threads, eo_matmul_64 64x64 tiles
+ * with 64 threads. The choice is by shape: the big tile when both M and
+ * N are at least 128, the small one for skinny products (N = 10
+ * classifier heads, one-row sampling steps), where most of a 128-wide
+ * tile would be padding. grid.z walks the batch.
+ *
+ * The launcher tells the kernel how each operand lies in memory (flags):
+ * whether its tile rows are contiguous (A with ta = 1, B with tb = 0:
+ * staged by cp.async) or must be transposed while staging, and whether
+ * 16-byte accesses are safe: base 16-byte aligned, leading dimension and
+ * batch stride multiples of 4. Without that the kernel uses 4-byte
+ * accesses; every shape and stride stays correct either way.
+ *
+ * It checks that every size fits the PTX's 32-bit indexing (else the
+ * failure is recorded in the device state and the launch is skipped) and
+ * passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
-/* ---- matmul ------------------------------------------------------------------------- */
+enum { MM_FLAG_A_DIRECT = 1, MM_FLAG_B_DIRECT = 2, MM_FLAG_A_VEC = 4, MM_FLAG_B_VEC = 8,
+       MM_FLAG_C_VEC = 16 };
+
+/* 16-byte accesses at every (batch entry, row) start of an operand? */
+static int vec_ok(const void *p, int64_t ld, int64_t batch, int64_t stride)
+{
+    return eo_cuda_dp(p) % 16 == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
+}
+
 void eo_cuda_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
                       int64_t sb, float beta, float *C, int64_t ldc, int64_t sc, void *ws,
@@ -17,28 +38,37 @@ void eo_cuda_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64
     eo_cuda *cu = eo_cuda_ready(ex);
     if (!cu || batch <= 0 || M <= 0 || N <= 0)
         return;
-    /* Every in-matrix offset is an s32 in the PTX. */
-    if (!eo_cuda_fits(cu, "matmul", M) || !eo_cuda_fits(cu, "matmul", N) || !eo_cuda_fits(cu, "matmul", K) ||
-        !eo_cuda_fits(cu, "matmul", lda) || !eo_cuda_fits(cu, "matmul", ldb) || !eo_cuda_fits(cu, "matmul", ldc) ||
-        !eo_cuda_fits(cu, "matmul", (ta ? K : M) * lda) || !eo_cuda_fits(cu, "matmul", (tb ? N : K) * ldb) ||
+    /* Every in-matrix offset is an s32 in the PTX; a staged row may run
+     * up to 8 past K, or 128 past M or N, before it is masked. */
+    int64_t rows_a = (ta ? K + 8 : M + 128), rows_b = (tb ? N + 128 : K + 8);
+    if (!eo_cuda_fits(cu, "matmul", M + 128) || !eo_cuda_fits(cu, "matmul", N + 128) ||
+        !eo_cuda_fits(cu, "matmul", K + 8) || !eo_cuda_fits(cu, "matmul", lda) ||
+        !eo_cuda_fits(cu, "matmul", ldb) || !eo_cuda_fits(cu, "matmul", ldc) ||
+        !eo_cuda_fits(cu, "matmul", rows_a * lda) || !eo_cuda_fits(cu, "matmul", rows_b * ldb) ||
         !eo_cuda_fits(cu, "matmul", M * ldc))
         return;
-    int64_t gy = (M + 63) / 64, gx = (N + 63) / 64;
-    if (gy > MAX_GRID) { /* grid.y counts 64-row tiles */
-        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "matmul: M above 65535*64 rows", NULL, NULL);
+    int big = M >= 128 && N >= 128;
+    int64_t tile = big ? 128 : 64;
+    int64_t gy = (M + tile - 1) / tile, gx = (N + tile - 1) / tile;
+    if (gy > MAX_GRID) { /* grid.y counts row tiles */
+        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "matmul: M above 65535 row tiles", NULL, NULL);
         return;
     }
     uint32_t m = (uint32_t)M, n = (uint32_t)N, k = (uint32_t)K;
-    int32_t am = ta ? 1 : (int32_t)lda, ak = ta ? (int32_t)lda : 1;
-    int32_t bk = tb ? 1 : (int32_t)ldb, bn = tb ? (int32_t)ldb : 1, lc = (int32_t)ldc;
+    int32_t la = (int32_t)lda, lb = (int32_t)ldb, lc = (int32_t)ldc;
+    uint32_t flags = (ta ? MM_FLAG_A_DIRECT : 0) | (tb ? 0 : MM_FLAG_B_DIRECT) |
+                     (vec_ok(A, lda, batch, sa) ? MM_FLAG_A_VEC : 0) |
+                     (vec_ok(B, ldb, batch, sb) ? MM_FLAG_B_VEC : 0) |
+                     (vec_ok(C, ldc, batch, sc) ? MM_FLAG_C_VEC : 0);
     /* grid.z is at most 65535: larger batches go in slices. */
     for (int64_t b0 = 0; b0 < batch; b0 += MAX_GRID) {
         int64_t nb = batch - b0 < MAX_GRID ? batch - b0 : MAX_GRID;
         uint64_t pa = eo_cuda_dp(A) + (uint64_t)(b0 * sa) * 4u;
         uint64_t pb = eo_cuda_dp(B) + (uint64_t)(b0 * sb) * 4u;
         uint64_t pc = eo_cuda_dp(C) + (uint64_t)(b0 * sc) * 4u;
-        LAUNCH(cu, EO_CUK_MATMUL, (unsigned)gx, (unsigned)gy, (unsigned)nb, 16, 16, &m, &n, &k,
-               &pa, &am, &ak, &sa, &pb, &bk, &bn, &sb, &beta, &pc, &lc, &sc);
+        LAUNCH(cu, big ? EO_CUK_MATMUL : EO_CUK_MATMUL_64, (unsigned)gx, (unsigned)gy,
+               (unsigned)nb, big ? 256 : 64, 1, &m, &n, &k, &pa, &la, &sa, &pb, &lb, &sb, &beta,
+               &pc, &lc, &sc, &flags);
     }
 }
 

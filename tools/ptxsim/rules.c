@@ -91,6 +91,9 @@ static const struct oprule {
     [PX_OP_ATOM] = {"atom", T(B32) | T(B64) | T(U32) | T(U64) | T(S32) | T(S64) | TF, 11, 11},
     [PX_OP_RED] = {"red", T(B32) | T(B64) | T(U32) | T(U64) | T(S32) | T(S64) | TF, 12, 11},
     [PX_OP_MEMBAR] = {"membar", 0, 14, 10},     [PX_OP_EXIT] = {"exit", 0, 10, 10},
+    /* The asynchronous copies of sm_80 (PTX ISA 7.0, "cp.async"). */
+    [PX_OP_CP_ASYNC] = {"cp.async", 0, 70, 80}, [PX_OP_CP_COMMIT] = {"cp.async.commit_group", 0, 70, 80},
+    [PX_OP_CP_WAIT] = {"cp.async.wait_group", 0, 70, 80},
 };
 
 /* The types atom/red take for each operation. */
@@ -248,8 +251,8 @@ static int want_type(const px_insn *in, int i)
         return i == 4 ? PX_T_U32 : PX_T_B32;
     if (in->op == PX_OP_VOTE && i == 2)
         return PX_T_U32;
-    if (in->op == PX_OP_BAR_WARP)
-        return PX_T_U32;
+    if (in->op == PX_OP_BAR_WARP || in->op == PX_OP_CP_ASYNC || in->op == PX_OP_CP_WAIT)
+        return PX_T_U32; /* cp.async's cp-size and src-size, wait_group's N */
     if (in->op == PX_OP_ST || in->op == PX_OP_RED)
         return in->t1;
     return px_src_type(in, i);
@@ -258,7 +261,8 @@ static int want_type(const px_insn *in, int i)
 static int writes_dest(int op)
 {
     return op != PX_OP_ST && op != PX_OP_RED && op != PX_OP_BRA && op != PX_OP_BAR &&
-           op != PX_OP_BAR_WARP && op != PX_OP_MEMBAR && op != PX_OP_EXIT;
+           op != PX_OP_BAR_WARP && op != PX_OP_MEMBAR && op != PX_OP_EXIT &&
+           op != PX_OP_CP_ASYNC && op != PX_OP_CP_COMMIT && op != PX_OP_CP_WAIT;
 }
 
 static eo_status check_operands(ctx *c)

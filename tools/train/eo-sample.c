@@ -8,7 +8,14 @@
  * so nothing else is needed. Each new character is drawn from the softmax
  * of the last position's logits divided by the temperature, restricted to
  * the k most likely characters when --top-k is given (temperature 0: the
- * most likely one). The model sees the last `context` characters. */
+ * most likely one).
+ *
+ * Generation keeps a key/value cache (eo_gpt_forward_cached): the prompt
+ * is run once, then each new character costs one position's forward
+ * against the cached keys, O(context), not a forward over the whole
+ * window. Positions are absolute (learned), so when the cache is full it
+ * is refilled from the last context/2 characters: the model always sees
+ * between context/2 and context characters. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +42,7 @@ static void usage(FILE *f)
                "  -k, --top-k K          sample among the K most likely characters (0: all)\n"
                "  -n, --length N         characters to generate (300)\n"
                "      --seed N           sampling seed (1)\n"
+               "      --device cpu|cuda  where the model runs (cpu)\n"
                "  -h, --help             this text\n"
                "      --version          the program's and the library's version\n");
 }
@@ -55,13 +63,14 @@ static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
     return 1;
 }
 
-enum { O_SEED = 256, O_VERSION };
+enum { O_SEED = 256, O_VERSION, O_DEVICE };
 static const struct option opts[] = {
     {"load", required_argument, NULL, 'l'},   {"prompt", required_argument, NULL, 'p'},
     {"temperature", required_argument, NULL, 't'},
     {"top-k", required_argument, NULL, 'k'},  {"length", required_argument, NULL, 'n'},
     {"seed", required_argument, NULL, O_SEED}, {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0},
+    {"version", no_argument, NULL, O_VERSION}, {"device", required_argument, NULL, O_DEVICE},
+    {NULL, 0, NULL, 0},
 };
 
 /* One draw from softmax(logits / temp) over the top k entries. */
@@ -108,6 +117,8 @@ int main(int argc, char **argv)
     float temp = 1.0f;
     int topk = 0, length = 300;
     unsigned long long seed = 1;
+    int cuda = 0;
+    static const char *const devices[] = {"cpu", "cuda"};
     int o;
     while ((o = getopt_long(argc, argv, "l:p:t:k:n:h", opts, NULL)) != -1) {
         const char *v = optarg;
@@ -126,6 +137,7 @@ int main(int argc, char **argv)
         case 'k': ok = eo_arg_int_range("--top-k", v, 0, EO_GPT_MAX_VOCAB, &topk); break;
         case 'n': ok = eo_arg_int_range("--length", v, 0, 1 << 24, &length); break;
         case O_SEED: ok = eo_arg_u64("--seed", v, &seed); break;
+        case O_DEVICE: ok = eo_arg_choice("--device", v, devices, 2, &cuda); break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -198,7 +210,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: out of memory\n");
         return 1;
     }
-    if (eo_gpt_build(&ctx, EO_CPU, &c, &m) != EO_OK) {
+    /* On CUDA the weights and activations live in device arenas as large
+     * as the host ones; only token ids go up and one row of logits comes
+     * down per character. */
+    if (cuda && eo_cuda_attach(&ctx, NULL, 0, pb, sb) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        return 1;
+    }
+    if (eo_gpt_build(&ctx, cuda ? EO_CUDA : EO_CPU, &c, &m) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
         return 1;
     }
@@ -208,19 +227,31 @@ int main(int argc, char **argv)
     }
     eo_set_grad(&ctx, 0);
     eo_set_training(&ctx, 0);
+    eo_gpt_set_fused(&m, 1);
+    eo_gpt_cache cache;
+    if (eo_gpt_cache_init(&ctx, &m, 1, &cache) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        return 1;
+    }
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, seed, 0x73616d70); /* "samp" */
     float *last = malloc((size_t)c.vocab * sizeof *last);
     fputs(pclean, stdout);
     fflush(stdout);
+    /* feed: the tokens to run next, toks[n - feed .. n) */
+    size_t feed = n < (size_t)c.context ? n : (size_t)c.context;
     for (int g = 0; g < length; g++) {
-        size_t w = n < (size_t)c.context ? n : (size_t)c.context;
+        if (cache.len + (int64_t)feed > c.context) { /* full: refill from the recent half */
+            eo_gpt_cache_reset(&cache);
+            feed = (size_t)(c.context / 2 > 0 ? c.context / 2 : 1);
+        }
         eo_mark mk = eo_mark_get(&ctx);
         eo_tensor *x, *lg, *row;
-        int64_t sh[2] = { 1, (int64_t)w };
-        eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - w, &x);
-        if (st == EO_OK) st = eo_gpt_forward(&ctx, &m, x, &lg);
-        if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)w - 1, 1, &row);
+        int64_t sh[2] = { 1, (int64_t)feed };
+        eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - feed, &x);
+        if (st == EO_OK && cuda) st = eo_to_device(&ctx, x, EO_CUDA, EO_STEP, &x);
+        if (st == EO_OK) st = eo_gpt_forward_cached(&ctx, &m, &cache, x, &lg);
+        if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)feed - 1, 1, &row);
         if (st == EO_OK) st = eo_contiguous(&ctx, row, &row);
         if (st == EO_OK) st = eo_read(&ctx, row, last, (size_t)c.vocab * sizeof *last);
         eo_rewind(&ctx, mk);
@@ -230,10 +261,13 @@ int main(int argc, char **argv)
         }
         int t = sample(last, (int)c.vocab, temp, topk, &rng);
         toks[n++] = t;
+        feed = 1;
         putchar(voc.chars[t]);
         fflush(stdout);
     }
     putchar('\n');
+    if (cuda)
+        eo_cuda_detach(&ctx);
     free(last);
     free(toks);
     free(pclean);

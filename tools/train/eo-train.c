@@ -143,6 +143,7 @@ static void usage_gpt(FILE *f)
             "      --fused            fused attention instead of the composed one\n"
             "      --seed N           initialisation and batch seed (1)\n"
             "  -j, --threads N        worker threads (2)\n"
+            "      --device cpu|cuda  where tensors live (cpu)\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
@@ -194,7 +195,7 @@ static const struct option gpt_opts[] = {
     {"fused", no_argument, NULL, O_FUSED},         {"seed", required_argument, NULL, O_SEED},
     {"threads", required_argument, NULL, 'j'},     {"save", required_argument, NULL, O_SAVE},
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
-    {"quiet", no_argument, NULL, 'q'},
+    {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -219,6 +220,7 @@ static int main_gpt(int argc, char **argv)
     eo_lm_defaults(&c);
     c.plot = "eo-train-gpt.svg";
     dist_opts dopt = {0, 1};
+    static const char *const devices[] = {"cpu", "cuda"};
     int o;
     optind = 0; /* GNU getopt: start over, re-reading the environment */
     while ((o = getopt_long(argc, argv, short_opts, gpt_opts, NULL)) != -1) {
@@ -248,6 +250,7 @@ static int main_gpt(int argc, char **argv)
         case O_LOG: c.log = v; break;
         case O_PLOT: c.plot = v; break;
         case 'q': c.quiet = 1; break;
+        case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case O_DIST:
         case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */

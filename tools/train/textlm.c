@@ -215,6 +215,17 @@ void eo_lm_defaults(eo_lm_config *c)
 
 #define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
 
+/* Token ids from host memory as a tensor on the model's device: a view of
+ * the host buffer on the CPU, a copy in the step arena on CUDA. */
+static eo_status ids_tensor(eo_ctx *ctx, const eo_gpt *m, int64_t rows, int64_t T, int32_t *ids,
+                            eo_tensor **out)
+{
+    int64_t sh[2] = { rows, T };
+    eo_device dev = m->params.items[0]->device;
+    TRY(eo_tensor_wrap(ctx, EO_I32, 2, sh, ids, out));
+    return dev == EO_CPU ? EO_OK : eo_to_device(ctx, *out, dev, EO_STEP, out);
+}
+
 /* Mean loss of the validation windows, no tape, batch rows at a time. */
 /* Batch j of windows goes to rank j mod size; the sums are added in rank
  * order. */
@@ -236,10 +247,9 @@ static eo_status validate(eo_ctx *ctx, const eo_gpt *m, const int32_t *val, size
         }
         eo_mark mk = eo_mark_get(ctx);
         eo_tensor *x, *y, *L;
-        int64_t sh[2] = { rows, T };
         float l = 0;
-        s = eo_tensor_wrap(ctx, EO_I32, 2, sh, ib, &x);
-        if (s == EO_OK) s = eo_tensor_wrap(ctx, EO_I32, 2, sh, tb, &y);
+        s = ids_tensor(ctx, m, rows, T, ib, &x);
+        if (s == EO_OK) s = ids_tensor(ctx, m, rows, T, tb, &y);
         if (s == EO_OK) s = eo_gpt_loss(ctx, m, x, y, NULL, &L);
         if (s == EO_OK) s = eo_read(ctx, L, &l, sizeof l);
         sum += (double)l * rows;
@@ -258,9 +268,8 @@ static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt, int
                             int32_t *tb, int rows, float *loss)
 {
     eo_tensor *x, *y, *L;
-    int64_t sh[2] = { rows, m->cfg.context };
-    TRY(eo_tensor_wrap(ctx, EO_I32, 2, sh, ib, &x));
-    TRY(eo_tensor_wrap(ctx, EO_I32, 2, sh, tb, &y));
+    TRY(ids_tensor(ctx, m, rows, m->cfg.context, ib, &x));
+    TRY(ids_tensor(ctx, m, rows, m->cfg.context, tb, &y));
     TRY(eo_params_zero_grad(ctx, &m->params));
     TRY(eo_gpt_loss(ctx, m, x, y, NULL, &L));
     TRY(eo_backward(ctx, L));
@@ -409,6 +418,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_grad_accum acc = {0};
     if (!eo_dist_root(dist))
         out = NULL; /* rank 0 alone prints and writes files */
+    int attached = 0;
     if (!tok || !ib || !tb || !pbuf || !sbuf) {
         snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", c->persist_mb, c->step_mb);
         s = EO_ERR_OOM;
@@ -426,8 +436,17 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
+    if (c->cuda) {
+        /* Device arenas as large as the host ones: parameters, gradients,
+         * AdamW state and activations all stay on the GPU; only token ids
+         * go up and the loss comes down. */
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, c->persist_mb << 20, c->step_mb << 20));
+        attached = 1;
+        if (out)
+            fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
+    }
     eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
-    CORE(eo_gpt_build(&ctx, EO_CPU, &gc, &m));
+    CORE(eo_gpt_build(&ctx, c->cuda ? EO_CUDA : EO_CPU, &gc, &m));
     eo_gpt_set_fused(&m, c->fused);
     if (dist)
         eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
@@ -564,6 +583,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
 #undef CORE
 done:
     eo_grad_accum_free(&acc);
+    if (attached)
+        eo_cuda_detach(&ctx);
     if (log)
         fclose(log);
     if (pool)

@@ -60,6 +60,8 @@ typedef struct eo_lm_config {
     size_t persist_mb, step_mb;
     struct eo_dist *dist; /* data-parallel world, as eo_train_config's; NULL: one process */
     int micro_batches;    /* slices per rank and step (0 or 1: one) */
+    int cuda;             /* 1: parameters, optimizer state and activations on the first CUDA device */
+    const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
 } eo_lm_config;
 
 typedef struct eo_lm_result {
