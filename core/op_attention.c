@@ -19,7 +19,7 @@
  * (ops/cpu/attention.c) never stores those matrices; it keeps only the output
  * and one log-sum-exp per query row. */
 #include <math.h>
-#include <string.h>
+#include "alloc/text.h"
 #include "core/internal.h"
 
 /* A mask built on the host, moved to `dev` when that is not the CPU. */
@@ -93,7 +93,7 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
     /* The fused kernels align the diagonal bottom-right (Tq <= Tk, the
      * queries are the last positions: a KV cache); the composed form's
      * mask is the square one. */
-    int fused = strcmp(op, "attention_fused") == 0;
+    int fused = eo_text_eq(op, "attention_fused");
     if (causal && (fused ? q->shape[2] > k->shape[2] : q->shape[2] != k->shape[2]))
         return eo_fail(ctx, EO_ERR_SHAPE, "%s: causal needs Tq %s Tk, got q %T and k %T", op,
                        fused ? "<=" : "==", q, k);

@@ -303,7 +303,7 @@ START_TEST(mpi_two_ranks_equal_one_process_gpt)
     /* 9 windows a step: slices of 4 and 5. */
     snprintf(args, sizeof args,
              "--model gpt --text %s --steps 4 --context 16 --d-model 32 --heads 2 --layers 1 "
-             "--batch 9 --val-windows 40 --eval-every 2", keep);
+             "--batch 9 --val-windows 40 --eval-every 2 --plot /dev/null", keep);
     two_ranks_match_one_process(args);
     unlink(keep);
 }

@@ -19,7 +19,7 @@
  * non-blocking: it never waits on the legacy NULL stream, which nothing
  * here uses). Every launch, device-to-device copy and memset is queued on
  * it in program order; a host<->device copy is queued on it and then
- * waited for, so the host buffer is free (upload) or filled (download)
+ * waited for, so the host buffer may be reused (upload) or is filled (download)
  * when the call returns; eo_cuda_sync waits for the stream.
  *
  * Errors: kernels never fail by contract (the core validates shapes), but
