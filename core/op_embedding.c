@@ -1,5 +1,6 @@
-/* core/op_embedding.c — embedding lookup and dropout: the two ops whose
- * second input is not differentiable (indices, a seed). */
+/* core/op_embedding.c — embedding lookup and its scatter-add backward
+ * (the kernels: ops/cpu/embedding.c, ops/cuda/embedding.c,
+ * ptx/embedding.ptx). The indices are not differentiable. */
 #include "core/internal.h"
 
 EO_PUBLIC(embedding, (eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out),
@@ -59,42 +60,5 @@ eo_status eo_bwd_embedding(eo_ctx *ctx, eo_node *n)
         ids = be->check_ids(EO_IDS_INDEX, eo_numel(idx), ids, table->shape[0], 0, 0, &ctx->exec);
     be->embedding_backward(eo_numel(idx), table->shape[1], ids, n->out->grad->data, g->data,
                            &ctx->exec);
-    return EO_OK;
-}
-
-EO_PUBLIC(dropout, (eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out),
-          (ctx, x, p, seed, out))
-{
-    if (!out)
-        return eo_fail(ctx, EO_ERR_ARG, "dropout: NULL output pointer");
-    EO_CHECK(eo_expect(ctx, "dropout", x, EO_F32));
-    if (!(p >= 0.0f && p < 1.0f))
-        return eo_fail(ctx, EO_ERR_ARG, "dropout: p must be in [0, 1), got %f", (double)p);
-    EO_CHECK(eo_contiguous(ctx, x, &x));
-    const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, "dropout", be, dropout);
-    eo_tensor *y;
-    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
-    be->dropout(eo_numel(x), x->data, y->data, p, seed, &ctx->exec);
-    if (eo_needs_grad(ctx, &x, 1)) {
-        eo_node *nd;
-        EO_CHECK(eo_record(ctx, EO_OP_DROPOUT, &x, 1, y, &nd));
-        nd->p.dropout.p = p;
-        nd->p.dropout.seed = seed;
-    }
-    *out = y;
-    return EO_OK;
-}
-
-eo_status eo_bwd_dropout(eo_ctx *ctx, eo_node *n)
-{
-    eo_tensor *x = n->in[0], *g;
-    if (!x->requires_grad)
-        return EO_OK;
-    const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, "dropout", be, dropout_backward);
-    EO_CHECK(eo_grad_of(ctx, x, &g));
-    be->dropout_backward(eo_numel(x), n->out->grad->data, g->data, n->p.dropout.p,
-                         n->p.dropout.seed, &ctx->exec);
     return EO_OK;
 }
