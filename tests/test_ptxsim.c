@@ -246,6 +246,28 @@ START_TEST(instruction_semantics)
 }
 END_TEST
 
+/* cp.async: a copy lands at its thread's wait_group, src-size zero-fills,
+ * and a bar.sync after the wait publishes it (tests/ptx_good/cp_async.ptx). */
+START_TEST(cp_async_semantics)
+{
+    up();
+    float in[160], out[96];
+    for (int i = 0; i < 160; i++)
+        in[i] = (float)i + 0.25f;
+    eo_cu_deviceptr din = upload(in, sizeof in), dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/cp_async.ptx"), "cp_async");
+    void *params[] = {&din, &dout};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    for (int t = 0; t < 32; t++) {
+        ck_assert_float_eq(out[t], in[4 * ((t + 1) % 32) + 1]);
+        ck_assert_float_eq(out[32 + t], t < 16 ? in[128 + t] : 0.0f);
+        ck_assert_float_eq(out[64 + t], in[4 * t + 3]);
+    }
+    down();
+}
+END_TEST
+
 /* ---- kernels that are wrong ------------------------------------------------------ */
 
 typedef struct broken {
@@ -277,6 +299,8 @@ static const broken corpus[] = {
      EO_PX_FAULT_MISALIGNED, 716 /* CUDA_ERROR_MISALIGNED_ADDRESS */},
     {"shared_oob", "stage", "shared-oob", 1, 64, {256}, {0}, 1, 0,
      EO_PX_FAULT_SHARED_OOB, EO_CUDA_ERROR_ILLEGAL_ADDRESS},
+    {"cp_async_no_wait", "no_wait", "shared-race", 1, 64, {256, 256}, {0}, 2, 0,
+     EO_PX_FAULT_SHARED_RACE, EO_CUDA_ERROR_LAUNCH_FAILED},
 };
 
 START_TEST(broken_kernel_is_caught)
@@ -799,6 +823,7 @@ Suite *eo_suite_ptxsim(void)
     tcase_add_test(ok, atomics_exact);
     tcase_add_test(ok, divergent_if_else_reconverges);
     tcase_add_test(ok, instruction_semantics);
+    tcase_add_test(ok, cp_async_semantics);
     tcase_add_test(ok, every_shipped_kernel_loads);
     tcase_add_test(ok, interpreter_api_and_trace);
     suite_add_tcase(s, ok);

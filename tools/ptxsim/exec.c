@@ -76,6 +76,12 @@ typedef struct block {
     unsigned mem_bytes;
     int mem_shared;
     int pair_second;  /* an odd linear block index (count.h, pair_new_sectors) */
+    /* cp.async state, allocated only for kernels that use it (see
+     * "asynchronous copies" below). */
+    struct async_copy *acp; /* [thread][PX_ASYNC_MAX] copies in flight */
+    uint8_t *nacp;          /* [thread] how many */
+    uint32_t *agroups;      /* [thread] groups committed so far */
+    int16_t *apending;      /* [shared byte] thread whose copy will write it, or -1 */
 } block;
 
 static eo_px_dim thread_dim(const block *b, unsigned t)
@@ -274,6 +280,9 @@ static void note_access(block *b, unsigned t, uint64_t addr, unsigned n, int sha
     b->mem_shared = shared;
 }
 
+static int async_pending_hit(block *b, const px_insn *in, unsigned t, size_t off, unsigned n,
+                             int write);
+
 /* Host bytes for an access of n bytes at `addr` in `space`, after every
  * check; NULL once a fault has been recorded. Atomics skip race tracking:
  * they are the sanctioned way for threads to share a location. */
@@ -302,6 +311,8 @@ static unsigned char *mem_at(block *b, const px_insn *in, unsigned t, int space,
                   n, write ? "write" : "read", (unsigned long long)addr, b->shared_size);
             return NULL;
         }
+        if (b->apending && async_pending_hit(b, in, t, (size_t)addr, n, write))
+            return NULL;
         if (!atomic)
             shared_track(b, t, (size_t)addr, n, write, in->line);
         if (b->faulted)
@@ -426,6 +437,140 @@ static void exec_atom(block *b, const px_insn *in, unsigned t)
         write_reg(b, t, in->o[0].reg, old, in->t1);
 }
 
+/* ---- asynchronous copies (cp.async) -------------------------------------------------
+ * cp.async.{ca,cg}.shared.global [dst], [src], size{, src-size} starts a copy
+ * of `size` bytes (the first src-size of them read from global memory, the
+ * rest zero) that lands in shared memory at some time before this thread's
+ * matching cp.async.wait_group. The interpreter reads the global bytes
+ * when the copy is issued (checked like any global read), keeps them with
+ * the thread, and writes them to shared memory only when a wait_group
+ * retires the copy's group: the write is then recorded as this thread's,
+ * so another thread sees it only after a bar.sync, as on hardware.
+ *
+ * Until then the destination bytes are marked as pending: ANY access to
+ * them -- by another thread, or by the issuing thread itself before its
+ * wait -- is reported as a shared-memory race at the accessing line, even
+ * across a bar.sync (the classic bug: a barrier without the wait_group
+ * before it). That is stricter than "the result might be stale", and it
+ * catches the bug deterministically.
+ *
+ * Groups: each thread counts its commit_groups; a copy belongs to the
+ * group open when it was issued. wait_group N retires every copy of the
+ * committed groups but the N newest; copies not yet committed are never
+ * retired by wait_group (as in PTX). wait_all = commit_group; wait_group 0.
+ * Copies a thread never waits for are dropped when the block ends. */
+enum { PX_ASYNC_MAX = 64 }; /* copies in flight per thread */
+
+struct async_copy {
+    uint32_t group;
+    uint32_t off;   /* shared offset */
+    int32_t line;
+    uint8_t n;      /* bytes */
+    unsigned char data[16];
+};
+
+static int async_pending_hit(block *b, const px_insn *in, unsigned t, size_t off, unsigned n,
+                             int write)
+{
+    for (unsigned i = 0; i < n; i++) {
+        int16_t w = b->apending[off + i];
+        if (w < 0)
+            continue;
+        eo_px_dim o = thread_dim(b, (unsigned)w);
+        fault(b, EO_PX_FAULT_SHARED_RACE, t, in->line,
+              "%s of shared byte %zu while the cp.async of thread (%u,%u,%u) that writes it is "
+              "still in flight (missing cp.async.wait_group before the bar.sync?)",
+              write ? "write" : "read", off + i, o.x, o.y, o.z);
+        return 1;
+    }
+    return 0;
+}
+
+static void exec_cp_async(block *b, const px_insn *in, unsigned t)
+{
+    unsigned n = (unsigned)in->o[2].imm, have = n;
+    if (in->nops == 4) {
+        uint64_t s = src(b, in, t, 3, PX_T_U32);
+        have = s < n ? (unsigned)s : n;
+    }
+    uint64_t dst = address(b, in, t, &in->o[0]), from = address(b, in, t, &in->o[1]);
+    if (b->faulted)
+        return;
+    if (b->nacp[t] == PX_ASYNC_MAX) {
+        fault(b, EO_PX_FAULT_STEP_LIMIT, t, in->line,
+              "more than %d cp.async copies in flight in one thread (interpreter limit)",
+              PX_ASYNC_MAX);
+        return;
+    }
+    struct async_copy *c = &b->acp[(size_t)t * PX_ASYNC_MAX + b->nacp[t]];
+    memset(c->data, 0, sizeof c->data);
+    if (from % n) { /* the source must be aligned like the copy, even when src-size is 0 */
+        fault(b, EO_PX_FAULT_MISALIGNED, t, in->line,
+              "cp.async of %u bytes from global address 0x%llx, not %u-byte aligned", n,
+              (unsigned long long)from, n);
+        return;
+    }
+    if (have) {
+        const unsigned char *g = mem_at(b, in, t, PX_SP_GLOBAL, from, have, 0, 0);
+        if (!g)
+            return;
+        memcpy(c->data, g, have);
+    }
+    /* the destination is checked (bounds, alignment, pending) now, like a write */
+    if (dst % n) {
+        fault(b, EO_PX_FAULT_MISALIGNED, t, in->line,
+              "cp.async of %u bytes to shared offset %llu, not %u-byte aligned", n,
+              (unsigned long long)dst, n);
+        return;
+    }
+    if (dst >= b->shared_size || n > b->shared_size - dst) {
+        fault(b, EO_PX_FAULT_SHARED_OOB, t, in->line,
+              "cp.async of %u bytes to shared offset %llu, past the block's %zu bytes", n,
+              (unsigned long long)dst, b->shared_size);
+        return;
+    }
+    if (async_pending_hit(b, in, t, (size_t)dst, n, 1))
+        return;
+    c->group = b->agroups[t];
+    c->off = (uint32_t)dst;
+    c->n = (uint8_t)n;
+    c->line = in->line;
+    for (unsigned i = 0; i < n; i++)
+        b->apending[dst + i] = (int16_t)t;
+    b->nacp[t]++;
+}
+
+/* Retire thread t's copies of groups below `upto`, in issue order. */
+static void async_retire(block *b, unsigned t, uint32_t upto)
+{
+    struct async_copy *q = &b->acp[(size_t)t * PX_ASYNC_MAX];
+    unsigned keep = 0;
+    for (unsigned i = 0; i < b->nacp[t] && !b->faulted; i++) {
+        struct async_copy *c = &q[i];
+        if (c->group >= upto) {
+            q[keep++] = *c;
+            continue;
+        }
+        for (unsigned j = 0; j < c->n; j++)
+            b->apending[c->off + j] = -1;
+        shared_track(b, t, c->off, c->n, 1, c->line);
+        memcpy(b->shared + c->off, c->data, c->n);
+    }
+    b->nacp[t] = (uint8_t)keep;
+}
+
+static void exec_cp_wait(block *b, const px_insn *in, unsigned t)
+{
+    uint32_t keep = 0;
+    if (in->nops == 0)
+        b->agroups[t]++; /* wait_all commits the open group first */
+    else
+        keep = (uint32_t)in->o[0].imm;
+    if (b->agroups[t] > keep)
+        async_retire(b, t, b->agroups[t] - keep);
+}
+/* ---- end of asynchronous copies ------------------------------------------------------- */
+
 /* One thread's share of an ordinary instruction. */
 static void exec_thread(block *b, const px_insn *in, unsigned t)
 {
@@ -434,6 +579,9 @@ static void exec_thread(block *b, const px_insn *in, unsigned t)
     case PX_OP_ST: exec_st(b, in, t); return;
     case PX_OP_ATOM: case PX_OP_RED: exec_atom(b, in, t); return;
     case PX_OP_MEMBAR: return;
+    case PX_OP_CP_ASYNC: exec_cp_async(b, in, t); return;
+    case PX_OP_CP_COMMIT: b->agroups[t]++; return;
+    case PX_OP_CP_WAIT: exec_cp_wait(b, in, t); return;
     default: break;
     }
     uint64_t v[3] = {0, 0, 0};
@@ -799,6 +947,11 @@ static void run_block(block *b)
     memset(b->state, TS_RUN, b->nthreads);
     memset(b->shared, 0, b->shared_size);
     b->epoch++; /* a new interval: no shadow entry from the last block is current */
+    if (b->acp) { /* cp.async: nothing in flight */
+        memset(b->nacp, 0, b->nthreads);
+        memset(b->agroups, 0, b->nthreads * sizeof *b->agroups);
+        memset(b->apending, 0xff, b->shared_size * sizeof *b->apending);
+    }
     px_count_block_begin(&b->count, b->pair_second);
     run_warps(b);
     px_count_block_end(&b->count);
@@ -846,10 +999,20 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
     /* Shadow entries start at epoch 0, and blocks count epochs from 1 on,
      * so one zeroing here serves the whole launch. */
     b.sh = calloc(shared ? shared : 1, sizeof *b.sh);
+    int uses_cp_async = 0;
+    for (int i = 0; i < k->ncode; i++)
+        uses_cp_async |= k->code[i].op == PX_OP_CP_ASYNC;
+    if (uses_cp_async) {
+        b.acp = malloc(nthreads * PX_ASYNC_MAX * sizeof *b.acp);
+        b.nacp = malloc(nthreads);
+        b.agroups = malloc(nthreads * sizeof *b.agroups);
+        b.apending = malloc((shared ? shared : 1) * sizeof *b.apending);
+    }
     eo_status st = EO_OK;
     uint64_t nblocks = (uint64_t)c->grid.x * c->grid.y * c->grid.z;
     if (!b.regs || !b.init || !b.pc || !b.state || !b.shared || !b.sh ||
-        px_count_begin(&b.count, c->counters, k, h, b.nwarps) != 0) {
+        px_count_begin(&b.count, c->counters, k, h, b.nwarps) != 0 ||
+        (uses_cp_async && (!b.acp || !b.nacp || !b.agroups || !b.apending))) {
         st = EO_ERR_OOM;
     } else {
         if (c->counters) {
@@ -886,5 +1049,9 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
     free(b.state);
     free(b.shared);
     free(b.sh);
+    free(b.acp);
+    free(b.nacp);
+    free(b.agroups);
+    free(b.apending);
     return st;
 }

@@ -35,6 +35,9 @@ typedef enum px_op {
     PX_OP_SETP, PX_OP_SELP,
     PX_OP_BRA, PX_OP_BAR, PX_OP_BAR_WARP, PX_OP_SHFL, PX_OP_VOTE,
     PX_OP_ATOM, PX_OP_RED, PX_OP_MEMBAR, PX_OP_EXIT,
+    /* asynchronous global-to-shared copies (sm_80): cp.async.{ca,cg}.shared.global,
+     * cp.async.commit_group, cp.async.wait_group N / cp.async.wait_all */
+    PX_OP_CP_ASYNC, PX_OP_CP_COMMIT, PX_OP_CP_WAIT,
     PX_OP_COUNT
 } px_op;
 

@@ -589,6 +589,57 @@ static void decode_mod(parser *p, px_insn *in, const char *s, size_t len, int *n
          whole);
 }
 
+/* ---- cp.async (sm_80 asynchronous copies) ------------------------------------
+ * Kept apart from the table above because its opcode is three words long
+ * ("cp.async.wait_group") and its first form has two addresses:
+ *     cp.async.ca.shared.global [dst], [src], cp-size{, src-size};   cp-size 4, 8 or 16
+ *     cp.async.cg.shared.global [dst], [src], 16{, src-size};        (.cg: 16 only)
+ *     cp.async.commit_group;   cp.async.wait_group N;   cp.async.wait_all;
+ * How the executor runs them is described in exec.c ("asynchronous copies"). */
+static const opdef cp_async_defs[] = {
+    {"cp.async", PX_OP_CP_ASYNC, 3, 4},
+    {"cp.async.commit_group", PX_OP_CP_COMMIT, 0, 0},
+    {"cp.async.wait_group", PX_OP_CP_WAIT, 1, 1},
+    {"cp.async.wait_all", PX_OP_CP_WAIT, 0, 0},
+};
+
+static void decode_cp_async(parser *p, px_insn *in, const char *whole, const opdef **def)
+{
+    if (strcmp(whole, "cp.async.commit_group") == 0)
+        *def = &cp_async_defs[1];
+    else if (strcmp(whole, "cp.async.wait_group") == 0)
+        *def = &cp_async_defs[2];
+    else if (strcmp(whole, "cp.async.wait_all") == 0)
+        *def = &cp_async_defs[3];
+    else if (strcmp(whole, "cp.async.ca.shared.global") == 0 ||
+             strcmp(whole, "cp.async.cg.shared.global") == 0) {
+        *def = &cp_async_defs[0];
+        in->space = PX_SP_SHARED;
+        in->sub = whole[10] == 'g' ? 1 : 0; /* 1: .cg (16-byte copies only) */
+    } else
+        fail(p, EO_ERR_UNSUPPORTED, in->line, "unsupported instruction '%s'", whole);
+    in->op = (*def)->op;
+    next(p);
+}
+
+static void validate_cp_async(parser *p, px_insn *in)
+{
+    const px_operand *o = in->o;
+    int line = in->line;
+    if (in->op == PX_OP_CP_WAIT && in->nops == 1 && o[0].kind != PX_O_IMM)
+        fail(p, EO_ERR_FORMAT, line, "cp.async.wait_group takes an integer constant");
+    if (in->op != PX_OP_CP_ASYNC)
+        return;
+    if (o[0].kind != PX_O_MEM || o[1].kind != PX_O_MEM || o[1].sym_space != 0)
+        fail(p, EO_ERR_FORMAT, line, "cp.async needs [shared destination], [global source]");
+    if (o[2].kind != PX_O_IMM || (o[2].imm != 4 && o[2].imm != 8 && o[2].imm != 16) ||
+        (in->sub == 1 && o[2].imm != 16))
+        fail(p, EO_ERR_FORMAT, line, "cp.async copies 4, 8 or 16 bytes (.cg: 16)");
+    if (in->nops == 4 && o[3].kind != PX_O_IMM && o[3].kind != PX_O_REG)
+        fail(p, EO_ERR_FORMAT, line, "cp.async src-size must be a register or a constant");
+}
+/* ---- end of cp.async ---------------------------------------------------------- */
+
 static void decode_opcode(parser *p, px_insn *in, const opdef **def)
 {
     char whole[96];
@@ -598,6 +649,10 @@ static void decode_opcode(parser *p, px_insn *in, const opdef **def)
     const char *dot = strchr(whole, '.');
     size_t blen = dot ? (size_t)(dot - whole) : len;
     *def = NULL;
+    if (piece_is(whole, blen, "cp")) { /* cp.async: see above */
+        decode_cp_async(p, in, whole, def);
+        return;
+    }
     for (size_t i = 0; i < sizeof opdefs / sizeof opdefs[0]; i++)
         if (piece_is(whole, blen, opdefs[i].name))
             *def = &opdefs[i];
@@ -832,6 +887,10 @@ static void validate(parser *p, px_insn *in)
 {
     int op = in->op, line = in->line;
     const px_operand *o = in->o;
+    if (op == PX_OP_CP_ASYNC || op == PX_OP_CP_COMMIT || op == PX_OP_CP_WAIT) {
+        validate_cp_async(p, in);
+        return;
+    }
     int needs_type = !(op == PX_OP_BRA || op == PX_OP_BAR || op == PX_OP_BAR_WARP ||
                        op == PX_OP_MEMBAR || op == PX_OP_EXIT);
     if (needs_type && in->t1 == PX_T_NONE)
