@@ -192,12 +192,18 @@ const char *eo_px_fault_name(eo_px_fault_kind k);
  *   shuffle         shfl and vote
  *   barrier         bar.sync, bar.warp.sync, membar/fence
  *   branch          bra, ret, exit
- *   other           mov, ld.param (a constant-bank operand in SASS) */
+ *   other           mov, ld.param (a constant-bank operand in SASS)
+ *   mma             tensor-core mma.sync (HMMA in SASS); each m16n8k16
+ *                   is 2*16*8*16 = 4096 FLOPs, summed in tensor_flops
+ * ldmatrix counts as a shared load (16 bytes per address-giving lane:
+ * one wavefront per 8x8 matrix when conflict-free); cp.async as a global
+ * load (its source) and a shared store (its destination, counted when
+ * issued). */
 typedef enum eo_px_class {
     EO_PX_C_FFMA, EO_PX_C_FMUL, EO_PX_C_FADD, EO_PX_C_FP_OTHER, EO_PX_C_SFU,
     EO_PX_C_INT, EO_PX_C_CVT, EO_PX_C_LD_SHARED, EO_PX_C_ST_SHARED, EO_PX_C_LD_GLOBAL,
     EO_PX_C_ST_GLOBAL, EO_PX_C_ATOM_GLOBAL, EO_PX_C_SHFL, EO_PX_C_BAR, EO_PX_C_BRANCH,
-    EO_PX_C_OTHER,
+    EO_PX_C_OTHER, EO_PX_C_MMA,
     EO_PX_NCLASS
 } eo_px_class;
 
@@ -256,6 +262,7 @@ typedef struct eo_px_counters {
      * all groups: mlp_loads = sum k (global load instructions), mlp_sq =
      * sum k*k; mlp_sq / mlp_loads is the load-weighted mean group size. */
     uint64_t mlp_loads, mlp_sq, load_groups; /* load_groups: the number of groups */
+    uint64_t tensor_flops;   /* 4096 per mma.m16n8k16 warp instruction */
 } eo_px_counters;
 
 /* Counter arithmetic and printing (tools/ptxsim/profile.c). */
