@@ -300,7 +300,9 @@ static unsigned char *mem_at(block *b, const px_insn *in, unsigned t, int space,
             space = PX_SP_GLOBAL;
         }
     }
-    if (addr % n) {
+    /* cp.async's partial source reads (src-size 1..15 bytes) are aligned to
+     * the copy's size, which exec_cp_async checks itself */
+    if (addr % n && in->op != PX_OP_CP_ASYNC) {
         fault(b, EO_PX_FAULT_MISALIGNED, t, in->line,
               "%u-byte %s access at %s address 0x%llx is not %u-byte aligned", n,
               write ? "write" : "read", space == PX_SP_SHARED ? "shared" : "global",
@@ -617,6 +619,8 @@ static int warp_whole(block *b, const px_insn *in, unsigned w, uint32_t exec)
     uint32_t full = n == 32 ? 0xffffffffu : (1u << n) - 1;
     if (n == 32 && exec == full)
         return 1;
+    if (exec == 0)
+        return 0; /* predicated off in every lane: nothing happens */
     char lanes[96];
     lanes_text(~exec, lanes, sizeof lanes);
     fault(b, EO_PX_FAULT_SHFL_DIVERGED, lo, in->line,

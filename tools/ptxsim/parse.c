@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/alu.h"
@@ -127,7 +128,9 @@ static size_t align_up(parser *p, size_t x, size_t align, size_t limit, int line
 {
     if (x == 0)
         return 0; /* aligned to anything: `.shared .align 1048576` alone is fine */
-    if (x > limit || align - 1 > limit - x)
+    /* the aligned offset may reach the limit exactly: a kernel with 48 KB
+     * of static shared memory has its (empty) dynamic part at 48 KB */
+    if (x > limit || align - 1 > SIZE_MAX - x || ((x + align - 1) & ~(align - 1)) > limit)
         fail(p, EO_ERR_FORMAT, line, "'%s': offset %zu aligned to %zu goes past the limit of %zu "
              "bytes", what, x, align, limit);
     return (x + align - 1) & ~(align - 1);
