@@ -223,7 +223,12 @@ static float *fb(size_t n, float v)
 
 static void run(const char *name)
 {
-    if (!strncmp(name, "matmul", 6)) { /* "matmul nn" etc., 64x64x64: one block */
+    if (!strncmp(name, "matmul16", 8)) { /* "matmul16 nn" etc.: bf16, 128x128x64, one block */
+        int ta = name[9] == 't', tb = name[10] == 't';
+        float *a = fb(128 * 64 / 2, 0.5f), *b = fb(128 * 64 / 2, 0.5f), *c = fb(128 * 128, 0);
+        eo_cuda_k_matmul16(ta, tb, 1, 128, 128, 64, 2 /* EO_BF16 */, a, ta ? 128 : 64, 0, b,
+                           tb ? 64 : 128, 0, 0.0f, 0 /* EO_F32 */, c, 128, 0, NULL, &EX);
+    } else if (!strncmp(name, "matmul", 6)) { /* "matmul nn" etc., 64x64x64: one block */
         int ta = name[7] == 't', tb = name[8] == 't';
         float *a = fb(64 * 64, 0.5f), *b = fb(64 * 64, 0.5f), *c = fb(64 * 64, 0);
         eo_cuda_k_matmul(ta, tb, 1, 64, 64, 64, a, 64, 0, b, 64, 0, 0.0f, c, 64, 0, NULL, &EX);
@@ -276,6 +281,13 @@ static const struct expected {
     {"matmul nn", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 8.50, 45.1, 99.1},
     {"matmul tn", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 1.00, 45.1, 99.1},
     {"matmul nt", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 16.00, 45.1, 99.1},
+    /* the tensor-core matmul, every transpose: ldmatrix.x4 (4 wavefronts a
+     * request, one per 8x8 matrix) and the cp.async stores (16 bytes a
+     * lane) without a conflict, every global sector used in full */
+    {"matmul16 nn", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
+    {"matmul16 tn", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
+    {"matmul16 nt", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
+    {"matmul16 tt", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
     {"softmax", "eo_softmax", 4.00, 100.0, 100.0, 1.00, 1.00, 5.5, 94.5},
     /* the per-row mean/rstd loads and stores are single lanes */
     {"layernorm", "eo_layernorm", 3.86, 98.9, 98.7, 1.00, 1.00, -1, -1},
@@ -309,6 +321,10 @@ START_TEST(production_kernel_counters)
     char measured[200];
     snprintf(measured, sizeof measured, "{\"%s\", \"%s\", %.2f, %.1f, %.1f, %.2f, %.2f, %.1f, %.1f}",
              e->cas, e->kernel, got[0], got[1], got[2], got[3], got[4], got[5], got[6]);
+    if (!strncmp(e->cas, "matmul16", 8)) { /* 2 M N K tensor FLOPs, 4096 an mma */
+        ck_assert_uint_eq(c.tensor_flops, 2ull * 128 * 128 * 64);
+        ck_assert_uint_eq(c.warp_inst[EO_PX_C_MMA] * 4096, c.tensor_flops);
+    }
     for (int i = 0; i < 7; i++) {
         if (want[i] < 0)
             continue;
