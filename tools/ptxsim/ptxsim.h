@@ -38,7 +38,9 @@
  *               %r<N> ranges), .shared (module or kernel scope, .align,
  *               arrays, .extern .shared name[] for dynamic shared memory),
  *               labels, nested { } scopes, .loc/.file/.pragma (ignored);
- *   types       .pred .b8-.b64 .u8-.u64 .s8-.s64 .f32 .f64 (no .f16);
+ *   types       .pred .b8-.b64 .u8-.u64 .s8-.s64 .f32 .f64; .f16 .bf16 (and
+ *               the packed .f16x2 .bf16x2) in cvt to and from .f32, their
+ *               values in .b16/.b32 registers;
  *   memory      ld/st .global .shared .param(ld of kernel params) or
  *               generic, with .v2/.v4 up to 16 bytes; atom/red .global or
  *               .shared: add inc dec min max and or xor cas exch;
@@ -49,7 +51,12 @@
  *               or xor not cnot shl shr popc clz, setp (all comparisons,
  *               .and/.or/.xor combiners, p|q), selp, mov (registers,
  *               immediates, special registers, shared addresses), cvt
- *               (int/float both ways, .rni/.rzi/.rmi/.rpi, .sat);
+ *               (int/float both ways, .rni/.rzi/.rmi/.rpi, .sat; f32 <-> f16/bf16
+ *               with .rn .rz .rm .rp);
+ *   async/tc    cp.async.{ca,cg}.shared.global (4/8/16 bytes, src-size),
+ *               commit_group, wait_group, wait_all; ldmatrix.sync.aligned
+ *               .m8n8.x1/.x2/.x4{.trans}.shared.b16; mma.sync.aligned
+ *               .m16n8k16.row.col.f32.{bf16.bf16,f16.f16}.f32;
  *   control     @p/@!p guards, bra(.uni), ret, exit, bar.sync 0 /
  *               barrier.sync 0, bar.warp.sync, shfl.sync up/down/bfly/idx
  *               .b32 (with optional predicate), vote.sync all/any/uni/ballot;
