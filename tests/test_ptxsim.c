@@ -528,6 +528,8 @@ static const broken corpus[] = {
      EO_PX_FAULT_DIVERGENT_BARRIER, EO_CUDA_ERROR_LAUNCH_FAILED},
     {"shfl_unconverged", "half_warp_sum", "shfl-diverged", 1, 32, {128, 128}, {0}, 2, 0,
      EO_PX_FAULT_SHFL_DIVERGED, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"mma_half_warp", "half_warp_mma", "shfl-diverged", 1, 32, {1280, 512}, {0}, 2, 0,
+     EO_PX_FAULT_SHFL_DIVERGED, EO_CUDA_ERROR_LAUNCH_FAILED},
     {"uninit_register", "row_sum", "uninit-register", 1, 4, {64, 16}, {4}, 2, 1,
      EO_PX_FAULT_UNINIT_REG, EO_CUDA_ERROR_LAUNCH_FAILED},
     {"misaligned_vector", "sum4", "misaligned", 1, 4, {64, 16}, {0}, 2, 0,
