@@ -66,7 +66,7 @@ LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c ops/*/*.c)
 # by stubs that say why they did not run (tests/cuda-off-suites.sh).
 ifeq ($(CUDA),0)
 LIB_SRCS  := $(filter-out ops/cuda/%.c core/backend_cuda.c,$(LIB_SRCS))
-CUDA_TOOL_SRCS := tools/bench/bench_gpu.c
+CUDA_TOOL_SRCS := tools/bench/bench_gpu.c tools/bench/bench_sim.c
 CUDA_TEST_SRCS := $(shell grep -l 'ops/cuda/' tests/*.c)
 else
 LIB_SRCS  := $(filter-out core/cuda_off.c,$(LIB_SRCS))

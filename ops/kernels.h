@@ -109,6 +109,21 @@ typedef void eo_k_matmul_fn(int ta, int tb, int64_t batch, int64_t M, int64_t N,
 /* Scratch bytes eo_k_matmul needs for these sizes and thread count. */
 typedef size_t eo_k_matmul_ws_fn(int64_t M, int64_t N, int64_t K, int nthreads);
 
+/* ---- 16-bit matmul (tensor cores) ---------------------------------------
+ * eo_k_matmul's contract with 16-bit inputs: A and B hold `in` values
+ * (EO_BF16 or EO_F16, the same for both), the products are accumulated
+ * in f32, and C holds `out` values: EO_F32, or `in` (rounded to nearest
+ * even once, at the end; beta = 1 adds the old C in f32 first). Leading
+ * dimensions and strides count elements. `in` and `out` are eo_dtype
+ * values (core/everyo.h: EO_F32 0, EO_BF16 2, EO_F16 3; ops/ does not
+ * include the core's header). Other dtype pairs record EO_ERR_UNSUPPORTED. */
+typedef void eo_k_matmul16_fn(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                              int in, const void *A, int64_t lda, int64_t sa,
+                              const void *B, int64_t ldb, int64_t sb,
+                              float beta, int out, void *C, int64_t ldc, int64_t sc,
+                              void *ws, const eo_exec *ex);
+/* ---- end of 16-bit matmul (tensor cores) ---- */
+
 /* ---- reductions over one axis --------------------------------------------
  * x is contiguous [outer, n, inner]; y is [outer, inner].
  * MAX also writes, when argmax is not NULL, the index along n of the

@@ -223,7 +223,12 @@ static float *fb(size_t n, float v)
 
 static void run(const char *name)
 {
-    if (!strncmp(name, "matmul", 6)) { /* "matmul nn" etc., 128x128x32: one 128x128 block */
+    if (!strncmp(name, "matmul16", 8)) { /* "matmul16 nn" etc.: bf16, 128x128x64, one block */
+        int ta = name[9] == 't', tb = name[10] == 't';
+        float *a = fb(128 * 64 / 2, 0.5f), *b = fb(128 * 64 / 2, 0.5f), *c = fb(128 * 128, 0);
+        eo_cuda_k_matmul16(ta, tb, 1, 128, 128, 64, 2 /* EO_BF16 */, a, ta ? 128 : 64, 0, b,
+                           tb ? 64 : 128, 0, 0.0f, 0 /* EO_F32 */, c, 128, 0, NULL, &EX);
+    } else if (!strncmp(name, "matmul", 6)) { /* "matmul nn" etc., 128x128x32: one 128x128 block */
         int ta = name[7] == 't', tb = name[8] == 't';
         int64_t lda = ta ? 128 : 32, ldb = tb ? 32 : 128;
         float *a = fb(128 * 32, 0.5f), *b = fb(32 * 128, 0.5f), *c = fb(128 * 128, 0);
@@ -273,16 +278,23 @@ static const struct expected {
     const char *cas, *kernel;
     double ld_spr, ld_eff, st_eff, sld_wf, sst_wf, ffma, active;
 } expected[] = {
-    /* The 128x128 SGEMM on one block (K = 32): v4 global loads of the
-     * transposed-while-staged operands (16 sectors per request, all used),
-     * v4 shared loads at 4 wavefronts (a quarter-warp each: no conflict),
-     * conflict-free shared stores. A k-contiguous operand travels by
-     * cp.async, which these counters do not see as a load (tn: both
-     * operands). The FFMA share counts the prologue and the C stores, which
-     * weigh much at K = 32. */
-    {"matmul nn", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 1.00, 68.9, 97.1},
-    {"matmul tn", "eo_matmul", 0.00, 0.0, 100.0, 4.00, 0.00, 69.4, 97.1},
+    /* The 128x128 SGEMM on one block (K = 32): 128-bit global loads (v4,
+     * or cp.async of 16 bytes for a k-contiguous operand: 16 sectors per
+     * request, all used), v4 shared loads at 4 wavefronts (a quarter-warp
+     * each: no conflict); shared stores conflict-free: 1 wavefront for the
+     * 4-byte stores of a transposed operand, 4 for cp.async's 16-byte ones
+     * (nn mixes both: 1.6 on average; tn is cp.async only). The FFMA share
+     * counts the prologue and the C stores, which weigh much at K = 32. */
+    {"matmul nn", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 1.60, 68.9, 97.1},
+    {"matmul tn", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 4.00, 69.4, 97.1},
     {"matmul nt", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 1.00, 68.3, 97.2},
+    /* the tensor-core matmul, every transpose: ldmatrix.x4 (4 wavefronts a
+     * request, one per 8x8 matrix) and the cp.async stores (16 bytes a
+     * lane) without a conflict, every global sector used in full */
+    {"matmul16 nn", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
+    {"matmul16 tn", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
+    {"matmul16 nt", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
+    {"matmul16 tt", "eo_matmul_tc_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, -1, -1},
     {"softmax", "eo_softmax", 4.00, 100.0, 100.0, 1.00, 1.00, 5.3, 94.5},
     /* the per-row mean/rstd loads and stores are single lanes */
     {"layernorm", "eo_layernorm", 3.86, 98.9, 98.7, 1.00, 1.00, -1, -1},
@@ -316,6 +328,10 @@ START_TEST(production_kernel_counters)
     char measured[200];
     snprintf(measured, sizeof measured, "{\"%s\", \"%s\", %.2f, %.1f, %.1f, %.2f, %.2f, %.1f, %.1f}",
              e->cas, e->kernel, got[0], got[1], got[2], got[3], got[4], got[5], got[6]);
+    if (!strncmp(e->cas, "matmul16", 8)) { /* 2 M N K tensor FLOPs, 4096 an mma */
+        ck_assert_uint_eq(c.tensor_flops, 2ull * 128 * 128 * 64);
+        ck_assert_uint_eq(c.warp_inst[EO_PX_C_MMA] * 4096, c.tensor_flops);
+    }
     for (int i = 0; i < 7; i++) {
         if (want[i] < 0)
             continue;

@@ -13,6 +13,8 @@
  * Paths are relative to the repository root, where the tests run. */
 #include <check.h>
 #include <dirent.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +270,239 @@ START_TEST(cp_async_semantics)
 }
 END_TEST
 
+/* ---- 16-bit floats and tensor cores (tests/ptx_good/tensor_core.ptx) -------------------
+ * The references here are written from the formats' definitions with bit
+ * arithmetic, independently of tools/ptxsim/alu.c (which works on values),
+ * and the fragment layouts from the PTX ISA document's figures ("Matrix
+ * Fragments for mma.m16n8k16 with floating point type", "ldmatrix"). */
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static float bitsf(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* f32 -> f16, to nearest even (rz: toward zero); NaN -> 0x7fff. */
+static uint16_t ref_f16(float f, int rz)
+{
+    uint32_t x = fbits(f), sign = (x >> 16) & 0x8000;
+    x &= 0x7fffffff;
+    if (x > 0x7f800000)
+        return 0x7fff;
+    if (x == 0x7f800000)
+        return (uint16_t)(sign | 0x7c00);
+    if (x >= (rz ? 0x47800000u : 0x477ff000u)) /* 65536 (rz) or 65520: past the last f16 */
+        return (uint16_t)(sign | (rz ? 0x7bff : 0x7c00));
+    if (x < 0x38800000) { /* below 2^-14: a multiple of 2^-24 */
+        double q = (double)bitsf(x) * 16777216.0;
+        return (uint16_t)(sign | (uint32_t)(rz ? trunc(q) : nearbyint(q)));
+    }
+    uint32_t r = x - (112u << 23); /* rebias the exponent: 127 - 15 = 112 */
+    if (!rz)
+        r += 0xfff + ((r >> 13) & 1);
+    return (uint16_t)(sign | r >> 13);
+}
+
+static uint16_t ref_bf16(float f, int rz)
+{
+    uint32_t x = fbits(f);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return 0x7fff;
+    if (!rz)
+        x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+static double ref_f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return (h & 0x8000) ? -v : v;
+}
+
+START_TEST(cvt_16bit_rounding)
+{
+    /* hand-picked: halfway cases, the largest finite values, the subnormal
+     * boundaries, values that round up into the next exponent */
+    static const struct {
+        uint32_t in;
+        uint16_t f16_rn, bf16_rn;
+    } edge[] = {
+        {0x3f800000, 0x3c00, 0x3f80}, /* 1 */
+        {0x3f801000, 0x3c00, 0x3f80}, /* 1 + 2^-11: f16 tie, to even */
+        {0x3f803000, 0x3c02, 0x3f80}, /* 1 + 3 * 2^-11: f16 tie, up to even */
+        {0x3f808000, 0x3c04, 0x3f80}, /* 1 + 2^-8: bf16 tie, to even */
+        {0x3f818000, 0x3c0c, 0x3f82}, /* 1 + 3 * 2^-8: bf16 tie, up to even */
+        {0x3f7ff000, 0x3c00, 0x3f80}, /* 1 - 2^-12: rounds up into the next exponent */
+        {0x477fe000, 0x7bff, 0x4780}, /* 65504, the largest f16 */
+        {0x477fefff, 0x7bff, 0x4780}, /* just under the f16 overflow threshold */
+        {0x477ff000, 0x7c00, 0x4780}, /* 65520: f16 overflow to inf */
+        {0xc77ff000, 0xfc00, 0xc780}, /* -65520 */
+        {0x7f7fffff, 0x7c00, 0x7f80}, /* largest f32: bf16 rounds to inf */
+        {0x38800000, 0x0400, 0x3880}, /* 2^-14, the smallest normal f16 */
+        {0x387fffff, 0x0400, 0x3880}, /* just below: rounds up to the smallest normal */
+        {0x33800000, 0x0001, 0x3380}, /* 2^-24, the smallest f16 subnormal */
+        {0x33000000, 0x0000, 0x3300}, /* 2^-25: tie between 0 and 2^-24, to even 0 */
+        {0x33400000, 0x0001, 0x3340}, /* 1.5 * 2^-25 */
+        {0x33c00000, 0x0002, 0x33c0}, /* 3 * 2^-25: tie, to even 2 */
+        {0x00000001, 0x0000, 0x0000}, /* the smallest f32 subnormal */
+        {0x00400000, 0x0000, 0x0040}, /* an f32 subnormal, exact in bf16 */
+        {0x80000000, 0x8000, 0x8000}, /* -0 */
+        {0x7f800000, 0x7c00, 0x7f80}, /* inf */
+        {0xff800000, 0xfc00, 0xff80}, /* -inf */
+        {0x7fc00001, 0x7fff, 0x7fff}, /* NaN: the canonical NaN */
+        {0xffa00000, 0x7fff, 0x7fff}, /* a signalling NaN */
+    };
+    size_t ne = sizeof edge / sizeof edge[0];
+    float in[32];
+    for (size_t i = 0; i < 32; i++) {
+        if (i < ne) {
+            in[i] = bitsf(edge[i].in);
+            ck_assert_msg(ref_f16(in[i], 0) == edge[i].f16_rn, "reference f16 %zu", i);
+            ck_assert_msg(ref_bf16(in[i], 0) == edge[i].bf16_rn, "reference bf16 %zu", i);
+        } else {
+            in[i] = (float)((double)(i * 2654435761u % 100003) * 1.37e-3 - 60.0);
+        }
+    }
+    up();
+    uint32_t out[256];
+    eo_cu_deviceptr din = upload(in, sizeof in), dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/tensor_core.ptx"), "cvt16");
+    void *params[] = {&din, &dout};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    for (int t = 0; t < 32; t++) {
+        const uint32_t *o = out + 8 * t;
+        float g = in[t ^ 1];
+        ck_assert_msg(o[0] == ref_f16(in[t], 0), "%d: cvt.rn.f16 %04x, want %04x", t, o[0],
+                      ref_f16(in[t], 0));
+        ck_assert_msg(o[1] == ref_f16(in[t], 1), "%d: cvt.rz.f16 %04x", t, o[1]);
+        ck_assert_msg(o[2] == ref_bf16(in[t], 0), "%d: cvt.rn.bf16 %04x", t, o[2]);
+        ck_assert_msg(o[3] == ref_bf16(in[t], 1), "%d: cvt.rz.bf16 %04x", t, o[3]);
+        double back = ref_f16_value((uint16_t)o[0]);
+        if ((o[0] & 0x7c00) == 0x7c00)
+            ck_assert(isnan(bitsf(o[4])) == ((o[0] & 0x3ff) != 0));
+        else
+            ck_assert_msg((double)bitsf(o[4]) == back, "%d: cvt.f32.f16", t);
+        ck_assert_uint_eq(fbits(bitsf(o[5])), (uint32_t)ref_bf16(in[t], 0) << 16);
+        ck_assert_uint_eq(o[6], (uint32_t)ref_f16(in[t], 0) << 16 | ref_f16(g, 0));
+        ck_assert_uint_eq(o[7], (uint32_t)ref_bf16(in[t], 0) << 16 | ref_bf16(g, 0));
+    }
+    down();
+}
+END_TEST
+
+START_TEST(ldmatrix_fragments)
+{
+    uint16_t in[256];
+    uint32_t out[32 * 11];
+    for (int i = 0; i < 256; i++)
+        in[i] = (uint16_t)(i * 37 + 11);
+    up();
+    eo_cu_deviceptr din = upload(in, sizeof in), dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/tensor_core.ptx"), "ldm");
+    void *params[] = {&din, &dout};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    /* element (r, c) of matrix j: lane 8j + r named in-row 5(8j + r) mod 32 */
+#define M(j, r, c) ((uint32_t)in[((5 * (8 * (j) + (r))) % 32) * 8 + (c)])
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, q = l % 4;
+        const uint32_t *o = out + 11 * l;
+        uint32_t want[11];
+        want[0] = M(0, g, 2 * q) | M(0, g, 2 * q + 1) << 16; /* x1 */
+        for (int j = 0; j < 2; j++)                          /* x2 */
+            want[1 + j] = M(j, g, 2 * q) | M(j, g, 2 * q + 1) << 16;
+        for (int j = 0; j < 4; j++) {                        /* x4, x4.trans */
+            want[3 + j] = M(j, g, 2 * q) | M(j, g, 2 * q + 1) << 16;
+            want[7 + j] = M(j, 2 * q, g) | M(j, 2 * q + 1, g) << 16;
+        }
+        for (int i = 0; i < 11; i++)
+            ck_assert_msg(o[i] == want[i], "lane %d register %d: %08x, want %08x", l, i, o[i],
+                          want[i]);
+    }
+#undef M
+    down();
+}
+END_TEST
+
+/* mma.m16n8k16: A 16x16 (row), B 16x8 (col), C 16x8, laid into each
+ * lane's registers by the documented fragment layout; every d element of
+ * every lane against a double reference. The products are exact in f32,
+ * so the only difference is the f32 rounding of the 16 additions: the
+ * bound is 16 roundings of the sum of magnitudes, which any order the
+ * hardware uses meets too. */
+static void mma_case(int f16)
+{
+    float A[16][16], B[16][8], C[16][8];
+    uint16_t Ah[16][16], Bh[16][8];
+    for (int i = 0; i < 16; i++)
+        for (int k = 0; k < 16; k++) {
+            float v = (float)(((i * 7 + k * 13) % 23) - 11) / 3.0f; /* inexact in 16 bits */
+            Ah[i][k] = f16 ? ref_f16(v, 0) : ref_bf16(v, 0);
+            A[i][k] = f16 ? (float)ref_f16_value(Ah[i][k]) : bitsf((uint32_t)Ah[i][k] << 16);
+        }
+    for (int k = 0; k < 16; k++)
+        for (int j = 0; j < 8; j++) {
+            float v = (float)(((k * 5 + j * 11) % 19) - 9) * 0.7f;
+            Bh[k][j] = f16 ? ref_f16(v, 0) : ref_bf16(v, 0);
+            B[k][j] = f16 ? (float)ref_f16_value(Bh[k][j]) : bitsf((uint32_t)Bh[k][j] << 16);
+        }
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++)
+            C[i][j] = (float)(i - j) * 0.3f;
+    uint32_t frag[32 * 10];
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, q = l % 4;
+        uint32_t *r = frag + 10 * l;
+#define PAIR(x, y0, x1, y1) ((uint32_t)(x) | (uint32_t)(x1) << 16)
+        r[0] = PAIR(Ah[g][2 * q], 0, Ah[g][2 * q + 1], 0);
+        r[1] = PAIR(Ah[g + 8][2 * q], 0, Ah[g + 8][2 * q + 1], 0);
+        r[2] = PAIR(Ah[g][2 * q + 8], 0, Ah[g][2 * q + 9], 0);
+        r[3] = PAIR(Ah[g + 8][2 * q + 8], 0, Ah[g + 8][2 * q + 9], 0);
+        r[4] = PAIR(Bh[2 * q][g], 0, Bh[2 * q + 1][g], 0);
+        r[5] = PAIR(Bh[2 * q + 8][g], 0, Bh[2 * q + 9][g], 0);
+#undef PAIR
+        r[6] = fbits(C[g][2 * q]);
+        r[7] = fbits(C[g][2 * q + 1]);
+        r[8] = fbits(C[g + 8][2 * q]);
+        r[9] = fbits(C[g + 8][2 * q + 1]);
+    }
+    up();
+    float out[128];
+    eo_cu_deviceptr dfrag = upload(frag, sizeof frag), dout = upload(NULL, sizeof out);
+    eo_cu_function f = func(load("tests/ptx_good/tensor_core.ptx"), f16 ? "mma_f16" : "mma_bf16");
+    void *params[] = {&dfrag, &dout};
+    CK(D.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CK(D.cuMemcpyDtoH(out, dout, sizeof out));
+    for (int l = 0; l < 32; l++)
+        for (int e = 0; e < 4; e++) {
+            int i = l / 4 + 8 * (e / 2), j = 2 * (l % 4) + e % 2;
+            double ref = C[i][j], mag = fabs(ref);
+            for (int k = 0; k < 16; k++) {
+                ref += (double)A[i][k] * B[k][j];
+                mag += fabs((double)A[i][k] * B[k][j]);
+            }
+            double got = out[4 * l + e];
+            ck_assert_msg(fabs(got - ref) <= 16 * 0x1p-24 * mag, "%s lane %d d%d (D[%d][%d]): %.9g, "
+                          "want %.9g", f16 ? "f16" : "bf16", l, e, i, j, got, ref);
+        }
+    down();
+}
+
+START_TEST(mma_m16n8k16_fragments)
+{
+    mma_case(0);
+    mma_case(1);
+}
+END_TEST
+
 /* ---- kernels that are wrong ------------------------------------------------------ */
 
 typedef struct broken {
@@ -292,6 +527,8 @@ static const broken corpus[] = {
     {"barrier_two_sites", "two_sites", "divergent-barrier", 1, 32, {128}, {0}, 1, 0,
      EO_PX_FAULT_DIVERGENT_BARRIER, EO_CUDA_ERROR_LAUNCH_FAILED},
     {"shfl_unconverged", "half_warp_sum", "shfl-diverged", 1, 32, {128, 128}, {0}, 2, 0,
+     EO_PX_FAULT_SHFL_DIVERGED, EO_CUDA_ERROR_LAUNCH_FAILED},
+    {"mma_half_warp", "half_warp_mma", "shfl-diverged", 1, 32, {1280, 512}, {0}, 2, 0,
      EO_PX_FAULT_SHFL_DIVERGED, EO_CUDA_ERROR_LAUNCH_FAILED},
     {"uninit_register", "row_sum", "uninit-register", 1, 4, {64, 16}, {4}, 2, 1,
      EO_PX_FAULT_UNINIT_REG, EO_CUDA_ERROR_LAUNCH_FAILED},
@@ -633,7 +870,7 @@ START_TEST(parse_errors_name_the_line)
         {"    bra $L_nowhere;\n", "line 6: unknown label or symbol '$L_nowhere'"},
         {"    .reg .b32 %r<2>;\n    tex.2d.v4.f32.s32 %r1, [t, {%r0, %r0}];\n",
          "line 7: unsupported instruction 'tex.2d.v4.f32.s32'"},
-        {"    .reg .f16 %h<2>;\n", "line 6: unsupported type '.f16'"},
+        {"    .reg .e4m3 %h<2>;\n", "line 6: unsupported type '.e4m3'"},
         {"    .local .b8 buf[16];\n", "line 6: unsupported directive '.local'"},
         {"    .reg .b32 %r<2>;\n    add.cc.u32 %r1, %r0, %r0;\n", "line 7: unsupported modifier '.cc'"},
         {"    .reg .b32 %r<2>;\n    bar.sync 1;\n", "line 7: unsupported: barriers other than"},
@@ -824,6 +1061,9 @@ Suite *eo_suite_ptxsim(void)
     tcase_add_test(ok, divergent_if_else_reconverges);
     tcase_add_test(ok, instruction_semantics);
     tcase_add_test(ok, cp_async_semantics);
+    tcase_add_test(ok, cvt_16bit_rounding);
+    tcase_add_test(ok, ldmatrix_fragments);
+    tcase_add_test(ok, mma_m16n8k16_fragments);
     tcase_add_test(ok, every_shipped_kernel_loads);
     tcase_add_test(ok, interpreter_api_and_trace);
     suite_add_tcase(s, ok);

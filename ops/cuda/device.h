@@ -147,6 +147,7 @@ eo_k_unary_backward_fn eo_cuda_k_unary_backward;
 eo_k_check_ids_fn eo_cuda_k_check_ids;
 eo_k_matmul_fn eo_cuda_k_matmul;
 eo_k_matmul_ws_fn eo_cuda_k_matmul_ws;
+eo_k_matmul16_fn eo_cuda_k_matmul16; /* ops/cuda/matmul_tc.c: tensor cores, sm_80 and later */
 eo_k_reduce_fn eo_cuda_k_reduce;
 eo_k_reduce_backward_fn eo_cuda_k_reduce_backward;
 eo_k_sumsq_fn eo_cuda_k_sumsq;

@@ -74,6 +74,17 @@ static void run_matmul(void *arg)
                      (const float *)(uintptr_t)B.b, B.N, 0, 0.0f, (float *)(uintptr_t)B.c, B.N,
                      0, NULL, &B.ex);
 }
+/* The tensor-core matmul, bf16 inputs (the first M*K and K*N halves of
+ * the random f32 buffers, read as bf16: the values do not change the
+ * time), f32 C. */
+static void run_matmul16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_matmul16(0, 0, 1, B.M, B.N, B.K, 2 /* EO_BF16 */, (const void *)(uintptr_t)B.a,
+                       B.K, 0, (const void *)(uintptr_t)B.b, B.N, 0, 0.0f, 0 /* EO_F32 */,
+                       (void *)(uintptr_t)B.c, B.N, 0, NULL, &B.ex);
+}
+
 static void run_copy(void *arg)
 {
     gpu *g = arg;
@@ -129,6 +140,22 @@ typedef int (*cublas_set_stream_fn)(void *, void *);
 typedef int (*cublas_sgemm_fn)(void *, int, int, int, int, int, const float *, const float *,
                                int, const float *, int, const float *, float *, int);
 static cublas_sgemm_fn sgemm;
+/* cublasGemmEx for bf16 inputs, f32 C and f32 compute: CUDA_R_16BF = 14,
+ * CUDA_R_32F = 0, CUBLAS_COMPUTE_32F = 68, CUBLAS_GEMM_DEFAULT = -1
+ * (library_types.h, cublas_api.h). */
+typedef int (*cublas_gemmex_fn)(void *, int, int, int, int, int, const void *, const void *, int,
+                                int, const void *, int, int, const void *, void *, int, int, int,
+                                int);
+static cublas_gemmex_fn gemmex;
+
+static void run_cublas_bf16(void *arg)
+{
+    (void)arg;
+    const float one = 1.0f, zero = 0.0f;
+    gemmex(B.cublas, 0, 0, (int)B.N, (int)B.M, (int)B.K, &one, (const void *)(uintptr_t)B.b, 14,
+           (int)B.N, (const void *)(uintptr_t)B.a, 14, (int)B.K, &zero, (void *)(uintptr_t)B.c, 0,
+           (int)B.N, 68, -1);
+}
 
 static void run_cublas(void *arg)
 {
@@ -150,6 +177,7 @@ static void *load_cublas(void *stream, char *why, size_t len)
             continue;
         cublas_create_fn create = (cublas_create_fn)(uintptr_t)dlsym(h, "cublasCreate_v2");
         sgemm = (cublas_sgemm_fn)(uintptr_t)dlsym(h, "cublasSgemm_v2");
+        gemmex = (cublas_gemmex_fn)(uintptr_t)dlsym(h, "cublasGemmEx");
         cublas_set_stream_fn set_stream =
             (cublas_set_stream_fn)(uintptr_t)dlsym(h, "cublasSetStream_v2");
         void *handle = NULL;
@@ -280,6 +308,21 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
     if (csv)
         fprintf(csv, "matmul nn,%s,%.4f,%.2f,GFLOP/s,,%.3f,%.4f,%.3f\n", shape, ms,
                 flops / (ms * 1e6), B.cublas ? cms / ms : 0.0, est, est > 0 ? ms / est : 0.0);
+    /* the tensor-core matmul (bf16 in, f32 out) against cublasGemmEx bf16 */
+    ms = time_ms(&g, run_matmul16, NULL, reps);
+    cms = B.cublas && gemmex ? time_ms(&g, run_cublas_bf16, NULL, reps) : 0;
+    fprintf(out, "%-22s %-16s %10.3f %8.1f GF/s %10s ", "matmul16 bf16", shape, ms,
+            flops / (ms * 1e6), "-");
+    if (B.cublas && gemmex)
+        fprintf(out, "%9.2fx", cms / ms);
+    else
+        fprintf(out, "  skipped (%s)", B.cublas ? "no cublasGemmEx" : why);
+    est = eo_predicted_ms(cu.name, "matmul16 bf16", shape, NULL);
+    print_estimate(out, ms, est);
+    if (csv)
+        fprintf(csv, "matmul16 bf16,%s,%.4f,%.2f,GFLOP/s,,%.3f,%.4f,%.3f\n", shape, ms,
+                flops / (ms * 1e6), B.cublas && gemmex ? cms / ms : 0.0, est,
+                est > 0 ? ms / est : 0.0);
     snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
     for (size_t i = 0; i < sizeof mem / sizeof *mem; i++) {
         ms = time_ms(&g, mem[i].fn, NULL, reps);

@@ -92,6 +92,24 @@ static void run_matmul(sim *s, const bcase *c)
                      &s->ex);
 }
 
+/* The tensor-core matmul: variant 0 bf16, 1 f16 (nn, f32 C). 16-bit
+ * buffers hold 0.5 (bf16 0x3f00, f16 0x3800), filled as pairs. */
+static void run_matmul16(sim *s, const bcase *c)
+{
+    int64_t M = c->a, N = c->b, K = c->c;
+    int f16 = c->variant == 1;
+    uint32_t half_pair = f16 ? 0x38003800u : 0x3f003f00u;
+    float fill;
+    memcpy(&fill, &half_pair, 4);
+    float *A = dbuf(s, (size_t)(M * K + 1) / 2, fill), *B = dbuf(s, (size_t)(K * N + 1) / 2, fill);
+    float *C = dbuf(s, (size_t)(M * N), 0.0f);
+    if (s->failed)
+        return;
+    int dt = f16 ? 3 : 2; /* EO_F16, EO_BF16 */
+    eo_cuda_k_matmul16(0, 0, 1, M, N, K, dt, A, K, 0, B, N, 0, 0.0f, 0 /* EO_F32 */, C, N, 0, NULL,
+                       &s->ex);
+}
+
 static void run_softmax(sim *s, const bcase *c)
 {
     size_t n = (size_t)(c->a * c->b);
@@ -196,6 +214,11 @@ static const bcase cases[] = {
     MM("4096x4096x4096", 4096, 4096, 4096, 0, 2),
     MM("4096x4096x4096", 4096, 4096, 4096, 1, 2),
     MM("4096x4096x4096", 4096, 4096, 4096, 2, 2),
+    /* the tensor-core matmul (bf16 and f16 inputs, f32 accumulation and C) */
+    {"matmul16 bf16", "4096x4096x4096", 4096, 4096, 4096, 0, 0, 2.0 * 4096 * 4096 * 4096.0, 1, 2,
+     run_matmul16},
+    {"matmul16 f16", "4096x4096x4096", 4096, 4096, 4096, 0, 1, 2.0 * 4096 * 4096 * 4096.0, 1, 2,
+     run_matmul16},
     /* the MLP on Fashion-MNIST, batch 128: 784 -> 256 -> 10, and the dW of layer 0 */
     MM("128x256x784", 128, 256, 784, 0, 4),
     MM("128x10x256", 128, 10, 256, 0, 4),
@@ -357,7 +380,7 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
         free_all(&s);
     }
     fprintf(out, "\n%% of peak: of the limiting resource (DRAM bandwidth, FP32 or SFU pipe, "
-                 "shared-memory wavefronts, issue slots)\nat the estimated time; when latency "
+                 "shared-memory wavefronts, issue slots,\nthe dense BF16/F16 tensor-core peak)\nat the estimated time; when latency "
                  "(dependent load rounds) or the launch floor limits, of the busiest\nof those. "
                  "Interpreter time %.0f s.%s\n", ((double)clock() - t0) / CLOCKS_PER_SEC,
             unknown ? " Registers unknown for some kernels (no ptxas): occupancy not limited by "

@@ -1273,11 +1273,18 @@ int main(int argc, char **argv)
         return 2;
 
     if (sim) { /* estimates from the interpreter: tools/bench/bench_sim.c */
+#if EO_HAVE_CUDA
         FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
         int rc = eo_bench_sim(gpu, opt.filter, profile, stdout, csv);
         if (csv)
             fclose(csv);
         return rc;
+#else
+        (void)gpu, (void)profile;
+        fprintf(stderr, "eo-bench: --device sim: this build has no CUDA backend (make CUDA=0), "
+                        "whose launchers the estimates run\n");
+        return 2;
+#endif
     }
     if (cuda) { /* the GPU mode: tools/bench/bench_gpu.c */
 #if EO_HAVE_CUDA

@@ -33,6 +33,11 @@
  *  - The clock is the one that makes the FP32 peak come out: SMs x FP32
  *    lanes x 2 x clock = peak (1.98 GHz for H200, 1.41 for A100, 2.52 for
  *    the 4090).
+ *  - mma.sync on Hopper (H100/H200): about two thirds of the dense BF16
+ *    peak, 0.67 here -- a secondary source (a microbenchmark study of the
+ *    Hopper tensor cores, as summarised in EveryO's GPU-ANCHORS notes);
+ *    the full rate needs wgmma. On A100 and the 4090 mma.sync is the
+ *    native tensor-core path: the full peak (share 1).
  *  - Latencies are ASSUMPTIONS (the order of magnitude of published
  *    microbenchmarks, not measured here): a DRAM access 600 ns on the HBM
  *    parts and 500 ns on GDDR6X, an L2 hit 200 ns. They only matter for
@@ -40,18 +45,18 @@
 static const eo_gpu_spec gpus[] = {
     {"H200", "NVIDIA H200 SXM 141GB", "sm_90", 132, 1.98, 66.9, 989.0, 4800.0, 50.0, 128, 16,
      65536, 64, 32, 233472, 1024, 600.0, 200.0,
-     "H200 datasheet; H100 architecture whitepaper; CUDA Programming Guide (cc 9.0)", 1},
+     "H200 datasheet; H100 architecture whitepaper; CUDA Programming Guide (cc 9.0)", 1, 0.67},
     /* Only with --gpu H100 (not in the default table): what gpu-report
      * checks against on an H100. HBM3 3.35 TB/s: the H100 SXM datasheet. */
     {"H100", "NVIDIA H100 SXM 80GB", "sm_90", 132, 1.98, 66.9, 989.0, 3350.0, 50.0, 128, 16,
      65536, 64, 32, 233472, 1024, 600.0, 200.0,
-     "H100 datasheet and architecture whitepaper; CUDA Programming Guide (cc 9.0)", 0},
+     "H100 datasheet and architecture whitepaper; CUDA Programming Guide (cc 9.0)", 0, 0.67},
     {"A100", "NVIDIA A100 80GB SXM", "sm_80", 108, 1.41, 19.5, 312.0, 2039.0, 40.0, 64, 16,
      65536, 64, 32, 167936, 1024, 600.0, 200.0,
-     "A100 datasheet and architecture whitepaper; CUDA Programming Guide (cc 8.0)", 1},
+     "A100 datasheet and architecture whitepaper; CUDA Programming Guide (cc 8.0)", 1, 1.0},
     {"RTX4090", "NVIDIA GeForce RTX 4090", "sm_89", 128, 2.52, 82.6, 165.2, 1008.0, 72.0, 128, 16,
      65536, 48, 24, 102400, 1024, 500.0, 200.0,
-     "Ada Lovelace architecture whitepaper; CUDA Programming Guide (cc 8.9)", 1},
+     "Ada Lovelace architecture whitepaper; CUDA Programming Guide (cc 8.9)", 1, 1.0},
 };
 
 int eo_gpu_count(void) { return (int)(sizeof gpus / sizeof gpus[0]); }
@@ -149,8 +154,8 @@ void eo_occupancy_compute(const eo_gpu_spec *g, unsigned threads_per_block,
 
 const char *eo_limiter_name(int lim)
 {
-    static const char *const names[EO_LIM_COUNT] = {"DRAM",  "FP32",    "SFU",   "shared",
-                                                   "issue", "latency", "launch"};
+    static const char *const names[EO_LIM_COUNT] = {"DRAM",  "FP32",   "SFU",     "shared",
+                                                   "issue", "tensor", "latency", "launch"};
     return lim >= 0 && lim < EO_LIM_COUNT ? names[lim] : "?";
 }
 
@@ -196,8 +201,15 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
     out->ideal_ms[EO_LIM_SFU] = 1e3 * sfu_warp * 32.0 / (g->sfu_lanes * sms * clk);
     out->ideal_ms[EO_LIM_SHARED] = 1e3 * waves / (sms * clk);
     out->ideal_ms[EO_LIM_ISSUE] = 1e3 * insts / (4.0 * sms * clk);
-    for (int i = EO_LIM_FP32; i <= EO_LIM_ISSUE; i++)
+    /* Tensor cores: the counted mma FLOPs at the dense 16-bit peak (the
+     * ideal), and at the share of it mma.sync reaches on this GPU (the
+     * term), spread over the busy SMs like the other pipes. */
+    double share = g->mma_sync_share > 0 ? g->mma_sync_share : 1.0;
+    out->tensor_flops = (double)c->tensor_flops * s;
+    out->ideal_ms[EO_LIM_TENSOR] = 1e3 * out->tensor_flops / (g->bf16_tflops * 1e12);
+    for (int i = EO_LIM_FP32; i <= EO_LIM_TENSOR; i++)
         out->t_ms[i] = out->ideal_ms[i] * tail / starve;
+    out->t_ms[EO_LIM_TENSOR] /= share;
 
     /* DRAM bytes. The footprint is the distinct sectors the grid touches
      * (measured exactly when every block ran; when sampling, the sampled
@@ -274,7 +286,7 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
     double used = out->ideal_ms[out->limiter];
     if (out->limiter == EO_LIM_LATENCY || out->limiter == EO_LIM_LAUNCH) {
         used = 0;
-        for (int i = EO_LIM_DRAM; i <= EO_LIM_ISSUE; i++)
+        for (int i = EO_LIM_DRAM; i <= EO_LIM_TENSOR; i++)
             used = out->ideal_ms[i] > used ? out->ideal_ms[i] : used;
     }
     out->pct_of_peak = out->ms > 0 ? 100.0 * used / out->ms : 0;
@@ -297,4 +309,9 @@ void eo_prediction_print(FILE *f, const eo_gpu_spec *g, const eo_prediction *p)
         fprintf(f, "  FP32 %.3f GFLOP: %.1f %% of the %.1f TFLOP/s peak at the estimated time\n",
                 p->fp32_flops * 1e-9, 100.0 * p->fp32_flops / (p->ms * 1e-3) / (g->fp32_tflops * 1e12),
                 g->fp32_tflops);
+    if (p->tensor_flops > 0)
+        fprintf(f, "  tensor %.3f GFLOP: %.1f %% of the %.0f TFLOP/s dense BF16 peak at the "
+                   "estimated time\n", p->tensor_flops * 1e-9,
+                100.0 * p->tensor_flops / (p->ms * 1e-3) / (g->bf16_tflops * 1e12),
+                g->bf16_tflops);
 }

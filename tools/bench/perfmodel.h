@@ -7,6 +7,8 @@
  * sources, and the limits; in short, the predicted time is the largest of
  *   DRAM      bytes that must come from device memory / bandwidth;
  *   FP32      FP32 lane operations / the FP32 pipe's rate;
+ *   tensor    tensor-core FLOPs (mma.sync) / the dense BF16/F16 peak times
+ *             the share of it mma.sync reaches on that GPU;
  *   SFU       transcendental lane operations / the MUFU pipe's rate;
  *   shared    shared-memory wavefronts / one wavefront per SM per clock;
  *   issue     warp instructions / 4 schedulers per SM per clock;
@@ -46,6 +48,10 @@ typedef struct eo_gpu_spec {
     double l2_latency_ns;     /* ASSUMED load-to-use latency of an L2 hit */
     const char *source;
     int in_table;             /* shown by default in eo-bench --device sim */
+    /* The share of the dense BF16 peak that mma.sync can reach (0 means 1):
+     * on Hopper the full rate needs wgmma, and mma.sync is reported to top
+     * out near two thirds (perfmodel.c cites the source). */
+    double mma_sync_share;
 } eo_gpu_spec;
 
 int eo_gpu_count(void);
@@ -82,8 +88,8 @@ void eo_occupancy_compute(const eo_gpu_spec *g, unsigned threads_per_block,
                           const eo_kernel_resources *res, size_t shared_per_block,
                           eo_occupancy *out);
 
-enum { EO_LIM_DRAM, EO_LIM_FP32, EO_LIM_SFU, EO_LIM_SHARED, EO_LIM_ISSUE, EO_LIM_LATENCY,
-       EO_LIM_LAUNCH, EO_LIM_COUNT };
+enum { EO_LIM_DRAM, EO_LIM_FP32, EO_LIM_SFU, EO_LIM_SHARED, EO_LIM_ISSUE, EO_LIM_TENSOR,
+       EO_LIM_LATENCY, EO_LIM_LAUNCH, EO_LIM_COUNT };
 const char *eo_limiter_name(int lim);
 
 typedef struct eo_prediction {
@@ -96,6 +102,7 @@ typedef struct eo_prediction {
     double dram_bytes;        /* the bytes the DRAM term counts */
     const char *dram_rule;    /* "footprint <= L2", "wave re-reads", ... */
     double fp32_flops;        /* useful FP32 flops (2 per active FMA lane) */
+    double tensor_flops;      /* tensor-core flops (4096 per mma.m16n8k16) */
     double load_latency_ns;   /* the mean latency the latency term charges per round */
     double occupancy;         /* resident warps / max warps per SM, as used */
     double scale;             /* grid blocks / blocks run (sampling) */

@@ -65,6 +65,7 @@ int px_src_type(const px_insn *in, int i)
         return in->t1;
     case PX_OP_SHFL: return i == 1 ? PX_T_B32 : PX_T_U32;
     case PX_OP_VOTE: return i == 1 ? PX_T_PRED : PX_T_B32;
+    case PX_OP_MMA: return i == 3 ? PX_T_F32 : PX_T_B32; /* a, b packed pairs; c f32 */
     default: return in->t1;
     }
 }
@@ -86,6 +87,8 @@ int px_dst_type(const px_insn *in)
     case PX_OP_SETP: return PX_T_PRED;
     case PX_OP_POPC: case PX_OP_CLZ: return PX_T_U32;
     case PX_OP_CVTA: return PX_T_U64;
+    case PX_OP_MMA: return PX_T_F32;
+    case PX_OP_LDMATRIX: return PX_T_B32; /* each register: two 16-bit elements */
     case PX_OP_MUL: case PX_OP_MAD:
         return (in->flags & PX_F_WIDE) ? px_wide_type(in->t1) : in->t1;
     default: return in->t1;
@@ -229,10 +232,119 @@ static uint64_t f_to_int(double x, int rnd, int dt)
     return (uint64_t)x;
 }
 
-static uint64_t cvt(const px_insn *in, uint64_t a)
+/* ---- 16-bit floats -----------------------------------------------------------------
+ * Formats (IEEE 754-2008 binary16; bfloat16 = the top half of a binary32):
+ *   f16:  1 sign, 5 exponent (bias 15), 10 fraction bits; max 65504,
+ *         smallest normal 2^-14, subnormals down to 2^-24;
+ *   bf16: 1 sign, 8 exponent (bias 127), 7 fraction bits: the f32 range.
+ * Both conversions from f32 work on the value, not on bit tricks: the
+ * value's quantum (the spacing of the 16-bit format's numbers at its
+ * magnitude, a power of two) divides |x| exactly in double, the quotient
+ * is rounded to an integer by the mode, and the rounded value is encoded.
+ * A quotient that rounds up to the next power of two simply encodes as
+ * the next exponent. */
+static double round_mode(double q, int rnd, int neg)
+{
+    switch (rnd) {
+    case PX_RND_RZ: return trunc(q);
+    case PX_RND_RP: return neg ? trunc(q) : ceil(q);  /* toward +inf */
+    case PX_RND_RM: return neg ? ceil(q) : trunc(q);  /* toward -inf */
+    default: return nearbyint(q); /* ties to even in the default mode */
+    }
+}
+
+/* |x| rounded to a format with `man` fraction bits whose smallest normal
+ * exponent is emin (subnormals below it share its quantum). */
+static double round_to_format(double a, int man, int emin, int rnd, int neg)
+{
+    if (a == 0)
+        return 0;
+    int e;
+    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1): a's exponent is e - 1 */
+    e -= 1;
+    if (e < emin)
+        e = emin;
+    double quantum = ldexp(1.0, e - man);
+    return round_mode(a / quantum, rnd, neg) * quantum;
+}
+
+uint16_t px_f32_to_f16(float x, int rnd)
+{
+    if (x != x)
+        return 0x7fff;
+    int neg = signbit(x) != 0;
+    uint16_t sign = neg ? 0x8000 : 0;
+    double a = fabs((double)x), r;
+    if (isinf(x))
+        return sign | 0x7c00;
+    r = round_to_format(a, 10, -14, rnd, neg);
+    if (r > 65504.0) { /* overflow: inf, unless the mode rounds toward zero here */
+        int to_inf = rnd == PX_RND_RN || rnd == PX_RND_NONE || (rnd == PX_RND_RP && !neg) ||
+                     (rnd == PX_RND_RM && neg);
+        return sign | (to_inf ? 0x7c00 : 0x7bff);
+    }
+    if (r < ldexp(1.0, -14)) /* subnormal (or zero): a count of 2^-24 */
+        return sign | (uint16_t)(r / ldexp(1.0, -24));
+    int e;
+    double f = frexp(r, &e); /* r = f * 2^e, f in [0.5, 1) */
+    unsigned biased = (unsigned)(e - 1 + 15), frac = (unsigned)((f * 2.0 - 1.0) * 1024.0);
+    return (uint16_t)(sign | biased << 10 | frac);
+}
+
+uint16_t px_f32_to_bf16(float x, int rnd)
+{
+    uint32_t u = (uint32_t)bits32(x);
+    if (x != x)
+        return 0x7fff;
+    if (isinf(x))
+        return (uint16_t)(u >> 16);
+    int neg = signbit(x) != 0;
+    double r = round_to_format(fabs((double)x), 7, -126, rnd, neg);
+    if (r > 0x1.fep127) { /* past the largest finite bf16 */
+        int to_inf = rnd == PX_RND_RN || rnd == PX_RND_NONE || (rnd == PX_RND_RP && !neg) ||
+                     (rnd == PX_RND_RM && neg);
+        return (uint16_t)((neg ? 0x8000 : 0) | (to_inf ? 0x7f80 : 0x7f7f));
+    }
+    /* every bf16 value is an f32 value: its top half is the encoding */
+    float rf = (float)(neg ? -r : r);
+    return (uint16_t)(bits32(rf) >> 16);
+}
+
+float px_f16_to_f32(uint16_t h)
+{
+    unsigned e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp((double)m, -24)
+               : e == 31 ? (m ? NAN : INFINITY)
+                         : ldexp(1024.0 + m, (int)e - 25);
+    if (e == 31 && m) { /* keep the payload's top bits and quietness, as the hardware does */
+        uint32_t u = (uint32_t)(h & 0x8000) << 16 | 0x7f800000u | (uint32_t)m << 13 | 0x400000u;
+        return f32(u);
+    }
+    return (float)((h & 0x8000) ? -v : v);
+}
+
+float px_bf16_to_f32(uint16_t h) { return f32((uint64_t)h << 16); }
+
+static uint64_t cvt(const px_insn *in, uint64_t a, uint64_t b)
 {
     int dt = in->t1, st = in->t2;
     int sat = (in->flags & PX_F_SAT) != 0;
+    /* 16-bit floats: to and from f32 only (parse.c refuses the rest).
+     * The packed forms put the conversion of the FIRST source (a) in the
+     * upper half, of the second (b) in the lower half (PTX ISA, cvt). */
+    switch (dt) {
+    case PX_T_F16: return px_f32_to_f16(f32(a), in->rnd);
+    case PX_T_BF16: return px_f32_to_bf16(f32(a), in->rnd);
+    case PX_T_F16X2:
+        return (uint64_t)px_f32_to_f16(f32(a), in->rnd) << 16 | px_f32_to_f16(f32(b), in->rnd);
+    case PX_T_BF16X2:
+        return (uint64_t)px_f32_to_bf16(f32(a), in->rnd) << 16 | px_f32_to_bf16(f32(b), in->rnd);
+    default: break;
+    }
+    if (st == PX_T_F16)
+        return bits32(px_f16_to_f32((uint16_t)a));
+    if (st == PX_T_BF16)
+        return bits32(px_bf16_to_f32((uint16_t)a));
     if (px_type_is_float(st)) {
         double x = st == PX_T_F32 ? (double)f32(a) : f64(a);
         if (st == PX_T_F32 && (in->flags & PX_F_FTZ))
@@ -323,7 +435,7 @@ static uint64_t alu(const px_insn *in, uint64_t a, uint64_t b, uint64_t c)
     unsigned bits = px_type_bytes(t) * 8;
     switch (in->op) {
     case PX_OP_MOV: return a;
-    case PX_OP_CVT: return cvt(in, a);
+    case PX_OP_CVT: return cvt(in, a, b);
     case PX_OP_ADD: case PX_OP_SUB:
         if (fl)
             return fbin(in, a, b);

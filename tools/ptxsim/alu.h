@@ -29,6 +29,16 @@ int px_wide_type(int t);
 uint64_t px_alu(const px_insn *in, uint64_t a, uint64_t b, uint64_t c);
 /* setp's comparison (1 or 0). */
 int px_compare(int cmp, int type, uint64_t a, uint64_t b);
+/* 16-bit floats (cvt, mma). f32 -> f16/bf16 rounds by a PX_RND_ mode
+ * (RN: to nearest, ties to even); NaN becomes PTX's canonical NaN 0x7fff;
+ * f16 overflow goes to +-inf, or to the largest finite value where the
+ * mode rounds toward zero; subnormal results are kept (no .ftz). The
+ * widening conversions are exact. */
+uint16_t px_f32_to_f16(float x, int rnd);
+uint16_t px_f32_to_bf16(float x, int rnd);
+float px_f16_to_f32(uint16_t h);
+float px_bf16_to_f32(uint16_t h);
+
 /* The new memory value of an atomic from the old one and operands b, c. */
 uint64_t px_atom_apply(int sub, int type, uint64_t old, uint64_t b, uint64_t c);
 

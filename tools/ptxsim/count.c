@@ -90,6 +90,10 @@ static uint8_t classify(const px_insn *in)
     case PX_OP_BRA: case PX_OP_EXIT: return EO_PX_C_BRANCH;
     case PX_OP_BAR: case PX_OP_BAR_WARP: case PX_OP_MEMBAR: return EO_PX_C_BAR;
     case PX_OP_SHFL: case PX_OP_VOTE: return EO_PX_C_SHFL;
+    case PX_OP_MMA: return EO_PX_C_MMA;
+    case PX_OP_LDMATRIX: return EO_PX_C_LD_SHARED;
+    case PX_OP_CP_ASYNC: return EO_PX_C_LD_GLOBAL;
+    case PX_OP_CP_COMMIT: case PX_OP_CP_WAIT: return EO_PX_C_BAR;
     default: return EO_PX_C_INT; /* rem and the bitwise operations */
     }
 }
@@ -413,6 +417,12 @@ static void shared_request(eo_px_smem *m, uint32_t mask, const uint64_t *addr, u
     m->ideal += ideal;
 }
 
+void px_count_async_dst(px_count *pc, uint32_t mask, const uint64_t *addr, unsigned bytes)
+{
+    if (pc->c && mask)
+        shared_request(&pc->c->sst, mask, addr, bytes);
+}
+
 void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
                    uint32_t mem_mask, const uint64_t *addr, unsigned bytes, int shared)
 {
@@ -432,12 +442,15 @@ void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
     if ((cls == EO_PX_C_BRANCH || cls == EO_PX_C_BAR) && pc->wait[w])
         close_group(pc, w); /* the end of the basic block the wait fell in */
     c->thread_insts += (uint64_t)__builtin_popcount(exec);
+    if (cls == EO_PX_C_MMA)
+        c->tensor_flops += 2 * 16 * 8 * 16;
     if (!mem_mask)
         return;
     switch (cls) {
     case EO_PX_C_LD_GLOBAL:
         global_request(pc, &c->gld, mem_mask, addr, bytes);
-        mark_pending(pc, in, w);
+        if (in->op != PX_OP_CP_ASYNC) /* cp.async writes no register: nothing to wait on */
+            mark_pending(pc, in, w);
         break;
     case EO_PX_C_ST_GLOBAL: global_request(pc, &c->gst, mem_mask, addr, bytes); break;
     case EO_PX_C_ATOM_GLOBAL: global_request(pc, &c->gatom, mem_mask, addr, bytes); break;

@@ -59,6 +59,10 @@ void px_count_uses(px_count *pc, const px_insn *in, unsigned w);
 void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
                    uint32_t mem_mask, const uint64_t *addr, unsigned bytes, int shared);
 
+/* cp.async's shared side: the destinations (offsets) of the lanes in
+ * mask, `bytes` each, counted as one shared store request. */
+void px_count_async_dst(px_count *pc, uint32_t mask, const uint64_t *addr, unsigned bytes);
+
 /* Exposed for the unit tests of the bank rule: the wavefronts one shared
  * request takes (*ideal receives the conflict-free count). */
 unsigned px_shared_wavefronts(const uint64_t *addr, uint32_t mask, unsigned bytes,

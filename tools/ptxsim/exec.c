@@ -76,6 +76,9 @@ typedef struct block {
     unsigned mem_bytes;
     int mem_shared;
     int pair_second;  /* an odd linear block index (count.h, pair_new_sectors) */
+    uint64_t adst[32]; /* cp.async: each lane's shared destination, for the counters */
+    uint32_t adst_mask;
+    unsigned adst_bytes;
     /* cp.async state, allocated only for kernels that use it (see
      * "asynchronous copies" below). */
     struct async_copy *acp; /* [thread][PX_ASYNC_MAX] copies in flight */
@@ -297,7 +300,9 @@ static unsigned char *mem_at(block *b, const px_insn *in, unsigned t, int space,
             space = PX_SP_GLOBAL;
         }
     }
-    if (addr % n) {
+    /* cp.async's partial source reads (src-size 1..15 bytes) are aligned to
+     * the copy's size, which exec_cp_async checks itself */
+    if (addr % n && in->op != PX_OP_CP_ASYNC) {
         fault(b, EO_PX_FAULT_MISALIGNED, t, in->line,
               "%u-byte %s access at %s address 0x%llx is not %u-byte aligned", n,
               write ? "write" : "read", space == PX_SP_SHARED ? "shared" : "global",
@@ -531,6 +536,9 @@ static void exec_cp_async(block *b, const px_insn *in, unsigned t)
     }
     if (async_pending_hit(b, in, t, (size_t)dst, n, 1))
         return;
+    b->adst[t % 32] = dst;
+    b->adst_mask |= 1u << (t % 32);
+    b->adst_bytes = n;
     c->group = b->agroups[t];
     c->off = (uint32_t)dst;
     c->n = (uint8_t)n;
@@ -570,6 +578,144 @@ static void exec_cp_wait(block *b, const px_insn *in, unsigned t)
         async_retire(b, t, b->agroups[t] - keep);
 }
 /* ---- end of asynchronous copies ------------------------------------------------------- */
+
+/* ---- tensor cores: ldmatrix and mma.sync -------------------------------------------------
+ * Both are warp-wide: one instruction moves data between the 32 lanes, so
+ * they run once per warp (like shfl), and .sync.aligned means every lane
+ * of the warp executes them together -- a warp with a lane missing
+ * (diverged, exited, predicated off) is a fault here, undefined on the GPU.
+ *
+ * The layouts below follow the PTX ISA document (release 8.x), section
+ * "Warp Level Matrix Multiply-Accumulate Instructions": "Matrix Fragments
+ * for mma.m16n8k16 with floating point type" and "ldmatrix". With
+ * g = lane / 4 (the "groupID") and q = lane % 4 ("threadID_in_group"), a
+ * .b32 register holds two 16-bit elements, the lower-numbered one in its
+ * low half:
+ *   A (16 x 16, row):  a0 = A[g][2q..2q+1]      a1 = A[g+8][2q..2q+1]
+ *                      a2 = A[g][2q+8..2q+9]    a3 = A[g+8][2q+8..2q+9]
+ *   B (16 x 8, col):   b0 = B[2q..2q+1][g]      b1 = B[2q+8..2q+9][g]
+ *   C, D (16 x 8 f32): c0, c1 = C[g][2q], C[g][2q+1]; c2, c3 = the same at row g+8
+ * ldmatrix .xN: lanes 8j..8j+7 give the addresses of rows 0..7 of matrix
+ * j (16-byte aligned rows of 8 16-bit elements; the other lanes' addresses
+ * are not read); register j of lane l receives row g, elements 2q and
+ * 2q+1 of matrix j -- with .trans, column g: elements [2q][g], [2q+1][g].
+ * That is exactly A's and B's fragment shape, which is why the GEMM loads
+ * its fragments with it.
+ *
+ * mma's arithmetic: each product of two bf16 (or f16) values is exact in
+ * f32 (8 x 8 or 11 x 11 significant bits, and the exponents stay in f32's
+ * range except for products of two bf16 values both near the bottom of
+ * it). The interpreter accumulates D[i][j] = C[i][j] + sum_k A[i][k] B[k][j]
+ * in f32, adding the products in k order 0..15 onto C, one rounding (to
+ * nearest) per addition. The hardware's internal order and rounding are
+ * not specified bit for bit (tensor cores add groups of products with
+ * wider internal sums), so tests compare with a tolerance of the order of
+ * 16 f32 roundings of the sum of |products|, not bit for bit. */
+static void lanes_text(uint32_t m, char *buf, size_t cap);
+
+static int warp_whole(block *b, const px_insn *in, unsigned w, uint32_t exec)
+{
+    unsigned lo = w * 32, n = b->nthreads - lo < 32 ? b->nthreads - lo : 32;
+    uint32_t full = n == 32 ? 0xffffffffu : (1u << n) - 1;
+    if (n == 32 && exec == full)
+        return 1;
+    if (exec == 0)
+        return 0; /* predicated off in every lane: nothing happens */
+    char lanes[96];
+    lanes_text(~exec, lanes, sizeof lanes);
+    fault(b, EO_PX_FAULT_SHFL_DIVERGED, lo, in->line,
+          "%s.sync.aligned needs all 32 lanes of the warp; lane(s) %s are not executing it "
+          "(diverged, exited, predicated off or absent)",
+          in->op == PX_OP_MMA ? "mma" : "ldmatrix", lanes);
+    return 0;
+}
+
+static void exec_ldmatrix(block *b, const px_insn *in, unsigned w, uint32_t exec)
+{
+    if (!warp_whole(b, in, w, exec))
+        return;
+    unsigned nm = in->vec, lo = w * 32;
+    uint16_t m[4][8][8]; /* [matrix][row][column] */
+    for (unsigned j = 0; j < nm; j++)
+        for (unsigned r = 0; r < 8; r++) {
+            unsigned t = lo + 8 * j + r; /* the lane that names this row */
+            uint64_t addr = address(b, in, t, &in->o[1]);
+            if (b->faulted)
+                return;
+            const unsigned char *p = mem_at(b, in, t, PX_SP_SHARED, addr, 16, 0, 0);
+            if (!p)
+                return;
+            for (unsigned c = 0; c < 8; c++)
+                m[j][r][c] = (uint16_t)load_bits(p + 2 * c, 2);
+        }
+    int tr = (in->flags & PX_F_TRANS) != 0;
+    for (unsigned l = 0; l < 32; l++) {
+        unsigned g = l / 4, q = l % 4;
+        for (unsigned j = 0; j < nm; j++) {
+            uint32_t e0 = tr ? m[j][2 * q][g] : m[j][g][2 * q];
+            uint32_t e1 = tr ? m[j][2 * q + 1][g] : m[j][g][2 * q + 1];
+            int r = in->o[0].v[j];
+            if (r >= 0)
+                write_reg(b, lo + l, r, e0 | e1 << 16, PX_T_B32);
+        }
+    }
+}
+
+static float half_value(uint32_t h, int sub)
+{
+    return sub == PX_MMA_BF16 ? px_bf16_to_f32((uint16_t)h) : px_f16_to_f32((uint16_t)h);
+}
+
+static void exec_mma(block *b, const px_insn *in, unsigned w, uint32_t exec)
+{
+    if (!warp_whole(b, in, w, exec))
+        return;
+    unsigned lo = w * 32;
+    float A[16][16], B[16][8], C[16][8];
+    for (unsigned l = 0; l < 32; l++) {
+        unsigned t = lo + l, g = l / 4, q = l % 4;
+        uint32_t a[4], bb[2];
+        for (int i = 0; i < 4; i++)
+            a[i] = (uint32_t)read_reg(b, t, in->o[1].v[i], in->line);
+        for (int i = 0; i < 2; i++)
+            bb[i] = (uint32_t)read_reg(b, t, in->o[2].v[i], in->line);
+        for (int i = 0; i < 4; i++) {
+            uint32_t u = (uint32_t)read_reg(b, t, in->o[3].v[i], in->line);
+            float f;
+            memcpy(&f, &u, 4);
+            C[g + 8 * (unsigned)(i / 2)][2 * q + (unsigned)(i % 2)] = f;
+        }
+        if (b->faulted)
+            return;
+        for (int i = 0; i < 4; i++) {
+            unsigned row = g + 8 * (unsigned)(i % 2), col = 2 * q + 8 * (unsigned)(i / 2);
+            A[row][col] = half_value(a[i] & 0xffff, in->sub);
+            A[row][col + 1] = half_value(a[i] >> 16, in->sub);
+        }
+        for (int i = 0; i < 2; i++) {
+            unsigned k = 2 * q + 8 * (unsigned)i;
+            B[k][g] = half_value(bb[i] & 0xffff, in->sub);
+            B[k + 1][g] = half_value(bb[i] >> 16, in->sub);
+        }
+    }
+    for (unsigned l = 0; l < 32; l++) {
+        unsigned g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; i++) {
+            unsigned row = g + 8 * (unsigned)(i / 2), col = 2 * q + (unsigned)(i % 2);
+            /* f32 additions in k order; the product is exact, so a compiler
+             * that contracts this into an fma computes the same value */
+            float r = C[row][col];
+            for (unsigned k = 0; k < 16; k++)
+                r += A[row][k] * B[k][col];
+            uint32_t u;
+            memcpy(&u, &r, 4);
+            int d = in->o[0].v[i];
+            if (d >= 0)
+                write_reg(b, lo + l, d, u, PX_T_F32);
+        }
+    }
+}
+/* ---- end of tensor cores -------------------------------------------------------------- */
 
 /* One thread's share of an ordinary instruction. */
 static void exec_thread(block *b, const px_insn *in, unsigned t)
@@ -824,11 +970,14 @@ static int warp_step(block *b, unsigned w)
             exec |= 1u << (t - lo);
     }
     b->mem_mask = 0;
+    b->adst_mask = 0;
     px_count_uses(&b->count, in, w);
     switch (in->op) {
     case PX_OP_SHFL: exec_shfl(b, in, w, exec); break;
     case PX_OP_VOTE: exec_vote(b, in, w, exec); break;
     case PX_OP_BAR_WARP: check_mask(b, in, w, exec, 0); break;
+    case PX_OP_LDMATRIX: exec_ldmatrix(b, in, w, exec); break;
+    case PX_OP_MMA: exec_mma(b, in, w, exec); break;
     case PX_OP_BRA: case PX_OP_EXIT: case PX_OP_BAR: break;
     default:
         for (unsigned l = 0; l < 32 && !b->faulted; l++)
@@ -839,6 +988,8 @@ static int warp_step(block *b, unsigned w)
         return 0;
     px_count_insn(&b->count, in, w, exec, b->mem_mask, b->lane_addr, b->mem_bytes,
                   b->mem_shared);
+    if (in->op == PX_OP_CP_ASYNC)
+        px_count_async_dst(&b->count, b->adst_mask, b->adst, b->adst_bytes);
     for (unsigned l = 0; l < 32; l++) {
         if (!((active >> l) & 1))
             continue;
@@ -1011,8 +1162,8 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
     eo_status st = EO_OK;
     uint64_t nblocks = (uint64_t)c->grid.x * c->grid.y * c->grid.z;
     if (!b.regs || !b.init || !b.pc || !b.state || !b.shared || !b.sh ||
-        (uses_cp_async && (!b.acp || !b.nacp || !b.agroups || !b.apending)) ||
-        px_count_begin(&b.count, c->counters, k, h, b.nwarps) != 0) {
+        px_count_begin(&b.count, c->counters, k, h, b.nwarps) != 0 ||
+        (uses_cp_async && (!b.acp || !b.nacp || !b.agroups || !b.apending))) {
         st = EO_ERR_OOM;
     } else {
         if (c->counters) {

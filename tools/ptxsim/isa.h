@@ -21,6 +21,10 @@ typedef enum px_type {
     PX_T_U8, PX_T_U16, PX_T_U32, PX_T_U64,
     PX_T_S8, PX_T_S16, PX_T_S32, PX_T_S64,
     PX_T_F32, PX_T_F64,
+    /* 16-bit floats (tensor-core operands): IEEE half and bfloat16, and
+     * the packed pairs cvt writes into a .b32 register (the first source
+     * in the upper half). Registers holding them are declared .b16/.b32. */
+    PX_T_F16, PX_T_BF16, PX_T_F16X2, PX_T_BF16X2,
     PX_T_COUNT
 } px_type;
 
@@ -38,6 +42,11 @@ typedef enum px_op {
     /* asynchronous global-to-shared copies (sm_80): cp.async.{ca,cg}.shared.global,
      * cp.async.commit_group, cp.async.wait_group N / cp.async.wait_all */
     PX_OP_CP_ASYNC, PX_OP_CP_COMMIT, PX_OP_CP_WAIT,
+    /* tensor cores (sm_80): mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{..}.f32
+     * (sub: PX_MMA_BF16 or PX_MMA_F16) and ldmatrix.sync.aligned.m8n8.x{1,2,4}
+     * {.trans}.shared.b16 (vec: the number of matrices; PX_F_TRANS). exec.c,
+     * "tensor cores", says how they run. */
+    PX_OP_MMA, PX_OP_LDMATRIX,
     PX_OP_COUNT
 } px_op;
 
@@ -83,8 +92,12 @@ enum {
     PX_F_NC = 1 << 11,    /* ld.global.nc */
     PX_F_SCOPE = 1 << 12, /* .cta .gpu .sys */
     PX_F_FENCE = 1 << 13, /* written fence, not membar */
-    PX_F_FULL = 1 << 14   /* div.full.f32 */
+    PX_F_FULL = 1 << 14,  /* div.full.f32 */
+    PX_F_TRANS = 1 << 15  /* ldmatrix .trans */
 };
+
+/* mma's input type, in `sub`. */
+enum { PX_MMA_BF16 = 1, PX_MMA_F16 = 2 };
 
 /* Special (read-only) registers. */
 typedef enum px_sreg {
@@ -174,9 +187,18 @@ static inline unsigned px_type_bytes(int t)
 {
     if (t >= PX_T_B8 && t <= PX_T_S64)
         return 1u << ((t - PX_T_B8) % 4);
+    if (t == PX_T_F16 || t == PX_T_BF16)
+        return 2;
+    if (t == PX_T_F16X2 || t == PX_T_BF16X2)
+        return 4;
     return t == PX_T_F32 ? 4 : t == PX_T_F64 ? 8 : t == PX_T_PRED ? 1 : 0;
 }
-static inline int px_type_is_float(int t) { return t == PX_T_F32 || t == PX_T_F64; }
+/* Scalar float types; the 16-bit ones occur only in cvt (rules.c). */
+static inline int px_type_is_float(int t)
+{
+    return t == PX_T_F32 || t == PX_T_F64 || t == PX_T_F16 || t == PX_T_BF16;
+}
+static inline int px_type_is_16f(int t) { return t >= PX_T_F16 && t <= PX_T_BF16X2; }
 static inline int px_type_is_signed(int t) { return t >= PX_T_S8 && t <= PX_T_S64; }
 const char *px_type_name(int t);
 const char *px_sreg_name(int s);

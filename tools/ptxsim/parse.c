@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/alu.h"
@@ -23,7 +24,7 @@
 
 static const char *const type_names[PX_T_COUNT] = {
     "", ".pred", ".b8", ".b16", ".b32", ".b64", ".u8", ".u16", ".u32", ".u64",
-    ".s8", ".s16", ".s32", ".s64", ".f32", ".f64",
+    ".s8", ".s16", ".s32", ".s64", ".f32", ".f64", ".f16", ".bf16", ".f16x2", ".bf16x2",
 };
 
 const char *px_type_name(int t) { return (unsigned)t < PX_T_COUNT ? type_names[t] : "?"; }
@@ -127,7 +128,9 @@ static size_t align_up(parser *p, size_t x, size_t align, size_t limit, int line
 {
     if (x == 0)
         return 0; /* aligned to anything: `.shared .align 1048576` alone is fine */
-    if (x > limit || align - 1 > limit - x)
+    /* the aligned offset may reach the limit exactly: a kernel with 48 KB
+     * of static shared memory has its (empty) dynamic part at 48 KB */
+    if (x > limit || align - 1 > SIZE_MAX - x || ((x + align - 1) & ~(align - 1)) > limit)
         fail(p, EO_ERR_FORMAT, line, "'%s': offset %zu aligned to %zu goes past the limit of %zu "
              "bytes", what, x, align, limit);
     return (x + align - 1) & ~(align - 1);
@@ -463,7 +466,7 @@ typedef struct opdef {
 
 static const opdef opdefs[] = {
     {"ld", PX_OP_LD, 2, 2},       {"st", PX_OP_ST, 2, 2},       {"mov", PX_OP_MOV, 2, 2},
-    {"cvta", PX_OP_CVTA, 2, 2},   {"cvt", PX_OP_CVT, 2, 2},     {"add", PX_OP_ADD, 3, 3},
+    {"cvta", PX_OP_CVTA, 2, 2},   {"cvt", PX_OP_CVT, 2, 3},     {"add", PX_OP_ADD, 3, 3},
     {"sub", PX_OP_SUB, 3, 3},     {"mul", PX_OP_MUL, 3, 3},     {"mad", PX_OP_MAD, 4, 4},
     {"fma", PX_OP_FMA, 4, 4},     {"div", PX_OP_DIV, 3, 3},     {"rem", PX_OP_REM, 3, 3},
     {"min", PX_OP_MIN, 3, 3},     {"max", PX_OP_MAX, 3, 3},     {"abs", PX_OP_ABS, 2, 2},
@@ -640,6 +643,78 @@ static void validate_cp_async(parser *p, px_insn *in)
 }
 /* ---- end of cp.async ---------------------------------------------------------- */
 
+/* ---- tensor cores: mma.sync and ldmatrix ---------------------------------------
+ * Only the forms a bf16/f16 GEMM needs, spelled out whole (the PTX ISA
+ * document, "Warp Level Matrix Multiply-Accumulate Instructions": mma and
+ * ldmatrix):
+ *     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32  {d0..d3}, {a0..a3}, {b0,b1}, {c0..c3};
+ *     mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32    (the same operands)
+ *     ldmatrix.sync.aligned.m8n8.x1|x2|x4{.trans}.shared{::cta}.b16  {d0..}, [addr];
+ * d and c are .f32 registers, a and b .b32 registers holding two 16-bit
+ * values each. exec.c ("tensor cores") has the fragment layouts. */
+static const opdef tc_defs[] = {
+    {"mma", PX_OP_MMA, 4, 4},
+    {"ldmatrix", PX_OP_LDMATRIX, 2, 2},
+};
+
+static void decode_tc(parser *p, px_insn *in, const char *whole, const opdef **def)
+{
+    static const char mma_pre[] = "mma.sync.aligned.m16n8k16.row.col.f32.";
+    static const char ldm_pre[] = "ldmatrix.sync.aligned.m8n8.";
+    size_t n = strlen(mma_pre), m = strlen(ldm_pre);
+    if (strncmp(whole, mma_pre, n) == 0) {
+        const char *t = whole + n;
+        *def = &tc_defs[0];
+        in->t1 = PX_T_F32;
+        if (strcmp(t, "bf16.bf16.f32") == 0)
+            in->sub = PX_MMA_BF16;
+        else if (strcmp(t, "f16.f16.f32") == 0)
+            in->sub = PX_MMA_F16;
+        else
+            fail(p, EO_ERR_UNSUPPORTED, in->line, "unsupported mma form '%s' (the interpreter "
+                 "models m16n8k16.row.col with f32 accumulation of bf16 or f16)", whole);
+    } else if (strncmp(whole, ldm_pre, m) == 0) {
+        const char *t = whole + m;
+        *def = &tc_defs[1];
+        in->t1 = PX_T_B16;
+        in->space = PX_SP_SHARED;
+        in->vec = (uint8_t)(t[0] == 'x' ? t[1] - '0' : 0);
+        if (t[0] == 'x')
+            t += 2;
+        if (strncmp(t, ".trans", 6) == 0) {
+            in->flags |= PX_F_TRANS;
+            t += 6;
+        }
+        if ((in->vec != 1 && in->vec != 2 && in->vec != 4) ||
+            (strcmp(t, ".shared.b16") != 0 && strcmp(t, ".shared::cta.b16") != 0))
+            fail(p, EO_ERR_UNSUPPORTED, in->line, "unsupported ldmatrix form '%s' (the "
+                 "interpreter models m8n8.x1/.x2/.x4{.trans}.shared.b16)", whole);
+    } else {
+        fail(p, EO_ERR_UNSUPPORTED, in->line, "unsupported instruction '%s'", whole);
+    }
+    in->flags |= PX_F_SYNC | PX_F_ALIGNED;
+    in->op = (*def)->op;
+    next(p);
+}
+
+static void validate_tc(parser *p, px_insn *in)
+{
+    const px_operand *o = in->o;
+    if (in->op == PX_OP_MMA) {
+        static const int want[4] = {4, 4, 2, 4};
+        for (int i = 0; i < 4; i++)
+            if (o[i].kind != PX_O_VEC || o[i].nvec != want[i])
+                fail(p, EO_ERR_FORMAT, in->line, "mma.m16n8k16 takes {4 registers}, {4}, {2}, "
+                     "{4} (operand %d)", i + 1);
+        return;
+    }
+    if (o[0].kind != PX_O_VEC || o[0].nvec != in->vec)
+        fail(p, EO_ERR_FORMAT, in->line, "ldmatrix .x%d writes {%d registers}", in->vec, in->vec);
+    if (o[1].kind != PX_O_MEM)
+        fail(p, EO_ERR_FORMAT, in->line, "ldmatrix reads a shared address [..]");
+}
+/* ---- end of tensor cores --------------------------------------------------------- */
+
 static void decode_opcode(parser *p, px_insn *in, const opdef **def)
 {
     char whole[96];
@@ -651,6 +726,10 @@ static void decode_opcode(parser *p, px_insn *in, const opdef **def)
     *def = NULL;
     if (piece_is(whole, blen, "cp")) { /* cp.async: see above */
         decode_cp_async(p, in, whole, def);
+        return;
+    }
+    if (piece_is(whole, blen, "mma") || piece_is(whole, blen, "ldmatrix")) {
+        decode_tc(p, in, whole, def);
         return;
     }
     for (size_t i = 0; i < sizeof opdefs / sizeof opdefs[0]; i++)
@@ -891,6 +970,21 @@ static void validate(parser *p, px_insn *in)
         validate_cp_async(p, in);
         return;
     }
+    if (op == PX_OP_MMA || op == PX_OP_LDMATRIX) {
+        validate_tc(p, in);
+        return;
+    }
+    /* cvt to a packed pair takes two sources; 16-bit floats convert
+     * to and from f32 only (the forms the interpreter models). */
+    if (op == PX_OP_CVT && (in->t1 == PX_T_F16X2 || in->t1 == PX_T_BF16X2) != (in->nops == 3))
+        fail(p, EO_ERR_FORMAT, line, "cvt to .f16x2/.bf16x2 takes two sources, other cvt one");
+    if (op == PX_OP_CVT && (px_type_is_16f(in->t1) || px_type_is_16f(in->t2)) &&
+        (px_type_is_16f(in->t1) ? in->t2 : in->t1) != PX_T_F32)
+        fail(p, EO_ERR_UNSUPPORTED, line, "unsupported: cvt between a 16-bit float and %s "
+             "(the interpreter models conversions to and from .f32)",
+             px_type_name(px_type_is_16f(in->t1) ? in->t2 : in->t1));
+    if (op == PX_OP_CVT && (in->t2 == PX_T_F16X2 || in->t2 == PX_T_BF16X2))
+        fail(p, EO_ERR_FORMAT, line, "a packed pair is not a cvt source");
     int needs_type = !(op == PX_OP_BRA || op == PX_OP_BAR || op == PX_OP_BAR_WARP ||
                        op == PX_OP_MEMBAR || op == PX_OP_EXIT);
     if (needs_type && in->t1 == PX_T_NONE)

@@ -42,6 +42,7 @@ void eo_px_counters_add(eo_px_counters *into, const eo_px_counters *c)
     into->mlp_loads += c->mlp_loads;
     into->mlp_sq += c->mlp_sq;
     into->load_groups += c->load_groups;
+    into->tensor_flops += c->tensor_flops;
 }
 
 const char *eo_px_class_name(int cls)
@@ -49,7 +50,7 @@ const char *eo_px_class_name(int cls)
     static const char *const names[EO_PX_NCLASS] = {
         "ffma", "fmul", "fadd", "fp other", "sfu", "integer", "convert", "ld.shared",
         "st.shared", "ld.global", "st.global", "atom.global", "shuffle", "barrier", "branch",
-        "other",
+        "other", "mma",
     };
     return cls >= 0 && cls < EO_PX_NCLASS ? names[cls] : "?";
 }

@@ -38,7 +38,9 @@
  *               %r<N> ranges), .shared (module or kernel scope, .align,
  *               arrays, .extern .shared name[] for dynamic shared memory),
  *               labels, nested { } scopes, .loc/.file/.pragma (ignored);
- *   types       .pred .b8-.b64 .u8-.u64 .s8-.s64 .f32 .f64 (no .f16);
+ *   types       .pred .b8-.b64 .u8-.u64 .s8-.s64 .f32 .f64; .f16 .bf16 (and
+ *               the packed .f16x2 .bf16x2) in cvt to and from .f32, their
+ *               values in .b16/.b32 registers;
  *   memory      ld/st .global .shared .param(ld of kernel params) or
  *               generic, with .v2/.v4 up to 16 bytes; atom/red .global or
  *               .shared: add inc dec min max and or xor cas exch;
@@ -49,7 +51,12 @@
  *               or xor not cnot shl shr popc clz, setp (all comparisons,
  *               .and/.or/.xor combiners, p|q), selp, mov (registers,
  *               immediates, special registers, shared addresses), cvt
- *               (int/float both ways, .rni/.rzi/.rmi/.rpi, .sat);
+ *               (int/float both ways, .rni/.rzi/.rmi/.rpi, .sat; f32 <-> f16/bf16
+ *               with .rn .rz .rm .rp);
+ *   async/tc    cp.async.{ca,cg}.shared.global (4/8/16 bytes, src-size),
+ *               commit_group, wait_group, wait_all; ldmatrix.sync.aligned
+ *               .m8n8.x1/.x2/.x4{.trans}.shared.b16; mma.sync.aligned
+ *               .m16n8k16.row.col.f32.{bf16.bf16,f16.f16}.f32;
  *   control     @p/@!p guards, bra(.uni), ret, exit, bar.sync 0 /
  *               barrier.sync 0, bar.warp.sync, shfl.sync up/down/bfly/idx
  *               .b32 (with optional predicate), vote.sync all/any/uni/ballot;
@@ -192,12 +199,18 @@ const char *eo_px_fault_name(eo_px_fault_kind k);
  *   shuffle         shfl and vote
  *   barrier         bar.sync, bar.warp.sync, membar/fence
  *   branch          bra, ret, exit
- *   other           mov, ld.param (a constant-bank operand in SASS) */
+ *   other           mov, ld.param (a constant-bank operand in SASS)
+ *   mma             tensor-core mma.sync (HMMA in SASS); each m16n8k16
+ *                   is 2*16*8*16 = 4096 FLOPs, summed in tensor_flops
+ * ldmatrix counts as a shared load (16 bytes per address-giving lane:
+ * one wavefront per 8x8 matrix when conflict-free); cp.async as a global
+ * load (its source) and a shared store (its destination, counted when
+ * issued). */
 typedef enum eo_px_class {
     EO_PX_C_FFMA, EO_PX_C_FMUL, EO_PX_C_FADD, EO_PX_C_FP_OTHER, EO_PX_C_SFU,
     EO_PX_C_INT, EO_PX_C_CVT, EO_PX_C_LD_SHARED, EO_PX_C_ST_SHARED, EO_PX_C_LD_GLOBAL,
     EO_PX_C_ST_GLOBAL, EO_PX_C_ATOM_GLOBAL, EO_PX_C_SHFL, EO_PX_C_BAR, EO_PX_C_BRANCH,
-    EO_PX_C_OTHER,
+    EO_PX_C_OTHER, EO_PX_C_MMA,
     EO_PX_NCLASS
 } eo_px_class;
 
@@ -256,6 +269,7 @@ typedef struct eo_px_counters {
      * all groups: mlp_loads = sum k (global load instructions), mlp_sq =
      * sum k*k; mlp_sq / mlp_loads is the load-weighted mean group size. */
     uint64_t mlp_loads, mlp_sq, load_groups; /* load_groups: the number of groups */
+    uint64_t tensor_flops;   /* 4096 per mma.m16n8k16 warp instruction */
 } eo_px_counters;
 
 /* Counter arithmetic and printing (tools/ptxsim/profile.c). */

@@ -54,7 +54,7 @@ eo_status px_rules_target(int ptx, int sm, char *msg, size_t cap)
 #define TF (T(F32) | T(F64))
 #define T8 (T(B8) | T(U8) | T(S8))
 #define TMEM (T8 | TB | TU | TS | TF)
-#define TCVT (T(U8) | T(S8) | TU | TS | TF)
+#define TCVT (T(U8) | T(S8) | TU | TS | TF | T(F16) | T(BF16) | T(F16X2) | T(BF16X2))
 
 /* The instruction types an opcode takes, and the ISA version (x10) and
  * target it first appeared in. Forms with rules of their own (atom and
@@ -91,9 +91,11 @@ static const struct oprule {
     [PX_OP_ATOM] = {"atom", T(B32) | T(B64) | T(U32) | T(U64) | T(S32) | T(S64) | TF, 11, 11},
     [PX_OP_RED] = {"red", T(B32) | T(B64) | T(U32) | T(U64) | T(S32) | T(S64) | TF, 12, 11},
     [PX_OP_MEMBAR] = {"membar", 0, 14, 10},     [PX_OP_EXIT] = {"exit", 0, 10, 10},
-    /* The asynchronous copies of sm_80 (PTX ISA 7.0, "cp.async"). */
     [PX_OP_CP_ASYNC] = {"cp.async", 0, 70, 80}, [PX_OP_CP_COMMIT] = {"cp.async.commit_group", 0, 70, 80},
     [PX_OP_CP_WAIT] = {"cp.async.wait_group", 0, 70, 80},
+    /* m16n8k16 with f16 or bf16 inputs: PTX ISA 7.0, sm_80 (the m16n8k8
+     * f16 form of sm_75 is not modelled); ldmatrix: 6.5, sm_75. */
+    [PX_OP_MMA] = {"mma.m16n8k16", T(F32), 70, 80}, [PX_OP_LDMATRIX] = {"ldmatrix", T(B16), 65, 75},
 };
 
 /* The types atom/red take for each operation. */
@@ -151,6 +153,12 @@ static int requirements(const px_insn *in, need *n)
         n[c++] = (need){"64-bit atom/red .and .or .xor .min .max", 31, 32};
     if (op == PX_OP_FMA && in->t1 == PX_T_F32)
         n[c++] = (need){"fma.f32", 20, 20};
+    /* cvt with bf16 or packed pairs: 7.0/sm_80; FROM bf16 to f32: 7.8
+     * (ptxas 13.0 refuses cvt.f32.bf16 under .version 7.0 on sm_80). */
+    if (op == PX_OP_CVT && (in->t1 == PX_T_BF16 || in->t1 == PX_T_F16X2 || in->t1 == PX_T_BF16X2))
+        n[c++] = (need){"cvt to .bf16, .f16x2 or .bf16x2", 70, 80};
+    if (op == PX_OP_CVT && in->t2 == PX_T_BF16)
+        n[c++] = (need){"cvt from .bf16", 78, 80};
     return c;
 }
 
@@ -164,7 +172,7 @@ static int kind(int t)
     if (t >= PX_T_B8 && t <= PX_T_B64) return K_B;
     if (t >= PX_T_U8 && t <= PX_T_U64) return K_U;
     if (t >= PX_T_S8 && t <= PX_T_S64) return K_S;
-    return px_type_is_float(t) ? K_F : K_NONE;
+    return px_type_is_float(t) || px_type_is_16f(t) ? K_F : K_NONE;
 }
 
 /* Can a register declared `reg` stand where the instruction uses type
@@ -251,8 +259,8 @@ static int want_type(const px_insn *in, int i)
         return i == 4 ? PX_T_U32 : PX_T_B32;
     if (in->op == PX_OP_VOTE && i == 2)
         return PX_T_U32;
-    if (in->op == PX_OP_BAR_WARP || in->op == PX_OP_CP_ASYNC || in->op == PX_OP_CP_WAIT)
-        return PX_T_U32; /* cp.async's cp-size and src-size, wait_group's N */
+    if (in->op == PX_OP_BAR_WARP || in->op == PX_OP_CP_ASYNC)
+        return PX_T_U32; /* cp.async: the src-size register */
     if (in->op == PX_OP_ST || in->op == PX_OP_RED)
         return in->t1;
     return px_src_type(in, i);
@@ -261,8 +269,7 @@ static int want_type(const px_insn *in, int i)
 static int writes_dest(int op)
 {
     return op != PX_OP_ST && op != PX_OP_RED && op != PX_OP_BRA && op != PX_OP_BAR &&
-           op != PX_OP_BAR_WARP && op != PX_OP_MEMBAR && op != PX_OP_EXIT &&
-           op != PX_OP_CP_ASYNC && op != PX_OP_CP_COMMIT && op != PX_OP_CP_WAIT;
+           op != PX_OP_BAR_WARP && op != PX_OP_MEMBAR && op != PX_OP_EXIT;
 }
 
 static eo_status check_operands(ctx *c)
@@ -291,6 +298,12 @@ static eo_status check_operands(ctx *c)
                 return st;
             break;
         case PX_O_VEC:
+            /* mma's a and b fragments: ptxas wants bit registers, not .f32 */
+            for (int j = 0; op == PX_OP_MMA && (i == 1 || i == 2) && j < o->nvec; j++)
+                if (o->v[j] >= 0 && kind(c->k->reg_type[o->v[j]]) != K_B)
+                    return refuse(c, "operand %d: mma's %s fragment is .b32 registers, and %s is %s",
+                                  i + 1, i == 1 ? "a" : "b", c->k->reg_name[o->v[j]],
+                                  px_type_name(c->k->reg_type[o->v[j]]));
             for (int j = 0; j < o->nvec; j++)
                 if ((st = check_reg(c, o->v[j], want, relaxed, i + 1)) != EO_OK)
                     return st;
@@ -381,7 +394,13 @@ static eo_status check_modifiers(ctx *c)
     if (op == PX_OP_CVT) {
         int fd = px_type_is_float(in->t1), fs = px_type_is_float(in->t2);
         const char *why = NULL;
-        if (fd && !fs && !float_rounding(rnd))
+        int h1 = px_type_is_16f(in->t1), h2 = px_type_is_16f(in->t2);
+        if ((h1 || h2) && !(h1 && h2)) { /* parse.c: the other side is .f32 */
+            if (h1 && !float_rounding(rnd))
+                why = "f32 to a 16-bit float needs .rn .rz .rm or .rp";
+            else if (h2 && rnd)
+                why = "a 16-bit float to f32 is exact and takes no rounding modifier";
+        } else if (fd && !fs && !float_rounding(rnd))
             why = "integer to float needs .rn .rz .rm or .rp";
         else if (!fd && fs && !integer_rounding(rnd))
             why = "float to integer needs .rni .rzi .rmi or .rpi";

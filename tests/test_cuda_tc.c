@@ -1,0 +1,244 @@
+/* tests/test_cuda_tc.c — the tensor-core matmul (ptx/matmul_tc.ptx through
+ * eo_cuda_k_matmul16) on the PTX interpreter's driver double, against a
+ * reference computed in double from the same 16-bit inputs.
+ *
+ * Why double: a bf16 or f16 value is exact in double, and so is each
+ * product, so the reference is the exact sum up to double's own rounding;
+ * the kernel's only error is its f32 accumulation (bounded by K f32
+ * roundings of the sum of magnitudes) and, for a 16-bit C, the final
+ * rounding to 16 bits (half an ulp: 2^-8 relative for bf16, 2^-11 for
+ * f16). Shapes are just above one 128 x 128 tile, odd, in every transpose,
+ * batched, with leading dimensions that are and are not multiples of 8
+ * (the cp.async path and the element-by-element fallback), and K not a
+ * multiple of 32. With EO_TEST_CUDA=real it runs on the machine's GPU. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/everyo.h"
+#include "ops/cuda/device.h"
+#include "ops/kernels.h"
+#include "tools/ptxsim/driver.h"
+
+static eo_cuda_driver D;
+static eo_cuda CU;
+static eo_exec EX;
+static int real_gpu;
+
+static void setup(void)
+{
+    char err[2048] = "";
+    const char *mode = getenv("EO_TEST_CUDA");
+    real_gpu = mode && strcmp(mode, "real") == 0;
+    if (real_gpu) {
+        eo_status s = eo_cuda_driver_load(&D, err, sizeof err);
+        ck_assert_msg(s == EO_OK, "EO_TEST_CUDA=real: %s", err);
+    } else {
+        eo_ptxsim_driver_reset();
+        eo_ptxsim_driver(&D);
+    }
+    eo_status s = eo_cuda_open(&CU, &D, 0, err, sizeof err);
+    ck_assert_msg(s == EO_OK, "eo_cuda_open: %s", err);
+    EX.cuda = &CU;
+}
+
+static void teardown(void)
+{
+    eo_cuda_close(&CU);
+    if (real_gpu) {
+        eo_cuda_driver_unload(&D);
+        return;
+    }
+    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
+    eo_ptxsim_driver_reset();
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t next32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+/* A random 16-bit value in roughly [-4, 4], and its exact value. */
+static uint16_t rand16(int f16)
+{
+    uint32_t r = next32();
+    if (f16) /* sign, exponent 12..16 (2^-3 .. 2^1), 10 random fraction bits */
+        return (uint16_t)((r & 0x8000) | ((12 + (r >> 16) % 5) << 10) | (r & 0x3ff));
+    return (uint16_t)((r & 0x8000) | ((124 + (r >> 16) % 5) << 7) | (r & 0x7f));
+}
+static double value16(uint16_t h, int f16)
+{
+    if (!f16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return (h & 0x8000) ? -v : v;
+}
+
+static void *dev_up(const void *host, size_t bytes)
+{
+    eo_cu_deviceptr p = 0;
+    ck_assert_int_eq(eo_cuda_alloc_block(&CU, bytes, &p), EO_OK);
+    ck_assert_int_eq(eo_cuda_h2d(&CU, p, host, bytes), EO_OK);
+    return (void *)(uintptr_t)p;
+}
+static void dev_down(void *host, const void *dev, size_t bytes)
+{
+    char msg[1024] = "";
+    eo_status y = eo_cuda_sync(&CU);
+    if (y != EO_OK) {
+        eo_cuda_take_error(&CU, msg, sizeof msg);
+        const eo_px_fault *f = real_gpu ? NULL : eo_ptxsim_last_fault();
+        ck_abort_msg("sync: %s (fault: %s)", msg, f ? f->msg : "");
+    }
+    eo_status s = eo_cuda_d2h(&CU, host, (eo_cu_deviceptr)(uintptr_t)dev, bytes);
+    eo_status e = eo_cuda_take_error(&CU, msg, sizeof msg);
+    const eo_px_fault *f = real_gpu ? NULL : eo_ptxsim_last_fault();
+    ck_assert_msg(s == EO_OK && e == EO_OK, "device error: %s (fault: %s)", msg,
+                  f ? f->msg : "");
+}
+static void dev_free(void *d) { eo_cuda_free_block(&CU, (eo_cu_deviceptr)(uintptr_t)d); }
+
+typedef struct tc_case {
+    int ta, tb, f16, out16, batch, M, N, K, pad; /* pad: added to every leading dimension */
+    float beta;
+    int share_a; /* sa = 0: one A for the whole batch */
+} tc_case;
+
+static void run_case(const tc_case *c)
+{
+    int B = c->batch, M = c->M, N = c->N, K = c->K;
+    /* pad < 0: every leading dimension rounded up to a multiple of 8 */
+#define LD(x) (c->pad < 0 ? ((x) + 7) / 8 * 8 : (x) + c->pad)
+    int64_t lda = LD(c->ta ? M : K), ldb = LD(c->tb ? K : N), ldc = LD(N);
+#undef LD
+    int64_t arows = c->ta ? K : M, brows = c->tb ? N : K;
+    int64_t sa = c->share_a ? 0 : arows * lda, sb = brows * ldb, sc = (int64_t)M * ldc;
+    size_t na = (size_t)((c->share_a ? 1 : B) * arows * lda), nb = (size_t)(B * brows * ldb);
+    size_t nc = (size_t)(B * sc);
+    uint16_t *A = malloc(na * 2), *Bm = malloc(nb * 2), *C16 = malloc(nc * 2);
+    float *C32 = malloc(nc * 4);
+    for (size_t i = 0; i < na; i++)
+        A[i] = rand16(c->f16);
+    for (size_t i = 0; i < nb; i++)
+        Bm[i] = rand16(c->f16);
+    for (size_t i = 0; i < nc; i++) {
+        C16[i] = rand16(c->f16);
+        C32[i] = (float)value16(C16[i], c->f16);
+    }
+    int dt = c->f16 ? EO_F16 : EO_BF16;
+    void *dA = dev_up(A, na * 2), *dB = dev_up(Bm, nb * 2);
+    void *dC = c->out16 ? dev_up(C16, nc * 2) : dev_up(C32, nc * 4);
+    eo_cuda_k_matmul16(c->ta, c->tb, B, M, N, K, dt, dA, lda, sa, dB, ldb, sb, c->beta,
+                       c->out16 ? dt : EO_F32, dC, ldc, sc, NULL, &EX);
+    uint16_t *G16 = malloc(nc * 2);
+    float *G32 = malloc(nc * 4);
+    if (c->out16)
+        dev_down(G16, dC, nc * 2);
+    else
+        dev_down(G32, dC, nc * 4);
+    double rel16 = c->f16 ? 0x1p-11 : 0x1p-8; /* unit roundoff: 10 and 7 fraction bits */
+    for (int b = 0; b < B; b++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t j = 0; j < ldc; j++) {
+                size_t ci = (size_t)(b * sc + m * ldc + j);
+                double old = c->out16 ? value16(C16[ci], c->f16) : (double)C32[ci];
+                double got = c->out16 ? value16(G16[ci], c->f16) : (double)G32[ci];
+                if (j >= N) { /* the padding between rows stays untouched */
+                    ck_assert_msg(got == old || (isnan(got) && isnan(old)),
+                                  "padding C[%d][%lld][%lld] written", b, (long long)m,
+                                  (long long)j);
+                    continue;
+                }
+                double ref = c->beta != 0 ? old : 0, mag = fabs(ref);
+                for (int64_t k = 0; k < K; k++) {
+                    size_t ai = (size_t)(b * sa + (c->ta ? k * lda + m : m * lda + k));
+                    size_t bi = (size_t)(b * sb + (c->tb ? j * ldb + k : k * ldb + j));
+                    double p = value16(A[ai], c->f16) * value16(Bm[bi], c->f16);
+                    ref += p;
+                    mag += fabs(p);
+                }
+                double tol = (K + 2) * 0x1p-24 * mag + (c->out16 ? rel16 * fabs(ref) : 0);
+                ck_assert_msg(fabs(got - ref) <= tol,
+                              "ta %d tb %d %s%s B %d M %d N %d K %d pad %d: C[%d][%lld][%lld] = "
+                              "%.9g, want %.9g", c->ta, c->tb, c->f16 ? "f16" : "bf16",
+                              c->out16 ? " -> 16-bit" : "", B, M, N, K, c->pad, b,
+                              (long long)m, (long long)j, got, ref);
+            }
+    dev_free(dA);
+    dev_free(dB);
+    dev_free(dC);
+    free(A);
+    free(Bm);
+    free(C16);
+    free(C32);
+    free(G16);
+    free(G32);
+}
+
+/* Every transpose (bf16, and f16 for the last), f32 C: one tile and a bit
+ * (129 x 130, K 40: two slices, the second 8 wide), leading dimensions
+ * padded to multiples of 8: the 16-byte cp.async path for both operands
+ * in both shared layouts. */
+START_TEST(matmul16_transposes)
+{
+    for (int t = 0; t < 4; t++) {
+        tc_case c = {t & 1, t >> 1, t == 3, 0, 1, 129, 130, 40, -1, 0.0f, 0};
+        run_case(&c);
+    }
+}
+END_TEST
+
+/* Odd sizes, K not a multiple of 8, leading dimensions not multiples of 8
+ * (the element-by-element fallback), beta = 1, batched with a shared A. */
+START_TEST(matmul16_odd_and_unaligned)
+{
+    static const tc_case cases[] = {
+        {0, 0, 0, 0, 2, 37, 21, 29, 3, 1.0f, 1},   /* bf16, cp.async with partial chunks (K 29) */
+        {1, 1, 1, 0, 2, 45, 19, 13, 1, 0.0f, 0},   /* f16, ta tb, odd everything */
+        {0, 1, 1, 1, 1, 33, 140, 35, 0, 1.0f, 0},  /* f16 in, f16 out, beta 1 */
+        {1, 0, 0, 1, 2, 130, 9, 70, 0, 0.0f, 0},   /* bf16 out, N = 9 (a classifier head) */
+        {0, 0, 0, 0, 1, 5, 7, 0, 0, 1.0f, 0},      /* K = 0: C = beta C */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i]);
+}
+END_TEST
+
+START_TEST(matmul16_refuses_what_it_cannot_run)
+{
+    char msg[256];
+    uint16_t h[8] = {0};
+    void *d = dev_up(h, sizeof h);
+    ck_assert_int_eq(EO_F32, 0);
+    ck_assert_int_eq(EO_BF16, 2);
+    ck_assert_int_eq(EO_F16, 3); /* the values ops/cuda/matmul_tc.c relies on */
+    eo_cuda_k_matmul16(0, 0, 1, 2, 2, 2, EO_BF16, d, 2, 0, d, 2, 0, 0.0f, EO_F16, d, 2, 0, NULL,
+                       &EX);
+    ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(msg, "matmul16"));
+    dev_free(d);
+}
+END_TEST
+
+Suite *eo_suite_cuda_tc(void)
+{
+    Suite *s = suite_create("cuda_tc");
+    TCase *t = tcase_create("vs_double");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, matmul16_transposes);
+    tcase_add_test(t, matmul16_odd_and_unaligned);
+    tcase_add_test(t, matmul16_refuses_what_it_cannot_run);
+    suite_add_tcase(s, t);
+    return s;
+}
