@@ -364,6 +364,37 @@ START_TEST(logsumexp_forward_backward)
 END_TEST
 
 /* ---- softmax, cross-entropy, layernorm -------------------------------------------- */
+/* Rows around the forward's chunk of 4096 columns (16 per thread): one
+ * quarter of a chunk, a whole chunk in registers, one column into a second
+ * chunk (re-read for the output), and three chunks with a NaN, an +inf
+ * and a fully masked row in the later ones. */
+START_TEST(softmax_long_rows)
+{
+    static const int cols[] = {1023, 1025, 4096, 4097, 9000};
+    enum { R = 3 };
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
+        int C = cols[k];
+        float *x = rand_buf(R * C, -20, 20);
+        if (C == 9000) {
+            x[0 * C + 8999] = 50.0f;        /* the max in the last chunk: rescales */
+            x[1 * C + 5000] = NAN;          /* a NaN past the first chunk */
+            for (int c = 0; c < C; c++)
+                x[2 * C + c] = -INFINITY;   /* fully masked */
+        }
+        if (C == 4097)
+            x[2 * C + 4096] = INFINITY;     /* +inf alone in the second chunk */
+        float *dx = up(x, sizeof(float) * R * C), *dy = dev_alloc(sizeof(float) * R * C);
+        float *y = malloc(sizeof(float) * R * C);
+        for (int log = 0; log < 2; log++) {
+            eo_k_softmax(log, R, C, x, y, NULL, NULL);
+            eo_cuda_k_softmax(log, R, C, dx, dy, NULL, &EX);
+            check_dev("softmax long", dy, y, R * C, 1e-5f, 1e-6f);
+        }
+        free(x), free(y);
+    }
+    free_all();
+}
+END_TEST
 START_TEST(softmax_forward_backward)
 {
     enum { R = 8, C = 300 };
@@ -785,6 +816,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, reduce_forward_backward);
     tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);
+    tcase_add_test(t, softmax_long_rows);
     tcase_add_test(t, cross_entropy_forward_backward);
     tcase_add_test(t, layernorm_forward_backward);
     tcase_add_test(t, embedding_dropout);

@@ -276,7 +276,9 @@ static const struct expected {
     {"matmul nn", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 8.50, 45.1, 99.1},
     {"matmul tn", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 1.00, 45.1, 99.1},
     {"matmul nt", "eo_matmul", 4.00, 100.0, 100.0, 1.00, 16.00, 45.1, 99.1},
-    {"softmax", "eo_softmax", 4.00, 100.0, 100.0, 1.00, 1.00, 5.3, 94.5},
+    /* the row in registers (16 per thread); the 8 warp results read back
+     * as two 128-bit shared loads (4 wavefronts each is the v4 ideal) */
+    {"softmax", "eo_softmax", 4.00, 100.0, 100.0, 4.00, 1.00, 4.1, 97.1},
     /* the per-row mean/rstd loads and stores are single lanes */
     {"layernorm", "eo_layernorm", 3.86, 98.9, 98.7, 1.00, 1.00, -1, -1},
     {"cross_entropy", "eo_ce_stats", 4.00, 100.0, -1, 1.00, 1.00, -1, -1},
