@@ -364,7 +364,7 @@ START_TEST(logsumexp_forward_backward)
 END_TEST
 
 /* ---- softmax, cross-entropy, layernorm -------------------------------------------- */
-/* Rows around the forward's chunk of 4096 columns (16 per thread): one
+/* Rows around the chunk of 4096 columns (16 per thread): one
  * quarter of a chunk, a whole chunk in registers, one column into a second
  * chunk (re-read for the output), and three chunks with a NaN, an +inf
  * and a fully masked row in the later ones. */
@@ -389,10 +389,18 @@ START_TEST(softmax_long_rows)
             eo_k_softmax(log, R, C, x, y, NULL, NULL);
             eo_cuda_k_softmax(log, R, C, dx, dy, NULL, &EX);
             check_dev("softmax long", dy, y, R * C, 1e-5f, 1e-6f);
+            /* backward from the CPU's y (NaN rows included), dx accumulated */
+            float *g = rand_buf(R * C, -1, 1), *acc = rand_buf(R * C, -1, 1);
+            float *dg = up(g, sizeof(float) * R * C), *dyv = up(y, sizeof(float) * R * C);
+            float *dacc = up(acc, sizeof(float) * R * C);
+            eo_k_softmax_backward(log, R, C, y, g, acc, NULL);
+            eo_cuda_k_softmax_backward(log, R, C, dyv, dg, dacc, &EX);
+            check_dev("softmax_backward long", dacc, acc, R * C, 1e-4f, 1e-5f);
+            free(g), free(acc);
         }
         free(x), free(y);
+        free_all();
     }
-    free_all();
 }
 END_TEST
 START_TEST(softmax_forward_backward)
