@@ -436,8 +436,12 @@ END_TEST
 START_TEST(cross_entropy_forward_backward)
 {
     /* Rows: random, ignored (2, 6), a common offset of 1e8 (3; the max and
-     * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7). */
-    enum { R = 9, C = 70 };
+     * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7).
+     * Widths: one partial chunk of the row kernels, and rows past one
+     * chunk of 4096 columns (a second and a third chunk). */
+    static const int widths[] = {70, 4097, 9000};
+    enum { R = 9 };
+    const int C = widths[_i];
     float *x = rand_buf(R * C, -5, 5);
     int32_t t[R];
     for (int r = 0; r < R; r++)
@@ -448,18 +452,19 @@ START_TEST(cross_entropy_forward_backward)
         x[5 * C + c] = x[7 * C + c] = -INFINITY;
     }
     x[4 * C + 11] = NAN;
+    x[1 * C + C - 1] = 9.0f; /* the max in the row's last chunk */
     x[5 * C + 69] = NAN;
     float *dx = up(x, sizeof(float) * R * C), *dst = dev_alloc(sizeof(float) * 2 * R);
     float *dloss = dev_alloc(sizeof(float) * R);
     int32_t *dt = up(t, sizeof t);
     for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
         const int nl = red == EO_CE_NONE ? R : 1;
-        float st[2 * R], loss[R], dl[R], g[R * C];
+        float st[2 * R], loss[R], dl[R], *g = malloc(sizeof(float) * R * C);
         for (int r = 0; r < R; r++)
             dl[r] = 0.7f - 0.1f * (float)r;
         for (int i = 0; i < R * C; i++)
             g[i] = 0.25f;
-        float *ddl = up(dl, sizeof dl), *dg = up(g, sizeof g);
+        float *ddl = up(dl, sizeof dl), *dg = up(g, sizeof(float) * R * C);
         eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
         eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
         check_dev("cross_entropy loss", dloss, loss, (size_t)nl, 1e-5f, 1e-5f);
@@ -482,6 +487,7 @@ START_TEST(cross_entropy_forward_backward)
         eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, ddl, dg,
                                          &EX);
         check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+        free(g);
     }
 
     /* Without the NaN rows the loss is finite, and the offset row matches
@@ -825,7 +831,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);
     tcase_add_test(t, softmax_long_rows);
-    tcase_add_test(t, cross_entropy_forward_backward);
+    tcase_add_loop_test(t, cross_entropy_forward_backward, 0, 3);
     tcase_add_test(t, layernorm_forward_backward);
     tcase_add_test(t, embedding_dropout);
     tcase_add_test(t, optimizers);
