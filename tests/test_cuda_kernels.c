@@ -527,6 +527,8 @@ START_TEST(layernorm_forward_backward)
 {
     layernorm_case(6, 300); /* long rows: one thread per column for dw, db */
     layernorm_case(300, 40); /* many rows: dw, db summed in row chunks */
+    layernorm_case(3, 4096); /* the longest row the forward keeps in registers */
+    layernorm_case(3, 4097); /* one column more: the three-pass forward */
 }
 END_TEST
 
