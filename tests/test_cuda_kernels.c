@@ -433,6 +433,29 @@ START_TEST(softmax_forward_backward)
 }
 END_TEST
 
+/* Many rows: the loss kernel's one block takes four rows per thread and
+ * step (1100 rows: full steps, a partial one, ignored rows among them). */
+START_TEST(cross_entropy_many_rows)
+{
+    enum { R = 1100, C = 3 };
+    float *x = rand_buf(R * C, -3, 3);
+    int32_t *t = malloc(sizeof(int32_t) * R);
+    for (int r = 0; r < R; r++)
+        t[r] = r % 7 == 3 ? -100 : r % C;
+    float *dx = up(x, sizeof(float) * R * C), *dst = dev_alloc(sizeof(float) * 2 * R);
+    float *dloss = dev_alloc(sizeof(float) * R), *st = malloc(sizeof(float) * 2 * R);
+    float *loss = malloc(sizeof(float) * R);
+    int32_t *dt = up(t, sizeof(int32_t) * R);
+    for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
+        eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
+        eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
+        check_dev("cross_entropy many rows", dloss, loss, red == EO_CE_NONE ? R : 1, 1e-5f, 1e-5f);
+    }
+    free(x), free(t), free(st), free(loss);
+    free_all();
+}
+END_TEST
+
 START_TEST(cross_entropy_forward_backward)
 {
     /* Rows: random, ignored (2, 6), a common offset of 1e8 (3; the max and
@@ -834,6 +857,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, softmax_forward_backward);
     tcase_add_test(t, softmax_long_rows);
     tcase_add_loop_test(t, cross_entropy_forward_backward, 0, 3);
+    tcase_add_test(t, cross_entropy_many_rows);
     tcase_add_test(t, layernorm_forward_backward);
     tcase_add_test(t, embedding_dropout);
     tcase_add_test(t, optimizers);
