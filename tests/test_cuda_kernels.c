@@ -394,6 +394,45 @@ START_TEST(logsumexp_forward_backward)
 END_TEST
 
 /* ---- softmax, cross-entropy, layernorm -------------------------------------------- */
+/* Rows around the chunk of 4096 columns (16 per thread): one
+ * quarter of a chunk, a whole chunk in registers, one column into a second
+ * chunk (re-read for the output), and three chunks with a NaN, an +inf
+ * and a fully masked row in the later ones. */
+START_TEST(softmax_long_rows)
+{
+    static const int cols[] = {1023, 1025, 4096, 4097, 9000};
+    enum { R = 3 };
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
+        int C = cols[k];
+        float *x = rand_buf(R * C, -20, 20);
+        if (C == 9000) {
+            x[0 * C + 8999] = 50.0f;        /* the max in the last chunk: rescales */
+            x[1 * C + 5000] = NAN;          /* a NaN past the first chunk */
+            for (int c = 0; c < C; c++)
+                x[2 * C + c] = -INFINITY;   /* fully masked */
+        }
+        if (C == 4097)
+            x[2 * C + 4096] = INFINITY;     /* +inf alone in the second chunk */
+        float *dx = up(x, sizeof(float) * R * C), *dy = dev_alloc(sizeof(float) * R * C);
+        float *y = malloc(sizeof(float) * R * C);
+        for (int log = 0; log < 2; log++) {
+            eo_k_softmax(log, R, C, x, y, NULL, NULL);
+            eo_cuda_k_softmax(log, R, C, dx, dy, NULL, &EX);
+            check_dev("softmax long", dy, y, R * C, 1e-5f, 1e-6f);
+            /* backward from the CPU's y (NaN rows included), dx accumulated */
+            float *g = rand_buf(R * C, -1, 1), *acc = rand_buf(R * C, -1, 1);
+            float *dg = up(g, sizeof(float) * R * C), *dyv = up(y, sizeof(float) * R * C);
+            float *dacc = up(acc, sizeof(float) * R * C);
+            eo_k_softmax_backward(log, R, C, y, g, acc, NULL);
+            eo_cuda_k_softmax_backward(log, R, C, dyv, dg, dacc, &EX);
+            check_dev("softmax_backward long", dacc, acc, R * C, 1e-4f, 1e-5f);
+            free(g), free(acc);
+        }
+        free(x), free(y);
+        free_all();
+    }
+}
+END_TEST
 START_TEST(softmax_forward_backward)
 {
     enum { R = 8, C = 300 };
@@ -424,11 +463,38 @@ START_TEST(softmax_forward_backward)
 }
 END_TEST
 
+/* Many rows: the loss kernel's one block takes four rows per thread and
+ * step (1100 rows: full steps, a partial one, ignored rows among them). */
+START_TEST(cross_entropy_many_rows)
+{
+    enum { R = 1100, C = 3 };
+    float *x = rand_buf(R * C, -3, 3);
+    int32_t *t = malloc(sizeof(int32_t) * R);
+    for (int r = 0; r < R; r++)
+        t[r] = r % 7 == 3 ? -100 : r % C;
+    float *dx = up(x, sizeof(float) * R * C), *dst = dev_alloc(sizeof(float) * 2 * R);
+    float *dloss = dev_alloc(sizeof(float) * R), *st = malloc(sizeof(float) * 2 * R);
+    float *loss = malloc(sizeof(float) * R);
+    int32_t *dt = up(t, sizeof(int32_t) * R);
+    for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
+        eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
+        eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
+        check_dev("cross_entropy many rows", dloss, loss, red == EO_CE_NONE ? R : 1, 1e-5f, 1e-5f);
+    }
+    free(x), free(t), free(st), free(loss);
+    free_all();
+}
+END_TEST
+
 START_TEST(cross_entropy_forward_backward)
 {
     /* Rows: random, ignored (2, 6), a common offset of 1e8 (3; the max and
-     * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7). */
-    enum { R = 9, C = 70 };
+     * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7).
+     * Widths: one partial chunk of the row kernels, and rows past one
+     * chunk of 4096 columns (a second and a third chunk). */
+    static const int widths[] = {70, 4097, 9000};
+    enum { R = 9 };
+    const int C = widths[_i];
     float *x = rand_buf(R * C, -5, 5);
     int32_t t[R];
     for (int r = 0; r < R; r++)
@@ -439,18 +505,19 @@ START_TEST(cross_entropy_forward_backward)
         x[5 * C + c] = x[7 * C + c] = -INFINITY;
     }
     x[4 * C + 11] = NAN;
+    x[1 * C + C - 1] = 9.0f; /* the max in the row's last chunk */
     x[5 * C + 69] = NAN;
     float *dx = up(x, sizeof(float) * R * C), *dst = dev_alloc(sizeof(float) * 2 * R);
     float *dloss = dev_alloc(sizeof(float) * R);
     int32_t *dt = up(t, sizeof t);
     for (int red = EO_CE_MEAN; red <= EO_CE_NONE; red++) {
         const int nl = red == EO_CE_NONE ? R : 1;
-        float st[2 * R], loss[R], dl[R], g[R * C];
+        float st[2 * R], loss[R], dl[R], *g = malloc(sizeof(float) * R * C);
         for (int r = 0; r < R; r++)
             dl[r] = 0.7f - 0.1f * (float)r;
         for (int i = 0; i < R * C; i++)
             g[i] = 0.25f;
-        float *ddl = up(dl, sizeof dl), *dg = up(g, sizeof g);
+        float *ddl = up(dl, sizeof dl), *dg = up(g, sizeof(float) * R * C);
         eo_k_cross_entropy(R, C, x, t, -100, (eo_ce_reduction)red, st, loss, NULL);
         eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
         check_dev("cross_entropy loss", dloss, loss, (size_t)nl, 1e-5f, 1e-5f);
@@ -473,6 +540,7 @@ START_TEST(cross_entropy_forward_backward)
         eo_cuda_k_cross_entropy_backward(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, ddl, dg,
                                          &EX);
         check_dev("cross_entropy_backward", dg, g, R * C, 1e-5f, 1e-6f);
+        free(g);
     }
 
     /* Without the NaN rows the loss is finite, and the offset row matches
@@ -512,6 +580,8 @@ START_TEST(layernorm_forward_backward)
 {
     layernorm_case(6, 300); /* long rows: one thread per column for dw, db */
     layernorm_case(300, 40); /* many rows: dw, db summed in row chunks */
+    layernorm_case(3, 4096); /* the longest row the forward keeps in registers */
+    layernorm_case(3, 4097); /* one column more: the three-pass forward */
 }
 END_TEST
 
@@ -836,7 +906,9 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, reduce_forward_backward);
     tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);
-    tcase_add_test(t, cross_entropy_forward_backward);
+    tcase_add_test(t, softmax_long_rows);
+    tcase_add_loop_test(t, cross_entropy_forward_backward, 0, 3);
+    tcase_add_test(t, cross_entropy_many_rows);
     tcase_add_test(t, layernorm_forward_backward);
     tcase_add_test(t, embedding_dropout);
     tcase_add_test(t, optimizers);

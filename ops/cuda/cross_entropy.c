@@ -2,7 +2,8 @@
  * the host side of ptx/cross_entropy.ptx, behind the kernel types of ops/kernels.h.
  *
  * A block per row for the row statistics (max and log-sum of exps), one
- * block for the loss (mean, sum, or one per row).
+ * block for the loss (mean, sum, or one per row), a block per row for the
+ * gradient.
  * Each launcher checks that every size fits the PTX's 32-bit indexing
  * (else the failure is recorded in the device state and the launch is
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
@@ -41,6 +42,6 @@ void eo_cuda_k_cross_entropy_backward(int64_t rows, int64_t cols, const float *l
     uint64_t ps = per_row ? pdl : cu->scratch + SCRATCH_CE;
     if (!per_row)
         LAUNCH(cu, EO_CUK_CE_SCALE, 1, 1, 1, BLOCK, 1, &r, &pt, &ignore_index, &red, &pdl, &ps);
-    LAUNCH(cu, EO_CUK_CE_BWD, eo_cuda_grid(rows * cols), 1, 1, BLOCK, 1, &r, &c, &px, &pt,
+    LAUNCH(cu, EO_CUK_CE_BWD, r, 1, 1, BLOCK, 1, &r, &c, &px, &pt,
            &ignore_index, &pst, &ps, &per_row, &pdx);
 }
