@@ -14,13 +14,14 @@ typedef struct eo_prof_kind {
     const char *name;
     eo_profile_dir dir;
     double self_s;  /* time inside it, minus the calls nested in it */
+    double self_cpu;/* the same in CPU time of the whole process (all threads) */
     long calls;
 } eo_prof_kind;
 
 typedef struct eo_prof {
     eo_prof_kind kind[EO_PROF_KINDS];
     int nkinds;
-    struct { int kind; double t0, nested; } stack[EO_PROF_DEPTH];
+    struct { int kind; double t0, nested, c0, nested_cpu; } stack[EO_PROF_DEPTH];
     int depth;
     int on;          /* count only between eo_prof_begin and eo_prof_end */
     double step_s;   /* wall time of the counted steps */
