@@ -14,7 +14,6 @@
  * sums each element in the serial order: results do not depend on the
  * thread count. */
 #include "ops/kernels.h"
-#include "ops/cpu/grain.h"
 #include "ops/cpu/strided.h"
 
 /* One op over a run of n elements. EXPR uses x and y for the two inputs;
@@ -72,22 +71,6 @@ typedef struct walk {
     const float *p1, *p2, *p3;
 } walk;
 
-/* Run body over the whole walk: on threads when it is large enough and
- * can be cut, else serially, outer row by outer row as always. */
-static void walk_run(walk *w, int nops, eo_par_body body, const eo_exec *ex)
-{
-    eo_strided_merge(w->sh, nops, w->st);
-    int64_t rows = w->sh[0] * w->sh[1] * w->sh[2];
-    const eo_par *par = eo_par_if(eo_exec_par(ex), rows * w->sh[3]);
-    w->cut = eo_strided_plan(w->sh, w->st[0]);
-    if (!par || eo_par_threads(par) < 2 || w->cut.items < 2) {
-        w->cut.inner = 0;
-        body(w, 0, rows, 0);
-        return;
-    }
-    eo_par_for(par, w->cut.items, body, w);
-}
-
 static void binary_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     const walk *w = arg;
@@ -112,7 +95,7 @@ void eo_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t 
                {sb[0], sb[1], sb[2], sb[3]},
                {0, 0, 0, 0}},
               {0, 0}, (int)op, out, a, b, NULL};
-    walk_run(&w, 3, binary_body, ex);
+    eo_strided_run(w.sh, 3, w.st, &w.cut, eo_exec_par(ex), binary_body, &w);
 }
 
 /* ---- backward ------------------------------------------------------------
@@ -208,7 +191,7 @@ static void grad_pass(grad_kind k, const int64_t shape[4], float *g, const int64
                {sa[0], sa[1], sa[2], sa[3]},
                {sb[0], sb[1], sb[2], sb[3]}},
               {0, 0}, (int)k, g, d, a, b};
-    walk_run(&w, 4, grad_body, ex);
+    eo_strided_run(w.sh, 4, w.st, &w.cut, eo_exec_par(ex), grad_body, &w);
 }
 
 void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout,

@@ -22,20 +22,6 @@ typedef struct walk2 {
     const void *src;
 } walk2;
 
-static void walk2_run(walk2 *w, eo_par_body body, const eo_exec *ex)
-{
-    eo_strided_merge(w->sh, 2, w->st);
-    int64_t rows = w->sh[0] * w->sh[1] * w->sh[2];
-    const eo_par *par = eo_par_if(eo_exec_par(ex), rows * w->sh[3]);
-    w->cut = eo_strided_plan(w->sh, w->st[0]);
-    if (!par || eo_par_threads(par) < 2 || w->cut.items < 2) {
-        w->cut.inner = 0;
-        body(w, 0, rows, 0);
-        return;
-    }
-    eo_par_for(par, w->cut.items, body, w);
-}
-
 static void copy_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     const walk2 *w = arg;
@@ -62,7 +48,7 @@ void eo_k_copy32(const int64_t shape[4], void *dst, const int64_t sd[4], const v
     walk2 w = {{shape[0], shape[1], shape[2], shape[3]},
                {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}},
                {0, 0}, dst, src};
-    walk2_run(&w, copy_body, ex);
+    eo_strided_run(w.sh, 2, w.st, &w.cut, eo_exec_par(ex), copy_body, &w);
 }
 
 /* dst[j*dj] += src[j*sj] for j < n. A stride-0 dst is a sum over the
@@ -109,7 +95,7 @@ void eo_k_accumulate(const int64_t shape[4], float *dst, const int64_t sd[4], co
     walk2 w = {{shape[0], shape[1], shape[2], shape[3]},
                {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}},
                {0, 0}, dst, src};
-    walk2_run(&w, accumulate_body, ex);
+    eo_strided_run(w.sh, 2, w.st, &w.cut, eo_exec_par(ex), accumulate_body, &w);
 }
 
 typedef struct fill_job {

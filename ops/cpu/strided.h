@@ -13,6 +13,7 @@
 #define EO_STRIDED_H
 
 #include <stdint.h>
+#include "ops/cpu/grain.h"
 
 #define EO_STRIDED_MAX_OPS 5
 
@@ -111,6 +112,26 @@ static inline void eo_strided_items(const int64_t shape[4], eo_strided_cut c, in
         *j0 = 0;
         *j1 = shape[3];
     }
+}
+
+/* Merge the walk (shape and nops stride arrays, operand 0 the
+ * destination), plan its cut into *cut, and run body(arg, ...) over it:
+ * on threads when it is large enough and can be cut, else serially,
+ * outer row by outer row as always (then *cut says outer rows). */
+static inline void eo_strided_run(int64_t shape[4], int nops, int64_t st[][4],
+                                  eo_strided_cut *cut, const eo_par *par, eo_par_body body,
+                                  void *arg)
+{
+    eo_strided_merge(shape, nops, st);
+    int64_t rows = shape[0] * shape[1] * shape[2];
+    par = eo_par_if(par, rows * shape[3]);
+    *cut = eo_strided_plan(shape, st[0]);
+    if (!par || eo_par_threads(par) < 2 || cut->items < 2) {
+        cut->inner = 0;
+        body(arg, 0, rows, 0);
+        return;
+    }
+    eo_par_for(par, cut->items, body, arg);
 }
 
 /* The offset of outer row r, inner element j in an operand with strides st. */
