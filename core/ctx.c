@@ -40,6 +40,12 @@ void eo_ctx_set_grad_sync(eo_ctx *ctx, eo_grad_sync hook)
         ctx->grad_sync = hook;
 }
 
+void eo_ctx_set_profile(eo_ctx *ctx, eo_profile_hook hook)
+{
+    if (ctx)
+        ctx->profile = hook;
+}
+
 int eo_set_grad(eo_ctx *ctx, int enabled)
 {
     if (!ctx)
@@ -71,6 +77,8 @@ void eo_rewind(eo_ctx *ctx, eo_mark m)
 
 void eo_enter(eo_ctx *ctx, const char *op)
 {
+    if (ctx->profile.fn)
+        ctx->profile.fn(ctx->profile.user, op, EO_PROFILE_FORWARD, 0, ctx->depth + 1);
     if (ctx->depth++ > 0)
         return; /* an op inside another: the outer one keeps the name and the marks */
     ctx->op = op;
@@ -79,8 +87,10 @@ void eo_enter(eo_ctx *ctx, const char *op)
     ctx->entry_dev_persist = eo_arena_mark_get(&ctx->dev_persist);
 }
 
-eo_status eo_leave(eo_ctx *ctx, eo_status s)
+eo_status eo_leave(eo_ctx *ctx, const char *op, eo_status s)
 {
+    if (ctx->profile.fn)
+        ctx->profile.fn(ctx->profile.user, op, EO_PROFILE_FORWARD, 1, ctx->depth);
     if (--ctx->depth > 0 || s == EO_OK)
         return s;
     /* The caller's call failed: give back everything it took. */

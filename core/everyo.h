@@ -124,6 +124,31 @@ typedef struct eo_grad_sync {
     void *user;
 } eo_grad_sync;
 
+/* ---- profiling hook -----------------------------------------------------------
+ * The library has no clock, so it cannot time itself; instead it tells a
+ * host program when each piece of work begins and ends, and the program
+ * reads its own clock (tools/train/ does, for eo-train --profile).
+ *
+ * fn(user, name, dir, end, depth) is called:
+ *  - with dir EO_PROFILE_FORWARD at the start (end 0) and finish (end 1)
+ *    of every public call, name being the call's name without the eo_
+ *    prefix ("matmul", "conv2d", "gpt_forward", "adamw_step"); depth is
+ *    1 for the caller's own call and larger for the calls it makes
+ *    inside (gpt_forward at 1, the block_forward it runs at 2, ...);
+ *  - with dir EO_PROFILE_BACKWARD around each backward rule that
+ *    eo_backward runs, name being the op's name ("matmul", "softmax"),
+ *    at depth eo_backward's depth + 1.
+ * Begin and end pairs nest properly (an end always closes the latest open
+ * begin, also when the call fails), so a program that wants each op's own
+ * time subtracts the time of the pairs nested in it. name is a static
+ * string. The hook must not call into the library with this context.
+ * With fn NULL (the default) no call is made and nothing else changes. */
+typedef enum eo_profile_dir { EO_PROFILE_FORWARD, EO_PROFILE_BACKWARD } eo_profile_dir;
+typedef struct eo_profile_hook {
+    void (*fn)(void *user, const char *name, eo_profile_dir dir, int end, int depth);
+    void *user;
+} eo_profile_hook;
+
 /* ---- context ------------------------------------------------------------ */
 
 /* A point in the step arenas and the tape (see eo_mark_get below). */
@@ -140,6 +165,7 @@ typedef struct eo_ctx {
                                       once attached, the CUDA device state */
     eo_grad_sync grad_sync;        /* all-reduce hook; allreduce NULL: one process */
     int grads_pending;             /* a backward ran since the last gradient all-reduce */
+    eo_profile_hook profile;       /* begin/end of calls and rules; fn NULL: none */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
     const char *op;                /* the public call running now, for messages */
@@ -163,6 +189,9 @@ void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par);
 /* Install the gradient all-reduce hook (above); a zeroed eo_grad_sync
  * means one process, and then training is exactly as without it. */
 void eo_ctx_set_grad_sync(eo_ctx *ctx, eo_grad_sync hook);
+
+/* Install the profiling hook (above); a zeroed eo_profile_hook removes it. */
+void eo_ctx_set_profile(eo_ctx *ctx, eo_profile_hook hook);
 
 /* Seed the context's generator: PCG32 (O'Neill, "PCG: A Family of Simple
  * Fast Space-Efficient Statistically Good Algorithms for Random Number

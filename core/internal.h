@@ -70,18 +70,20 @@ typedef struct eo_node {
  *    "conv2d: matmul: ..."), never an inner helper's name or a stale one;
  *  - when the caller's call fails, the step and persistent arenas (host
  *    and device) and the tape go back to where they were when it began:
- *    a failed call, however deep it failed, leaves nothing behind.
+ *    a failed call, however deep it failed, leaves nothing behind;
+ *  - an installed profiling hook (ctx->profile) hears the call begin and
+ *    end, at every depth.
  * EO_PUBLIC(name, (params), (args)) defines eo_<name>(params) and opens
  * the definition of its body, static name_body(params); the first
  * parameter must be `eo_ctx *ctx`. */
 void eo_enter(eo_ctx *ctx, const char *op);
-eo_status eo_leave(eo_ctx *ctx, eo_status s);
+eo_status eo_leave(eo_ctx *ctx, const char *op, eo_status s); /* op: as given to eo_enter */
 #define EO_RUN(ctx, op, call)                                                            \
     do {                                                                                 \
         if (!(ctx))                                                                      \
             return EO_ERR_ARG;                                                           \
         eo_enter((ctx), (op));                                                           \
-        return eo_leave((ctx), (call));                                                  \
+        return eo_leave((ctx), (op), (call));                                            \
     } while (0)
 #define EO_PUBLIC(name, params, args)                                                    \
     static eo_status name##_body params;                                                 \

@@ -142,7 +142,13 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
     for (eo_node *n = loss->node; n && s == EO_OK; n = n->prev) {
         if (!n->out->grad) /* not on the loss's path */
             continue;
+        if (ctx->profile.fn)
+            ctx->profile.fn(ctx->profile.user, eo_op_names[n->op], EO_PROFILE_BACKWARD, 0,
+                            ctx->depth + 1);
         s = backward_rules[n->op](ctx, n);
+        if (ctx->profile.fn)
+            ctx->profile.fn(ctx->profile.user, eo_op_names[n->op], EO_PROFILE_BACKWARD, 1,
+                            ctx->depth + 1);
         if (s != EO_OK) /* say which rule: "backward: through matmul: arena ..." */
             eo_refail(ctx, s, "through", eo_op_names[n->op]);
     }

@@ -131,6 +131,61 @@ START_TEST(mlp_learns_xor)
 }
 END_TEST
 
+/* The profiling hook hears every public call and every backward rule in
+ * properly nested begin/end pairs, also around a call that fails, and
+ * changes no result. */
+typedef struct prof_log {
+    int open, max_depth, bad, calls, rules, mul_rule;
+} prof_log;
+
+static void prof_event(void *user, const char *name, eo_profile_dir dir, int end, int depth)
+{
+    prof_log *l = user;
+    if (!end) {
+        if (depth != l->open + 1)
+            l->bad++;
+        l->open++;
+        l->max_depth = depth > l->max_depth ? depth : l->max_depth;
+        *(dir == EO_PROFILE_FORWARD ? &l->calls : &l->rules) += 1;
+        if (dir == EO_PROFILE_BACKWARD && !strcmp(name, "mul"))
+            l->mul_rule++;
+    } else {
+        if (depth != l->open)
+            l->bad++;
+        l->open--;
+    }
+}
+
+START_TEST(profile_hook_nests_and_changes_nothing)
+{
+    float grads[2];
+    for (int hooked = 0; hooked < 2; hooked++) {
+        eo_ctx *ctx = eo_test_ctx(1, 4);
+        prof_log l = {0};
+        if (hooked) {
+            eo_profile_hook h = {prof_event, &l};
+            eo_ctx_set_profile(ctx, h);
+        }
+        eo_tensor *x = scalar_param(ctx, 3.0f), *y, *z;
+        ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
+        ck_assert_int_eq(eo_add(ctx, y, x, &z), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, z), EO_OK);
+        ck_assert_int_eq(eo_add(ctx, NULL, x, &z), EO_ERR_ARG); /* fails: still a pair */
+        grads[hooked] = *(float *)x->grad->data;
+        if (hooked) {
+            ck_assert_int_eq(l.open, 0);
+            ck_assert_int_eq(l.bad, 0);
+            ck_assert_int_ge(l.calls, 4);      /* mul, add, backward, the failed add */
+            ck_assert_int_eq(l.rules, 2);      /* add's rule and mul's */
+            ck_assert_int_eq(l.mul_rule, 1);
+            ck_assert_int_ge(l.max_depth, 2);  /* the rules run inside backward */
+        }
+        eo_test_ctx_free(ctx);
+    }
+    ck_assert_float_eq(grads[0], grads[1]);
+}
+END_TEST
+
 Suite *eo_suite_autograd(void)
 {
     Suite *s = suite_create("autograd");
@@ -140,6 +195,7 @@ Suite *eo_suite_autograd(void)
     tcase_add_test(tc, broadcast_gradient_is_summed);
     tcase_add_test(tc, errors_name_the_op_and_leave_context_usable);
     tcase_add_test(tc, mlp_learns_xor);
+    tcase_add_test(tc, profile_hook_nests_and_changes_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

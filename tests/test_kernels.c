@@ -1096,6 +1096,60 @@ START_TEST(adamw_one_step)
 END_TEST
 
 /* ---- the same bits on one thread and on a split range -------------------- */
+/* The strided kernels are cut along the outer rows, or along the inner run
+ * when the destination sums over the rows (a bias gradient), or not at
+ * all when everything sums into one element: each layout, split and not,
+ * must give the same bits. */
+START_TEST(strided_kernels_independent_of_split)
+{
+    enum { R = 40, C = 1001, N = R * C };
+    float *x = fill_rand(alloc_f(N), N, 3.0f), *y = fill_rand(alloc_f(N), N, 2.0f);
+    float *dy = fill_rand(alloc_f(N), N, 1.0f), *v = fill_rand(alloc_f(C), C, 1.0f);
+    float *a = alloc_f(N), *b = alloc_f(N), *a2 = alloc_f(N), *b2 = alloc_f(N);
+    const eo_exec *pars[2] = {NULL, &fake_par};
+    const int64_t shape[4] = {1, 1, R, C}, full[4] = {0, 0, C, 1}, row[4] = {0, 0, 0, 1};
+    const int64_t col[4] = {0, 0, 1, 0}, none[4] = {0, 0, 0, 0}, tr[4] = {0, 0, 1, R};
+    for (int op = 0; op < EO_BIN_COUNT; op++) {
+        /* forward: full with full, and full with a broadcast row */
+        eo_k_binary((eo_binop)op, shape, a, full, x, full, y, full, pars[0]);
+        eo_k_binary((eo_binop)op, shape, b, full, x, full, y, full, pars[1]);
+        check_same_bits("binary", a, b, sizeof(float) * N);
+        eo_k_binary((eo_binop)op, shape, a, full, x, full, v, row, pars[0]);
+        eo_k_binary((eo_binop)op, shape, b, full, x, full, v, row, pars[1]);
+        check_same_bits("binary broadcast", a, b, sizeof(float) * N);
+        /* backward into a row (inner cut), a column (outer cut), a scalar (serial) */
+        const int64_t *gst[3] = {row, col, none};
+        for (int g = 0; g < 3; g++) {
+            memset(a, 0, sizeof(float) * N), memset(b, 0, sizeof(float) * N);
+            memset(a2, 0, sizeof(float) * N), memset(b2, 0, sizeof(float) * N);
+            eo_k_binary_backward((eo_binop)op, shape, dy, full, x, full, y, gst[g], a, full, a2,
+                                 gst[g], pars[0]);
+            eo_k_binary_backward((eo_binop)op, shape, dy, full, x, full, y, gst[g], b, full, b2,
+                                 gst[g], pars[1]);
+            check_same_bits("binary_backward da", a, b, sizeof(float) * N);
+            check_same_bits("binary_backward db", a2, b2, sizeof(float) * C);
+        }
+    }
+    /* copy through a transpose; accumulate into full, a row, a column, a scalar */
+    eo_k_copy32(shape, a, tr, x, full, pars[0]);
+    eo_k_copy32(shape, b, tr, x, full, pars[1]);
+    check_same_bits("copy32", a, b, sizeof(float) * N);
+    const int64_t *dst[5] = {full, tr, row, col, none};
+    for (int d = 0; d < 5; d++) {
+        memcpy(a, y, sizeof(float) * N), memcpy(b, y, sizeof(float) * N);
+        eo_k_accumulate(shape, a, dst[d], x, full, pars[0]);
+        eo_k_accumulate(shape, b, dst[d], x, full, pars[1]);
+        check_same_bits("accumulate", a, b, sizeof(float) * N);
+    }
+    eo_k_fill(N - 3, a, 1.5f, pars[0]);
+    eo_k_fill(N - 3, b, 1.5f, pars[1]);
+    check_same_bits("fill", a, b, sizeof(float) * N);
+    for (int i = 0; i < N - 3; i++)
+        CHECK(b[i] == 1.5f);
+    free(x), free(y), free(dy), free(v), free(a), free(b), free(a2), free(b2);
+}
+END_TEST
+
 START_TEST(row_kernels_independent_of_split)
 {
     /* Big enough that every kernel hands its work to the hook. */
@@ -1465,6 +1519,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, adamw_one_step);
     tcase_add_test(tc, optimizers_many_elements);
     tcase_add_test(tc, row_kernels_independent_of_split);
+    tcase_add_test(tc, strided_kernels_independent_of_split);
     tcase_add_test(tc, unary_ops_keep_nan);
 #ifdef EO_AVX2
     tcase_add_test(tc, v8_exp_forms_keep_nan);

@@ -9,7 +9,10 @@
  *
  * Axes are merged first (strided.h); the innermost loop then has fast
  * paths for the common layouts (all unit-stride, one side a scalar run),
- * which the compiler vectorises. */
+ * which the compiler vectorises. Large walks are cut among threads only
+ * where the destination moves (strided.h), so a broadcast gradient still
+ * sums each element in the serial order: results do not depend on the
+ * thread count. */
 #include "ops/kernels.h"
 #include "ops/cpu/strided.h"
 
@@ -58,25 +61,41 @@ static void binary_run(eo_binop op, int64_t n, float *out, int64_t so, const flo
     }
 }
 
+/* The merged walk, its operands' strides and how it is cut (strided.h). */
+typedef struct walk {
+    int64_t sh[4];
+    int64_t st[4][4];
+    eo_strided_cut cut;
+    int kind; /* eo_binop forward, grad_kind backward */
+    float *o;
+    const float *p1, *p2, *p3;
+} walk;
+
+static void binary_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const walk *w = arg;
+    int64_t r0, r1, j0, j1;
+    (void)worker;
+    eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
+    for (int64_t r = r0; r < r1; r++)
+        binary_run((eo_binop)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
+                   w->st[0][3], w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
+                   w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3]);
+}
+
 void eo_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t so[4],
                  const float *a, const int64_t sa[4], const float *b, const int64_t sb[4],
                  const eo_exec *ex)
 {
-    (void)ex; /* strided walks stay on one thread */
-    int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
-    int64_t st[3][4] = {{so[0], so[1], so[2], so[3]},
-                        {sa[0], sa[1], sa[2], sa[3]},
-                        {sb[0], sb[1], sb[2], sb[3]}};
-    if (eo_strided_count(sh) == 0)
+    if (eo_strided_count(shape) == 0)
         return;
-    eo_strided_merge(sh, 3, st);
-    for (int64_t i0 = 0; i0 < sh[0]; i0++)
-        for (int64_t i1 = 0; i1 < sh[1]; i1++)
-            for (int64_t i2 = 0; i2 < sh[2]; i2++)
-                binary_run(op, sh[3], out + i0 * st[0][0] + i1 * st[0][1] + i2 * st[0][2],
-                           st[0][3], a + i0 * st[1][0] + i1 * st[1][1] + i2 * st[1][2],
-                           st[1][3], b + i0 * st[2][0] + i1 * st[2][1] + i2 * st[2][2],
-                           st[2][3]);
+    walk w = {{shape[0], shape[1], shape[2], shape[3]},
+              {{so[0], so[1], so[2], so[3]},
+               {sa[0], sa[1], sa[2], sa[3]},
+               {sb[0], sb[1], sb[2], sb[3]},
+               {0, 0, 0, 0}},
+              {0, 0}, (int)op, out, a, b, NULL};
+    eo_strided_run(w.sh, 3, w.st, &w.cut, eo_exec_par(ex), binary_body, &w);
 }
 
 /* ---- backward ------------------------------------------------------------
@@ -149,24 +168,30 @@ static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *
     }
 }
 
+static void grad_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const walk *w = arg;
+    int64_t r0, r1, j0, j1;
+    (void)worker;
+    eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
+    for (int64_t r = r0; r < r1; r++)
+        grad_run((grad_kind)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
+                 w->st[0][3], w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
+                 w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3],
+                 w->p3 + eo_strided_at(w->sh, w->st[3], r, j0), w->st[3][3]);
+}
+
 static void grad_pass(grad_kind k, const int64_t shape[4], float *g, const int64_t sg[4],
                       const float *d, const int64_t sd[4], const float *a, const int64_t sa[4],
-                      const float *b, const int64_t sb[4])
+                      const float *b, const int64_t sb[4], const eo_exec *ex)
 {
-    int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
-    int64_t st[4][4] = {{sg[0], sg[1], sg[2], sg[3]},
-                        {sd[0], sd[1], sd[2], sd[3]},
-                        {sa[0], sa[1], sa[2], sa[3]},
-                        {sb[0], sb[1], sb[2], sb[3]}};
-    eo_strided_merge(sh, 4, st);
-    for (int64_t i0 = 0; i0 < sh[0]; i0++)
-        for (int64_t i1 = 0; i1 < sh[1]; i1++)
-            for (int64_t i2 = 0; i2 < sh[2]; i2++) {
-#define EO_AT(p, o) ((p) + i0 * st[o][0] + i1 * st[o][1] + i2 * st[o][2])
-                grad_run(k, sh[3], EO_AT(g, 0), st[0][3], EO_AT(d, 1), st[1][3], EO_AT(a, 2),
-                         st[2][3], EO_AT(b, 3), st[3][3]);
-#undef EO_AT
-            }
+    walk w = {{shape[0], shape[1], shape[2], shape[3]},
+              {{sg[0], sg[1], sg[2], sg[3]},
+               {sd[0], sd[1], sd[2], sd[3]},
+               {sa[0], sa[1], sa[2], sa[3]},
+               {sb[0], sb[1], sb[2], sb[3]}},
+              {0, 0}, (int)k, g, d, a, b};
+    eo_strided_run(w.sh, 4, w.st, &w.cut, eo_exec_par(ex), grad_body, &w);
 }
 
 void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout,
@@ -174,7 +199,6 @@ void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout
                           const float *b, const int64_t sb[4], float *da, const int64_t sda[4],
                           float *db, const int64_t sdb[4], const eo_exec *ex)
 {
-    (void)ex;
     static const grad_kind left[EO_BIN_COUNT] = {G_DOUT, G_DOUT, G_MUL_B, G_DIV_B, G_SEL_GT,
                                                  G_SEL_LT};
     static const grad_kind right[EO_BIN_COUNT] = {G_DOUT, G_NEG_DOUT, G_MUL_A, G_DIV_AB,
@@ -188,7 +212,7 @@ void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout
     const float *pa = uses_ab ? a : dout, *pb = uses_ab ? b : dout;
     const int64_t *ta = uses_ab ? sa : zero, *tb = uses_ab ? sb : zero;
     if (da)
-        grad_pass(left[op], shape, da, sda, dout, sdo, pa, ta, pb, tb);
+        grad_pass(left[op], shape, da, sda, dout, sdo, pa, ta, pb, tb, ex);
     if (db)
-        grad_pass(right[op], shape, db, sdb, dout, sdo, pa, ta, pb, tb);
+        grad_pass(right[op], shape, db, sdb, dout, sdo, pa, ta, pb, tb, ex);
 }

@@ -4,34 +4,51 @@
  * broadcast gradients reduced back to their input's shape, and zeroing.
  * All three are memory-bound, so the only work worth doing is making the
  * innermost loop long and unit-stride: axes are merged first (strided.h),
- * then the inner loop picks a fast path when its strides allow one. */
+ * then the inner loop picks a fast path when its strides allow one. Large
+ * walks are cut among threads where the destination moves (strided.h). */
 #include <string.h>
 #include "ops/kernels.h"
+#include "ops/cpu/grain.h"
 #include "ops/cpu/strided.h"
+
+/* The merged walk of a copy or an accumulate and how it is cut among
+ * threads (strided.h: only along axes where the destination moves, so a
+ * broadcast gradient summed into one element keeps its serial order). */
+typedef struct walk2 {
+    int64_t sh[4];
+    int64_t st[2][4];
+    eo_strided_cut cut;
+    void *dst;
+    const void *src;
+} walk2;
+
+static void copy_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const walk2 *w = arg;
+    int64_t r0, r1, j0, j1;
+    (void)worker;
+    eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
+    const int64_t n = j1 - j0, dj = w->st[0][3], sj = w->st[1][3];
+    for (int64_t r = r0; r < r1; r++) {
+        uint32_t *dr = (uint32_t *)w->dst + eo_strided_at(w->sh, w->st[0], r, j0);
+        const uint32_t *sr = (const uint32_t *)w->src + eo_strided_at(w->sh, w->st[1], r, j0);
+        if (dj == 1 && sj == 1)
+            memcpy(dr, sr, (size_t)n * sizeof *dr);
+        else
+            for (int64_t j = 0; j < n; j++)
+                dr[j * dj] = sr[j * sj];
+    }
+}
 
 void eo_k_copy32(const int64_t shape[4], void *dst, const int64_t sd[4], const void *src,
                  const int64_t ss[4], const eo_exec *ex)
 {
-    (void)ex; /* strided walks stay on one thread */
-    int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
-    int64_t st[2][4] = {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}};
-    if (eo_strided_count(sh) == 0)
+    if (eo_strided_count(shape) == 0)
         return;
-    eo_strided_merge(sh, 2, st);
-    uint32_t *d = dst;
-    const uint32_t *s = src;
-    const int64_t n = sh[3], dj = st[0][3], sj = st[1][3];
-    for (int64_t i0 = 0; i0 < sh[0]; i0++)
-        for (int64_t i1 = 0; i1 < sh[1]; i1++)
-            for (int64_t i2 = 0; i2 < sh[2]; i2++) {
-                uint32_t *dr = d + i0 * st[0][0] + i1 * st[0][1] + i2 * st[0][2];
-                const uint32_t *sr = s + i0 * st[1][0] + i1 * st[1][1] + i2 * st[1][2];
-                if (dj == 1 && sj == 1)
-                    memcpy(dr, sr, (size_t)n * sizeof *dr);
-                else
-                    for (int64_t j = 0; j < n; j++)
-                        dr[j * dj] = sr[j * sj];
-            }
+    walk2 w = {{shape[0], shape[1], shape[2], shape[3]},
+               {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}},
+               {0, 0}, dst, src};
+    eo_strided_run(w.sh, 2, w.st, &w.cut, eo_exec_par(ex), copy_body, &w);
 }
 
 /* dst[j*dj] += src[j*sj] for j < n. A stride-0 dst is a sum over the
@@ -57,26 +74,48 @@ static void accumulate_row(int64_t n, float *dst, int64_t dj, const float *src, 
     }
 }
 
+static void accumulate_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const walk2 *w = arg;
+    int64_t r0, r1, j0, j1;
+    (void)worker;
+    eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
+    for (int64_t r = r0; r < r1; r++)
+        accumulate_row(j1 - j0, (float *)w->dst + eo_strided_at(w->sh, w->st[0], r, j0),
+                       w->st[0][3],
+                       (const float *)w->src + eo_strided_at(w->sh, w->st[1], r, j0),
+                       w->st[1][3]);
+}
+
 void eo_k_accumulate(const int64_t shape[4], float *dst, const int64_t sd[4], const float *src,
                      const int64_t ss[4], const eo_exec *ex)
 {
-    (void)ex;
-    int64_t sh[4] = {shape[0], shape[1], shape[2], shape[3]};
-    int64_t st[2][4] = {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}};
-    if (eo_strided_count(sh) == 0)
+    if (eo_strided_count(shape) == 0)
         return;
-    eo_strided_merge(sh, 2, st);
-    for (int64_t i0 = 0; i0 < sh[0]; i0++)
-        for (int64_t i1 = 0; i1 < sh[1]; i1++)
-            for (int64_t i2 = 0; i2 < sh[2]; i2++)
-                accumulate_row(sh[3], dst + i0 * st[0][0] + i1 * st[0][1] + i2 * st[0][2],
-                               st[0][3], src + i0 * st[1][0] + i1 * st[1][1] + i2 * st[1][2],
-                               st[1][3]);
+    walk2 w = {{shape[0], shape[1], shape[2], shape[3]},
+               {{sd[0], sd[1], sd[2], sd[3]}, {ss[0], ss[1], ss[2], ss[3]}},
+               {0, 0}, dst, src};
+    eo_strided_run(w.sh, 2, w.st, &w.cut, eo_exec_par(ex), accumulate_body, &w);
+}
+
+typedef struct fill_job {
+    float *x;
+    float value;
+} fill_job;
+
+static void fill_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const fill_job *f = arg;
+    (void)worker;
+    for (int64_t i = begin * EO_STRIDED_UNIT, e = end * EO_STRIDED_UNIT; i < e; i++)
+        f->x[i] = f->value;
 }
 
 void eo_k_fill(int64_t n, float *x, float value, const eo_exec *ex)
 {
-    (void)ex;
-    for (int64_t i = 0; i < n; i++)
+    fill_job f = {x, value};
+    int64_t blocks = n / EO_STRIDED_UNIT;
+    eo_par_for(eo_par_if(eo_exec_par(ex), n), blocks, fill_body, &f);
+    for (int64_t i = blocks * EO_STRIDED_UNIT; i < n; i++)
         x[i] = value;
 }

@@ -8,6 +8,8 @@
 # 1 means EveryO is faster). PyTorch's thread pool and OpenBLAS's fight on
 # this 2-core machine, so at 2 threads both splits are tried and the faster
 # PyTorch run is kept. Without python3-torch the PyTorch rows say skipped.
+# Then the CNN, ViT and GPT steps (BENCH_STEPS steps each, 30 by default),
+# EveryO beside PyTorch, through tools/bench/bench_transformer.py.
 set -u
 eo=$1
 epochs=${2:-3}
@@ -49,3 +51,14 @@ for t in 1 2; do
     printf '%-8s %-8s %10s %10s %12s %8s%% %8sx\n' PyTorch "$t" "$1" "$2" "$3" "$4" "$(awk "BEGIN{printf \"%.2f\", $1/$eo_s}")"
 done
 echo "epochs: $epochs each; ratio = PyTorch s/epoch / EveryO s/epoch (> 1: EveryO faster)"
+
+# The CNN, ViT and GPT: ms per training step over a short run, EveryO beside
+# PyTorch at 1 and 2 threads (PyTorch at 2 threads in both splits), by
+# tools/bench/bench_transformer.py. A model whose data is missing says skipped.
+steps=${BENCH_STEPS:-30}
+echo
+if [ $have_torch = 0 ]; then
+    echo "CNN, ViT, GPT: skipped (python3-torch not installed)"
+else
+    "$py" "$here/bench_transformer.py" --eo-train "$eo" --steps "$steps" --models cnn,vit,gpt
+fi

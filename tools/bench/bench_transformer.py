@@ -6,6 +6,8 @@ only ratios measured side by side mean much):
   GPT  character-level, fortunes corpus (tools/train/textlm.h's recipe), context
        64, d_model 128, 4 heads, 4 layers, batch 32, AdamW lr 1e-3 wd 0.01
        (constant); validation loss on the same 512 evenly spaced windows;
+  CNN  eo-train's conv32-pool-conv64-pool-fc128-fc10, batch 128, AdamW 2e-3
+       (timing and peak resident memory only: --models cnn);
   ViT  Fashion-MNIST, 4x4 patches, d_model 64, 4 heads, 2 blocks, mean
        pooling, batch 128, AdamW lr 1e-3 wd 0.01 with cosine decay over the
        run; accuracy on the first 2,000 test images.
@@ -109,6 +111,28 @@ def worker(model, steps, tt, seed):
                 tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), w[:, 1:].reshape(-1)).item() * len(w)
         return {"ms": 1000 * spent / steps, "metric": tot / K}
     x = torch.from_numpy(idx_images(f"{FMNIST}/train-images-idx3-ubyte.gz"))
+    if model == "cnn":  # eo-train's CNN: conv32-pool-conv64-pool-fc128-fc10, AdamW 2e-3
+        import torch.nn as nn
+        y = torch.from_numpy(idx_labels(f"{FMNIST}/train-labels-idx1-ubyte.gz"))
+        net = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(),
+                            nn.Linear(128, 10))
+        opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=0.01)
+        x = x.reshape(-1, 1, 28, 28)
+        B, spent = 128, 0.0
+        perm = torch.randperm(len(x), generator=g)
+        for s in range(steps):
+            i = perm[(s * B) % (len(x) - B + 1):][:B]
+            t0 = time.perf_counter()
+            loss = F.cross_entropy(net(x[i]), y[i])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            spent += time.perf_counter() - t0
+        import resource
+        return {"ms": 1000 * spent / steps, "metric": float(loss.item()),
+                "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     y = torch.from_numpy(idx_labels(f"{FMNIST}/train-labels-idx1-ubyte.gz"))
     xt = torch.from_numpy(idx_images(f"{FMNIST}/t10k-images-idx3-ubyte.gz"))[:2000]
     yt = torch.from_numpy(idx_labels(f"{FMNIST}/t10k-labels-idx1-ubyte.gz"))[:2000]
@@ -148,13 +172,19 @@ def run_eo(eo_train, model, steps, threads, seed):
     if model == "gpt":
         cmd = [eo_train, "--model", "gpt", "--steps", str(steps), "--eval-every", "0",
                "--threads", str(threads), "--seed", str(seed), "--quiet"]
+    elif model == "cnn":
+        cmd = [eo_train, "--model", "cnn", "--steps", str(steps), "--threads", str(threads),
+               "--seed", str(seed), "--test-subset", "2000", "--quiet", "--plot", os.devnull]
     else:
         cmd = [eo_train, "--model", "vit", "--steps", str(steps), "--threads", str(threads),
                "--seed", str(seed), "--test-subset", "2000", "--quiet", "--plot", os.devnull]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     ms = float(re.search(r"([\d.]+) ms/step", out).group(1))
+    rss = re.search(r"peak resident ([\d.]+) MiB", out)
     if model == "gpt":
         metric = float(re.search(r"done: validation loss ([\d.]+)", out).group(1))
+    elif model == "cnn":  # timing only: the step count is too short for accuracy
+        return {"ms": ms, "metric": 0.0, "rss": float(rss.group(1)) if rss else 0.0}
     else:
         metric = float(re.search(r"done: test accuracy ([\d.]+)%", out).group(1)) / 100
     return {"ms": ms, "metric": metric}
@@ -165,7 +195,7 @@ def main():
     ap.add_argument("--eo-train", default="build/eo-train")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--models", default="gpt,vit")
+    ap.add_argument("--models", default="gpt,vit")  # also: cnn
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--worker")
     ap.add_argument("--torch-threads", type=int, default=1)
@@ -175,7 +205,11 @@ def main():
         return
     rows = []
     for model in a.models.split(","):
-        what = "val loss" if model == "gpt" else "test acc"
+        need = FORTUNES if model == "gpt" else FMNIST
+        if not os.path.isdir(need):
+            print(f"{model}: skipped ({need} not found)", flush=True)
+            continue
+        what = "val loss" if model == "gpt" else "test acc" if model == "vit" else "-"
         for n in (int(t) for t in a.threads.split(",")):
             eo = run_eo(a.eo_train, model, a.steps, n, a.seed)
             splits = [(n, n)] + ([(1, n)] if n > 1 else [])
@@ -184,7 +218,9 @@ def main():
                 rows.append((model, n, f"{tt}+{blas}", eo, pt, what))
                 print(f"{model} {n} thread(s): EveryO {eo['ms']:.1f} ms/step {what} {eo['metric']:.4f}; "
                       f"PyTorch (torch {tt} + BLAS {blas}) {pt['ms']:.1f} ms/step {what} "
-                      f"{pt['metric']:.4f}", flush=True)
+                      f"{pt['metric']:.4f}"
+                      + (f"; peak resident EveryO {eo['rss']:.0f} / PyTorch {pt['rss']:.0f} MiB"
+                         if "rss" in eo and "rss" in pt else ""), flush=True)
     print(f"\n{a.steps} training steps each; ratio = EveryO time / PyTorch time (< 1: EveryO faster)")
     print(f"| model | threads | PyTorch threads (torch+BLAS) | EveryO ms/step | PyTorch ms/step | ratio "
           f"| EveryO metric | PyTorch metric |")

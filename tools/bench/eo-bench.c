@@ -17,9 +17,12 @@
  *     nothing in EveryO links a BLAS;
  *   - PyTorch, through tools/bench/bench_torch.py run as a subprocess, whose
  *     timings come back as CSV.
- * EveryO and the in-process references are called in turn (EveryO, BLAS,
- * naive, EveryO, ...) after a warm-up, and the median of the repeats is
- * kept, so a burst of noise hits all of them alike. A reference that is
+ * EveryO and the in-process references are timed in alternating blocks
+ * (EveryO, BLAS, naive, EveryO, ...) after a warm-up, each block started
+ * once the other threads of the process have parked (quiesce), and the
+ * median of the repeats is kept, so a burst of noise hits all of them
+ * alike and no pool is timed against another's spinning workers. A
+ * reference that is
  * missing is reported as "skipped (reason)", never as an error.
  *
  * --device cuda times the PTX kernels on a GPU (bench_gpu.c); --device sim
@@ -763,6 +766,43 @@ typedef struct row {
 static row rows[MAX_ROWS];
 static int nrows;
 
+/* ---- parking the other implementation's threads --------------------------------- */
+
+/* CPU time of every thread of this process except the caller. */
+static double others_cpu_s(void)
+{
+    struct timespec p, t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)(p.tv_sec - t.tv_sec) + 1e-9 * (double)(p.tv_nsec - t.tv_nsec);
+}
+
+/* OpenBLAS's workers keep spinning after a call returns (about 2^28
+ * cycles, a tenth of a second at 2.5 GHz, before they sleep), and
+ * EveryO's pool spins for a short while too; a spinning worker holds
+ * one of the two cores the next implementation wants. Rather than
+ * guess each library's timeout, wait until the process's other threads
+ * stop using CPU: sample their CPU time over 5 ms slices until a slice
+ * grows it by under 0.25 ms (a parked worker uses none), at most 1 s.
+ * Returns the seconds waited. Sleeping, not a knob of either library,
+ * so each keeps the settings it runs with in real programs. */
+static double quiesce_wait, quiesce_worst;
+static double quiesce(void)
+{
+    double t0 = now_s(), c0 = others_cpu_s();
+    for (;;) {
+        struct timespec d = {0, 5000000};
+        nanosleep(&d, NULL);
+        double c1 = others_cpu_s(), waited = now_s() - t0;
+        if (c1 - c0 < 0.25e-3 || waited > 1.0) {
+            if (waited > quiesce_worst)
+                quiesce_worst = waited;
+            return waited;
+        }
+        c0 = c1;
+    }
+}
+
 /* Time EveryO and the in-process references in turn. */
 static void measure_row(row *R, const eo_par *par)
 {
@@ -809,16 +849,34 @@ static void measure_row(row *R, const eo_par *par)
         if (reps[i] > most)
             most = reps[i];
     }
+    /* Timed in blocks, not call by call: each implementation's repeats
+     * are split into BLOCKS blocks, and the blocks alternate (EveryO,
+     * OpenBLAS, naive, EveryO, ...), so drift on the shared machine still
+     * hits all of them alike. Before each block the other threads of the
+     * process are left to park (quiesce), and the block's first call is
+     * untimed, so neither pool is timed while the other's workers still
+     * spin for the core it needs. */
+    enum { BLOCKS = 3 };
+    (void)most;
     double *times[NIMPL];
+    int done[NIMPL] = {0};
     for (int i = 0; i < NIMPL; i++)
         times[i] = xmalloc((size_t)(reps[i] + 1) * sizeof(double));
-    for (int r = 0; r < most; r++)
+    for (int blk = 0; blk < BLOCKS; blk++)
         for (int i = 0; i < NIMPL; i++) {
-            if (!have[i] || r >= reps[i])
+            if (!have[i])
                 continue;
-            double t0 = now_s();
-            run_impl(i, &s);
-            times[i][r] = now_s() - t0;
+            int upto = reps[i] * (blk + 1) / BLOCKS;
+            if (upto <= done[i]) /* the last block always reaches reps[i] >= 1 */
+                continue;
+            quiesce_wait += quiesce();
+            if (i != IMPL_NAIVE) /* one thread, no pool to wake: no untimed call */
+                run_impl(i, &s);
+            for (; done[i] < upto; done[i]++) {
+                double t0 = now_s();
+                run_impl(i, &s);
+                times[i][done[i]] = now_s() - t0;
+            }
         }
     for (int i = 0; i < NIMPL; i++) {
         if (i != IMPL_TORCH)
@@ -953,6 +1011,12 @@ static void print_table(void)
            "EveryO is faster. %%peak is of the FMA peak (matmul) or memcpy bandwidth\n"
            "(measured on %d MiB; a kernel whose arrays partly fit in cache can exceed it).\n",
            copy_mib());
+    printf("Timing: each implementation's repeats run in 3 blocks, alternating between\n"
+           "implementations; before each block the process's other threads are left to\n"
+           "park (their CPU time stops growing; OpenBLAS's workers spin ~0.1 s after a\n"
+           "call) and the block's first call is untimed; median of the timed calls.\n"
+           "Parking waited %.1f s in all, at most %.0f ms once.\n",
+           quiesce_wait, 1e3 * quiesce_worst);
     printf("\n%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "kernel", "shape", "thr",
            "EveryO ms", "rate", "%peak", "vs OpenBLAS", "vs PyTorch", "vs naive C");
     printf("%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",

@@ -117,7 +117,9 @@ static void usage(FILE *f)
             "      --log FILE         per-step loss as CSV\n"
             "      --plot FILE        loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
-            "  -q, --quiet            no progress bar\n%s"
+            "  -q, --quiet            no progress bar\n"
+            "      --profile          after training, time per op kind and pass (forward\n"
+            "                         call, backward rule) and its share of the step\n""%s"
             "  -h, --help             this text\n"
             "      --version          the program's and the library's version\n", dist_usage);
 }
@@ -147,7 +149,9 @@ static void usage_gpt(FILE *f)
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
-            "  -q, --quiet            no progress lines\n%s"
+            "  -q, --quiet            no progress lines\n"
+            "      --profile          after training, time per op kind and pass (forward\n"
+            "                         call, backward rule) and its share of the step\n""%s"
             "  -h, --help             this text\n"
             "      --version          the program's and the library's version\n", dist_usage);
 }
@@ -157,7 +161,7 @@ enum {
     O_EPOCHS = 256, O_STEPS, O_EVAL, O_LR, O_OPTIMIZER, O_MOMENTUM, O_NESTEROV, O_WD,
     O_SCHEDULE, O_WARMUP, O_CLIP, O_SEED, O_DATA, O_SUBSET, O_TEST_SUBSET, O_SAVE, O_LOAD,
     O_LOG, O_PLOT, O_DEVICE, O_VERSION, O_TEXT, O_FORTUNES, O_CONTEXT, O_DMODEL, O_HEADS,
-    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED,
+    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE,
 };
 
 static const char short_opts[] = "m:b:j:qh";
@@ -177,6 +181,7 @@ static const struct option image_opts[] = {
     {"save", required_argument, NULL, O_SAVE},     {"load", required_argument, NULL, O_LOAD},
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
+    {"profile", no_argument, NULL, O_PROFILE},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -196,6 +201,7 @@ static const struct option gpt_opts[] = {
     {"threads", required_argument, NULL, 'j'},     {"save", required_argument, NULL, O_SAVE},
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
+    {"profile", no_argument, NULL, O_PROFILE},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -251,6 +257,7 @@ static int main_gpt(int argc, char **argv)
         case O_PLOT: c.plot = v; break;
         case 'q': c.quiet = 1; break;
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
+        case O_PROFILE: c.profile = 1; break;
         case O_DIST:
         case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
@@ -418,6 +425,7 @@ int main(int argc, char **argv)
         case O_PLOT: c.plot = v; break;
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case 'q': c.quiet = 1; break;
+        case O_PROFILE: c.profile = 1; break;
         case O_DIST:
         case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */

@@ -16,6 +16,7 @@
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
+#include "tools/train/profile.h"
 #include "tools/train/progress.h"
 #include "tools/train/svgplot.h"
 #include "tools/threads/pool.h"
@@ -410,6 +411,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
     FILE *log = NULL;
     eo_ctx ctx;
+    static eo_prof prof; /* --profile; static: it is a few KiB */
     eo_gpt m;
     eo_optimizer opt;
     eo_dist *dist = c->dist && c->dist->size > 1 ? c->dist : NULL;
@@ -434,6 +436,10 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
+    if (c->profile) {
+        eo_prof_init(&prof);
+        eo_ctx_set_profile(&ctx, eo_prof_hook(&prof));
+    }
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
     if (c->cuda) {
@@ -495,6 +501,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             memcpy(tb + (size_t)b * T, tok + st + 1, (size_t)T * sizeof *tb);
         }
         double t0 = now();
+        if (c->profile && step > 1) /* the first step faults pages in */
+            eo_prof_begin(&prof);
         eo_mark mk = eo_mark_get(&ctx);
         float loss = 0;
         if (split) {
@@ -508,6 +516,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             CORE(train_step(&ctx, &m, &opt, ib, tb, c->batch, &loss));
         }
         eo_rewind(&ctx, mk);
+        if (c->profile && step > 1)
+            eo_prof_end(&prof);
         t_train += now() - t0;
         if (!isfinite(loss)) {
             snprintf(err, errlen, "loss became %f at step %d: lower --lr?", (double)loss, step);
@@ -555,6 +565,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             goto done;
     }
     r->ms_per_step = c->steps ? 1000.0 * t_train / c->steps : 0;
+    if (c->profile && out)
+        eo_prof_print(&prof, out, c->threads);
     if (out)
         fprintf(out, "validation loss %.4f nats/char (%d windows), %.1f ms/step, arenas: "
                      "persistent %.1f MiB, step %.1f MiB high-water\n",

@@ -57,6 +57,7 @@ typedef struct eo_lm_config {
     const char *log;      /* CSV of step, train loss, val loss or NULL */
     const char *plot;     /* SVG of the train and validation loss, or NULL */
     int quiet;
+    int profile;              /* print the per-op profile (tools/train/profile.h) */
     size_t persist_mb, step_mb;
     struct eo_dist *dist; /* data-parallel world, as eo_train_config's; NULL: one process */
     int micro_batches;    /* slices per rank and step (0 or 1: one) */

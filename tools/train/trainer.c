@@ -24,6 +24,7 @@
 #include "tools/formats/checkpoint.h"
 #include "tools/train/mnist.h"
 #include "tools/threads/pool.h"
+#include "tools/train/profile.h"
 #include "tools/train/progress.h"
 #include "tools/train/svgplot.h"
 #include "tools/train/trainer.h"
@@ -262,6 +263,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_batcher bat = {0};
     history h = {0};
     eo_ctx ctx;
+    static eo_prof prof; /* --profile; static: it is a few KiB */
     eo_classifier m;
     eo_optimizer opt;
     int attached = 0;
@@ -278,6 +280,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
+    if (c->profile) {
+        eo_prof_init(&prof);
+        eo_ctx_set_profile(&ctx, eo_prof_hook(&prof));
+    }
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
     if (c->cuda) {
@@ -387,6 +393,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             if (s != EO_OK)
                 goto done;
             opt.lr = eo_lr_at(&sched, (int64_t)global);
+            if (c->profile && global > 0) /* the first step faults pages in */
+                eo_prof_begin(&prof);
             eo_mark mk = eo_mark_get(&ctx);
             float loss = 0;
             if (split) {
@@ -400,6 +408,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                 CORE(train_step(&ctx, &m, &opt, c->clip, xb, yb, rows, &loss));
             }
             eo_rewind(&ctx, mk);
+            if (c->profile && global > 0)
+                eo_prof_end(&prof);
             if (global == 0)
                 r->step_high_after_first = eo_arena_high(&ctx.step);
             if (!isfinite(loss)) {
@@ -454,6 +464,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     r->ms_per_step = total_steps ? 1000.0 * train_time / (double)total_steps : 0;
     r->persist_high = eo_arena_high(&ctx.persist);
     r->step_high = eo_arena_high(&ctx.step);
+    if (c->profile && out)
+        eo_prof_print(&prof, out, c->threads);
     if (out)
         fprintf(out, "arenas: persistent %.1f MiB high-water, step %.1f MiB high-water (%.1f MiB "
                      "after the first step)\n",

@@ -32,6 +32,7 @@ typedef struct eo_train_config {
     const char *log;          /* per-step CSV or NULL */
     const char *plot;         /* SVG path or NULL */
     int quiet;                /* no progress bar */
+    int profile;              /* print the per-op profile (tools/train/profile.h) */
     int cuda;                 /* 1: tensors on the first CUDA device */
     const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
     size_t persist_mb, step_mb;
