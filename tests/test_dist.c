@@ -279,6 +279,9 @@ START_TEST(mpi_two_ranks_equal_one_process_mlp)
     /* 96 images in batches of 45, 2 epochs: 2 full ones (slices of 22
      * and 23) and one of 6 each epoch: unequal shares weigh right. */
     image_model("--batch 45 --epochs 2");
+    /* ZeRO-1 under mpirun: the same bits as one process (and so as the
+     * plain two ranks). */
+    image_model("--batch 45 --epochs 2 --zero 1");
 }
 END_TEST
 
@@ -671,9 +674,10 @@ static struct {
     pthread_cond_t cv;
     int n, arrived, gen;
     const void *src[DBL_RANKS];
-} rv = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {NULL} };
+    const int *cnt[DBL_RANKS], *off[DBL_RANKS];
+} rv = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {NULL}, {NULL}, {NULL} };
 static _Thread_local int mpi_rank;
-static char mpi_tag_double, mpi_tag_byte; /* the type handles: their addresses */
+static char mpi_tag_double, mpi_tag_float, mpi_tag_byte; /* the type handles: their addresses */
 
 static void rendezvous(void)
 {
@@ -690,7 +694,10 @@ static void rendezvous(void)
     pthread_mutex_unlock(&rv.mu);
 }
 
-static size_t mpi_bytes(eo_mpi_type t) { return t == &mpi_tag_double ? sizeof(double) : 1; }
+static size_t mpi_bytes(eo_mpi_type t)
+{
+    return t == &mpi_tag_double ? sizeof(double) : t == &mpi_tag_float ? sizeof(float) : 1;
+}
 
 static int mpi_barrier(eo_mpi_comm c) { (void)c; rendezvous(); return 0; }
 
@@ -721,9 +728,48 @@ static int mpi_allgather(const void *sbuf, int scount, eo_mpi_type st, void *rbu
     return 0;
 }
 
+/* The two collectives of the rank-order sum and of ZeRO-1's
+ * reduce-scatter and all-gather (tools/dist/dist.c). */
+static int mpi_alltoallv(const void *sbuf, const int sc[], const int sd[], eo_mpi_type st,
+                         void *rbuf, const int rc[], const int rd[], eo_mpi_type rt,
+                         eo_mpi_comm c)
+{
+    (void)c;
+    (void)rc;
+    (void)rt;
+    size_t e = mpi_bytes(st);
+    rv.src[mpi_rank] = sbuf;
+    rv.cnt[mpi_rank] = sc;
+    rv.off[mpi_rank] = sd;
+    rendezvous();
+    for (int j = 0; j < rv.n; j++)
+        memcpy((char *)rbuf + (size_t)rd[j] * e,
+               (const char *)rv.src[j] + (size_t)rv.off[j][mpi_rank] * e,
+               (size_t)rv.cnt[j][mpi_rank] * e);
+    rendezvous();
+    return 0;
+}
+
+static int mpi_allgatherv(const void *sbuf, int scount, eo_mpi_type st, void *rbuf,
+                          const int rc[], const int rd[], eo_mpi_type rt, eo_mpi_comm c)
+{
+    (void)c;
+    (void)rt;
+    (void)scount;
+    size_t e = mpi_bytes(st);
+    rv.src[mpi_rank] = sbuf;
+    rendezvous();
+    for (int j = 0; j < rv.n; j++)
+        memcpy((char *)rbuf + (size_t)rd[j] * e, rv.src[j], (size_t)rc[j] * e);
+    rendezvous();
+    return 0;
+}
+
 typedef struct {
     eo_train_config c;
+    eo_train_result res;
     eo_dist d;
+    int counts[4 * 2]; /* the world's collectives' counts (eo_dist_init mallocs them) */
     eo_status st;
     char err[512];
 } train_rank;
@@ -732,9 +778,43 @@ static void *train_rank_main(void *arg)
 {
     train_rank *t = arg;
     mpi_rank = t->d.rank;
-    eo_train_result res;
-    t->st = eo_train_run(&t->c, &res, NULL, t->err, sizeof t->err);
+    t->st = eo_train_run(&t->c, &t->res, NULL, t->err, sizeof t->err);
     return NULL;
+}
+
+/* eo_train_run(c) as two ranks on two host threads (rank k on device k
+ * when c is on CUDA), rank 0 writing log and save; both must succeed. */
+static void train_on_two_threads(train_rank *tr, const eo_train_config *c, const char *log,
+                                 const char *save)
+{
+    rv.n = 2;
+    memset(tr, 0, 2 * sizeof *tr);
+    for (int k = 0; k < 2; k++) {
+        tr[k].c = *c;
+        tr[k].c.cuda_device = k;
+        tr[k].c.dist = &tr[k].d;
+        tr[k].c.log = log;
+        tr[k].c.save = save;
+        tr[k].d.rank = k;
+        tr[k].d.size = 2;
+        tr[k].d.ordered = 1;
+        tr[k].d.counts = tr[k].counts;
+        tr[k].d.mpi.Barrier = mpi_barrier;
+        tr[k].d.mpi.Bcast = mpi_bcast;
+        tr[k].d.mpi.Allgather = mpi_allgather;
+        tr[k].d.mpi.Allgatherv = mpi_allgatherv;
+        tr[k].d.mpi.Alltoallv = mpi_alltoallv;
+        tr[k].d.mpi.type_double = &mpi_tag_double;
+        tr[k].d.mpi.type_float = &mpi_tag_float;
+        tr[k].d.mpi.type_byte = &mpi_tag_byte;
+    }
+    on_threads(2, train_rank_main, tr, sizeof tr[0]);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(tr[k].st == EO_OK, "rank %d: %s", k, tr[k].err);
+        /* eo_dist_finalize's part for a world it did not make. */
+        free(tr[k].d.flat);
+        free(tr[k].d.recv);
+    }
 }
 
 /* eo-train's loop (tools/train/trainer.c) with --device cuda on two
@@ -769,27 +849,8 @@ START_TEST(train_cuda_nccl_two_ranks_equal_one_process)
     ck_assert_int_eq(eo_ptxsim_driver_set_devices(2), EO_OK);
     eo_ptxsim_driver(&D);
     dbl_reset(2);
-    rv.n = 2;
     static train_rank tr[2];
-    memset(tr, 0, sizeof tr);
-    for (int k = 0; k < 2; k++) {
-        tr[k].c = c;
-        tr[k].c.cuda_device = k;
-        tr[k].c.dist = &tr[k].d;
-        tr[k].c.log = path[0];
-        tr[k].c.save = path[1];
-        tr[k].d.rank = k;
-        tr[k].d.size = 2;
-        tr[k].d.ordered = 1;
-        tr[k].d.mpi.Barrier = mpi_barrier;
-        tr[k].d.mpi.Bcast = mpi_bcast;
-        tr[k].d.mpi.Allgather = mpi_allgather;
-        tr[k].d.mpi.type_double = &mpi_tag_double;
-        tr[k].d.mpi.type_byte = &mpi_tag_byte;
-    }
-    on_threads(2, train_rank_main, tr, sizeof tr[0]);
-    for (int k = 0; k < 2; k++)
-        ck_assert_msg(tr[k].st == EO_OK, "rank %d: %s", k, tr[k].err);
+    train_on_two_threads(tr, &c, path[0], path[1]);
     ck_assert_int_eq(dbl.bad_stream, 0);
     ck_assert_int_gt(dbl.allreduces, 0);
     ck_assert(dbl.last_stream[0] != NULL && dbl.last_stream[1] != NULL &&
@@ -811,6 +872,74 @@ START_TEST(train_cuda_nccl_two_ranks_equal_one_process)
 }
 END_TEST
 
+/* ZeRO-1 (eo-train --zero 1) on two ranks (host threads, the MPI double
+ * above): the log and the weights equal plain data parallelism's bit for
+ * bit, and each rank's persistent arena holds only its half of AdamW's m
+ * and v. */
+START_TEST(zero1_two_ranks_equal_plain_data_parallel_with_half_the_state)
+{
+    char dir[64], path[4][700];
+    tiny_mnist(dir, sizeof dir);
+    const char *names[4] = { "plain.csv", "plain.safetensors", "zero.csv", "zero.safetensors" };
+    for (int i = 0; i < 4; i++)
+        snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+    eo_train_config c;
+    eo_train_defaults(&c, EO_MODEL_MLP);
+    c.data_dir = dir;
+    c.epochs = 2;
+    c.batch = 45; /* slices of 22 and 23, and a last batch of 6 */
+    c.threads = 1;
+    c.test_subset = 100;
+    c.quiet = 1;
+    c.plot = NULL;
+    c.persist_mb = 8;
+    c.step_mb = 16;
+    static train_rank plain[2], zero[2];
+    train_on_two_threads(plain, &c, path[0], path[1]);
+    c.zero = 1;
+    train_on_two_threads(zero, &c, path[2], path[3]);
+    same_file(path[0], path[2]);
+    same_file(path[1], path[3]);
+    /* m and v: 2 x 4 bytes per parameter element in all, half on each
+     * rank (the shards differ by at most one element). */
+    size_t n = 784 * 256 + 256 + 256 * 10 + 10;
+    for (int k = 0; k < 2; k++) {
+        size_t b0, cnt;
+        eo_dist_shard(&zero[k].d, n, &b0, &cnt);
+        ck_assert_uint_eq(cnt, n / 2);
+        size_t saved = plain[k].res.persist_high - zero[k].res.persist_high;
+        /* The other shard's state, give or take the state tensors'
+         * headers and alignment (rank 1's shard touches 4 parameters,
+         * rank 0's one). */
+        ck_assert_uint_ge(saved + 4096, 8 * (n - cnt));
+        ck_assert_uint_le(saved, 8 * (n - cnt) + 4096);
+    }
+    /* A shard must be a non-empty range inside the parameters. */
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    eo_params ps;
+    eo_module l;
+    eo_optimizer o;
+    ck_assert_int_eq(eo_params_init(ctx, &ps, 2), EO_OK);
+    ck_assert_int_eq(eo_linear_init(ctx, &ps, EO_CPU, "0", 3, 2, 1, EO_INIT_KAIMING_UNIFORM, &l), EO_OK);
+    ck_assert_int_eq(eo_adamw_init_shard(ctx, &o, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0, 7, 2), EO_ERR_ARG);
+    ck_assert_int_eq(eo_adamw_init_shard(ctx, &o, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0, 0, 0), EO_ERR_ARG);
+    ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_ERR_STATE); /* a failed init */
+    ck_assert_int_eq(eo_adamw_init_shard(ctx, &o, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0, 5, 3), EO_OK);
+    ck_assert(o.m[0] != NULL && eo_numel(o.m[0]) == 1 && eo_numel(o.m[1]) == 2);
+    eo_test_ctx_free(ctx);
+    /* No clipping, SGD or CUDA with --zero 1: a clear refusal. */
+    c.clip = 1;
+    eo_train_result r;
+    char err[256];
+    eo_dist one = {0};
+    one.size = 2;
+    c.dist = &one;
+    ck_assert_int_eq(eo_train_run(&c, &r, NULL, err, sizeof err), EO_ERR_ARG);
+    ck_assert_msg(strstr(err, "--zero 1") != NULL, "%s", err);
+    remove_tiny_mnist(dir);
+}
+END_TEST
+
 Suite *eo_suite_dist(void)
 {
     Suite *s = suite_create("dist");
@@ -819,6 +948,7 @@ Suite *eo_suite_dist(void)
     tcase_add_test(tc, hook_runs_once_before_the_update_and_its_failure_is_the_steps);
     tcase_add_test(tc, nccl_hook_two_ranks_on_two_devices_equal_one_process);
     tcase_add_test(tc, train_cuda_nccl_two_ranks_equal_one_process);
+    tcase_add_test(tc, zero1_two_ranks_equal_plain_data_parallel_with_half_the_state);
     tcase_add_test(tc, mpi_two_ranks_equal_one_process_mlp);
     tcase_add_test(tc, mpi_two_ranks_equal_one_process_cnn_vit);
     tcase_add_test(tc, mpi_two_ranks_equal_one_process_gpt);
