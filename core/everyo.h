@@ -94,7 +94,12 @@ typedef struct eo_tensor {
  * library calls it once per training step, after the backward and before
  * the gradients are first used (eo_clip_grad_norm, eo_optimizer_step, or
  * an explicit eo_grad_allreduce, core/nn.h). tools/dist/ fills it with
- * MPI (CPU tensors) or NCCL (CUDA tensors). */
+ * MPI (CPU tensors) or NCCL (CUDA tensors). With ZeRO-1 (optimizer
+ * state sharded across ranks, eo_adamw_init_shard in core/nn.h) the
+ * program's hook may sum only the range of the flattened gradients that
+ * its rank's optimizer shard reads (a reduce-scatter), and gathers the
+ * updated weights itself after eo_optimizer_step: the library only calls
+ * the hook at the same point and updates the shard. */
 
 /* One parameter's gradient, as the hook sees it: contiguous, in the
  * persistent arena, `count` elements of `dtype` (EO_F32 today) at `data`,

@@ -136,6 +136,11 @@ typedef struct eo_optimizer {
     float weight_decay;
     int64_t step;        /* updates done so far */
     eo_tensor **m, **v;  /* state per parameter (persistent), NULL if unused */
+    /* ZeRO-1 (eo_adamw_init_shard): this optimizer owns only elements
+     * [shard_begin, shard_begin + shard_count) of the parameters
+     * flattened in list order; sharded 0: all of them. */
+    int sharded;
+    int64_t shard_begin, shard_count;
 } eo_optimizer;
 
 /* SGD with momentum (and Nesterov) and L2 weight decay, as
@@ -154,6 +159,24 @@ eo_status eo_sgd_init_ex(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, floa
  * and v per parameter. Typical: beta1 0.9, beta2 0.999, eps 1e-8, wd 0.01. */
 eo_status eo_adamw_init(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
                         float beta1, float beta2, float eps, float weight_decay);
+/* AdamW over one shard of the parameters, for ZeRO-1 data parallelism
+ * (optimizer state sharded across ranks; Rajbhandari et al., "ZeRO",
+ * SC 2020): the parameters are flattened in list order, and this
+ * optimizer keeps m and v for elements [begin, begin + count) only — for
+ * a parameter that overlaps the range, 1-D state of the overlap's length
+ * (NULL for one that does not) — so each of N ranks holds about 1/N of
+ * the state. eo_optimizer_step then updates only those elements, reading
+ * only their gradients: the program sums just that range across ranks
+ * (a reduce-scatter) before the step and gathers the updated weights
+ * from every rank after it (tools/dist/dist.h does both with the same
+ * rank-order sums as the full all-reduce, so the result is bit-identical
+ * to plain data parallelism). The all-reduce hook (core/everyo.h) then
+ * sums only this range too, so eo_clip_grad_norm would see a partly
+ * local gradient: do not clip a sharded run. EO_ERR_ARG when the range
+ * is empty or reaches past the parameters. */
+eo_status eo_adamw_init_shard(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
+                              float beta1, float beta2, float eps, float weight_decay,
+                              int64_t begin, int64_t count);
 /* Hyper-parameters: lr, weight_decay and momentum finite and >= 0, betas
  * in [0, 1), eps finite and > 0 (a NaN fails every one): EO_ERR_ARG. A
  * failed init leaves an optimizer whose step returns EO_ERR_STATE. */

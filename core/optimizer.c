@@ -22,6 +22,46 @@ static eo_status make_state(eo_ctx *ctx, const eo_params *ps, eo_tensor ***out)
     return EO_OK;
 }
 
+/* The part of parameter p, at flat offset at, inside o's shard: local
+ * elements [*lo, *hi). All of it when o is not sharded. */
+static void shard_part(const eo_optimizer *o, int64_t at, int64_t n, int64_t *lo, int64_t *hi)
+{
+    if (!o->sharded) {
+        *lo = 0;
+        *hi = n;
+        return;
+    }
+    int64_t b = o->shard_begin - at, e = o->shard_begin + o->shard_count - at;
+    *lo = b > 0 ? b : 0;
+    *hi = e < n ? e : n;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* ZeRO-1's state: 1-D, the overlap of each parameter with the shard;
+ * NULL where there is none. */
+static eo_status make_shard_state(eo_ctx *ctx, const eo_optimizer *o, const eo_params *ps,
+                                  eo_tensor ***out)
+{
+    eo_tensor **st;
+    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_tensor *) * (size_t)ps->count,
+                           (void **)&st));
+    int64_t at = 0;
+    for (int i = 0; i < ps->count; i++) {
+        eo_tensor *p = ps->items[i];
+        int64_t n = eo_numel(p), lo, hi;
+        shard_part(o, at, n, &lo, &hi);
+        st[i] = NULL;
+        if (hi > lo) {
+            int64_t len = hi - lo;
+            EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, p->device, EO_F32, 1, &len, &st[i]));
+        }
+        at += n;
+    }
+    *out = st;
+    return EO_OK;
+}
+
 /* The hyper-parameters every optimizer shares. A NaN fails every test. */
 static eo_status check_common(eo_ctx *ctx, const char *op, eo_optimizer *o, const eo_params *ps,
                               float lr, float weight_decay)
@@ -96,6 +136,36 @@ EO_PUBLIC(adamw_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float 
     return with_state(o, s == EO_OK ? make_state(ctx, ps, &o->v) : s);
 }
 
+EO_PUBLIC(adamw_init_shard, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
+                            float beta1, float beta2, float eps, float weight_decay,
+                            int64_t begin, int64_t count),
+          (ctx, o, ps, lr, beta1, beta2, eps, weight_decay, begin, count))
+{
+    EO_CHECK(check_common(ctx, "adamw_init_shard", o, ps, lr, weight_decay));
+    int64_t total = 0;
+    for (int i = 0; i < ps->count; i++)
+        total += eo_numel(ps->items[i]);
+    if (begin < 0 || count <= 0 || begin > total - count)
+        return eo_fail(ctx, EO_ERR_ARG, "adamw_init_shard: shard [%lld, +%lld) is empty or "
+                       "outside the %lld parameter elements", (long long)begin,
+                       (long long)count, (long long)total);
+    EO_CHECK(eo_need(ctx, beta1 >= 0 && beta1 < 1, "beta1", "in [0, 1)", (double)beta1));
+    EO_CHECK(eo_need(ctx, beta2 >= 0 && beta2 < 1, "beta2", "in [0, 1)", (double)beta2));
+    EO_CHECK(eo_need(ctx, eps > 0 && eps < INFINITY, "eps", "finite and > 0", (double)eps));
+    o->kind = EO_OPTIM_ADAMW;
+    o->params = ps;
+    o->lr = lr;
+    o->beta1 = beta1;
+    o->beta2 = beta2;
+    o->eps = eps;
+    o->weight_decay = weight_decay;
+    o->sharded = 1;
+    o->shard_begin = begin;
+    o->shard_count = count;
+    eo_status s = make_shard_state(ctx, o, ps, &o->m);
+    return with_state(o, s == EO_OK ? make_shard_state(ctx, o, ps, &o->v) : s);
+}
+
 /* Data-parallel training: every rank's gradients are summed once per
  * step, in the parameter list's order, by the hook the program installed
  * (the library cannot know MPI or NCCL). The buffer list is built in the
@@ -139,10 +209,26 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;
+    int64_t at = 0;
     for (int i = 0; i < o->params->count; i++) {
         eo_tensor *p = o->params->items[i];
         const eo_backend *be = eo_backend_of(ctx, p);
         int64_t n = eo_numel(p);
+        if (o->sharded) {
+            /* ZeRO-1: the elements of this rank's shard only; the kernels
+             * are element-wise, so a sub-range updates exactly as the
+             * whole would (a device pointer is offset the same way). */
+            int64_t lo, hi;
+            shard_part(o, at, n, &lo, &hi);
+            at += n;
+            if (hi == lo)
+                continue;
+            EO_NEED_KERNEL(ctx, "adamw", be, adamw);
+            be->adamw(hi - lo, (float *)p->data + lo, (const float *)p->grad->data + lo,
+                      o->m[i]->data, o->v[i]->data, o->lr, o->beta1, o->beta2, o->eps,
+                      o->weight_decay, o->step, &ctx->exec);
+            continue;
+        }
         if (o->kind == EO_OPTIM_SGD) {
             EO_NEED_KERNEL(ctx, "sgd", be, sgd);
             /* torch starts the buffer undamped: v = d on the first step */

@@ -1,4 +1,5 @@
 /* tools/dist/dist.c — the world, the rank-order sum, the CPU hook (see dist.h). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -170,6 +171,162 @@ static double seconds_between(struct timespec a, struct timespec b)
 {
     return (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
 }
+
+/* ---- ZeRO-1 -------------------------------------------------------------- */
+
+void eo_dist_shard(const eo_dist *d, size_t total, size_t *begin, size_t *count)
+{
+    eo_dist_slice(total, d && d->size > 1 ? (size_t)d->size : 1, d ? (size_t)d->rank : 0, begin,
+                  count);
+}
+
+/* counts[0..W) and offsets of the shards of n elements, into d->counts. */
+static eo_status shard_counts(eo_dist *d, size_t n, const char *what, char *err, size_t errlen)
+{
+    if (n > (size_t)INT_MAX)
+        return eo_errf(err, errlen, EO_ERR_ARG, "%s: %zu elements, MPI counts are ints", what, n);
+    int *cnt = d->counts, *off = cnt + d->size;
+    for (int k = 0; k < d->size; k++) {
+        size_t b, c;
+        eo_dist_slice(n, (size_t)d->size, (size_t)k, &b, &c);
+        off[k] = (int)b;
+        cnt[k] = (int)c;
+    }
+    return EO_OK;
+}
+
+/* x[0..n): this rank's shard replaced by its rank-order sum over the
+ * ranks (the first half of ordered_window, over the whole vector at
+ * once, so the shard is one contiguous range); the rest is left alone. */
+static eo_status reduce_scatter(eo_dist *d, float *x, size_t n, char *err, size_t errlen)
+{
+    eo_status s = shard_counts(d, n, "reduce-scatter", err, errlen);
+    if (s != EO_OK)
+        return s;
+    int W = d->size, r = d->rank;
+    int *cnt = d->counts, *off = cnt + W, *rcnt = off + W, *roff = rcnt + W;
+    int mine = cnt[r];
+    for (int j = 0; j < W; j++) {
+        rcnt[j] = mine;
+        roff[j] = j * mine;
+    }
+    float *recv = d->recv;
+    int rc = d->mpi.Alltoallv(x, cnt, off, d->mpi.type_float, recv, rcnt, roff,
+                              d->mpi.type_float, d->mpi.comm_world);
+    if (rc != 0)
+        return mpi_fail(d, rc, "reduce-scatter (MPI_Alltoallv)", err, errlen);
+    for (int j = 1; j < W; j++) {
+        const float *src = recv + (size_t)j * (size_t)mine;
+        for (int i = 0; i < mine; i++)
+            recv[i] += src[i];
+    }
+    memcpy(x + off[r], recv, (size_t)mine * sizeof(float));
+    return EO_OK;
+}
+
+/* Every f32 CPU buffer packed into d->flat (reserved for their total). */
+static eo_status pack(eo_dist *d, const eo_grad_buffer *b, int n, size_t *total, char *msg,
+                      size_t msglen)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++) {
+        if (b[i].device != EO_CPU)
+            return eo_errf(msg, msglen, EO_ERR_DEVICE,
+                           "tensor %d is on the GPU: the MPI hook sums CPU tensors (CUDA "
+                           "gradients go through NCCL)", i);
+        if (b[i].dtype != EO_F32)
+            return eo_errf(msg, msglen, EO_ERR_DTYPE, "tensor %d is %s, expected f32", i,
+                           eo_dtype_name(b[i].dtype));
+        t += (size_t)b[i].count;
+    }
+    eo_status s = reserve(d, t, msg, msglen);
+    if (s != EO_OK)
+        return s;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(d->flat + at, b[i].data, (size_t)b[i].count * sizeof(float));
+        at += (size_t)b[i].count;
+    }
+    *total = t;
+    return EO_OK;
+}
+
+static void unpack(const eo_dist *d, const eo_grad_buffer *b, int n)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(b[i].data, d->flat + at, (size_t)b[i].count * sizeof(float));
+        at += (size_t)b[i].count;
+    }
+}
+
+/* The ZeRO-1 hook: only this rank's shard of the flattened gradients is
+ * summed, in rank order (the values the full all-reduce would give
+ * there); the rest keeps the rank's own gradient, which nothing reads. */
+static eo_status zero_reduce_scatter(void *user, const eo_grad_buffer *b, int n, char *msg,
+                                     size_t msglen)
+{
+    eo_dist *d = user;
+    size_t total;
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    d->mpi.Barrier(d->mpi.comm_world);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    eo_status s = pack(d, b, n, &total, msg, msglen);
+    if (s == EO_OK)
+        s = reduce_scatter(d, d->flat, total, msg, msglen);
+    if (s != EO_OK)
+        return s;
+    unpack(d, b, n);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    d->hook_wait_seconds += seconds_between(t0, t1);
+    d->hook_seconds += seconds_between(t1, t2);
+    d->hook_calls++;
+    return EO_OK;
+}
+
+eo_grad_sync eo_dist_grad_sync_zero(eo_dist *d)
+{
+    eo_grad_sync h = { NULL, NULL };
+    if (d && d->size > 1) {
+        h.allreduce = zero_reduce_scatter;
+        h.user = d;
+    }
+    return h;
+}
+
+eo_status eo_dist_gather_params(eo_dist *d, const eo_params *ps, char *err, size_t errlen)
+{
+    if (!d || d->size == 1 || ps->count == 0)
+        return EO_OK;
+    eo_grad_buffer *b = malloc(sizeof *b * (size_t)ps->count);
+    if (!b)
+        return eo_errf(err, errlen, EO_ERR_OOM, "all-gather: no memory");
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *p = ps->items[i];
+        eo_grad_buffer one = { p->data, eo_numel(p), p->dtype, p->device };
+        b[i] = one;
+    }
+    size_t total = 0;
+    eo_status s = pack(d, b, ps->count, &total, err, errlen);
+    if (s == EO_OK)
+        s = shard_counts(d, total, "all-gather", err, errlen);
+    if (s == EO_OK) {
+        int *cnt = d->counts, *off = cnt + d->size, r = d->rank;
+        /* Not MPI_IN_PLACE: the shard goes out from the scratch buffer. */
+        memcpy(d->recv, d->flat + off[r], (size_t)cnt[r] * sizeof(float));
+        int rc = d->mpi.Allgatherv(d->recv, cnt[r], d->mpi.type_float, d->flat, cnt, off,
+                                   d->mpi.type_float, d->mpi.comm_world);
+        if (rc != 0)
+            s = mpi_fail(d, rc, "all-gather (MPI_Allgatherv)", err, errlen);
+    }
+    if (s == EO_OK)
+        unpack(d, b, ps->count);
+    free(b);
+    return s;
+}
+
+/* ---- the all-reduce hook ---------------------------------------------------- */
 
 /* The hook: pack every gradient into one buffer (one collective instead
  * of one per parameter: latency, not bandwidth, dominates small ones),

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include "core/everyo.h"
+#include "core/nn.h"
 #include "tools/dist/mpi.h"
 
 typedef enum eo_dist_kind { EO_DIST_NONE, EO_DIST_MPI } eo_dist_kind;
@@ -75,6 +76,27 @@ static inline void eo_dist_slice(size_t rows, size_t parts, size_t k, size_t *be
 /* The hook for CPU gradients (a zeroed hook for one process). Buffers on
  * another device give EO_ERR_DEVICE: CUDA tensors use tools/dist/nccl.h. */
 eo_grad_sync eo_dist_grad_sync(eo_dist *d);
+
+/* ---- ZeRO-1: optimizer state sharded across ranks -----------------------
+ * (eo-train --zero 1, CPU tensors.) The parameters flattened in list
+ * order are cut into one contiguous shard per rank (eo_dist_shard, the
+ * split of eo_dist_slice); each rank keeps AdamW's m and v for its shard
+ * only (eo_adamw_init_shard, core/nn.h). A step: the backward; the hook
+ * eo_dist_grad_sync_zero sums only the rank's shard of the gradients
+ * (reduce-scatter: MPI_Alltoallv, then the same rank-order addition as
+ * eo_dist_sum_f32, so those elements get exactly the full all-reduce's
+ * values); the optimizer updates the shard; eo_dist_gather_params sends
+ * every rank's updated shard to all (MPI_Allgatherv). The traffic is the
+ * all-reduce's, 2 (N-1)/N x bytes, the weights now carrying the second
+ * half; the result is bit-identical to plain data parallelism. Always
+ * the rank-order sum (EO_DIST_REDUCE is ignored). */
+/* Elements [*begin, *begin + *count) of `total`: this rank's shard. */
+void eo_dist_shard(const eo_dist *d, size_t total, size_t *begin, size_t *count);
+/* The reduce-scatter hook (a zeroed hook for one process). */
+eo_grad_sync eo_dist_grad_sync_zero(eo_dist *d);
+/* Every rank's shard of the parameters' values to every rank, in place
+ * (CPU f32 tensors; EO_ERR_DEVICE otherwise). One process: nothing. */
+eo_status eo_dist_gather_params(eo_dist *d, const eo_params *ps, char *err, size_t errlen);
 
 /* x[0..n) summed over the ranks, in place, in rank order (see above);
  * the same bits on every rank. EO_ERR_IO with MPI's message on failure,

@@ -8,7 +8,8 @@
  * ncclResult_t, ncclDataType_t and ncclRedOp_t are enums, i.e. ints;
  * ncclComm_t and cudaStream_t are pointers; ncclUniqueId is 128 bytes
  * passed by value to ncclCommInitRank). Tests fill the table with a
- * double (tests/test_dist.c), as the PTX interpreter fills the driver's.
+ * double (tests/test_dist.c: one rank per host thread and simulated
+ * device), as the PTX interpreter fills the driver's.
  *
  * Set-up (eo_nccl_init_mpi): rank 0 asks NCCL for a unique id, MPI
  * broadcasts its 128 bytes, every rank joins the communicator with

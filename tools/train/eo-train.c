@@ -38,6 +38,7 @@
 typedef struct dist_opts {
     int mode;  /* --dist auto|mpi|none: index into dist_modes */
     int micro; /* --micro-batches N */
+    int zero;  /* --zero 0|1 */
 } dist_opts;
 
 static const char *const dist_modes[] = {"auto", "mpi", "none"};
@@ -46,12 +47,15 @@ static const char dist_usage[] =
     "      --dist auto|mpi|none  one rank per process under mpirun (auto: when started by it)\n"
     "      --micro-batches N  run each rank's share of a batch as N slices in turn, adding\n"
     "                         their gradients (1); one process with N gives the same\n"
-    "                         result as N ranks\n";
+    "                         result as N ranks\n"
+    "      --zero 0|1         1: ZeRO-1, AdamW's state sharded across the ranks (CPU,\n"
+    "                         image models, no --clip); the same result as 0\n";
 
-enum { O_DIST = 1000, O_MICRO };
+enum { O_DIST = 1000, O_MICRO, O_ZERO };
 #define DIST_OPTIONS                                                                      \
     {"dist", required_argument, NULL, O_DIST},                                            \
-    {"micro-batches", required_argument, NULL, O_MICRO}
+    {"micro-batches", required_argument, NULL, O_MICRO},                                  \
+    {"zero", required_argument, NULL, O_ZERO}
 
 /* 1: the option was a data-parallel one, 0: not one, -1: a bad value
  * (reported). */
@@ -61,6 +65,8 @@ static int dist_option(dist_opts *d, int code, const char *v)
         return eo_arg_choice("--dist", v, dist_modes, 3, &d->mode) ? 1 : -1;
     if (code == O_MICRO)
         return eo_arg_int_range("--micro-batches", v, 1, 1 << 20, &d->micro) ? 1 : -1;
+    if (code == O_ZERO)
+        return eo_arg_int_range("--zero", v, 0, 1, &d->zero) ? 1 : -1;
     return 0;
 }
 
@@ -225,7 +231,7 @@ static int main_gpt(int argc, char **argv)
     eo_lm_config c;
     eo_lm_defaults(&c);
     c.plot = "eo-train-gpt.svg";
-    dist_opts dopt = {0, 1};
+    dist_opts dopt = {0, 1, 0};
     static const char *const devices[] = {"cpu", "cuda"};
     int o;
     optind = 0; /* GNU getopt: start over, re-reading the environment */
@@ -259,7 +265,7 @@ static int main_gpt(int argc, char **argv)
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case O_PROFILE: c.profile = 1; break;
         case O_DIST:
-        case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
+        case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -289,6 +295,11 @@ static int main_gpt(int argc, char **argv)
         return 1;
     c.dist = &world;
     c.micro_batches = dopt.micro;
+    if (dopt.zero) {
+        fprintf(stderr, "eo-train: --zero 1 is implemented for the image models, not gpt\n");
+        eo_dist_finalize(&world);
+        return 2;
+    }
     eo_status s = eo_lm_train_run(&c, &r, stdout, err, sizeof err);
     if (s != EO_OK) {
         dist_fail(&world, err, s);
@@ -378,7 +389,7 @@ int main(int argc, char **argv)
     static const int schedule_kind[] = {EO_LR_CONSTANT, EO_LR_STEP, EO_LR_COSINE};
     static const char *const devices[] = {"cpu", "cuda"};
     int eval_only = 0, epochs_given = 0;
-    dist_opts dopt = {0, 1};
+    dist_opts dopt = {0, 1, 0};
     optind = 0;
     while ((o = getopt_long(argc, argv, short_opts, image_opts, NULL)) != -1) {
         const char *a = opt_name(image_opts, o), *v = optarg;
@@ -427,7 +438,7 @@ int main(int argc, char **argv)
         case 'q': c.quiet = 1; break;
         case O_PROFILE: c.profile = 1; break;
         case O_DIST:
-        case O_MICRO: ok = dist_option(&dopt, o, v) > 0; break;
+        case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -462,6 +473,7 @@ int main(int argc, char **argv)
         return 1;
     c.dist = &world;
     c.micro_batches = dopt.micro;
+    c.zero = dopt.zero;
     c.cuda_device = world.local_rank; /* one GPU per rank */
     eo_status s = eo_train_run(&c, &r, stdout, err, sizeof err);
     if (s != EO_OK) {

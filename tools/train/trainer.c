@@ -137,6 +137,7 @@ typedef struct {
     eo_dist *dist;       /* NULL: one process */
     size_t micro;        /* slices this rank runs in turn */
     eo_grad_accum acc;   /* their running sum when micro > 1 */
+    int zero;            /* ZeRO-1: gather the updated weight shards after the step */
 } step_plan;
 
 /* A data-parallel (or micro-batched) step on the global batch xb/yb of
@@ -187,6 +188,11 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_classifier *m, eo_optimi
     if (clip > 0)
         CHECKED(eo_clip_grad_norm(ctx, &m->params, clip, NULL));
     CHECKED(eo_optimizer_step(ctx, opt));
+    if (sp->zero) {
+        eo_status s = eo_dist_gather_params(sp->dist, &m->params, err, errlen);
+        if (s != EO_OK)
+            return s;
+    }
     *loss = part;
     return eo_dist_sum(sp->dist, loss, 1, err, errlen);
 #undef CHECKED
@@ -244,6 +250,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     int root = eo_dist_root(dist);
     if (!root)
         out = NULL; /* rank 0 alone prints, logs, plots and saves */
+    if (c->zero && (c->cuda || !c->adamw || c->clip > 0)) {
+        /* The shard's gradients alone are summed: a global norm would need
+         * one more reduction, and NCCL's reduce-scatter is not wired. */
+        snprintf(err, errlen, "--zero 1 needs CPU tensors, AdamW and no --clip");
+        return EO_ERR_ARG;
+    }
     eo_dataset train = {0}, test = {0};
     eo_status s = eo_mnist_load(c->data_dir, 1, &train, err, errlen);
     if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, &test, err, errlen);
@@ -267,7 +279,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_classifier m;
     eo_optimizer opt;
     int attached = 0;
-    step_plan plan = { dist, c->micro_batches > 1 ? (size_t)c->micro_batches : 1, {0} };
+    step_plan plan = { dist, c->micro_batches > 1 ? (size_t)c->micro_batches : 1, {0},
+                       c->zero && dist };
     int split = dist || plan.micro > 1;
     eo_nccl_api nccl_api = {0};
     eo_nccl nccl = {0};
@@ -308,7 +321,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             goto done;
         eo_ctx_set_grad_sync(&ctx, eo_nccl_grad_sync(&nccl));
     } else if (dist) {
-        eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
+        eo_ctx_set_grad_sync(&ctx, plan.zero ? eo_dist_grad_sync_zero(dist)
+                                             : eo_dist_grad_sync(dist));
     }
     CORE(eo_classifier_build(&ctx, c->model, c->cuda ? EO_CUDA : EO_CPU, &m));
     if (c->load) {
@@ -317,7 +331,16 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             goto done;
         if (out) fprintf(out, "loaded %s\n", c->load);
     }
-    if (c->adamw)
+    if (plan.zero) {
+        /* ZeRO-1: m and v for this rank's shard of the flattened
+         * parameters only; the hook sums only that shard's gradients. */
+        size_t total = 0, b0, n;
+        for (int i = 0; i < m.params.count; i++)
+            total += (size_t)eo_numel(m.params.items[i]);
+        eo_dist_shard(dist, total, &b0, &n);
+        CORE(eo_adamw_init_shard(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f,
+                                 c->weight_decay, (int64_t)b0, (int64_t)n));
+    } else if (c->adamw)
         CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
     else
         CORE(eo_sgd_init(&ctx, &opt, &m.params, c->lr, c->momentum, c->weight_decay, c->nesterov));

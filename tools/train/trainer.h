@@ -44,6 +44,8 @@ typedef struct eo_train_config {
     int micro_batches;        /* slices per rank and step (0 or 1: the whole share at once) */
     int cuda_device;          /* device number when cuda (eo-train: the rank on its machine) */
     const struct eo_nccl_api *nccl; /* CUDA across ranks; NULL: dlopen libnccl.so.2 */
+    int zero;                 /* 1: ZeRO-1 (tools/dist/dist.h): AdamW state sharded across
+                               * the ranks; CPU, AdamW, no clip; bit-identical to 0 */
 } eo_train_config;
 
 typedef struct eo_train_result {
