@@ -1152,7 +1152,10 @@ eo_status eo_px_run(const eo_px_kernel *k, eo_px_heap *h, const eo_px_config *c,
     b.sh = calloc(shared ? shared : 1, sizeof *b.sh);
     int uses_cp_async = 0;
     for (int i = 0; i < k->ncode; i++)
-        uses_cp_async |= k->code[i].op == PX_OP_CP_ASYNC;
+        /* a commit or a wait alone (no copy) still keeps the per-thread
+         * group counts (found by tests/fuzz/fuzz_ptx.c) */
+        uses_cp_async |= k->code[i].op == PX_OP_CP_ASYNC || k->code[i].op == PX_OP_CP_COMMIT ||
+                         k->code[i].op == PX_OP_CP_WAIT;
     if (uses_cp_async) {
         b.acp = malloc(nthreads * PX_ASYNC_MAX * sizeof *b.acp);
         b.nacp = malloc(nthreads);
