@@ -83,15 +83,15 @@ static eo_status reserve(eo_dist *d, size_t n, char *err, size_t errlen)
     return EO_OK;
 }
 
-/* One window: the reduce-scatter in rank order, then the all-gather. */
-static eo_status ordered_window(eo_dist *d, float *x, int n, char *err, size_t errlen)
+/* The reduce-scatter both sums share, over the shards d->counts holds
+ * (counts, then offsets): every rank sends shard k of x to rank k, and
+ * this rank adds the copies of its own shard in rank order into
+ * d->recv[0 .. count[rank]). `what` names the caller in a failure. */
+static eo_status scatter_add_in_rank_order(eo_dist *d, float *x, const char *what, char *err,
+                                           size_t errlen)
 {
     int W = d->size, r = d->rank;
     int *cnt = d->counts, *off = cnt + W, *rcnt = off + W, *roff = rcnt + W;
-    for (int k = 0; k < W; k++) {
-        off[k] = (int)((long long)n * k / W);
-        cnt[k] = (int)((long long)n * (k + 1) / W) - off[k];
-    }
     int mine = cnt[r];
     for (int j = 0; j < W; j++) {
         rcnt[j] = mine;
@@ -101,15 +101,30 @@ static eo_status ordered_window(eo_dist *d, float *x, int n, char *err, size_t e
     int rc = d->mpi.Alltoallv(x, cnt, off, d->mpi.type_float, recv, rcnt, roff,
                               d->mpi.type_float, d->mpi.comm_world);
     if (rc != 0)
-        return mpi_fail(d, rc, "all-reduce (MPI_Alltoallv)", err, errlen);
+        return mpi_fail(d, rc, what, err, errlen);
     /* recv[j*mine + i] is rank j's element; add them in rank order. */
     for (int j = 1; j < W; j++) {
         const float *src = recv + (size_t)j * (size_t)mine;
         for (int i = 0; i < mine; i++)
             recv[i] += src[i];
     }
-    rc = d->mpi.Allgatherv(recv, mine, d->mpi.type_float, x, cnt, off, d->mpi.type_float,
-                           d->mpi.comm_world);
+    return EO_OK;
+}
+
+/* One window: the reduce-scatter in rank order, then the all-gather. */
+static eo_status ordered_window(eo_dist *d, float *x, int n, char *err, size_t errlen)
+{
+    int W = d->size, r = d->rank;
+    int *cnt = d->counts, *off = cnt + W;
+    for (int k = 0; k < W; k++) {
+        off[k] = (int)((long long)n * k / W);
+        cnt[k] = (int)((long long)n * (k + 1) / W) - off[k];
+    }
+    eo_status s = scatter_add_in_rank_order(d, x, "all-reduce (MPI_Alltoallv)", err, errlen);
+    if (s != EO_OK)
+        return s;
+    int rc = d->mpi.Allgatherv(d->recv, cnt[r], d->mpi.type_float, x, cnt, off,
+                               d->mpi.type_float, d->mpi.comm_world);
     if (rc != 0)
         return mpi_fail(d, rc, "all-reduce (MPI_Allgatherv)", err, errlen);
     return EO_OK;
@@ -203,24 +218,11 @@ static eo_status reduce_scatter(eo_dist *d, float *x, size_t n, char *err, size_
     eo_status s = shard_counts(d, n, "reduce-scatter", err, errlen);
     if (s != EO_OK)
         return s;
-    int W = d->size, r = d->rank;
-    int *cnt = d->counts, *off = cnt + W, *rcnt = off + W, *roff = rcnt + W;
-    int mine = cnt[r];
-    for (int j = 0; j < W; j++) {
-        rcnt[j] = mine;
-        roff[j] = j * mine;
-    }
-    float *recv = d->recv;
-    int rc = d->mpi.Alltoallv(x, cnt, off, d->mpi.type_float, recv, rcnt, roff,
-                              d->mpi.type_float, d->mpi.comm_world);
-    if (rc != 0)
-        return mpi_fail(d, rc, "reduce-scatter (MPI_Alltoallv)", err, errlen);
-    for (int j = 1; j < W; j++) {
-        const float *src = recv + (size_t)j * (size_t)mine;
-        for (int i = 0; i < mine; i++)
-            recv[i] += src[i];
-    }
-    memcpy(x + off[r], recv, (size_t)mine * sizeof(float));
+    s = scatter_add_in_rank_order(d, x, "reduce-scatter (MPI_Alltoallv)", err, errlen);
+    if (s != EO_OK)
+        return s;
+    int W = d->size, r = d->rank, *cnt = d->counts, *off = cnt + W;
+    memcpy(x + off[r], d->recv, (size_t)cnt[r] * sizeof(float));
     return EO_OK;
 }
 
