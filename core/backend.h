@@ -54,6 +54,9 @@ typedef struct eo_backend {
     eo_k_col2im_fn *col2im;
     eo_k_maxpool2d_fn *maxpool2d;
     eo_k_maxpool2d_backward_fn *maxpool2d_backward;
+    eo_k_conv2d_fn *conv2d;                   /* NULL: composed from im2col */
+    eo_k_conv2d_backward_fn *conv2d_backward;
+    eo_k_conv2d_ws_fn *conv2d_ws;
     eo_k_attention_fn *attention;
     eo_k_attention_backward_fn *attention_backward;
     eo_k_attention_ws_fn *attention_ws;

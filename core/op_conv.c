@@ -8,7 +8,13 @@
  * matmul kernel at full speed, where one small product per image would
  * not. So only im2col is a new differentiable op (its backward, col2im,
  * scatters gradients back onto the pixels); the product, the bias and the
- * transpose are ordinary ops with their ordinary backward. */
+ * transpose are ordinary ops with their ordinary backward.
+ *
+ * That composition is the fallback. A backend with the fused slots
+ * (the CPU) runs the whole convolution as one op, CONV2D: its kernel
+ * builds one image's columns at a time in a small workspace and writes
+ * NCHW directly (ops/cpu/conv.c), so neither the column matrix nor the
+ * transpose copy exists, and the backward is one rule for x, w and bias. */
 #include "core/internal.h"
 
 /* The sizes of a convolution, every product checked: the output side
@@ -78,6 +84,59 @@ eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
     return EO_OK;
 }
 
+/* The fused path: one node, inputs x, w and bias (or NULL). */
+static eo_status conv2d_fused(eo_ctx *ctx, const eo_backend *be, eo_tensor *x, eo_tensor *w,
+                              eo_tensor *bias, int pad, int stride, const conv_sizes *cs,
+                              eo_tensor **out)
+{
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    EO_CHECK(eo_contiguous(ctx, w, &w));
+    if (bias) {
+        EO_CHECK(eo_same_device(ctx, "conv2d", x, bias));
+        EO_CHECK(eo_contiguous(ctx, bias, &bias));
+    }
+    eo_conv_geom g = { x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+                       w->shape[0], w->shape[2], w->shape[3], pad, stride };
+    int64_t shape[4] = { g.N, g.Co, cs->OH, cs->OW };
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 4, shape, &y));
+    eo_lent ws;
+    EO_CHECK(eo_lend(ctx, x->device, be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par)), &ws));
+    be->conv2d(&g, x->data, w->data, bias ? bias->data : NULL, y->data, ws.p, &ctx->exec);
+    eo_give_back(&ws);
+    eo_tensor *in[3] = { x, w, bias };
+    if (eo_needs_grad(ctx, in, 3)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_CONV2D, in, 3, y, &nd));
+        nd->p.conv.kh = g.kh;
+        nd->p.conv.kw = g.kw;
+        nd->p.conv.pad = pad;
+        nd->p.conv.stride = stride;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_conv2d(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    eo_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "conv2d", be, conv2d_backward);
+    if (x->requires_grad) EO_CHECK(eo_grad_of(ctx, x, &gx));
+    if (w->requires_grad) EO_CHECK(eo_grad_of(ctx, w, &gw));
+    if (b && b->requires_grad) EO_CHECK(eo_grad_of(ctx, b, &gb));
+    eo_conv_geom g = { x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+                       w->shape[0], n->p.conv.kh, n->p.conv.kw, n->p.conv.pad,
+                       n->p.conv.stride };
+    eo_lent ws;
+    EO_CHECK(eo_lend(ctx, x->device, be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par)), &ws));
+    be->conv2d_backward(&g, x->data, w->data, n->out->grad->data, gx ? gx->data : NULL,
+                        gw ? gw->data : NULL, gb ? gb->data : NULL, ws.p, &ctx->exec);
+    eo_give_back(&ws);
+    return EO_OK;
+}
+
 EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
                   int stride, eo_tensor **out),
           (ctx, x, w, bias, pad, stride, out))
@@ -103,6 +162,9 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
             return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: bias must be [%lld], got %T",
                            (long long)Co, bias);
     }
+    const eo_backend *be = eo_backend_of(ctx, x);
+    if (be->conv2d && be->conv2d_backward && be->conv2d_ws)
+        return conv2d_fused(ctx, be, x, w, bias, pad, stride, &cs, out);
     const int64_t OH = cs.OH, OW = cs.OW;
     eo_tensor *cols = NULL, *w2 = NULL, *y = NULL;
     EO_CHECK(eo_contiguous(ctx, x, &x));

@@ -276,6 +276,28 @@ typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t
                                         const float *dy, const int32_t *arg, float *dx,
                                         const eo_exec *ex);
 
+/* ---- fused 2-D convolution (NCHW) --------------------------------------------
+ * The whole convolution in one kernel, no [C*kh*kw, N*OH*OW] matrix in
+ * memory: y [N, Co, OH, OW] = x [N, C, H, W] (*) w [Co, C, kh, kw]
+ * + bias[Co] (bias may be NULL), cross-correlation as PyTorch, sizes as
+ * im2col's above. All operands contiguous. ws: eo_k_conv2d_ws bytes, for
+ * either direction. A backend without these slots (NULL) gets the
+ * composed im2col + matmul + bias path. */
+typedef struct eo_conv_geom {
+    int64_t N, C, H, W; /* input */
+    int64_t Co, kh, kw; /* weight [Co, C, kh, kw] */
+    int64_t pad, stride;
+} eo_conv_geom;
+typedef void eo_k_conv2d_fn(const eo_conv_geom *g, const float *x, const float *w,
+                            const float *bias, float *y, void *ws, const eo_exec *ex);
+/* From x, w and dy = dL/dy: dx, dw, db += their gradients; any may be
+ * NULL. dw and db sum over the images in a fixed order for a given thread
+ * count. */
+typedef void eo_k_conv2d_backward_fn(const eo_conv_geom *g, const float *x, const float *w,
+                                     const float *dy, float *dx, float *dw, float *db,
+                                     void *ws, const eo_exec *ex);
+typedef size_t eo_k_conv2d_ws_fn(const eo_conv_geom *g, int nthreads);
+
 /* ---- optimizer updates (in place) ------------------------------------------------
  * SGD with momentum, dampening and weight decay, as PyTorch's
  * torch.optim.SGD: d = g + wd*w; v = momentum*v + (1 - dampening)*d;
@@ -325,6 +347,9 @@ eo_k_im2col_fn eo_k_im2col;
 eo_k_col2im_fn eo_k_col2im;
 eo_k_maxpool2d_fn eo_k_maxpool2d;
 eo_k_maxpool2d_backward_fn eo_k_maxpool2d_backward;
+eo_k_conv2d_fn eo_k_conv2d;
+eo_k_conv2d_backward_fn eo_k_conv2d_backward;
+eo_k_conv2d_ws_fn eo_k_conv2d_ws;
 eo_k_sgd_fn eo_k_sgd;
 eo_k_adamw_fn eo_k_adamw;
 

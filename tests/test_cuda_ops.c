@@ -251,6 +251,7 @@ static const op_case op_cases[EO_OP_COUNT] = {
     [EO_OP_EMBEDDING] = { o_embedding, 2, { 5, 33 }, 1, { 1 } },
     [EO_OP_DROPOUT] = { o_dropout, 2, { 5, 33 }, 1, { 1 } },
     [EO_OP_IM2COL] = { o_conv, 4, { 2, 3, 7, 6 }, 4, { 4, 3, 3, 3 } },
+    [EO_OP_CONV2D] = { o_conv, 4, { 2, 3, 7, 6 }, 4, { 4, 3, 3, 3 } },
     [EO_OP_MAXPOOL2D] = { o_pool, 4, { 2, 3, 6, 9 }, 1, { 1 } },
     [EO_OP_ATTENTION] = { o_attention, 4, { 2, 2, 5, 9 }, 4, { 2, 2, 5, 9 } },
 };

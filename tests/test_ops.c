@@ -1953,6 +1953,7 @@ static const op_tests harness[EO_OP_COUNT] = {
     [EO_OP_EMBEDDING] = { fwd_embedding, grad_embedding },
     [EO_OP_DROPOUT] = { fwd_dropout, grad_dropout },
     [EO_OP_IM2COL] = { fwd_im2col, grad_im2col },
+    [EO_OP_CONV2D] = { fwd_im2col, grad_im2col },
     [EO_OP_MAXPOOL2D] = { fwd_maxpool2d, grad_maxpool2d },
     [EO_OP_ATTENTION] = { fwd_attention, grad_attention },
 };

@@ -799,6 +799,7 @@ static const sweep_op sweep_ops[] = {
     { "embedding", EO_OP_EMBEDDING, s_emb, 2, {2, 2}, {{5, 7}, {2, 3}}, {0, 1}, {0}, 0, 0, 0, SH, EO_ERR_ARG, OK_ },
     { "dropout", EO_OP_DROPOUT, s_drop, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "conv2d", EO_OP_IM2COL, s_conv, 3, {4, 4, 1}, {{2, 2, 5, 4}, {3, 2, 3, 3}, {3}}, {0}, {0, 0, 1}, 0, 0, 0, SH, OK_, OK_ },
+    { "conv2d", EO_OP_CONV2D, s_conv, 3, {4, 4, 1}, {{2, 2, 5, 4}, {3, 2, 3, 3}, {3}}, {0}, {0, 0, 1}, 0, 0, 0, SH, OK_, OK_ },
     { "maxpool2d", EO_OP_MAXPOOL2D, s_pool, 1, {4}, {{2, 2, 5, 4}}, {0}, {0}, 0, 0, 0, SH, OK_, OK_ },
     { "attention", EO_OP_SOFTMAX, s_attn, 3, {4, 4, 4}, {{1, 2, 5, 3}, {1, 2, 5, 3}, {1, 2, 5, 3}}, {0}, {0}, 0, 0, 0, SH, SH, OK_ },
     { "attention_fused", EO_OP_ATTENTION, s_attn_fused, 3, {4, 4, 4}, {{1, 2, 5, 3}, {1, 2, 5, 3}, {1, 2, 5, 3}}, {0}, {0}, 0, 0, 0, SH, SH, OK_ },

@@ -12,7 +12,10 @@
  * the backward adds dy there. Windows do not overlap, and planes are
  * independent, so the thread hook gets ranges of planes. */
 #include "ops/cpu/grain.h"
+#include "ops/cpu/matmul.h"
 #include "ops/kernels.h"
+
+#include <string.h>
 
 /* Walk every (tap row, output position) pair of images [n0, n1) once;
  * the input pixel under it is skipped in the padding. One loop serves
@@ -93,6 +96,192 @@ void eo_k_col2im(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kh, int64_t
     const eo_par *par = eo_exec_par(ex);
     conv_args a = { N, C, H, W, kh, kw, pad, stride, NULL, dcols, NULL, dx };
     eo_par_for(eo_par_if(par, N * C * H * W * kh * kw), N, im2col_walk, &a);
+}
+
+/* ---- the fused convolution ---------------------------------------------
+ * eo_k_conv2d computes the same product as im2col + one wide matmul, but
+ * one image at a time: image n's columns cols_n [K = C*kh*kw, P = OH*OW]
+ * are built in a per-worker buffer that stays in L2 (288 x 196 floats,
+ * 225 KB, for the CNN's second layer), multiplied by W [Co, K] straight
+ * into y's [Co, P] plane of image n, which is already NCHW. So no
+ * [K, N*P] matrix is ever in memory (29 MB at batch 128 for that layer,
+ * and as much again for its gradient), and no transpose copy to NCHW or
+ * separate bias pass follows: each y plane starts as the bias and the
+ * matmul adds into it.
+ *
+ * Backward, per image, in the same buffer:
+ *   dW += dy_n [Co, P] . cols_n^T          (cols_n rebuilt from x_n)
+ *   db += the row sums of dy_n
+ *   dx_n += col2im(W^T [K, Co] . dy_n)
+ * Images are split over the thread hook in contiguous chunks; dW and db
+ * go to a per-worker partial, zeroed first and added into dw, db in
+ * worker order at the end, so the result is fixed for a given thread
+ * count. A 1x1 kernel with stride 1 and no padding needs no columns at
+ * all: x_n itself is cols_n. */
+
+typedef struct fconv {
+    const eo_conv_geom *g;
+    int64_t OH, OW, P, K;
+    const float *x, *w, *bias, *dy;
+    float *y, *dx, *dw, *db;
+    unsigned char *ws; /* 64-byte aligned */
+    size_t per;        /* bytes per worker */
+    size_t cols_b, dw_b, db_b;
+} fconv;
+
+static size_t al64(size_t b) { return (b + 63) / 64 * 64; }
+static int fconv_direct(const eo_conv_geom *g)
+{
+    return g->kh == 1 && g->kw == 1 && g->pad == 0 && g->stride == 1;
+}
+
+static void fconv_sizes(const eo_conv_geom *g, fconv *f)
+{
+    f->g = g;
+    f->OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
+    f->OW = (g->W + 2 * g->pad - g->kw) / g->stride + 1;
+    f->P = f->OH * f->OW;
+    f->K = g->C * g->kh * g->kw;
+    f->cols_b = fconv_direct(g) ? 0 : al64((size_t)(f->K * f->P) * sizeof(float));
+    f->dw_b = al64((size_t)(g->Co * f->K) * sizeof(float));
+    f->db_b = al64((size_t)g->Co * sizeof(float));
+    /* One thread's matmul scratch, for the largest of the three products. */
+    size_t mm = eo_k_matmul_ws(g->Co, f->P, f->K, 1);
+    size_t mm2 = eo_k_matmul_ws(g->Co, f->K, f->P, 1), mm3 = eo_k_matmul_ws(f->K, f->P, g->Co, 1);
+    mm = mm > mm2 ? mm : mm2;
+    f->per = f->cols_b + f->dw_b + f->db_b + al64(mm > mm3 ? mm : mm3);
+}
+
+size_t eo_k_conv2d_ws(const eo_conv_geom *g, int nthreads)
+{
+    fconv f;
+    fconv_sizes(g, &f);
+    return (size_t)(nthreads < 1 ? 1 : nthreads) * f.per + 64;
+}
+
+/* Image n's columns into `cols` (im2col of that image alone). */
+static const float *fconv_cols(const fconv *f, int64_t n, float *cols)
+{
+    const eo_conv_geom *g = f->g;
+    const float *xn = f->x + n * g->C * g->H * g->W;
+    if (fconv_direct(g))
+        return xn;
+    conv_args a = { 1, g->C, g->H, g->W, g->kh, g->kw, g->pad, g->stride, xn, NULL, cols, NULL };
+    im2col_walk(&a, 0, 1, 0);
+    return cols;
+}
+
+static void fconv_fwd_body(void *arg, int64_t n0, int64_t n1, int worker)
+{
+    const fconv *f = arg;
+    const eo_conv_geom *g = f->g;
+    unsigned char *mine = f->ws + (size_t)worker * f->per;
+    float *cols = (float *)mine;
+    void *mm = mine + f->cols_b + f->dw_b + f->db_b;
+    const int64_t Co = g->Co, P = f->P, K = f->K;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *b = fconv_cols(f, n, cols);
+        float *yn = f->y + n * Co * P;
+        if (f->bias)
+            for (int64_t o = 0; o < Co; o++)
+                for (int64_t p = 0; p < P; p++)
+                    yn[o * P + p] = f->bias[o];
+        eo_mm_run(EO_MM_BEST, 0, 0, 1, Co, P, K, f->w, K, 0, b, P, 0, f->bias ? 1.0f : 0.0f, yn,
+                  P, 0, mm, NULL);
+    }
+}
+
+void eo_k_conv2d(const eo_conv_geom *g, const float *x, const float *w, const float *bias,
+                 float *y, void *ws, const eo_exec *ex)
+{
+    fconv f;
+    fconv_sizes(g, &f);
+    if (g->N <= 0 || g->Co <= 0 || f.P <= 0)
+        return;
+    f.x = x, f.w = w, f.bias = bias, f.y = y;
+    f.dy = NULL, f.dx = f.dw = f.db = NULL;
+    f.ws = (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64);
+    const eo_par *par = eo_par_if(eo_exec_par(ex), g->N * g->Co * f.P);
+    eo_par_for(par, g->N, fconv_fwd_body, &f);
+}
+
+/* sum of x[0..n) in 8 fixed lanes, then the lanes in order: vectorises
+ * without reassociation and gives the same bits every run. */
+static float sum_lanes(const float *x, int64_t n)
+{
+    float acc[8] = { 0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++)
+            acc[l] += x[i + l];
+    for (int l = 0; i < n; i++, l++)
+        acc[l] += x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static void fconv_bwd_body(void *arg, int64_t n0, int64_t n1, int worker)
+{
+    const fconv *f = arg;
+    const eo_conv_geom *g = f->g;
+    unsigned char *mine = f->ws + (size_t)worker * f->per;
+    float *cols = (float *)mine, *dwp = (float *)(mine + f->cols_b);
+    float *dbp = (float *)(mine + f->cols_b + f->dw_b);
+    void *mm = mine + f->cols_b + f->dw_b + f->db_b;
+    const int64_t Co = g->Co, P = f->P, K = f->K, img = g->C * g->H * g->W;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *dyn = f->dy + n * Co * P;
+        if (f->dw) {
+            const float *b = fconv_cols(f, n, cols);
+            eo_mm_run(EO_MM_BEST, 0, 1, 1, Co, K, P, dyn, P, 0, b, P, 0, 1.0f, dwp, K, 0, mm,
+                      NULL);
+        }
+        if (f->db)
+            for (int64_t o = 0; o < Co; o++)
+                dbp[o] += sum_lanes(dyn + o * P, P);
+        if (f->dx) {
+            if (fconv_direct(g)) { /* dx_n [C, P] += W^T . dy_n directly */
+                eo_mm_run(EO_MM_BEST, 1, 0, 1, K, P, Co, f->w, K, 0, dyn, P, 0, 1.0f,
+                          f->dx + n * img, P, 0, mm, NULL);
+                continue;
+            }
+            eo_mm_run(EO_MM_BEST, 1, 0, 1, K, P, Co, f->w, K, 0, dyn, P, 0, 0.0f, cols, P, 0,
+                      mm, NULL);
+            conv_args a = { 1, g->C, g->H, g->W, g->kh, g->kw, g->pad, g->stride,
+                            NULL, cols, NULL, f->dx + n * img };
+            im2col_walk(&a, 0, 1, 0);
+        }
+    }
+}
+
+void eo_k_conv2d_backward(const eo_conv_geom *g, const float *x, const float *w,
+                          const float *dy, float *dx, float *dw, float *db, void *ws,
+                          const eo_exec *ex)
+{
+    fconv f;
+    fconv_sizes(g, &f);
+    if (g->N <= 0 || g->Co <= 0 || f.P <= 0 || (!dx && !dw && !db))
+        return;
+    f.x = x, f.w = w, f.bias = NULL, f.y = NULL;
+    f.dy = dy, f.dx = dx, f.dw = dw, f.db = db;
+    f.ws = (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64);
+    const eo_par *par = eo_par_if(eo_exec_par(ex), g->N * g->Co * f.P);
+    const int T = eo_par_threads(par);
+    /* Every worker's partials start at zero, also those of workers that
+     * get no images. */
+    for (int t = 0; t < T; t++)
+        memset(f.ws + (size_t)t * f.per + f.cols_b, 0, f.dw_b + f.db_b);
+    eo_par_for(par, g->N, fconv_bwd_body, &f);
+    const int64_t nw = g->Co * f.K;
+    for (int t = 0; t < T; t++) {
+        const float *dwp = (const float *)(f.ws + (size_t)t * f.per + f.cols_b);
+        const float *dbp = (const float *)(f.ws + (size_t)t * f.per + f.cols_b + f.dw_b);
+        if (dw)
+            for (int64_t i = 0; i < nw; i++)
+                dw[i] += dwp[i];
+        if (db)
+            for (int64_t o = 0; o < g->Co; o++)
+                db[o] += dbp[o];
+    }
 }
 
 /* ---- max pooling ------------------------------------------------------- */
