@@ -21,6 +21,7 @@
 #include <string.h>
 #include "ops/kernels.h"
 #include "ops/cpu/simd.h"
+#include "tools/threads/pool.h"
 
 #define PI 3.14159265358979323846
 
@@ -1006,6 +1007,138 @@ START_TEST(im2col_col2im_maxpool)
 }
 END_TEST
 
+/* Max pool 2x2 on rows wide enough for the eight-window vector path
+ * (OW = 18: two vector blocks and a scalar tail of 2, W odd so the last
+ * column is dropped), with ties, -inf, +inf and NaNs placed at every tap
+ * of some window: the vector path must keep the scalar rule (first
+ * maximum wins; a NaN wins, and the first NaN stays). */
+START_TEST(maxpool2x2_wide_rows_nan_ties)
+{
+    enum { P = 2, H = 6, W = 37, K = 2, OH = 3, OW = 18 };
+    float x[P * H * W], y[P * OH * OW];
+    int32_t arg[P * OH * OW];
+    fill_rand(x, P * H * W, 1.0f);
+    for (int i = 0; i < P * H * W; i += 7)
+        x[i] = x[i + 1 < P * H * W ? i + 1 : i]; /* ties */
+    for (int i = 3; i < P * H * W; i += 11)
+        x[i] = NAN;
+    for (int i = 5; i < P * H * W; i += 13)
+        x[i] = (i / 13) % 2 ? INFINITY : -INFINITY;
+    eo_k_maxpool2d(P, H, W, K, x, y, arg, NULL);
+    for (int p = 0; p < P; p++)
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++) {
+                const float *xp = x + p * H * W;
+                int best = oh * K * W + ow * K;
+                float m = xp[best];
+                for (int u = 0; u < K; u++)
+                    for (int v = 0; v < K; v++) {
+                        const int at = (oh * K + u) * W + ow * K + v;
+                        if (!isnan(m) && (xp[at] > m || isnan(xp[at])))
+                            m = xp[at], best = at;
+                    }
+                const int o = (p * OH + oh) * OW + ow;
+                ck_assert_msg(arg[o] == best, "maxpool 2x2 plane %d (%d, %d): arg %d, want %d", p,
+                              oh, ow, (int)arg[o], best);
+                CHECK(isnan(m) ? isnan(y[o]) : y[o] == m);
+            }
+}
+END_TEST
+
+/* The fused convolution against a double reference, in both directions,
+ * on one thread and on pools of 2 and 3: the forward and dx do not depend
+ * on the thread count at all (each image is one matmul of its own); dw
+ * and db are sums over images in worker order, so they are checked
+ * against the reference and for being the same on a repeat. Enough images
+ * that the kernel does hand them to the pool; a padded, strided,
+ * non-square case and a 1x1 one (x itself is the column matrix). */
+static void conv_ref(const eo_conv_geom *g, const float *x, const float *w, const float *b,
+                     const float *dy, double *y, double *dx, double *dw, double *db)
+{
+    const int64_t OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
+    const int64_t OW = (g->W + 2 * g->pad - g->kw) / g->stride + 1;
+    memset(dx, 0, sizeof(double) * (size_t)(g->N * g->C * g->H * g->W));
+    memset(dw, 0, sizeof(double) * (size_t)(g->Co * g->C * g->kh * g->kw));
+    memset(db, 0, sizeof(double) * (size_t)g->Co);
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t o = 0; o < g->Co; o++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const int64_t yo = ((n * g->Co + o) * OH + oh) * OW + ow;
+                    double acc = b[o];
+                    db[o] += dy[yo];
+                    for (int64_t c = 0; c < g->C; c++)
+                        for (int64_t i = 0; i < g->kh; i++)
+                            for (int64_t j = 0; j < g->kw; j++) {
+                                const int64_t h = oh * g->stride - g->pad + i;
+                                const int64_t v = ow * g->stride - g->pad + j;
+                                if (h < 0 || h >= g->H || v < 0 || v >= g->W)
+                                    continue;
+                                const int64_t xi = ((n * g->C + c) * g->H + h) * g->W + v;
+                                const int64_t wi = ((o * g->C + c) * g->kh + i) * g->kw + j;
+                                acc += (double)x[xi] * w[wi];
+                                dx[xi] += (double)dy[yo] * w[wi];
+                                dw[wi] += (double)dy[yo] * x[xi];
+                            }
+                    y[yo] = acc;
+                }
+}
+
+START_TEST(conv2d_fused_threads)
+{
+    static const eo_conv_geom geoms[] = {
+        { 64, 3, 12, 13, 16, 3, 2, 1, 2 },
+        { 40, 5, 8, 7, 12, 1, 1, 0, 1 },
+    };
+    eo_pool *pool2 = eo_pool_create(2), *pool3 = eo_pool_create(3);
+    ck_assert_ptr_nonnull(pool2);
+    ck_assert_ptr_nonnull(pool3);
+    const eo_exec ex2 = { eo_pool_par(pool2), NULL }, ex3 = { eo_pool_par(pool3), NULL };
+    for (int c = 0; c < 2; c++) {
+        const eo_conv_geom *g = &geoms[c];
+        const int64_t OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
+        const int64_t OW = (g->W + 2 * g->pad - g->kw) / g->stride + 1;
+        const int64_t nx = g->N * g->C * g->H * g->W, nw = g->Co * g->C * g->kh * g->kw;
+        const int64_t ny = g->N * g->Co * OH * OW, taps = g->C * g->kh * g->kw;
+        float *x = fill_rand(malloc(sizeof(float) * (size_t)nx), nx, 1.0f);
+        float *w = fill_rand(malloc(sizeof(float) * (size_t)nw), nw, 1.0f);
+        float *b = fill_rand(malloc(sizeof(float) * (size_t)g->Co), g->Co, 1.0f);
+        float *dy = fill_rand(malloc(sizeof(float) * (size_t)ny), ny, 1.0f);
+        double *ry = malloc(sizeof(double) * (size_t)ny), *rdx = malloc(sizeof(double) * (size_t)nx);
+        double *rdw = malloc(sizeof(double) * (size_t)nw), *rdb = malloc(sizeof(double) * (size_t)g->Co);
+        conv_ref(g, x, w, b, dy, ry, rdx, rdw, rdb);
+        void *ws = malloc(eo_k_conv2d_ws(g, 3));
+        float *y[3], *dx[3], *dw[3], *db[3];
+        const eo_exec *exs[3] = { NULL, &ex2, &ex3 };
+        for (int t = 0; t < 3; t++) {
+            y[t] = malloc(sizeof(float) * (size_t)ny);
+            dx[t] = calloc((size_t)nx, sizeof(float));
+            dw[t] = calloc((size_t)nw, sizeof(float));
+            db[t] = calloc((size_t)g->Co, sizeof(float));
+            eo_k_conv2d(g, x, w, b, y[t], ws, exs[t]);
+            eo_k_conv2d_backward(g, x, w, dy, dx[t], dw[t], db[t], ws, exs[t]);
+            check_all("conv2d fused y", y[t], ry, ny, 1e-5, 1e-6 * (double)taps);
+            check_all("conv2d fused dx", dx[t], rdx, nx, 1e-5, 1e-6 * (double)g->Co);
+            check_all("conv2d fused dw", dw[t], rdw, nw, 1e-5, 1e-6 * (double)ny);
+            check_all("conv2d fused db", db[t], rdb, g->Co, 1e-5, 1e-6 * (double)ny);
+            CHECK(memcmp(y[t], y[0], sizeof(float) * (size_t)ny) == 0);
+            CHECK(memcmp(dx[t], dx[0], sizeof(float) * (size_t)nx) == 0);
+        }
+        /* The same thread count twice: the same bits. */
+        float *dw2 = calloc((size_t)nw, sizeof(float)), *db2 = calloc((size_t)g->Co, sizeof(float));
+        eo_k_conv2d_backward(g, x, w, dy, NULL, dw2, db2, ws, &ex2);
+        CHECK(memcmp(dw2, dw[1], sizeof(float) * (size_t)nw) == 0);
+        CHECK(memcmp(db2, db[1], sizeof(float) * (size_t)g->Co) == 0);
+        for (int t = 0; t < 3; t++)
+            free(y[t]), free(dx[t]), free(dw[t]), free(db[t]);
+        free(dw2), free(db2), free(ws), free(x), free(w), free(b), free(dy);
+        free(ry), free(rdx), free(rdw), free(rdb);
+    }
+    eo_pool_destroy(pool2);
+    eo_pool_destroy(pool3);
+}
+END_TEST
+
 /* ---- optimizers ------------------------------------------------------------
  * Many elements (the vector loop and its scalar tail) against the formulas
  * of kernels.h in double. */
@@ -1515,6 +1648,8 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, embedding_repeated_indices);
     tcase_add_test(tc, dropout_mask_and_scale);
     tcase_add_test(tc, im2col_col2im_maxpool);
+    tcase_add_test(tc, maxpool2x2_wide_rows_nan_ties);
+    tcase_add_test(tc, conv2d_fused_threads);
     tcase_add_test(tc, sgd_one_step);
     tcase_add_test(tc, adamw_one_step);
     tcase_add_test(tc, optimizers_many_elements);
