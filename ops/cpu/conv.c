@@ -302,27 +302,43 @@ static inline int pool_takes(float m, float e) { return (m == m) & ((e > m) | (e
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+/* The first `n` (<= 8) lanes of 0..7 as an all-ones mask. */
+static inline __m256i pool_lanes(int64_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* The 2x2 windows of output row oh, eight at a time: the two input rows
  * are loaded 16 floats each and split into even and odd columns, so the
  * four taps of eight windows are four vectors, visited in the scalar
- * order (row 0: left, right; row 1: left, right) with the same rule. */
-static int64_t pool2_row_simd(const float *x, int64_t W, int64_t oh, int64_t OW, float *y,
-                              int32_t *arg)
+ * order (row 0: left, right; row 1: left, right) with the same rule. The
+ * last, partial group loads and stores under masks (nothing past the
+ * row's 2*OW inputs is read), so every window takes this path. */
+static void pool2_row_simd(const float *x, int64_t W, int64_t oh, int64_t OW, float *y,
+                           int32_t *arg)
 {
     const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
     const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    int64_t ow = 0;
-    for (; ow + 8 <= OW; ow += 8) {
+    const int32_t off[4] = { 0, 1, (int32_t)W, (int32_t)W + 1 };
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+        const int64_t n = OW - ow < 8 ? OW - ow : 8;
+        const __m256i mlo = pool_lanes(2 * n), mhi = pool_lanes(2 * n - 8);
         __m256 t[4];
         for (int u = 0; u < 2; u++) {
-            const float *r = u ? r1 : r0;
-            __m256 lo = _mm256_loadu_ps(r + 2 * ow), hi = _mm256_loadu_ps(r + 2 * ow + 8);
+            const float *r = (u ? r1 : r0) + 2 * ow;
+            __m256 lo, hi;
+            if (n == 8) {
+                lo = _mm256_loadu_ps(r);
+                hi = _mm256_loadu_ps(r + 8);
+            } else {
+                lo = _mm256_maskload_ps(r, mlo);
+                hi = _mm256_maskload_ps(r + 8, mhi);
+            }
             __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88), od = _mm256_shuffle_ps(lo, hi, 0xDD);
             t[2 * u] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
             t[2 * u + 1] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), 0xD8));
         }
         const int32_t base = (int32_t)(2 * oh * W + 2 * ow);
-        const int32_t off[4] = { 0, 1, (int32_t)W, (int32_t)W + 1 };
         __m256 m = t[0];
         __m256i idx = _mm256_add_epi32(lane2, _mm256_set1_epi32(base));
         for (int q = 1; q < 4; q++) {
@@ -335,10 +351,15 @@ static int64_t pool2_row_simd(const float *x, int64_t W, int64_t oh, int64_t OW,
             idx = _mm256_castps_si256(
                 _mm256_blendv_ps(_mm256_castsi256_ps(idx), _mm256_castsi256_ps(ie), take));
         }
-        _mm256_storeu_ps(y + ow, m);
-        _mm256_storeu_si256((__m256i *)(arg + ow), idx);
+        if (n == 8) {
+            _mm256_storeu_ps(y + ow, m);
+            _mm256_storeu_si256((__m256i *)(arg + ow), idx);
+        } else {
+            const __m256i mo = pool_lanes(n);
+            _mm256_maskstore_ps(y + ow, mo, m);
+            _mm256_maskstore_epi32((int *)(arg + ow), mo, idx);
+        }
     }
-    return ow;
 }
 #endif
 
@@ -352,12 +373,13 @@ static void maxpool_body(void *arg, int64_t p0, int64_t p1, int worker)
         for (int64_t oh = 0; oh < OH; oh++) {
             float *y = a->y + (p * OH + oh) * OW;
             int32_t *am = a->arg + (p * OH + oh) * OW;
-            int64_t ow = 0;
 #if defined(__AVX2__)
-            if (k == 2)
-                ow = pool2_row_simd(x, W, oh, OW, y, am);
+            if (k == 2) {
+                pool2_row_simd(x, W, oh, OW, y, am);
+                continue;
+            }
 #endif
-            for (; ow < OW; ow++) {
+            for (int64_t ow = 0; ow < OW; ow++) {
                 int64_t best = oh * k * W + ow * k;
                 float m = x[best];
                 for (int64_t u = 0; u < k; u++)
