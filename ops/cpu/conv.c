@@ -28,6 +28,20 @@ typedef struct conv_args {
     float *cols, *dx;
 } conv_args;
 
+/* The stride-1 runs, as separate functions with restrict pointers so
+ * that the compiler vectorises them (the strided loop it cannot): most
+ * convolutions have stride 1, and these runs are all im2col does. */
+static void copy_run(float *restrict dst, const float *restrict src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+static void add_run(float *restrict dst, const float *restrict src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
 static void im2col_walk(void *arg, int64_t n0, int64_t n1, int worker)
 {
     (void)worker;
@@ -65,15 +79,21 @@ static void im2col_walk(void *arg, int64_t n0, int64_t n1, int worker)
                             const float *src = a->x + at;
                             for (int64_t ow = 0; ow < lo; ow++)
                                 dst[ow] = 0.0f;
-                            for (int64_t ow = lo; ow < hi; ow++)
-                                dst[ow] = src[(ow - lo) * stride];
+                            if (stride == 1)
+                                copy_run(dst + lo, src, hi - lo);
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++)
+                                    dst[ow] = src[(ow - lo) * stride];
                             for (int64_t ow = hi; ow < OW; ow++)
                                 dst[ow] = 0.0f;
                         } else {
                             const float *src = a->dcols + o;
                             float *dst = a->dx + at;
-                            for (int64_t ow = lo; ow < hi; ow++)
-                                dst[(ow - lo) * stride] += src[ow];
+                            if (stride == 1)
+                                add_run(dst, src + lo, hi - lo);
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++)
+                                    dst[(ow - lo) * stride] += src[ow];
                         }
                     }
                 }
@@ -159,6 +179,92 @@ size_t eo_k_conv2d_ws(const eo_conv_geom *g, int nthreads)
     return (size_t)(nthreads < 1 ? 1 : nthreads) * f.per + 64;
 }
 
+/* Stride 1 with OW == W ("same" width: kw = 2 pad + 1, the usual 3x3
+ * pad 1): then a row of cols, tap (c, i, j), is the image plane shifted
+ * by dh = i - pad rows and dw = j - pad columns, read as one contiguous
+ * run of (valid rows) x W floats, except that the |dw| columns at one
+ * edge of each row wrap around to the neighbouring row and must be the
+ * padding's zeros instead. So: one long copy per tap (instead of one
+ * short run per output row), then those few columns zeroed. The ends of
+ * the run that would read outside the plane are exactly such columns,
+ * so the copy is clamped to the plane. The adjoint zeroes the same
+ * columns of dcols (the fused kernel's own scratch) and adds one run. */
+static int fconv_same_s1(const eo_conv_geom *g, int64_t OW)
+{
+    return g->stride == 1 && OW == g->W;
+}
+
+typedef struct tap_run {
+    int64_t t0, t1; /* the run in the cols row, clamped to the plane */
+    int64_t shift;  /* source index - cols index */
+    int64_t oh0, oh1, dw;
+} tap_run;
+
+static tap_run tap_run_of(const eo_conv_geom *g, int64_t OH, int64_t i, int64_t j)
+{
+    const int64_t W = g->W, H = g->H, dh = i - g->pad, dw = j - g->pad;
+    tap_run r;
+    r.dw = dw;
+    r.oh0 = dh < 0 ? -dh : 0;
+    r.oh1 = H - dh < OH ? H - dh : OH;
+    if (r.oh1 < r.oh0)
+        r.oh1 = r.oh0;
+    r.shift = dh * W + dw;
+    r.t0 = r.oh0 * W;
+    r.t1 = r.oh1 * W;
+    if (r.t1 > r.t0) {
+        if (r.t0 + r.shift < 0)
+            r.t0 = -r.shift;
+        if (r.t1 + r.shift > H * W)
+            r.t1 = H * W - r.shift;
+    }
+    return r;
+}
+
+/* Zero the wrapped columns of the valid rows of one cols row. */
+static void tap_zero_edges(const tap_run *r, int64_t W, float *row)
+{
+    if (r->dw == 0)
+        return;
+    const int64_t c0 = r->dw < 0 ? 0 : W - r->dw, c1 = r->dw < 0 ? -r->dw : W;
+    for (int64_t oh = r->oh0; oh < r->oh1; oh++)
+        for (int64_t c = c0; c < c1; c++)
+            row[oh * W + c] = 0.0f;
+}
+
+static void im2col_same_s1(const eo_conv_geom *g, int64_t OH, const float *xn, float *cols)
+{
+    const int64_t W = g->W, P = OH * W, HW = g->H * W;
+    float *row = cols;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t i = 0; i < g->kh; i++)
+            for (int64_t j = 0; j < g->kw; j++, row += P) {
+                const tap_run r = tap_run_of(g, OH, i, j);
+                const float *plane = xn + c * HW;
+                for (int64_t t = 0; t < r.oh0 * W; t++)
+                    row[t] = 0.0f;
+                if (r.t1 > r.t0)
+                    copy_run(row + r.t0, plane + r.t0 + r.shift, r.t1 - r.t0);
+                for (int64_t t = r.oh1 * W; t < P; t++)
+                    row[t] = 0.0f;
+                tap_zero_edges(&r, W, row);
+            }
+}
+
+static void col2im_same_s1(const eo_conv_geom *g, int64_t OH, float *dcols, float *dxn)
+{
+    const int64_t W = g->W, P = OH * W, HW = g->H * W;
+    float *row = dcols;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t i = 0; i < g->kh; i++)
+            for (int64_t j = 0; j < g->kw; j++, row += P) {
+                const tap_run r = tap_run_of(g, OH, i, j);
+                tap_zero_edges(&r, W, row);
+                if (r.t1 > r.t0)
+                    add_run(dxn + c * HW + r.t0 + r.shift, row + r.t0, r.t1 - r.t0);
+            }
+}
+
 /* Image n's columns into `cols` (im2col of that image alone). */
 static const float *fconv_cols(const fconv *f, int64_t n, float *cols)
 {
@@ -166,6 +272,10 @@ static const float *fconv_cols(const fconv *f, int64_t n, float *cols)
     const float *xn = f->x + n * g->C * g->H * g->W;
     if (fconv_direct(g))
         return xn;
+    if (fconv_same_s1(g, f->OW)) {
+        im2col_same_s1(g, f->OH, xn, cols);
+        return cols;
+    }
     conv_args a = { 1, g->C, g->H, g->W, g->kh, g->kw, g->pad, g->stride, xn, NULL, cols, NULL };
     im2col_walk(&a, 0, 1, 0);
     return cols;
@@ -246,6 +356,10 @@ static void fconv_bwd_body(void *arg, int64_t n0, int64_t n1, int worker)
             }
             eo_mm_run(EO_MM_BEST, 1, 0, 1, K, P, Co, f->w, K, 0, dyn, P, 0, 0.0f, cols, P, 0,
                       mm, NULL);
+            if (fconv_same_s1(g, f->OW)) {
+                col2im_same_s1(g, f->OH, cols, f->dx + n * img);
+                continue;
+            }
             conv_args a = { 1, g->C, g->H, g->W, g->kh, g->kw, g->pad, g->stride,
                             NULL, cols, NULL, f->dx + n * img };
             im2col_walk(&a, 0, 1, 0);
