@@ -424,7 +424,9 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
 /* 2-D convolution (cross-correlation, as PyTorch), x [N, C, H, W],
  * w [Co, C, kh, kw], bias [Co] or NULL, zero padding `pad`, stride
  * `stride`: out [N, Co, OH, OW], OH = (H + 2 pad - kh) / stride + 1.
- * Computed as im2col + matmul. EO_ERR_ARG for pad < 0 or stride < 1;
+ * Computed as im2col + matmul: on the CPU in one fused op, one image at a
+ * time in a small workspace (no column matrix in memory); on other
+ * backends composed from the im2col op and a matmul. EO_ERR_ARG for pad < 0 or stride < 1;
  * EO_ERR_SHAPE for other ranks (a scalar included), a kernel with an
  * empty side or larger than the padded input, or sizes whose im2col
  * matrix [C*kh*kw, N*OH*OW] does not fit (a huge pad). */

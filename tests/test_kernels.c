@@ -1052,7 +1052,8 @@ END_TEST
  * against the reference and for being the same on a repeat. Enough images
  * that the kernel does hand them to the pool; a padded, strided,
  * non-square case, a 1x1 one (x itself is the column matrix) and two of
- * "same" width at stride 1 (the columns as shifted runs of the plane). */
+ * "same" width at stride 1 (the columns as shifted runs of the plane),
+ * and one with a single input channel (K = 9: a matmul of depth 9). */
 static void conv_ref(const eo_conv_geom *g, const float *x, const float *w, const float *b,
                      const float *dy, double *y, double *dx, double *dw, double *db)
 {
@@ -1092,12 +1093,13 @@ START_TEST(conv2d_fused_threads)
         { 40, 5, 8, 7, 12, 1, 1, 0, 1 },
         { 80, 3, 7, 9, 8, 3, 3, 1, 1 },  /* "same" width, stride 1: the shifted-run path */
         { 6, 2, 6, 5, 5, 5, 5, 2, 1 },   /* the same with |dw| up to 2 and rows of padding */
+        { 48, 1, 11, 13, 8, 3, 3, 1, 1 }, /* one input channel, as a first layer */
     };
     eo_pool *pool2 = eo_pool_create(2), *pool3 = eo_pool_create(3);
     ck_assert_ptr_nonnull(pool2);
     ck_assert_ptr_nonnull(pool3);
     const eo_exec ex2 = { eo_pool_par(pool2), NULL }, ex3 = { eo_pool_par(pool3), NULL };
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         const eo_conv_geom *g = &geoms[c];
         const int64_t OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
         const int64_t OW = (g->W + 2 * g->pad - g->kw) / g->stride + 1;

@@ -1,16 +1,23 @@
-/* ops/cpu/conv.c — the pieces a 2-D convolution is built from: im2col and
- * its adjoint col2im, and k×k max pooling.
+/* ops/cpu/conv.c — 2-D convolution: the fused kernel the CPU backend
+ * runs (eo_k_conv2d and its backward), the pieces of the composed path
+ * (im2col and its adjoint col2im), and k x k max pooling.
  *
  * A convolution is im2col followed by one matmul with the [Cout, C*kh*kw]
  * weight; its input gradient is a matmul followed by col2im. That keeps
- * the only heavy arithmetic in the matmul kernel. im2col writes each row
- * of `cols` (one kernel tap) left to right, so its stores stream; col2im
+ * the only heavy arithmetic in the matmul kernel. The composed path does
+ * it for the whole batch at once, which needs the [C*kh*kw, N*OH*OW]
+ * column matrix in memory (29 MB for the CNN's second layer at batch
+ * 128) and a transpose to NCHW afterwards; the fused kernel below does it
+ * one image at a time in a per-worker buffer that stays in cache, writing
+ * NCHW directly (see "the fused convolution"). im2col writes each row of
+ * `cols` (one kernel tap) left to right, so its stores stream; col2im
  * walks the same order, reading dcols sequentially.
  *
  * Max pooling records, per output, the flat in-plane index of the first
  * maximum of its window (NaN counts as the largest, as in reduce.c), and
  * the backward adds dy there. Windows do not overlap, and planes are
- * independent, so the thread hook gets ranges of planes. */
+ * independent, so the thread hook gets ranges of planes. 2x2 windows, the
+ * common case, go eight at a time through AVX2 selects. */
 #include "ops/cpu/grain.h"
 #include "ops/cpu/matmul.h"
 #include "ops/kernels.h"
