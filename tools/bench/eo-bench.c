@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ops/kernels.h"
+#include "ops/cpu/simd.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_sim.h"
 #include "tools/bench/predicted.h"
@@ -122,6 +123,13 @@ static double fma_peak[MAX_THREADS + 1]; /* GFLOP/s, by thread count */
 static int copy_mib(void) { return opt.quick ? 64 : 256; }
 static double copy_bw[MAX_THREADS + 1];  /* GB/s (bytes read + written) */
 static const char *peak_kind = "scalar";
+/* ns per element of the row kernels' vector exp (eo_v8_exp_neg, the one
+ * softmax keeps): the bound of a row kernel whose arithmetic, not its
+ * memory, is the limit (a 4096 x 1024 softmax is 4M exps). Measured on
+ * a 4 KiB row in L1, each exp's argument loaded and its result summed,
+ * four independent sums, as the kernels' exp walk does. 0: not measured
+ * (no AVX2). One thread. */
+static double exp_ns;
 static volatile float sink;
 
 /* Twelve independent multiply-add chains: more than the FMA units'
@@ -203,6 +211,41 @@ static void copy_body(void *arg, int64_t begin, int64_t end, int worker)
     }
 }
 
+#ifdef EO_AVX2
+static double exp_loop(const float *x, int reps)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    const __m256 m = _mm256_set1_ps(1.0f);
+    for (int r = 0; r < reps; r++)
+        for (int j = 0; j < 1024; j += 32) {
+            s0 = _mm256_add_ps(s0, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j), m)));
+            s1 = _mm256_add_ps(s1, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m)));
+            s2 = _mm256_add_ps(s2, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 16), m)));
+            s3 = _mm256_add_ps(s3, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 24), m)));
+        }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    return (double)_mm256_cvtss_f32(s);
+}
+#endif
+
+/* The exp ceiling: best of several short tries, like the FMA peak. */
+static void measure_exp(void)
+{
+#ifdef EO_AVX2
+    static float x[1024];
+    for (int j = 0; j < 1024; j++)
+        x[j] = -20.0f * (float)j / 1024.0f; /* the range softmax terms live in */
+    const int reps = 2000;
+    for (int t = 0; t < (opt.quick ? 8 : 24); t++) {
+        double t0 = now_s();
+        sink = (float)exp_loop(x, reps);
+        double ns = (now_s() - t0) * 1e9 / (1024.0 * reps);
+        if (exp_ns == 0 || ns < exp_ns)
+            exp_ns = ns;
+    }
+#endif
+}
+
 /* Both ceilings for each thread count: the best of several tries (a
  * ceiling is a maximum; noise only ever lowers it). The FMA tries are
  * short (a few milliseconds, under a scheduler time slice) and many, so
@@ -214,6 +257,7 @@ static void measure_ceilings(eo_par *pars)
 #if defined(__AVX2__) && defined(__FMA__)
     peak_kind = "AVX2 FMA";
 #endif
+    measure_exp();
     long iters = 1000000;
     int fma_tries = opt.quick ? 8 : 24;
     size_t bytes = (size_t)copy_mib() << 20;
@@ -1056,6 +1100,22 @@ static void print_table(void)
     }
     for (int k = 0; k < nnotes; k++)
         printf("[%d] skipped: %s\n", k + 1, notes[k]);
+    /* Rows bound by the exponential: at least one exp per element (two
+     * where a row is too long to keep: the online max/sum walk). */
+    int said = 0;
+    for (int i = 0; i < nrows && exp_ns > 0; i++) {
+        const row *R = &rows[i];
+        if (R->threads != 1 || strcmp(R->shape, "4096x1024") != 0 ||
+            (strcmp(R->label, "softmax") != 0 && strcmp(R->label, "log_softmax") != 0 &&
+             strcmp(R->label, "xent") != 0))
+            continue;
+        if (!said++)
+            printf("\nexp bound (one exp per element at the measured %.3f ns, one thread):\n",
+                   exp_ns);
+        const double bound = 4096.0 * 1024.0 * exp_ns * 1e-6;
+        printf("  %-15s %-10s bound %7.3f ms, EveryO %7.3f ms: %3.0f%% of the bound\n",
+               R->label, R->shape, bound, R->ms[IMPL_EO], 100.0 * bound / R->ms[IMPL_EO]);
+    }
 }
 
 static void write_csv(const char *path)
@@ -1072,6 +1132,8 @@ static void write_csv(const char *path)
                     fma_peak[t]);
         if (copy_bw[t] > 0)
             fprintf(f, "peak_copy,memcpy,%d,measured,ok,,%.2f,GB/s,100,\n", t, copy_bw[t]);
+        if (t == 1 && exp_ns > 0)
+            fprintf(f, "peak_exp,exp,1,measured,ok,,%.4f,ns/element,100,\n", exp_ns);
     }
     for (int i = 0; i < nrows; i++) {
         const row *R = &rows[i];
@@ -1439,6 +1501,10 @@ int main(int argc, char **argv)
                "(bytes read + written; best of before and after the kernels)\n",
                t, fma_peak[t], peak_kind, copy_bw[t]);
     }
+    if (exp_ns > 0)
+        printf("ceiling, 1 thread: vector exp %.3f ns per element (eo_v8_exp_neg on a row in "
+               "L1, results summed; best of the tries)\n",
+               exp_ns);
     print_table();
     if (opt.csv)
         write_csv(opt.csv);
