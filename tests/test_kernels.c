@@ -486,6 +486,26 @@ START_TEST(sumsq_in_double)
     eo_k_sumsq(0, x, &out, NULL);
     CHECK(out == 0.0f);
     free(x);
+    /* Long enough for several blocks of the fixed cut: on 1, 2 and 3
+     * threads the same bits, and the double sum. */
+    const int64_t big = 3 * 65536 + 4321;
+    float *y = alloc_f(big);
+    double wy = 0;
+    for (int64_t i = 0; i < big; i++) {
+        y[i] = frand() - 0.5f;
+        wy += (double)y[i] * y[i];
+    }
+    eo_pool *p2 = eo_pool_create(2), *p3 = eo_pool_create(3);
+    const eo_exec e2 = { eo_pool_par(p2), NULL }, e3 = { eo_pool_par(p3), NULL };
+    float o1, o2, o3;
+    eo_k_sumsq(big, y, &o1, NULL);
+    eo_k_sumsq(big, y, &o2, &e2);
+    eo_k_sumsq(big, y, &o3, &e3);
+    ck_assert_double_eq_tol(o1, wy, wy * 1e-7);
+    CHECK(memcmp(&o1, &o2, sizeof o1) == 0 && memcmp(&o1, &o3, sizeof o1) == 0);
+    eo_pool_destroy(p2);
+    eo_pool_destroy(p3);
+    free(y);
 }
 END_TEST
 

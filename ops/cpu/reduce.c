@@ -227,10 +227,21 @@ void eo_k_logsumexp_backward(int64_t outer, int64_t n, int64_t inner, const floa
     eo_par_for(eo_par_if(par, outer * n * inner), outer, lse_backward_body, &a);
 }
 
-/* Eight double accumulators, as in sum_run. */
-void eo_k_sumsq(int64_t n, const float *x, float *out, const eo_exec *ex)
+/* The sum of squares (gradient clipping's global norm) over a fixed
+ * cut: at most SUMSQ_BLOCKS blocks of at least SUMSQ_MIN elements, each
+ * summed in eight double accumulators (as in sum_run), the block sums
+ * then added in block order. The cut depends only on n, so the threads
+ * share the blocks and the result is the same for every thread count. */
+enum { SUMSQ_BLOCKS = 256, SUMSQ_MIN = 1 << 16 };
+
+typedef struct sumsq_args {
+    const float *x;
+    int64_t n, bs;
+    double *part;
+} sumsq_args;
+
+static double sumsq_run(const float *x, int64_t n)
 {
-    (void)ex;
     double acc[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -238,5 +249,30 @@ void eo_k_sumsq(int64_t n, const float *x, float *out, const eo_exec *ex)
             acc[k] += (double)x[i + k] * x[i + k];
     for (; i < n; i++)
         acc[0] += (double)x[i] * x[i];
-    out[0] = (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static void sumsq_body(void *arg, int64_t b0, int64_t b1, int worker)
+{
+    (void)worker;
+    const sumsq_args *a = arg;
+    for (int64_t b = b0; b < b1; b++) {
+        const int64_t lo = b * a->bs, len = a->n - lo < a->bs ? a->n - lo : a->bs;
+        a->part[b] = sumsq_run(a->x + lo, len);
+    }
+}
+
+void eo_k_sumsq(int64_t n, const float *x, float *out, const eo_exec *ex)
+{
+    double part[SUMSQ_BLOCKS];
+    int64_t bs = (n + SUMSQ_BLOCKS - 1) / SUMSQ_BLOCKS;
+    if (bs < SUMSQ_MIN)
+        bs = SUMSQ_MIN;
+    const int64_t nb = n > 0 ? (n + bs - 1) / bs : 0;
+    sumsq_args a = {x, n, bs, part};
+    eo_par_for(eo_par_if(eo_exec_par(ex), n), nb, sumsq_body, &a);
+    double total = 0.0;
+    for (int64_t b = 0; b < nb; b++)
+        total += part[b];
+    out[0] = (float)total;
 }
