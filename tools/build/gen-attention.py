@@ -101,7 +101,8 @@ HEADER = r"""//
 class Gen:
     def __init__(self, dp):
         self.dp = dp
-        self.ldb = (dp + 4) * 4          # bytes per staged row
+        self.ldb = dp * 4                # bytes per staged row (no padding)
+        self.cpr = dp // 4               # 16-byte chunks per row
         self.nx = 8 if dp == 64 else 4   # output columns per thread
         self.lines = []
         self.lab = 0
@@ -119,10 +120,9 @@ class Gen:
     # ---- staging -------------------------------------------------------------
     def stage(self, what, sym, head, row0, rows, nrows):
         """cp.async copies of rows row0 .. row0 + nrows - 1 (of `rows`) of a
-        [rows, D] head into sym, rows padded to Dp + 4 floats, zero-filled past
-        D and past the last row."""
-        dp, ldb = self.dp, self.ldb
-        cpr = dp // 4                      # 16-byte chunks per row
+        [rows, D] head into sym ([nrows][Dp]), zero-filled past D and past
+        the last row."""
+        dp, ldb, cpr = self.dp, self.ldb, self.cpr
         rpp = 64 // cpr                    # rows per pass of the 64 threads
         passes = nrows // rpp
         fast, vec, done = self.label("FAST"), self.label("VEC"), self.label("STAGED")
@@ -155,6 +155,9 @@ class Gen:
                        % (n * rpp * ldb + 4 * c))
             if n + 1 < passes:
                 self.i("add.u64 %ad, %ad, %rstep;")
+        self.i("// (this rare path waits at once: at most 64 copies in flight per thread)")
+        self.i("cp.async.commit_group;")
+        self.i("cp.async.wait_group 0;")
         self.i("bra %s;" % done)
         self.e("%s:" % vec)
         self.i("// D %% 4 == 0: 16-byte copies, zero-filled past D and the last row")
@@ -178,91 +181,105 @@ class Gen:
         self.e("%s:" % done)
 
     # ---- S = Q K^T ------------------------------------------------------------
-    def dot_chunk(self, off, first):
-        """Scores += q[8 rows][4 d] . k[4 keys][4 d] at byte offset off."""
+    def dot_chunk(self, first):
+        """Scores += q[8 rows][chunk] . k[8 keys][chunk]: the chunk (4 columns)
+        is the lane's own, at byte offset %off of every row."""
         ldb = self.ldb
-        for c in range(4):
+        self.i("add.u32 %qa, %qb, %off;")
+        self.i("add.u32 %ka, %kb, %off;")
+        for c in range(8):
             self.i("ld.shared.v4.f32 {%%k%d, %%k%d, %%k%d, %%k%d}, [%%ka+%d];"
-                   % (4 * c, 4 * c + 1, 4 * c + 2, 4 * c + 3, c * 8 * ldb + off))
+                   % (4 * c, 4 * c + 1, 4 * c + 2, 4 * c + 3, c * 8 * ldb))
         for r in range(8):
-            self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%qa+%d];" % (r * ldb + off))
+            self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%qa+%d];" % (r * ldb))
             for e in range(4):
-                for c in range(4):
-                    s = "%%s%d" % (4 * r + c)
+                for c in range(8):
+                    s = "%%s%d" % (8 * r + c)
                     if first and e == 0:
                         self.i("mul.rn.f32 %s, %%x0, %%k%d;" % (s, 4 * c))
                     else:
                         self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (s, e, 4 * c + e, s))
+        self.i("add.u32 %off, %off, 16;")
+        self.i("and.b32 %%off, %%off, %d;                  // the next chunk, round the row"
+               % (self.ldb - 1))
 
     def scores(self):
-        dp = self.dp
         loop = self.label("DOT")
-        self.i("// S = Q K^T: per 4 columns d, 4 k loads (keys kg + 8c) and 8 q loads")
-        self.i("// (rows 8 rg + r, a broadcast), 128 FMAs; two 4-column steps per pass")
-        self.i("mov.u32 %qa, %qb;")
-        self.i("mov.u32 %ka, %kb;")
-        self.dot_chunk(0, True)
-        self.dot_chunk(16, False)
-        self.i("add.u32 %qa, %qa, 32;")
-        self.i("add.u32 %ka, %ka, 32;")
-        self.i("add.u32 %%u, %%qb, %d;" % (dp * 4))
+        self.i("// S = Q K^T, 4 columns d at a time: 8 k loads (keys kg + 8c) and 8 q loads")
+        self.i("// (rows 8 rg + r), 256 FMAs. Lane kg starts at chunk kg and goes round the")
+        self.i("// row: in a quarter-warp the 8 lanes read 8 different chunks, i.e. 8 bank")
+        self.i("// groups, of rows that are otherwise bank-aligned (no padding needed)")
+        self.i("mov.u32 %off, %kg16;")
+        self.i("mov.u32 %n, 1;")
+        self.dot_chunk(True)
         self.e("%s:" % loop)
-        self.dot_chunk(0, False)
-        self.dot_chunk(16, False)
-        self.i("add.u32 %qa, %qa, 32;")
-        self.i("add.u32 %ka, %ka, 32;")
-        self.i("setp.lt.u32 %p, %qa, %u;")
+        self.dot_chunk(False)
+        self.i("add.u32 %n, %n, 1;")
+        self.i("setp.lt.u32 %%p, %%n, %d;" % self.cpr)
         self.i("@%%p bra %s;" % loop)
 
     def mask(self):
         """The tile's scores in log2 units, with keys past Tk, the causal rule
         and the mask applied (tiles that need it only)."""
-        plain, done = self.label("UNMASKED"), self.label("SCALED")
+        plain, done, nomask = self.label("UNMASKED"), self.label("SCALED"), self.label("NOMASK")
         self.i("@!%%need bra %s;" % plain)
-        self.i("// a tile that needs masking: per score, (i, j) real, causal, + mask(b, h, i, j)")
-        for c in range(4):
+        for c in range(8):
             self.i("add.u32 %%jc%d, %%j0, %%kg;" % c)
             if c:
                 self.i("add.u32 %%jc%d, %%jc%d, %d;" % (c, c, 8 * c))
+            self.i("setp.lt.u32 %%pj%d, %%jc%d, %%Tk;              // key %d exists" % (c, c, c))
+        self.i("@!%%pmask bra %s;" % nomask)
+        self.i("// a mask: per score, (i, j) real and visible, scale q.k + mask(b, h, i, j)")
         for r in range(8):
             self.i("add.u32 %%i, %%ib, %d;                 // row r = %d" % (r, r))
             self.i("setp.lt.u32 %pi, %i, %Tq;")
             self.i("add.u32 %io, %i, %coff;")
             self.i("mad.lo.s32 %mrow, %i, %ms2, %moff;")
-            for c in range(4):
-                s = "%%s%d" % (4 * r + c)
-                self.i("setp.lt.u32 %%pr, %%jc%d, %%Tk;" % c)
-                self.i("and.pred %pr, %pr, %pi;")
+            for c in range(8):
+                s = "%%s%d" % (8 * r + c)
+                self.i("and.pred %%pr, %%pj%d, %%pi;" % c)
                 self.i("setp.le.u32 %%p, %%jc%d, %%io;" % c)
                 self.i("or.pred %p, %p, %pnc;")
                 self.i("and.pred %pr, %pr, %p;                 // a real, visible pair")
-                self.i("and.pred %pq, %pr, %pmask;")
                 self.i("mad.lo.s32 %%u, %%jc%d, %%ms3, %%mrow;" % c)
                 self.i("mul.wide.s32 %ad, %u, 4;")
                 self.i("add.u64 %ad, %mask, %ad;")
                 self.i("mov.f32 %y, 0f00000000;")
-                self.i("@%pq ld.global.f32 %y, [%ad];")
+                self.i("@%pr ld.global.f32 %y, [%ad];")
                 self.i("mul.rn.f32 %s, %%scale, %s;" % (s, s))
-                self.i("add.rn.f32 %s, %s, %%y;                 // scale q.k + mask" % (s, s))
+                self.i("add.rn.f32 %s, %s, %%y;" % (s, s))
                 self.i("mul.rn.f32 %s, %s, 0f3FB8AA3B;            // in log2 units" % (s, s))
                 self.i("@!%%pr mov.f32 %s, 0fFF800000;" % s)
         self.i("bra %s;" % done)
+        self.e("%s:" % nomask)
+        self.i("// no mask: keys past Tk and (causal) past the row's position are -inf")
+        for r in range(8):
+            self.i("add.u32 %%io, %%ib, %d;" % r)
+            self.i("add.u32 %io, %io, %coff;                // row r's last visible key")
+            for c in range(8):
+                s = "%%s%d" % (8 * r + c)
+                self.i("setp.le.u32 %%p, %%jc%d, %%io;" % c)
+                self.i("or.pred %p, %p, %pnc;")
+                self.i("and.pred %%p, %%p, %%pj%d;" % c)
+                self.i("mul.rn.f32 %s, %s, %%c2;" % (s, s))
+                self.i("@!%%p mov.f32 %s, 0fFF800000;" % s)
+        self.i("bra %s;" % done)
         self.e("%s:" % plain)
-        for k in range(32):
+        for k in range(64):
             self.i("mul.rn.f32 %%s%d, %%s%d, %%c2;" % (k, k))
         self.e("%s:" % done)
 
     def softmax(self):
-        ldb, nx = self.ldb, self.nx
-        self.i("// online softmax, row by row (r = 0 .. 7): the maximum over the row's 32 keys")
-        self.i("// (4 here, then the 8 lanes of the row), the correction 2^(m_old - m_new),")
+        nx = self.nx
+        self.i("// online softmax, row by row (r = 0 .. 7): the maximum over the row's 64 keys")
+        self.i("// (8 here, then the 8 lanes of the row), the correction 2^(m_old - m_new),")
         self.i("// p = 2^(s - m_new), the partial sum l and O rescaled")
         for r in range(8):
-            s = ["%%s%d" % (4 * r + c) for c in range(4)]
+            s = ["%%s%d" % (8 * r + c) for c in range(8)]
             m, l = "%%m%d" % r, "%%l%d" % r
             self.i("max.f32 %%mt, %s, %s;" % (s[0], s[1]))
-            self.i("max.f32 %%mt, %%mt, %s;" % s[2])
-            self.i("max.f32 %%mt, %%mt, %s;" % s[3])
+            for c in range(2, 8):
+                self.i("max.f32 %%mt, %%mt, %s;" % s[c])
             for x in (1, 2, 4):
                 self.i("shfl.sync.bfly.b32 %%sh, %%mt, %d, 31, 0xffffffff;" % x)
                 self.i("max.f32 %mt, %mt, %sh;")
@@ -274,50 +291,47 @@ class Gen:
             self.i("setp.eq.f32 %%p, %s, 0fFF800000;" % m)
             self.i("@%p mov.f32 %corr, 0f00000000;        // first visible keys: nothing to rescale")
             self.i("mov.f32 %s, %%mt;" % m)
-            for c in range(4):
+            for c in range(8):
                 self.i("sub.rn.f32 %s, %s, %%mu;" % (s[c], s[c]))
                 self.i("ex2.approx.f32 %s, %s;                 // p (NaN stays NaN)" % (s[c], s[c]))
             self.i("mul.rn.f32 %s, %s, %%corr;" % (l, l))
-            for c in range(4):
+            for c in range(8):
                 self.i("add.rn.f32 %s, %s, %s;" % (l, l, s[c]))
             for x in range(nx):
                 o = "%%o%d" % (8 * r + x)
                 self.i("mul.rn.f32 %s, %s, %%corr;" % (o, o))
-        self.i("// p^T[kg + 8c][8 rg + r] = p[r][c]: two 16-byte stores per key")
-        for c in range(4):
-            self.i("st.shared.v4.f32 [%%ps+%d], {%%s%d, %%s%d, %%s%d, %%s%d};"
-                   % (c * 8 * 144, c, 4 + c, 8 + c, 12 + c))
-            self.i("st.shared.v4.f32 [%%ps+%d], {%%s%d, %%s%d, %%s%d, %%s%d};"
-                   % (c * 8 * 144 + 16, 16 + c, 20 + c, 24 + c, 28 + c))
+
+    def store_p(self):
+        self.i("// p^T[kg + 8c][32 w + 8 rg + r] = p[r][c], into the k buffer (k is dead):")
+        self.i("// rows of 64 floats, the 16-byte chunk rotated by the row's low 3 bits (= kg),")
+        self.i("// so that the 8 lanes of a quarter-warp store to 8 different bank groups")
+        for c in range(8):
+            for h in range(2):
+                v = ", ".join("%%s%d" % (8 * (4 * h + e) + c) for e in range(4))
+                self.i("st.shared.v4.f32 [%%pst%d+%d], {%s};" % (h, c * 8 * 256, v))
 
     def pv(self):
         ldb, nx = self.ldb, self.nx
-        loop = self.label("PV")
-        self.i("// O += P V: per key, p for the 8 rows (two broadcast loads of p^T) and v for")
-        self.i("// the 8 columns (128 contiguous bytes per quarter-warp), 64 FMAs; 4 keys a pass")
-        self.i("mov.u32 %pa, %pb;")
-        self.i("mov.u32 %va, %vb;")
-        self.i("add.u32 %%u, %%pb, %d;" % (32 * 144))
-        self.e("%s:" % loop)
-        for jj in range(4):
-            self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%pa+%d];" % (jj * 144))
-            self.i("ld.shared.v4.f32 {%%x4, %%x5, %%x6, %%x7}, [%%pa+%d];" % (jj * 144 + 16))
-            self.i("ld.shared.v4.f32 {%%k0, %%k1, %%k2, %%k3}, [%%va+%d];" % (jj * ldb))
+        self.i("// O += P V: per key j, p for the 8 rows (two loads of p^T row j, a broadcast;")
+        self.i("// the chunk rotated by j %% 8 as stored) and v for the 8 columns (128 contiguous")
+        self.i("// bytes per quarter-warp), 64 FMAs; all 64 keys unrolled")
+        for j in range(64):
+            b = j % 8
+            self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%pr%d+%d];" % (b, j * 256))
+            self.i("ld.shared.v4.f32 {%%x4, %%x5, %%x6, %%x7}, [%%pr%d+%d];" % (b + 1, j * 256))
+            self.i("ld.shared.v4.f32 {%%k0, %%k1, %%k2, %%k3}, [%%vb+%d];" % (j * ldb))
             if nx == 8:
-                self.i("ld.shared.v4.f32 {%%k4, %%k5, %%k6, %%k7}, [%%va+%d];" % (jj * ldb + 128))
+                self.i("ld.shared.v4.f32 {%%k4, %%k5, %%k6, %%k7}, [%%vb+%d];" % (j * ldb + 128))
             for r in range(8):
                 for x in range(nx):
                     o = "%%o%d" % (8 * r + x)
                     self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (o, r, x, o))
-        self.i("add.u32 %%pa, %%pa, %d;" % (4 * 144))
-        self.i("add.u32 %%va, %%va, %d;" % (4 * ldb))
-        self.i("setp.lt.u32 %p, %pa, %u;")
-        self.i("@%%p bra %s;" % loop)
 
     # ---- the kernel --------------------------------------------------------------
     def kernel(self):
-        dp, ldb, nx = self.dp, self.ldb, self.nx
+        dp, ldb, nx, cpr = self.dp, self.ldb, self.nx, self.cpr
         name = "eo_attn_fwd%d" % dp
+        kbytes = max(64 * ldb, 64 * 256)
         self.e()
         self.e("// %s: D <= %d, Dp = %d, rows of %d bytes in shared memory" % (name, dp, dp, ldb))
         self.e(".visible .entry %s(" % name)
@@ -327,21 +341,20 @@ class Gen:
                   ("f32", "scale"), ("u64", "out"), ("u64", "lse")]
         self.e(",\n".join("    .param .%s p_%s" % p for p in params) + ")")
         self.e("{")
-        self.i(".shared .align 16 .b8 s_q[%d];      // q rows of the query tile [64][Dp + 4]"
+        self.i(".shared .align 16 .b8 s_q[%d];      // q rows of the query tile [64][Dp]"
                % (64 * ldb))
-        self.i(".shared .align 16 .b8 s_k[%d];      // k rows of a key tile [32][Dp + 4]"
-               % (32 * ldb))
-        self.i(".shared .align 16 .b8 s_v[%d];      // v rows of a key tile [32][Dp + 4]"
-               % (32 * ldb))
-        self.i(".shared .align 16 .b8 s_p[9216];      // per warp p^T [32 keys][36]")
+        self.i(".shared .align 16 .b8 s_k[%d];      // k rows of a key tile [64][Dp], then p^T [64][64]"
+               % kbytes)
+        self.i(".shared .align 16 .b8 s_v[%d];      // v rows of a key tile [64][Dp]"
+               % (64 * ldb))
         self.i(".reg .b32 %B, %H, %Tq, %Tk, %D, %causal, %coff, %ms0, %ms1, %ms2, %ms3, %moff;")
-        self.i(".reg .b32 %t, %w, %lane, %rg, %kg, %bh, %b, %h, %u, %i0, %w0, %ib, %kmax, %nt, %jt, %j0;")
-        self.i(".reg .b32 %st_rr, %st_col, %st_off, %sd, %gr, %nb, %i, %io, %mrow, %jc<4>;")
-        self.i(".reg .b32 %qb, %kb, %vb, %pb, %ps, %qa, %ka, %va, %pa;")
+        self.i(".reg .b32 %t, %w, %lane, %rg, %kg, %kg16, %bh, %b, %h, %u, %i0, %w0, %ib, %kmax, %nt, %jt, %j0;")
+        self.i(".reg .b32 %st_rr, %st_col, %st_off, %sd, %gr, %nb, %i, %io, %mrow, %n, %off, %jc<8>;")
+        self.i(".reg .b32 %qb, %kb, %vb, %qa, %ka, %pst0, %pst1, %pr<9>;")
         self.i(".reg .b64 %q, %k, %v, %mask, %out, %lse, %qh, %kh, %vh, %oh, %ad, %ae, %g64, %rstep;")
-        self.i(".reg .f32 %scale, %c2, %y, %mt, %mu, %sh, %corr, %lt, %x<8>, %k<16>;")
-        self.i(".reg .f32 %s<32>, %o<64>, %m<8>, %l<8>;")
-        self.i(".reg .pred %vec, %dfull, %colok, %pmask, %pcaus, %pnc, %need, %skip, %plast, %p, %pr, %pq, %pi;")
+        self.i(".reg .f32 %scale, %c2, %y, %mt, %mu, %sh, %corr, %lt, %x<8>, %k<32>;")
+        self.i(".reg .f32 %s<64>, %o<64>, %m<8>, %l<8>;")
+        self.i(".reg .pred %vec, %dfull, %colok, %pmask, %pcaus, %pnc, %need, %skip, %plast, %p, %pr, %pi, %pj<8>;")
         for p in params:
             self.i("ld.param.%s %%%s, [p_%s];" % (p[0], p[1], p[1]))
         self.i("setp.ne.u64 %pmask, %mask, 0;")
@@ -358,7 +371,7 @@ class Gen:
         self.i("and.b32 %lane, %t, 31;")
         self.i("shr.u32 %rg, %lane, 3;                   // the thread's rows 8 rg .. 8 rg + 7 of its warp")
         self.i("and.b32 %kg, %lane, 7;                   // its keys kg + 8c, columns 4 kg (+ 32)")
-        cpr = dp // 4
+        self.i("shl.b32 %kg16, %kg, 4;")
         sh = {8: 3, 16: 4}[cpr]
         self.i("// staging: thread t copies 16-byte column chunk t %% %d of rows t / %d + %d n"
                % (cpr, cpr, 64 // cpr))
@@ -397,8 +410,8 @@ class Gen:
         self.i("add.u32 %u, %i0, 64;")
         self.i("add.u32 %u, %u, %coff;")
         self.i("@%pcaus min.u32 %kmax, %kmax, %u;")
-        self.i("add.u32 %nt, %kmax, 31;")
-        self.i("shr.u32 %nt, %nt, 5;")
+        self.i("add.u32 %nt, %kmax, 63;")
+        self.i("shr.u32 %nt, %nt, 6;")
         self.i("// shared addresses of the thread's operands")
         self.i("shl.b32 %u, %w, 5;")
         self.i("shl.b32 %qb, %rg, 3;")
@@ -408,11 +421,28 @@ class Gen:
         self.i("mov.u32 %u, s_k;")
         self.i("mad.lo.u32 %%kb, %%kg, %d, %%u;             // &s_k[kg][0]" % ldb)
         self.i("mov.u32 %u, s_v;")
-        self.i("mad.lo.u32 %vb, %kg, 16, %u;              // &s_v[0][4 kg]")
-        self.i("mov.u32 %u, s_p;")
-        self.i("mad.lo.u32 %u, %w, 4608, %u;              // this warp's p^T")
-        self.i("mad.lo.u32 %pb, %rg, 32, %u;              // &p^T[0][8 rg]")
-        self.i("mad.lo.u32 %ps, %kg, 144, %pb;            // &p^T[kg][8 rg]")
+        self.i("add.u32 %vb, %kg16, %u;                    // &s_v[0][4 kg]")
+        self.i("// p^T: row j, logical chunk L = 8 w + 2 rg + h (rows 8 rg + 4 h .. + 3 of")
+        self.i("// warp w) lies at chunk (L + j) % 16. Stores (j = kg + 8c): pst_h; loads of row")
+        self.i("// j: pr_(j % 8 + h), for the 9 rotations 0 .. 8")
+        self.i("shl.b32 %n, %w, 3;")
+        self.i("shl.b32 %u, %rg, 1;")
+        self.i("add.u32 %n, %n, %u;                      // L for h = 0")
+        for h in range(2):
+            self.i("add.u32 %u, %n, %kg;")
+            if h:
+                self.i("add.u32 %u, %u, 1;")
+            self.i("and.b32 %u, %u, 15;")
+            self.i("shl.b32 %u, %u, 4;")
+            self.i("mad.lo.u32 %%pst%d, %%kg, 256, %%u;" % h)
+            self.i("mov.u32 %u, s_k;")
+            self.i("add.u32 %%pst%d, %%pst%d, %%u;" % (h, h))
+        for x in range(9):
+            self.i("add.u32 %%u, %%n, %d;" % x)
+            self.i("and.b32 %u, %u, 15;")
+            self.i("shl.b32 %u, %u, 4;")
+            self.i("mov.u32 %%pr%d, s_k;" % x)
+            self.i("add.u32 %%pr%d, %%pr%d, %%u;" % (x, x))
         self.i("mov.f32 %y, 0f00000000;")
         for r in range(8):
             self.i("mov.f32 %%m%d, 0fFF800000;" % r)
@@ -422,34 +452,33 @@ class Gen:
         none = self.label("NOKEYS")
         self.i("setp.eq.u32 %p, %nt, 0;")
         self.i("@%%p bra %s;" % none)
-        self.i("// the prologue's copies: q and k(0) in one group, v(0) in the next")
+        self.i("// the prologue's copies: q, k(0) and v(0)")
         self.stage("q", "s_q", "%qh", "%i0", "%Tq", 64)
-        self.i("mov.u32 %j0, 0;")
-        self.stage("k", "s_k", "%kh", "%j0", "%Tk", 32)
-        self.i("cp.async.commit_group;")
-        self.stage("v", "s_v", "%vh", "%j0", "%Tk", 32)
-        self.i("cp.async.commit_group;")
         self.i("mov.u32 %jt, 0;")
+        self.i("mov.u32 %j0, 0;")
+        self.stage("k", "s_k", "%kh", "%j0", "%Tk", 64)
+        self.stage("v", "s_v", "%vh", "%j0", "%Tk", 64)
+        self.i("cp.async.commit_group;")
         tile = self.label("TILE")
-        skip1, skip2 = self.label("SKIP_S"), self.label("SKIP_PV")
-        nok, nov = self.label("NO_NEXT_K"), self.label("NO_NEXT_V")
+        skip1, skip2, skip3 = self.label("SKIP_S"), self.label("SKIP_P"), self.label("SKIP_PV")
+        nonext = self.label("NO_NEXT")
         self.e("%s:" % tile)
-        self.i("shl.b32 %j0, %jt, 5;                     // first key of tile jt")
+        self.i("shl.b32 %j0, %jt, 6;                     // first key of tile jt")
         self.i("// the warp skips a tile that lies wholly above its diagonal (causal)")
         self.i("add.u32 %u, %w0, 31;")
         self.i("add.u32 %u, %u, %coff;")
         self.i("setp.gt.u32 %skip, %j0, %u;")
         self.i("and.pred %skip, %skip, %pcaus;")
         self.i("// masking needed: a mask, keys past Tk, or the warp's diagonal")
-        self.i("add.u32 %u, %j0, 32;")
+        self.i("add.u32 %u, %j0, 64;")
         self.i("setp.gt.u32 %need, %u, %Tk;")
         self.i("or.pred %need, %need, %pmask;")
-        self.i("add.u32 %u, %j0, 31;")
+        self.i("add.u32 %u, %j0, 63;")
         self.i("add.u32 %io, %w0, %coff;")
         self.i("setp.gt.u32 %p, %u, %io;")
         self.i("and.pred %p, %p, %pcaus;")
         self.i("or.pred %need, %need, %p;")
-        self.i("cp.async.wait_group 1;                  // this thread's k(jt) (and q) copies landed")
+        self.i("cp.async.wait_group 0;                  // this thread's copies of tile jt landed")
         self.i("bar.sync 0;                              // ... and everyone's")
         self.i("@%%skip bra %s;" % skip1)
         self.scores()
@@ -457,25 +486,23 @@ class Gen:
         self.softmax()
         self.e("%s:" % skip1)
         self.i("bar.sync 0;                              // every warp is done with k(jt)")
+        self.i("@%%skip bra %s;" % skip2)
+        self.store_p()
+        self.e("%s:" % skip2)
+        self.i("bar.sync 0;                              // p^T written (each warp reads its own)")
+        self.i("@%%skip bra %s;" % skip3)
+        self.pv()
+        self.e("%s:" % skip3)
+        self.i("bar.sync 0;                              // every warp is done with v(jt) and p^T")
         self.i("add.u32 %jt, %jt, 1;")
         self.i("setp.ge.u32 %plast, %jt, %nt;")
-        self.i("@%%plast bra %s;" % nok)
-        self.i("shl.b32 %j0, %jt, 5;")
-        self.stage("k", "s_k", "%kh", "%j0", "%Tk", 32)
-        self.e("%s:" % nok)
-        self.i("cp.async.commit_group;                   // (empty after the last tile)")
-        self.i("cp.async.wait_group 1;                   // v(jt) landed")
-        self.i("bar.sync 0;")
-        self.i("@%%skip bra %s;" % skip2)
-        self.pv()
-        self.e("%s:" % skip2)
-        self.i("bar.sync 0;                              // every warp is done with v(jt) and its p^T")
-        self.i("@%%plast bra %s;" % nov)
-        self.stage("v", "s_v", "%vh", "%j0", "%Tk", 32)
-        self.e("%s:" % nov)
+        self.i("@%%plast bra %s;" % nonext)
+        self.i("shl.b32 %j0, %jt, 6;")
+        self.stage("k", "s_k", "%kh", "%j0", "%Tk", 64)
+        self.stage("v", "s_v", "%vh", "%j0", "%Tk", 64)
         self.i("cp.async.commit_group;")
-        self.i("@!%%plast bra %s;" % tile)
-        self.i("cp.async.wait_all;")
+        self.i("bra %s;" % tile)
+        self.e("%s:" % nonext)
         self.e("%s:" % none)
         self.finish()
         self.i("ret;")
@@ -489,8 +516,6 @@ class Gen:
             for x in (1, 2, 4):
                 self.i("shfl.sync.bfly.b32 %%sh, %s, %d, 31, 0xffffffff;" % (l, x))
                 self.i("add.rn.f32 %s, %s, %%sh;" % (l, l))
-        self.i("shl.b32 %u, %kg, 2;")
-        self.i("setp.lt.u32 %colok, %u, %D;              // the thread's first 4 columns exist")
         for r in range(8):
             l = "%%l%d" % r
             nxt = self.label("ROW")
@@ -513,14 +538,14 @@ class Gen:
                 os_ = ["%%o%d" % (8 * r + 4 * half + e) for e in range(4)]
                 self.i("add.u32 %%gr, %%nb, %d;" % col)
                 self.i("@!%%vec bra %s;" % sc)
-                self.i("setp.lt.u32 %pr, %gr, %D;")
-                self.i("@%%pr st.global.v4.f32 [%%ad+%d], {%s};" % (4 * col, ", ".join(os_)))
+                self.i("setp.lt.u32 %pi, %gr, %D;")
+                self.i("@%%pi st.global.v4.f32 [%%ad+%d], {%s};" % (4 * col, ", ".join(os_)))
                 self.i("bra %s;" % dn)
                 self.e("%s:" % sc)
                 for e in range(4):
                     self.i("add.u32 %%u, %%gr, %d;" % e)
-                    self.i("setp.lt.u32 %pr, %u, %D;")
-                    self.i("@%%pr st.global.f32 [%%ad+%d], %s;" % (4 * col + 4 * e, os_[e]))
+                    self.i("setp.lt.u32 %pi, %u, %D;")
+                    self.i("@%%pi st.global.f32 [%%ad+%d], %s;" % (4 * col + 4 * e, os_[e]))
                 self.e("%s:" % dn)
             self.i("setp.ne.u32 %p, %kg, 0;")
             self.i("@%%p bra %s;" % nxt)
