@@ -2,7 +2,9 @@
  * the host side of ptx/attention.ptx (FlashAttention-2 style), behind the kernel types of
  * ops/kernels.h.
  *
- * Forward: one 128-thread block per (tile of 32 queries, head).
+ * Forward: for D <= 64 (eo_attn_fwd32 / eo_attn_fwd64, register-blocked) one
+ * 64-thread block per (tile of 64 queries, head); for 64 < D <= 128
+ * (eo_attn_fwd) one 128-thread block per (tile of 32 queries, head).
  * Backward: two kernels in sequence on the stream, for a slice of heads at
  * a time: eo_attn_bwd_dq, one 64-thread block per (tile of 16 queries,
  * head), writes delta_i = dout_i . out_i into the backend's scratch work

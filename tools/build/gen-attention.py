@@ -6,7 +6,7 @@ forward kernels (eo_attn_fwd32, eo_attn_fwd64) into ptx/attention.ptx.
 
 The script replaces the part of the file between the two "GENERATED"
 marker lines (and appends it the first time); the rest of the file is
-hand-written and left as it is. The kernels keep 32 scores and up to 64
+hand-written and left as it is. The kernels keep 64 scores and up to 64
 output accumulators per thread in named registers, and their inner loops
 are unrolled over those registers: thousands of lines that differ only in
 register numbers and offsets, which is what a script writes without slips.
@@ -31,51 +31,57 @@ HEADER = r"""//
 // Why another kernel: eo_attn_fwd gives each thread one query row and 8
 // scores, so every value it reads from shared memory feeds about one FMA.
 // Shared memory delivers 128 bytes per SM and clock (one "wavefront"),
-// the FP32 pipes 128 FMAs: a kernel needs about 4 FMAs per float read per
-// lane to be bound by arithmetic rather than by shared memory. The cure is
-// the SGEMM's: register blocking. Here a thread owns a micro-tile of
-// 8 query rows x 4 keys of S = Q K^T (loads 8 + 4 floats per d, 32 FMAs)
-// and of 8 rows x 8 columns of O = P V (loads 8 + 8 floats per key, 64
-// FMAs), so both products run at 2.7 and 4 FMAs per float read.
+// the FP32 pipes 128 FMAs: a kernel needs about 4 FMAs per float a lane
+// reads to be bound by arithmetic rather than by shared memory. The cure
+// is the SGEMM's: register blocking. Here a thread owns a micro-tile of
+// 8 query rows x 8 keys of S = Q K^T (it reads 8 + 8 floats per column d
+// for 64 FMAs) and of 8 rows x 8 columns of O = P V (8 + 8 floats per key,
+// 64 FMAs): 4 FMAs per float in both products.
 //
 // Layout. A block: 64 threads = 2 warps, a tile of 64 query rows (32 per
 // warp: each warp owns its rows alone, so the softmax statistics never
-// leave the warp). Lane = 8 rg + kg: rg picks the thread's 8 rows
-// (rows 8 rg .. 8 rg + 7 of its warp), kg its keys kg, kg + 8, kg + 16,
-// kg + 24 of each 32-key tile and its output columns 4 kg .. 4 kg + 3 and
+// leave the warp), key tiles of 64. Lane = 8 rg + kg: rg picks the
+// thread's rows 8 rg .. 8 rg + 7 of its warp, kg its keys kg + 8c
+// (c = 0 .. 7) of the tile and its output columns 4 kg .. 4 kg + 3 and
 // 32 + 4 kg .. 32 + 4 kg + 3. The 8 lanes of one rg hold the same 8 rows,
 // so a row's maximum and sum are three shfl.bfly steps (lanes ^1, ^2, ^4).
 //
-// Shared memory (static): q rows [64][Dp + 4], k rows [32][Dp + 4],
-// v rows [32][Dp + 4], and per warp the tile's probabilities transposed,
-// p^T [32 keys][32 rows + 4]; Dp = 32 or 64. 44032 bytes for fwd64,
-// 27648 for fwd32. Row pitches of 4 mod 32 words make every access free
-// of bank conflicts (a 128-bit access is served per quarter-warp of
-// 8 lanes, 128 bytes a pass):
-//  - q reads: the 8 lanes of a quarter-warp share rg, so they read the
-//    same 16 bytes (a broadcast);
-//  - k reads: lanes kg = 0..7 read 8 consecutive rows at the same column,
-//    4 words apart in banks: the 32 banks once;
-//  - v reads: lanes kg = 0..7 read 128 contiguous bytes of one row;
-//  - p^T stores: lanes kg write 8 consecutive rows of p^T (pitch 36),
-//    4 banks apart; p^T reads: a broadcast like q's;
+// Shared memory (static, 48 KiB for fwd64, 32 KiB for fwd32): q rows
+// [64][Dp], k rows [64][Dp], v rows [64][Dp], Dp = 32 or 64, unpadded;
+// the tile's probabilities p^T [64 keys][64 rows] go into the k buffer
+// once S is computed (k is dead then). A 128-bit access is served per
+// quarter-warp (8 lanes), 128 bytes a pass, so it is conflict-free when
+// the 8 lanes' 16-byte chunks fall in 8 different groups of 4 banks:
+//  - k reads: lanes kg = 0..7 read 8 consecutive rows, which are
+//    bank-aligned (unpadded); so each lane walks the head dimension
+//    starting at its own chunk kg and going round the row (the dot
+//    product's order of d differs per lane; each is fixed, results do not
+//    vary between runs): 8 lanes, 8 chunk positions, 8 bank groups;
+//  - q reads: the 8 lanes of a quarter-warp share rg: one row, the same
+//    rotated chunks, 8 different ones;
+//  - v reads: lanes kg read 128 contiguous bytes of one row;
+//  - p^T: row j's chunk c is stored at chunk (c + j) mod 16. A store
+//    (lanes kg write rows kg + 8c, j mod 8 = kg) then spreads over 8 bank
+//    groups; a load (one row, all lanes of a quarter-warp the same chunk)
+//    is a broadcast. The 9 rotations a thread needs are 9 base registers;
 //  - the cp.async stores: 8 lanes write 128 contiguous bytes of a row.
 //
-// The key-tile loop, with k and v in separate buffers so that each one's
-// copy overlaps the other's product (cp.async groups, committed in the
-// order k0+q, v0, k1, v1, ...; an empty group when there is no next tile,
-// so that "wait_group 1" always means "all but the newest"):
-//   wait for k(t) (wait_group 1), barrier;
-//   S = Q K^T for the thread's 8 x 4 scores, in log2 units (the score
+// The key-tile loop:
+//   wait for the tile's copies (cp.async.wait_group 0), barrier;
+//   S = Q K^T for the thread's 8 x 8 scores, in log2 units (the score
 //   scale times log2 e folded into one multiply), masked only on tiles
 //   that need it (the diagonal tile of a causal warp, the last partial
 //   key tile, or any tile when a mask is given);
 //   online softmax: the row maximum m (3 shuffles), corr = 2^(m_old - m),
 //   p = 2^(s - m) with ex2.approx, O and the thread's partial row sum l
-//   rescaled by corr; p stored to the warp's p^T;
-//   barrier (every warp is done with k(t)); copy k(t+1);
-//   wait for v(t), barrier; O += P V (8 rows x 8 columns); barrier; copy
-//   v(t+1).
+//   rescaled by corr;
+//   barrier (every warp is done with k); p^T into the k buffer; barrier;
+//   O += P V (8 rows x 8 columns, all 64 keys unrolled); barrier;
+//   copy the next tile's k and v (16-byte cp.async, zero-filled past D and
+//   past the last row), which land while the next iteration's barrier
+//   waits. p^T living in the k buffer is what makes 64-key tiles fit in
+//   48 KiB; the price is that the next tile's copies start only after P V.
+//   Other blocks on the SM (4 per SM on H100 by registers) run meanwhile.
 // Causal: the block walks key tiles up to its last query's position only,
 // and a warp whose 32 rows all lie before a tile skips its arithmetic (it
 // still takes part in the copies and barriers). The query tiles run in
@@ -89,9 +95,9 @@ HEADER = r"""//
 // nothing). max.f32 drops NaN, so a NaN score never becomes the maximum;
 // ex2 of it is NaN, which reaches l, O, out and lse: the row is NaN, as
 // the composed softmax gives. l is summed in each lane over its own keys
-// and over the 8 lanes of the row at the end (a fixed order: results do
-// not vary between runs). out = O / l (l = 0, a fully masked row: out = 0),
-// lse = ln 2 (m + log2 l) (-inf for a fully masked row).
+// and over the 8 lanes of the row at the end (a fixed order). out = O / l
+// (l = 0, a fully masked row: out = 0), lse = ln 2 (m + log2 l) (-inf for
+// a fully masked row), a warp's 32 lse values in one store.
 //
 // Launch contract: grid (ceil(Tq/64), B*H), block 64, static shared only;
 // fwd32 for D <= 32, fwd64 for D <= 64.
@@ -140,7 +146,7 @@ class Gen:
         self.i("and.pred %p, %p, %dfull;                 // whole tile, D == Dp, 16-byte rows")
         self.i("@%%p bra %s;" % fast)
         self.i("@%%vec bra %s;" % vec)
-        self.i("// D %% 4 != 0: 4-byte copies, each 4 or 0 bytes read")
+        self.i("// D % 4 != 0: 4-byte copies, each 4 or 0 bytes read")
         for n in range(passes):
             self.i("add.u32 %%u, %%gr, %d;" % (n * rpp))
             self.i("setp.lt.u32 %%pr, %%u, %s;" % rows)
@@ -160,7 +166,7 @@ class Gen:
         self.i("cp.async.wait_group 0;")
         self.i("bra %s;" % done)
         self.e("%s:" % vec)
-        self.i("// D %% 4 == 0: 16-byte copies, zero-filled past D and the last row")
+        self.i("// D % 4 == 0: 16-byte copies, zero-filled past D and the last row")
         for n in range(passes):
             self.i("add.u32 %%u, %%gr, %d;" % (n * rpp))
             self.i("setp.lt.u32 %%p, %%u, %s;" % rows)
@@ -313,7 +319,7 @@ class Gen:
     def pv(self):
         ldb, nx = self.ldb, self.nx
         self.i("// O += P V: per key j, p for the 8 rows (two loads of p^T row j, a broadcast;")
-        self.i("// the chunk rotated by j %% 8 as stored) and v for the 8 columns (128 contiguous")
+        self.i("// the chunk rotated by j % 8 as stored) and v for the 8 columns (128 contiguous")
         self.i("// bytes per quarter-warp), 64 FMAs; all 64 keys unrolled")
         for j in range(64):
             b = j % 8
