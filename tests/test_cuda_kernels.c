@@ -807,6 +807,8 @@ START_TEST(attention_forward_backward)
     attention_case(1, 2, 20, 19, 8, 0, 1, 0, 1);   /* dv and dmask only */
     attention_case(1, 2, 5, 37, 16, 1, 1, 0, 0);   /* causal, Tq < Tk: new queries against a cache */
     attention_case(1, 1, 20, 50, 64, 1, 0, 0, 0);  /* ... across tiles on both sides */
+    attention_case(1, 1, 130, 130, 64, 1, 0, 0, 0); /* causal D 64: three query tiles, warps
+                                                      * skipping tiles above their diagonal */
     attention_case(1, 2, 5, 300, 16, 0, 1, 1, 0); /* NaN scores: NaN rows */
 }
 END_TEST

@@ -2,7 +2,9 @@
  * the host side of ptx/attention.ptx (FlashAttention-2 style), behind the kernel types of
  * ops/kernels.h.
  *
- * Forward: one 128-thread block per (tile of 32 queries, head).
+ * Forward: for D <= 64 (eo_attn_fwd32 / eo_attn_fwd64, register-blocked) one
+ * 64-thread block per (tile of 64 queries, head); for 64 < D <= 128
+ * (eo_attn_fwd) one 128-thread block per (tile of 32 queries, head).
  * Backward: two kernels in sequence on the stream, for a slice of heads at
  * a time: eo_attn_bwd_dq, one 64-thread block per (tile of 16 queries,
  * head), writes delta_i = dout_i . out_i into the backend's scratch work
@@ -15,7 +17,7 @@
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
-enum { FWD_ROWS = 32, BWD_ROWS = 16, ATTN_MAX_D = 128 };
+enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, ATTN_MAX_D = 128 };
 
 static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
                       int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
@@ -35,8 +37,8 @@ static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_
         return 0;
     }
     /* rows are padded up to a whole tile before they are masked */
-    if (!eo_cuda_fits(cu, who, B * H * (Tq + FWD_ROWS) * D) ||
-        !eo_cuda_fits(cu, who, B * H * (Tk + FWD_ROWS) * D))
+    if (!eo_cuda_fits(cu, who, B * H * (Tq + BLOCKED_ROWS) * D) ||
+        !eo_cuda_fits(cu, who, B * H * (Tk + BLOCKED_ROWS) * D))
         return 0;
     int64_t reach = 0;
     for (int i = 0; i < 4; i++) {
@@ -64,9 +66,16 @@ void eo_cuda_k_attention(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D
         B * H * Tq == 0)
         return;
     uint32_t c = causal != 0;
-    unsigned gx = (unsigned)((Tq + FWD_ROWS - 1) / FWD_ROWS);
     uint64_t pq = eo_cuda_dp(q), pk = eo_cuda_dp(k), pv = eo_cuda_dp(v), pm = eo_cuda_dp(mask),
              po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
+    if (D <= 64) { /* the register-blocked kernels: 64 queries, 64 threads per block */
+        unsigned gx = (unsigned)((Tq + BLOCKED_ROWS - 1) / BLOCKED_ROWS);
+        LAUNCH(cu, D <= 32 ? EO_CUK_ATTN_FWD32 : EO_CUK_ATTN_FWD64, gx, (unsigned)(B * H), 1,
+               BLOCKED_THREADS, 1, &s[0], &s[1], &s[2], &s[3], &s[4], &pq, &pk, &pv, &pm, &m[0],
+               &m[1], &m[2], &m[3], &c, &scale, &po, &pl);
+        return;
+    }
+    unsigned gx = (unsigned)((Tq + FWD_ROWS - 1) / FWD_ROWS);
     LAUNCH(cu, EO_CUK_ATTN_FWD, gx, (unsigned)(B * H), 1, 4 * FWD_ROWS, 1, &s[0], &s[1], &s[2],
            &s[3], &s[4], &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl);
 }

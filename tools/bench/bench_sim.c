@@ -244,6 +244,11 @@ static const bcase cases[] = {
      run_attention},
     {"attention_bwd", "8x12x1024x64", 8, 12, 1024, 64, 1, 5.0 * 8 * 12 * 1024.0 * 1024 * 64, 1, 6,
      run_attention},
+    /* the char-GPT's attention (B 32, H 4, T 64, D 32, causal) */
+    {"attention", "32x4x64x32", 32, 4, 64, 32, 0, 2.0 * 32 * 4 * 64.0 * 64 * 32, 1, 8,
+     run_attention},
+    {"attention_bwd", "32x4x64x32", 32, 4, 64, 32, 1, 5.0 * 32 * 4 * 64.0 * 64 * 32, 1, 8,
+     run_attention},
 };
 
 /* The module text holding `.entry kernel(` (for ptxas). */
