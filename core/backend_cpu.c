@@ -73,4 +73,6 @@ const eo_backend eo_backend_cpu = {
     .fill16 = eo_k_fill16,
     .matmul16 = eo_k_matmul16,
     .matmul16_ws = eo_k_matmul16_ws,
+    .sgd16 = eo_k_sgd16,
+    .adamw16 = eo_k_adamw16,
 };

@@ -520,6 +520,63 @@ START_TEST(backward_from_a_16bit_loss)
 }
 END_TEST
 
+/* ---- optimizers on f32 master weights -------------------------------------------- */
+
+/* sgd16 / adamw16 from an f32, bf16 or f16 gradient scaled by 1/4: the
+ * weights and state are bit for bit the f32 kernel's for the gradient
+ * 0.25 * widen(g), and w16 is the new weights rounded once. n spans
+ * several blocks and a ragged tail. */
+START_TEST(optimizers_with_master_weights)
+{
+    enum { N = 2500 };
+    static float w0[N], g32[N], w[2][N], m[2][N], v[2][N], gs[N];
+    static uint16_t g16[N], w16[N];
+    uint32_t seed = 99;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        w0[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+        seed = seed * 1664525u + 1013904223u;
+        g32[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 8.0f;
+    }
+    for (int gdt = 0; gdt < 4; gdt++) {
+        if (gdt == EO_I32)
+            continue;
+        for (int i = 0; i < N; i++) {
+            g16[i] = gdt == EO_F32 ? 0 : eo_half_put(gdt, g32[i]);
+            gs[i] = 0.25f * (gdt == EO_F32 ? g32[i] : eo_half_get(gdt, g16[i]));
+        }
+        const void *g = gdt == EO_F32 ? (const void *)g32 : (const void *)g16;
+        for (int adam = 0; adam < 2; adam++) {
+            int dt16 = adam ? EO_F16 : EO_BF16;
+            for (int k = 0; k < 2; k++) {
+                memcpy(w[k], w0, sizeof w0);
+                memset(m[k], 0, sizeof m[k]);
+                memset(v[k], 0, sizeof v[k]);
+            }
+            for (int step = 1; step <= 3; step++) {
+                if (adam) {
+                    eo_k_adamw(N, w[0], gs, m[0], v[0], 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, step, NULL);
+                    eo_k_adamw16(N, w[1], gdt, g, 0.25f, m[1], v[1], 1e-2f, 0.9f, 0.999f, 1e-8f,
+                                 0.01f, step, dt16, w16, NULL);
+                } else {
+                    eo_k_sgd(N, w[0], gs, v[0], 0.1f, 0.9f, 0.0f, 1e-3f, 1, NULL);
+                    eo_k_sgd16(N, w[1], gdt, g, 0.25f, v[1], 0.1f, 0.9f, 0.0f, 1e-3f, 1, dt16, w16,
+                               NULL);
+                }
+            }
+            ck_assert_msg(memcmp(w[0], w[1], sizeof w0) == 0, "%s from %s: weights differ",
+                          adam ? "adamw16" : "sgd16", eo_dtype_name((eo_dtype)gdt));
+            ck_assert(memcmp(v[0], v[1], sizeof w0) == 0 && memcmp(m[0], m[1], sizeof w0) == 0);
+            int bad = -1;
+            for (int i = 0; i < N && bad < 0; i++)
+                if (w16[i] != eo_half_put(dt16, w[1][i]))
+                    bad = i;
+            ck_assert_msg(bad < 0, "w16[%d] is not the rounded weight", bad);
+        }
+    }
+}
+END_TEST
+
 Suite *eo_suite_half(void)
 {
     Suite *s = suite_create("half");
@@ -527,6 +584,7 @@ Suite *eo_suite_half(void)
     tcase_add_test(tc, conversions_match_torch);
     tcase_add_test(tc, every_16bit_pattern_widens_exactly_and_round_trips);
     tcase_add_test(tc, simd_rows_equal_the_scalar_definition);
+    tcase_add_test(tc, optimizers_with_master_weights);
     suite_add_tcase(s, tc);
     tc = tcase_create("tensors");
     tcase_add_checked_fixture(tc, ot_setup, ot_teardown);
