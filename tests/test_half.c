@@ -501,6 +501,23 @@ START_TEST(mixed_dtypes_promote_or_refuse)
 }
 END_TEST
 
+/* Where the CPU has native 16-bit kernels the op records itself, not the
+ * fallback's casts (whose last node is a CAST). */
+START_TEST(native_16bit_kernels_are_used)
+{
+    int64_t s[2] = { 4, 6 };
+    eo_tensor *x = leaf(half_rand(EO_BF16, 2, s, -1, 1, 5)), *y;
+    OT_OK(eo_relu(ot_ctx, x, &y), "relu");
+    ck_assert_int_eq(y->node->op, EO_OP_RELU);
+    OT_OK(eo_matmul(ot_ctx, x, x, 0, 1, &y), "matmul");
+    ck_assert_int_eq(y->node->op, EO_OP_MATMUL);
+    ck_assert_int_eq(y->dtype, EO_BF16);
+    OT_OK(eo_exp(ot_ctx, x, &y), "exp");
+    OT_OK(eo_log(ot_ctx, y, &y), "log"); /* domain check on f32: the fallback */
+    ck_assert_int_eq(y->node->op, EO_OP_CAST);
+}
+END_TEST
+
 /* A loss in bf16 starts the backward (dL/dL = 1 in bf16). */
 START_TEST(backward_from_a_16bit_loss)
 {
@@ -592,6 +609,7 @@ Suite *eo_suite_half(void)
     tcase_add_test(tc, transposed_16bit_view_copies);
     tcase_add_test(tc, mixed_dtypes_promote_or_refuse);
     tcase_add_test(tc, backward_from_a_16bit_loss);
+    tcase_add_test(tc, native_16bit_kernels_are_used);
     tcase_add_loop_test(tc, each_op_on_16bit_inputs, 0, 2 * N_OP16);
     tcase_add_loop_test(tc, each_op_on_16bit_inputs_fallback_only, 0, 2 * N_OP16);
     suite_add_tcase(s, tc);
