@@ -12,12 +12,14 @@
  * A separate program, not rows of eo-bench: eo-bench's rows are mirrored
  * in PyTorch by its job file, and these have no PyTorch counterpart on
  * the CPU worth timing (torch's bf16 CPU matmul is not its fast path). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "ops/kernels.h"
 #include "ops/cpu/half.h"
+#include "tools/cli/args.h"
 #include "tools/threads/pool.h"
 
 static double now_s(void)
@@ -139,19 +141,41 @@ static void row(const char *what, const char *shape, const char *ref, double t[2
            t[1] / t[0]);
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: eo-bench-half [OPTION]...\n"
+               "Time the CPU bf16/f16 kernels beside their f32 counterparts (same run).\n\n"
+               "  -j, --threads N  threads for the kernels (1..64, default 1)\n"
+               "      --quick      fewer shapes and repeats\n"
+               "  -h, --help       this text\n"
+               "      --version    the program's and the library's version\n");
+}
+
 int main(int argc, char **argv)
 {
+    eo_args_program("eo-bench-half");
     int threads = 1, quick = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else {
-            fprintf(stderr, "usage: eo-bench-half [--threads N] [--quick]\n");
-            return 2;
+    enum { O_QUICK = 256, O_VERSION };
+    static const struct option opts[] = {
+        {"threads", required_argument, NULL, 'j'}, {"quick", no_argument, NULL, O_QUICK},
+        {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: eo_args_version(stdout); return 0;
+        case O_QUICK: quick = 1; break;
+        case 'j':
+            if (!eo_arg_int_range("--threads", optarg, 1, 64, &threads))
+                return 2;
+            break;
+        default: return eo_args_try_help();
         }
     }
+    if (!eo_args_no_operands(argc, argv))
+        return 2;
     eo_pool *pool = NULL;
     if (threads > 1) {
         pool = eo_pool_create(threads);
