@@ -186,6 +186,41 @@ START_TEST(fill_copy_accumulate)
 }
 END_TEST
 
+/* The flat kernels' contiguous fast path: 128-bit chunks, a scalar tail
+ * (n not a multiple of 4), and the scalar path for misaligned pointers
+ * (an offset of 1-3 floats), the neighbours left untouched. */
+START_TEST(flat_fast_paths)
+{
+    enum { N = 1031 };
+    static const struct { int n, od, os; } runs[] = {{1024, 0, 0}, {1027, 0, 0}, {1025, 1, 1},
+                                                     {1026, 0, 2}, {5, 3, 0}};
+    float *src = rand_buf(N + 4, -1, 1), *base = rand_buf(N + 4, -1, 1);
+    float *dsrc = up(src, (N + 4) * 4), *dd = dev_alloc((N + 4) * 4);
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int n = runs[r].n, od = runs[r].od, os = runs[r].os;
+        int64_t shape[4] = {1, 1, 1, n}, st[4] = {n, n, n, 1};
+        float want[N + 4];
+        memcpy(want, base, sizeof want);
+        ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dd, base, sizeof want), EO_OK);
+        eo_cuda_k_fill(n, dd + od, -7.5f, &EX);
+        for (int i = 0; i < n; i++)
+            want[od + i] = -7.5f;
+        check_dev("fill fast path", dd, want, N + 4, 0, 0);
+        eo_cuda_k_accumulate(shape, dd + od, st, dsrc + os, st, &EX);
+        for (int i = 0; i < n; i++)
+            want[od + i] = -7.5f + src[os + i];
+        check_dev("accumulate fast path", dd, want, N + 4, 0, 0);
+        eo_cuda_k_copy32(shape, dd + od, st, dsrc + os, st, &EX);
+        for (int i = 0; i < n; i++)
+            want[od + i] = src[os + i];
+        check_dev("copy fast path", dd, want, N + 4, 0, 0);
+    }
+    free(src);
+    free(base);
+    free_all();
+}
+END_TEST
+
 START_TEST(binary_forward_backward)
 {
     /* a [3,1,4,5] broadcast against b [1,2,4,1] -> out [3,2,4,5] */
@@ -216,25 +251,34 @@ END_TEST
 
 START_TEST(unary_forward_backward)
 {
-    enum { N = 700 };
+    /* 700: whole chunks of 4 (the 128-bit path); 703 adds a scalar tail of
+     * 3; at an offset of one float every pointer is misaligned and the
+     * whole array takes the scalar path. */
+    enum { N = 704 };
+    static const struct { int n, off; } runs[] = {{700, 0}, {703, 0}, {701, 1}};
     float *x = rand_buf(N, -4, 4), *xp = rand_buf(N, 0.01f, 5), *dy = rand_buf(N, -1, 1);
     x[0] = 0.0f, x[1] = 1e-4f, x[2] = -1e-4f, x[3] = 0.2f, x[4] = -20.0f, x[5] = 20.0f;
     x[6] = NAN, x[7] = -0.0f, x[8] = 0.29f, x[9] = 0.31f; /* NaN; both sides of 0.3 */
+    x[701] = NAN, x[702] = -3.0f;                        /* in the tail */
     float *dx = up(x, N * 4), *dxp = up(xp, N * 4), *ddy = up(dy, N * 4);
-    float *dyo = dev_alloc(N * 4);
-    for (int op = 0; op < EO_UN_COUNT; op++) {
-        const float *in = op == EO_UN_LOG ? xp : x;
-        float *din = op == EO_UN_LOG ? dxp : dx;
-        float y[N], g[N];
-        eo_k_unary((eo_unop)op, N, in, y, 0.75f, NULL);
-        eo_cuda_k_unary((eo_unop)op, N, din, dyo, 0.75f, &EX);
-        check_dev("unary", dyo, y, N, 4e-6f, 1e-6f);
-        for (int i = 0; i < N; i++)
-            g[i] = 0.125f;
-        float *dgo = up(g, sizeof g);
-        eo_k_unary_backward((eo_unop)op, N, in, y, dy, g, 0.75f, NULL);
-        eo_cuda_k_unary_backward((eo_unop)op, N, din, dyo, ddy, dgo, 0.75f, &EX);
-        check_dev("unary_backward", dgo, g, N, 2e-5f, 1e-6f);
+    float *dyo = dev_alloc(N * 4), *dgo = dev_alloc(N * 4);
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int n = runs[r].n, o = runs[r].off;
+        for (int op = 0; op < EO_UN_COUNT; op++) {
+            const float *in = (op == EO_UN_LOG ? xp : x) + o;
+            float *din = (op == EO_UN_LOG ? dxp : dx) + o;
+            float y[N], g[N];
+            eo_k_unary((eo_unop)op, n, in, y, 0.75f, NULL);
+            eo_cuda_k_unary((eo_unop)op, n, din, dyo + o, 0.75f, &EX);
+            check_dev("unary", dyo + o, y, (size_t)n, 4e-6f, 1e-6f);
+            for (int i = 0; i < n; i++)
+                g[i] = 0.125f + (float)i;
+            ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)(dgo + o), g,
+                                         (size_t)n * 4), EO_OK);
+            eo_k_unary_backward((eo_unop)op, n, in, y, dy + o, g, 0.75f, NULL);
+            eo_cuda_k_unary_backward((eo_unop)op, n, din, dyo + o, ddy + o, dgo + o, 0.75f, &EX);
+            check_dev("unary_backward", dgo + o, g, (size_t)n, 2e-5f, 1e-6f);
+        }
     }
     free(x);
     free(xp);
@@ -899,6 +943,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, fill_copy_accumulate);
+    tcase_add_test(t, flat_fast_paths);
     tcase_add_test(t, binary_forward_backward);
     tcase_add_test(t, unary_forward_backward);
     tcase_add_test(t, matmul_small_tiles);

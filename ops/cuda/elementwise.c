@@ -20,7 +20,7 @@ void eo_cuda_k_copy32(const int64_t shape[4], void *dst, const int64_t sd[4], co
     uint64_t d = eo_cuda_dp(dst), s = eo_cuda_dp(src);
     if (eo_cuda_contiguous(shape, sd) && eo_cuda_contiguous(shape, ss)) {
         uint32_t n = (uint32_t)sh.total;
-        LAUNCH(cu, EO_CUK_COPY32_FLAT, eo_cuda_grid(sh.total), 1, 1, BLOCK, 1, &d, &s, &n);
+        LAUNCH(cu, EO_CUK_COPY32_FLAT, eo_cuda_grid_v4(cu, sh.total), 1, 1, BLOCK, 1, &d, &s, &n);
         return;
     }
     if (!eo_cuda_strides4(cu, "copy32", shape, sd, &a) || !eo_cuda_strides4(cu, "copy32", shape, ss, &b))
@@ -40,7 +40,7 @@ void eo_cuda_k_accumulate(const int64_t shape[4], float *dst, const int64_t sd[4
     uint64_t d = eo_cuda_dp(dst), s = eo_cuda_dp(src);
     if (eo_cuda_contiguous(shape, sd) && eo_cuda_contiguous(shape, ss)) {
         uint32_t n = (uint32_t)sh.total;
-        LAUNCH(cu, EO_CUK_ACCUMULATE_FLAT, eo_cuda_grid(sh.total), 1, 1, BLOCK, 1, &d, &s, &n);
+        LAUNCH(cu, EO_CUK_ACCUMULATE_FLAT, eo_cuda_grid_v4(cu, sh.total), 1, 1, BLOCK, 1, &d, &s, &n);
         return;
     }
     if (!eo_cuda_strides4(cu, "accumulate", shape, sd, &a) ||
@@ -57,7 +57,7 @@ void eo_cuda_k_fill(int64_t n, float *x, float value, const eo_exec *ex)
         return;
     uint64_t p = eo_cuda_dp(x);
     uint32_t nn = (uint32_t)n;
-    LAUNCH(cu, EO_CUK_FILL, eo_cuda_grid(n), 1, 1, BLOCK, 1, &p, &nn, &value);
+    LAUNCH(cu, EO_CUK_FILL, eo_cuda_grid_v4(cu, n), 1, 1, BLOCK, 1, &p, &nn, &value);
 }
 
 void eo_cuda_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t so[4],

@@ -76,6 +76,21 @@ static inline unsigned eo_cuda_grid(int64_t work)
     return g > MAX_GRID ? MAX_GRID : (unsigned)g;
 }
 
+/* Blocks for the contiguous fast path (a kernel that moves 4 elements a
+ * thread per step with 128-bit accesses, then a scalar tail): one chunk of
+ * 4 per thread, capped at 4 waves of resident 256-thread blocks (8 per SM)
+ * so each thread streams several chunks at large sizes and the last wave's
+ * tail stays short. Any grid size is correct. */
+static inline unsigned eo_cuda_grid_v4(const eo_cuda *cu, int64_t n)
+{
+    int64_t g = (n + 4 * BLOCK - 1) / (4 * BLOCK), cap = (int64_t)(cu->sm_count > 0 ? cu->sm_count : 1) * 32;
+    if (g > cap)
+        g = cap;
+    if (g > MAX_GRID)
+        g = MAX_GRID;
+    return g < 1 ? 1 : (unsigned)g;
+}
+
 /* Sizes the PTX indexes with 32-bit integers must lie in [0, 2^31);
  * otherwise a failure naming `who` is recorded and 0 returned. */
 int eo_cuda_fits(eo_cuda *cu, const char *who, int64_t v);
