@@ -249,6 +249,86 @@ START_TEST(binary_forward_backward)
 }
 END_TEST
 
+/* The binary ops' fast path (ptx/elementwise.ptx: full, row, column and
+ * scalar operands over the flat index) and its deterministic broadcast
+ * gradients, against the CPU for every op: a bias over one and over two
+ * trailing axes, a row vector as the first operand, a column vector, a
+ * column times a row, a scalar (its gradient stays on the 4-D kernel),
+ * cols not a multiple of 4 (scalar path), a misaligned operand, and enough
+ * rows for the column sum's four-row rounds and its remainder. */
+START_TEST(binary_fast_paths)
+{
+    static const struct {
+        int64_t shape[4], sa[4], sb[4];
+        int skew; /* a starts 1 float past a 16-byte boundary */
+    } cases[] = {
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {96, 32, 8, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {0, 0, 0, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {0, 0, 8, 1}, 0},
+        {{2, 3, 4, 8}, {0, 0, 8, 1}, {96, 32, 8, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {3, 1, 0, 0}, 0},
+        {{2, 3, 4, 8}, {3, 1, 0, 0}, {0, 0, 8, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {0, 0, 0, 0}, 0},
+        {{1, 1, 7, 5}, {0, 0, 5, 1}, {0, 0, 0, 1}, 0},
+        {{1, 1, 7, 5}, {0, 0, 1, 0}, {0, 0, 5, 1}, 0},
+        {{1, 2, 6, 4}, {0, 24, 4, 1}, {0, 0, 0, 1}, 1},
+        {{1, 1, 300, 12}, {0, 0, 12, 1}, {0, 0, 0, 1}, 0},
+        {{1, 1, 300, 12}, {0, 0, 12, 1}, {0, 0, 1, 0}, 0},
+    };
+    enum { MAXN = 3600 };
+    float *a = rand_buf(MAXN + 1, 0.5f, 2), *b = rand_buf(MAXN, 0.5f, 2), *g = rand_buf(MAXN, -1, 1);
+    float *ga0 = rand_buf(MAXN, -1, 1), *gb0 = rand_buf(MAXN, -1, 1);
+    a[2] = b[2]; /* a tie for maximum and minimum (where the patterns line them up) */
+    a[5] = NAN;
+    float *d_a = up(a, (MAXN + 1) * 4), *d_b = up(b, MAXN * 4), *d_g = up(g, MAXN * 4);
+    float *d_out = dev_alloc(MAXN * 4), *d_ga = dev_alloc(MAXN * 4), *d_gb = dev_alloc(MAXN * 4);
+    static float out[MAXN], ga[MAXN], gb[MAXN];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const int64_t *sh = cases[k].shape, *sa = cases[k].sa, *sb = cases[k].sb;
+        int64_t so[4] = {sh[1] * sh[2] * sh[3], sh[2] * sh[3], sh[3], 1}, total = sh[0] * so[0];
+        size_t na = 1, nb = 1; /* elements each operand spans */
+        for (int i = 0; i < 4; i++)
+            na += (size_t)((sh[i] - 1) * sa[i]), nb += (size_t)((sh[i] - 1) * sb[i]);
+        const float *ha = a + cases[k].skew;
+        const float *da_ = d_a + cases[k].skew;
+        for (int op = 0; op < EO_BIN_COUNT; op++) {
+            char what[96];
+            snprintf(what, sizeof what, "binary fast case %zu op %d", k, op);
+            eo_k_binary((eo_binop)op, sh, out, so, ha, sa, b, sb, NULL);
+            eo_cuda_k_binary((eo_binop)op, sh, d_out, so, da_, sa, d_b, sb, &EX);
+            check_dev(what, d_out, out, (size_t)total, 1e-6f, 0);
+            memcpy(ga, ga0, na * 4);
+            memcpy(gb, gb0, nb * 4);
+            ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d_ga, ga, na * 4), EO_OK);
+            ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d_gb, gb, nb * 4), EO_OK);
+            eo_k_binary_backward((eo_binop)op, sh, g, so, ha, sa, b, sb, ga, sa, gb, sb, NULL);
+            eo_cuda_k_binary_backward((eo_binop)op, sh, d_g, so, da_, sa, d_b, sb, d_ga, sa, d_gb,
+                                      sb, &EX);
+            snprintf(what, sizeof what, "binary fast case %zu op %d: da", k, op);
+            check_dev(what, d_ga, ga, na, 1e-5f, 1e-5f);
+            snprintf(what, sizeof what, "binary fast case %zu op %d: db", k, op);
+            check_dev(what, d_gb, gb, nb, 1e-5f, 1e-5f);
+        }
+    }
+    /* x op x: one operand, one gradient buffer (da == db) */
+    int64_t sh[4] = {1, 1, 9, 12}, st[4] = {108, 108, 12, 1};
+    for (int op = 0; op < EO_BIN_COUNT; op++) {
+        memcpy(ga, ga0, 108 * 4);
+        ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d_ga, ga, 108 * 4), EO_OK);
+        eo_k_binary_backward((eo_binop)op, sh, g, st, b, st, b, st, ga, st, ga, st, NULL);
+        eo_cuda_k_binary_backward((eo_binop)op, sh, d_g, st, d_b, st, d_b, st, d_ga, st, d_ga, st,
+                                  &EX);
+        check_dev("binary x op x", d_ga, ga, 108, 1e-5f, 1e-6f);
+    }
+    free(a);
+    free(b);
+    free(g);
+    free(ga0);
+    free(gb0);
+    free_all();
+}
+END_TEST
+
 START_TEST(unary_forward_backward)
 {
     /* 700: whole chunks of 4 (the 128-bit path); 703 adds a scalar tail of
@@ -945,6 +1025,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, fill_copy_accumulate);
     tcase_add_test(t, flat_fast_paths);
     tcase_add_test(t, binary_forward_backward);
+    tcase_add_test(t, binary_fast_paths);
     tcase_add_test(t, unary_forward_backward);
     tcase_add_test(t, matmul_small_tiles);
     tcase_add_test(t, matmul_big_tiles);
