@@ -811,6 +811,24 @@ START_TEST(optimizers)
     check_dev("adamw w", dw, w, N, 1e-6f, 1e-7f);
     check_dev("adamw m", dm, m, N, 1e-6f, 1e-8f);
     check_dev("adamw v", ds, s, N, 1e-6f, 1e-9f);
+    /* one float past a 16-byte boundary: the scalar path; SGD without
+     * momentum (no buffer) */
+    float *w1 = copy_buf(w0, N), *m1 = copy_buf(m0, N), *s1 = copy_buf(s0, N);
+    float *dw1 = up(w0, N * 4), *dm1 = up(m0, N * 4), *ds1 = up(s0, N * 4);
+    eo_k_adamw(N - 1, w1 + 1, g + 1, m1 + 1, s1 + 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 2, NULL);
+    eo_cuda_k_adamw(N - 1, dw1 + 1, dg + 1, dm1 + 1, ds1 + 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 2,
+                    &EX);
+    check_dev("adamw w misaligned", dw1, w1, N, 1e-6f, 1e-7f);
+    check_dev("adamw v misaligned", ds1, s1, N, 1e-6f, 1e-9f);
+    memcpy(w1, w0, N * 4);
+    ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dw1, w0, N * 4), EO_OK);
+    eo_k_sgd(N - 2, w1 + 2, g, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, NULL);
+    eo_cuda_k_sgd(N - 2, dw1 + 2, dg, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, &EX);
+    check_dev("sgd without momentum, misaligned", dw1, w1, N, 1e-6f, 1e-7f);
+    eo_k_sgd(N - 1, w1, g, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, NULL);
+    eo_cuda_k_sgd(N - 1, dw1, dg, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, &EX);
+    check_dev("sgd without momentum", dw1, w1, N, 1e-6f, 1e-7f);
+    free(w1), free(m1), free(s1);
     free(w), free(m), free(s), free(w0), free(g), free(v0), free(m0), free(s0);
     free_all();
 }

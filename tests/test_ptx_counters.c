@@ -305,7 +305,7 @@ static const struct expected {
     {"cross_entropy", "eo_ce_stats", 4.00, 100.0, -1, 4.00, 1.00, 6.3, 97.5},
     /* 128-bit chunks: 16 sectors a request, every byte used */
     {"gelu", "eo_unary", 16.00, 100.0, 100.0, -1, -1, -1, -1},
-    {"adamw", "eo_adamw", 4.00, 100.0, 100.0, -1, -1, -1, -1},
+    {"adamw", "eo_adamw", 16.00, 100.0, 100.0, -1, -1, -1, -1}, /* 128-bit chunks */
     /* one block per query: lanes that each take a key read K rows apart,
      * so a load request spreads over ~14 sectors at 22.5 % efficiency */
     {"attention", "eo_attn_fwd", 16.00, 100.0, 100.0, 3.43, 2.20, 28.8, 95.7},
@@ -373,6 +373,11 @@ static void run_mem(const char *name)
         float *g = fb(8192, 0.5f), *da = fb(8192, 0), *db = fb(256, 0);
         const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1}, sb[4] = {0, 0, 0, 1};
         eo_cuda_k_binary_backward(EO_BIN_ADD, sh, g, st, NULL, st, NULL, sb, da, st, db, sb, &EX);
+    } else if (!strcmp(name, "mul bwd")) { /* [32, 256] * [32, 256], both gradients */
+        float *g = fb(8192, 0.5f), *a = fb(8192, 0.5f), *b = fb(8192, 2), *da = fb(8192, 0);
+        float *db = fb(8192, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1};
+        eo_cuda_k_binary_backward(EO_BIN_MUL, sh, g, st, a, st, b, st, da, st, db, st, &EX);
     } else if (!strcmp(name, "row scale bwd")) { /* x [64,256] * s [64,1]: ds a row sum */
         float *g = fb(16384, 0.5f), *a = fb(16384, 0.5f), *b = fb(64, 2), *da = fb(16384, 0);
         float *db = fb(64, 0);
@@ -386,6 +391,12 @@ static void run_mem(const char *name)
         float *a = fb(8192, 0.5f), *b = fb(8192, 0);
         const int64_t sh[4] = {1, 1, 1, 8192}, st[4] = {8192, 8192, 8192, 1};
         eo_cuda_k_accumulate(sh, b, st, a, st, &EX);
+    } else if (!strcmp(name, "sgd")) {
+        float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *v = fb(8192, 0);
+        eo_cuda_k_sgd(8192, w, g, v, 0.1f, 0.9f, 0, 0.01f, 1, &EX);
+    } else if (!strcmp(name, "adamw")) {
+        float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *m = fb(8192, 0), *v = fb(8192, 0);
+        eo_cuda_k_adamw(8192, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, &EX);
     } else if (!strcmp(name, "relu bwd")) {
         float *x = fb(8192, 0.5f), *y = fb(8192, 0.5f), *dy = fb(8192, 1), *dx = fb(8192, 0);
         eo_cuda_k_unary_backward(EO_UN_RELU, 8192, x, y, dy, dx, 0, &EX);
@@ -403,8 +414,9 @@ static const struct expected_mem {
 } expected_mem[] = {
     {"binary add", "eo_binary_fast", 16.00, 100.0, 100.0, 4.0},
     {"bias add", "eo_binary_fast", 16.00, 100.0, 100.0, 4.0},
-    {"bias add bwd", "eo_binary_bwd_fast", 16.00, 100.0, 100.0, 4.0},
-    /* the column sum: 32 lanes, 32 consecutive columns of one row */
+    {"mul bwd", "eo_binary_bwd_fast", 16.00, 100.0, 100.0, 4.0},
+    /* the column sum (it also does dx += dout): 32 lanes, 32 consecutive
+     * columns of one row */
     {"bias add bwd", "eo_binary_bwd_colpart", 4.00, 100.0, 100.0, 0.0},
     {"bias add bwd", "eo_colsum", 4.00, 100.0, 100.0, 0.0},
     {"row scale bwd", "eo_binary_bwd_fast", -1, -1, 100.0, 4.0},
@@ -412,6 +424,8 @@ static const struct expected_mem {
     {"copy", "eo_copy32_flat", 16.00, 100.0, 100.0, 0.0},
     {"accumulate", "eo_accumulate_flat", 16.00, 100.0, 100.0, 0.0},
     {"relu bwd", "eo_unary_bwd", 16.00, 100.0, 100.0, 0.0},
+    {"sgd", "eo_sgd", 16.00, 100.0, 100.0, 0.0},
+    {"adamw", "eo_adamw", 16.00, 100.0, 100.0, 0.0},
 };
 
 START_TEST(memory_bound_fast_paths)

@@ -196,10 +196,12 @@ static int reducible(int mode, int64_t total, int64_t cols)
  * passes through the work buffer (eo_binary_bwd_colpart over chunks of
  * rows, then eo_colsum), a column-mode one a warp per row
  * (eo_binary_bwd_rows). The chunk depends on the shape only, so the order
- * of the additions, and the bits of the result, are the same on any GPU. */
+ * of the additions, and the bits of the result, are the same on any GPU.
+ * full (row mode only; 0: none): the other operand's gradient, full, which
+ * the column sum's pass updates too, so dout is read once. */
 static void reduce_grad(eo_cuda *cu, uint32_t op, int mode, uint32_t which, int64_t total,
                         int64_t cols, uint64_t pdo, uint64_t pa, uint32_t am, uint64_t pb,
-                        uint32_t bm, uint64_t dst)
+                        uint32_t bm, uint64_t dst, uint64_t full)
 {
     uint32_t rows = (uint32_t)(total / cols), c = (uint32_t)cols;
     if (mode == FM_COL) {
@@ -219,7 +221,7 @@ static void reduce_grad(eo_cuda *cu, uint32_t op, int mode, uint32_t which, int6
     unsigned gx = (unsigned)((cols + 31) / 32);
     uint64_t work = (uint64_t)cu->scratch + SCRATCH_WORK;
     LAUNCH(cu, EO_CUK_BINARY_BWD_COLPART, gx, R, 1, BLOCK, 1, &op, &rows, &c, &ch, &pdo, &pa, &am,
-           &pb, &bm, &which, &work);
+           &pb, &bm, &which, &work, &full);
     LAUNCH(cu, EO_CUK_COLSUM, gx, 1, 1, BLOCK, 1, &R, &c, &work, &dst);
 }
 
@@ -249,13 +251,23 @@ void eo_cuda_k_binary_backward(eo_binop op, const int64_t shape[4], const float 
         uint32_t n = (uint32_t)sh.total, c = (uint32_t)cols, vec = (uint32_t)flat_vec(mode, ptr, 5, cols, sh.total);
         uint32_t am = (uint32_t)mode[1], bm = (uint32_t)mode[2];
         uint64_t fda = da && mode[3] == FM_FULL ? pda : 0, fdb = db && mode[4] == FM_FULL ? pdb : 0;
+        /* One full gradient and a row-mode one (a bias add or scale): the
+         * column sum's pass updates the full one as it goes. */
+        if (fda && !fdb && db && mode[4] == FM_ROW) {
+            reduce_grad(cu, o, FM_ROW, 1, sh.total, cols, pdo, pa, am, pb, bm, pdb, fda);
+            return;
+        }
+        if (fdb && !fda && da && mode[3] == FM_ROW) {
+            reduce_grad(cu, o, FM_ROW, 0, sh.total, cols, pdo, pa, am, pb, bm, pda, fdb);
+            return;
+        }
         if (fda || fdb)
             LAUNCH(cu, EO_CUK_BINARY_BWD_FAST, eo_cuda_grid_v4(cu, sh.total), 1, 1, BLOCK, 1, &o, &n,
                    &c, &vec, &pdo, &pa, &am, &pb, &bm, &fda, &fdb);
         if (da && !fda)
-            reduce_grad(cu, o, mode[3], 0, sh.total, cols, pdo, pa, am, pb, bm, pda);
+            reduce_grad(cu, o, mode[3], 0, sh.total, cols, pdo, pa, am, pb, bm, pda, 0);
         if (db && !fdb)
-            reduce_grad(cu, o, mode[4], 1, sh.total, cols, pdo, pa, am, pb, bm, pdb);
+            reduce_grad(cu, o, mode[4], 1, sh.total, cols, pdo, pa, am, pb, bm, pdb, 0);
         return;
     }
     /* Inputs that are not read (add/sub, absent gradients) count as stride 0. */

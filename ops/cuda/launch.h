@@ -77,17 +77,20 @@ static inline unsigned eo_cuda_grid(int64_t work)
 }
 
 /* Blocks for the contiguous fast path (a kernel that moves 4 elements a
- * thread per step with 128-bit accesses, then a scalar tail): one chunk of
- * 4 per thread, capped at 4 waves of resident 256-thread blocks (8 per SM)
- * so each thread streams several chunks at large sizes and the last wave's
- * tail stays short. Any grid size is correct. */
+ * thread per step with 128-bit accesses, then a scalar tail): at most 4
+ * waves of resident 256-thread blocks (8 per SM), so at large sizes each
+ * thread streams several chunks; the grid is then trimmed so that every
+ * block makes the same number of rounds (no half-empty last round). Any
+ * grid size is correct. */
 static inline unsigned eo_cuda_grid_v4(const eo_cuda *cu, int64_t n)
 {
-    int64_t g = (n + 4 * BLOCK - 1) / (4 * BLOCK), cap = (int64_t)(cu->sm_count > 0 ? cu->sm_count : 1) * 32;
-    if (g > cap)
-        g = cap;
-    if (g > MAX_GRID)
-        g = MAX_GRID;
+    int64_t chunks = (n + 3) / 4, cap = (int64_t)(cu->sm_count > 0 ? cu->sm_count : 1) * 32;
+    if (cap > MAX_GRID)
+        cap = MAX_GRID;
+    int64_t rounds = (chunks + cap * BLOCK - 1) / (cap * BLOCK);
+    if (rounds < 1)
+        rounds = 1;
+    int64_t g = (chunks + rounds * BLOCK - 1) / (rounds * BLOCK);
     return g < 1 ? 1 : (unsigned)g;
 }
 
