@@ -397,6 +397,10 @@ static void run_mem(const char *name)
     } else if (!strcmp(name, "adamw")) {
         float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *m = fb(8192, 0), *v = fb(8192, 0);
         eo_cuda_k_adamw(8192, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, &EX);
+    } else if (!strcmp(name, "layernorm bwd")) { /* [256, 256]: dw, db in two row chunks */
+        float *x = fb(65536, 0.5f), *w = fb(256, 1), *m = fb(256, 0.5f), *r = fb(256, 1);
+        float *dy = fb(65536, 0.5f), *dx = fb(65536, 0), *dw = fb(256, 0), *db = fb(256, 0);
+        eo_cuda_k_layernorm_backward(256, 256, x, w, m, r, dy, dx, dw, db, NULL, &EX);
     } else if (!strcmp(name, "relu bwd")) {
         float *x = fb(8192, 0.5f), *y = fb(8192, 0.5f), *dy = fb(8192, 1), *dx = fb(8192, 0);
         eo_cuda_k_unary_backward(EO_UN_RELU, 8192, x, y, dy, dx, 0, &EX);
@@ -425,6 +429,11 @@ static const struct expected_mem {
     {"accumulate", "eo_accumulate_flat", 16.00, 100.0, 100.0, 0.0},
     {"relu bwd", "eo_unary_bwd", 16.00, 100.0, 100.0, 0.0},
     {"sgd", "eo_sgd", 16.00, 100.0, 100.0, 0.0},
+    /* the row in registers: x, dy, w, dx of 16 columns a thread, scalar and
+     * coalesced (mean and rstd are one float each: 1 sector) */
+    {"layernorm bwd", "eo_layernorm_bwd_dx", -1, -1, 100.0, 0.0},
+    {"layernorm bwd", "eo_layernorm_bwd_wb_part", -1, -1, 100.0, 0.0},
+    {"layernorm bwd", "eo_layernorm_bwd_wb_sum", 4.00, 100.0, 100.0, 0.0},
     {"adamw", "eo_adamw", 16.00, 100.0, 100.0, 0.0},
 };
 

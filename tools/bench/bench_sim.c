@@ -394,6 +394,26 @@ static estimate estimate_case(const eo_gpu_spec *g, int *regs_unknown)
     return e;
 }
 
+/* --profile: each kernel's own estimate on one GPU (a case's time is their sum). */
+static void print_kernel_estimates(FILE *out, const eo_gpu_spec *g)
+{
+    const char *name;
+    eo_px_counters c;
+    for (int i = 0; eo_ptxsim_kernel_counters(i, &name, &c); i++) {
+        const eo_ptx_module *m = module_of(name);
+        eo_kernel_resources res;
+        char why[200];
+        int known = m && eo_ptxas_resources(m->text, m->len, name, g->arch, &res, why,
+                                            sizeof why) == 0;
+        eo_occupancy occ;
+        eo_occupancy_compute(g, c.threads_per_block, known ? &res : NULL, c.shared_per_block, &occ);
+        eo_prediction p;
+        eo_predict(g, &c, &occ, &p);
+        fprintf(out, "  %s on %s: %.4f ms, %s, %.0f %%; DRAM %.3f MB\n", name, g->name, p.ms,
+                eo_limiter_name(p.limiter), p.pct_of_peak, p.dram_bytes * 1e-6);
+    }
+}
+
 static void print_counters(FILE *out)
 {
     const char *name;
@@ -480,6 +500,8 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
         fputc('\n', out);
         if (verbose)
             print_counters(out);
+        if (verbose)
+            print_kernel_estimates(out, only ? only : eo_gpu_at(0));
         fflush(out);
         free_all(&s);
     }
