@@ -784,6 +784,23 @@ START_TEST(embedding_dropout)
     eo_k_dropout_backward(N, x, g, 0.3f, 12345, NULL);
     eo_cuda_k_dropout_backward(N, dx, dg, 0.3f, 12345, &EX);
     check_dev("dropout_backward", dg, g, N, 0, 0);
+    /* a tail of 3 after 1996 in chunks; then misaligned by a float (the
+     * scalar path); the mask follows the element index either way */
+    static const struct { int n, off; } runs[] = {{1999, 0}, {1998, 1}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int n = runs[r].n, o = runs[r].off;
+        for (int i = 0; i < N; i++)
+            g[i] = 0.5f + (float)i;
+        ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dg, g, sizeof g), EO_OK);
+        eo_k_dropout(n, x + o, y, 0.25f, 777, NULL);
+        eo_cuda_k_dropout(n, dx + o, dy + o, 0.25f, 777, &EX);
+        check_dev("dropout tail", dy + o, y, (size_t)n, 0, 0);
+        eo_k_dropout_backward(n, x + o, g + o, 0.25f, 777, NULL);
+        eo_cuda_k_dropout_backward(n, dx + o, dg + o, 0.25f, 777, &EX);
+        float got[N];
+        down(got, dg, sizeof got);
+        ck_assert_int_eq(memcmp(got, g, sizeof got), 0);
+    }
     free(table), free(dout), free(x);
     free_all();
 }

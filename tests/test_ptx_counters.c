@@ -401,6 +401,10 @@ static void run_mem(const char *name)
         float *x = fb(65536, 0.5f), *w = fb(256, 1), *m = fb(256, 0.5f), *r = fb(256, 1);
         float *dy = fb(65536, 0.5f), *dx = fb(65536, 0), *dw = fb(256, 0), *db = fb(256, 0);
         eo_cuda_k_layernorm_backward(256, 256, x, w, m, r, dy, dx, dw, db, NULL, &EX);
+    } else if (!strcmp(name, "dropout")) {
+        float *x = fb(8192, 0.5f), *y = fb(8192, 0), *dx = fb(8192, 0);
+        eo_cuda_k_dropout(8192, x, y, 0.1f, 99, &EX);
+        eo_cuda_k_dropout_backward(8192, y, dx, 0.1f, 99, &EX);
     } else if (!strcmp(name, "relu bwd")) {
         float *x = fb(8192, 0.5f), *y = fb(8192, 0.5f), *dy = fb(8192, 1), *dx = fb(8192, 0);
         eo_cuda_k_unary_backward(EO_UN_RELU, 8192, x, y, dy, dx, 0, &EX);
@@ -429,6 +433,8 @@ static const struct expected_mem {
     {"accumulate", "eo_accumulate_flat", 16.00, 100.0, 100.0, 0.0},
     {"relu bwd", "eo_unary_bwd", 16.00, 100.0, 100.0, 0.0},
     {"sgd", "eo_sgd", 16.00, 100.0, 100.0, 0.0},
+    {"dropout", "eo_dropout", 16.00, 100.0, 100.0, 0.0},
+    {"dropout", "eo_dropout_bwd", 16.00, 100.0, 100.0, 0.0},
     /* the row in registers: x, dy, w, dx of 16 columns a thread, scalar and
      * coalesced (mean and rstd are one float each: 1 sector) */
     {"layernorm bwd", "eo_layernorm_bwd_dx", -1, -1, 100.0, 0.0},
