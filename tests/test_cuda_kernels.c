@@ -769,6 +769,10 @@ START_TEST(embedding_dropout)
     eo_k_embedding(NI, DIM, table, idx, out, NULL);
     eo_cuda_k_embedding(NI, DIM, dt, di, dout_, &EX);
     check_dev("embedding", dout_, out, NI * DIM, 0, 0);
+    /* width 36: rows of whole chunks of 4 (the 128-bit path) */
+    eo_k_embedding(NI, DIM - 1, table, idx, out, NULL);
+    eo_cuda_k_embedding(NI, DIM - 1, dt, di, dout_, &EX);
+    check_dev("embedding, chunks of 4", dout_, out, NI * (DIM - 1), 0, 0);
     eo_k_embedding_backward(NI, DIM, idx, dout, dtab, NULL);
     eo_cuda_k_embedding_backward(NI, DIM, di, ddo, ddt, &EX);
     check_dev("embedding_backward", ddt, dtab, V * DIM, 1e-6f, 1e-6f);

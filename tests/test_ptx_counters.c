@@ -405,6 +405,10 @@ static void run_mem(const char *name)
         float *x = fb(8192, 0.5f), *y = fb(8192, 0), *dx = fb(8192, 0);
         eo_cuda_k_dropout(8192, x, y, 0.1f, 99, &EX);
         eo_cuda_k_dropout_backward(8192, y, dx, 0.1f, 99, &EX);
+    } else if (!strcmp(name, "embedding")) { /* 64 ids of width 128 */
+        float *t = fb(1000 * 128, 0.5f), *o = fb(64 * 128, 0);
+        int32_t *ids = (int32_t *)fb(64, 0); /* all-zero bits: id 0 */
+        eo_cuda_k_embedding(64, 128, t, ids, o, &EX);
     } else if (!strcmp(name, "relu bwd")) {
         float *x = fb(8192, 0.5f), *y = fb(8192, 0.5f), *dy = fb(8192, 1), *dx = fb(8192, 0);
         eo_cuda_k_unary_backward(EO_UN_RELU, 8192, x, y, dy, dx, 0, &EX);
@@ -434,6 +438,8 @@ static const struct expected_mem {
     {"relu bwd", "eo_unary_bwd", 16.00, 100.0, 100.0, 0.0},
     {"sgd", "eo_sgd", 16.00, 100.0, 100.0, 0.0},
     {"dropout", "eo_dropout", 16.00, 100.0, 100.0, 0.0},
+    /* the id (one per chunk, broadcast) and 16-byte table chunks */
+    {"embedding", "eo_embedding", -1, -1, 100.0, 4.0},
     {"dropout", "eo_dropout_bwd", 16.00, 100.0, 100.0, 0.0},
     /* the row in registers: x, dy, w, dx of 16 columns a thread, scalar and
      * coalesced (mean and rstd are one float each: 1 sector) */
