@@ -317,6 +317,7 @@ static const bcase cases[] = {
     /* the MLP on Fashion-MNIST, batch 128: 784 -> 256 -> 10, and the dW of layer 0 */
     MM("128x256x784", 128, 256, 784, 0, 4),
     MM("128x10x256", 128, 10, 256, 0, 4),
+    MM("4096x10x784", 4096, 10, 784, 0, 4), /* the skinny last layer at a large batch */
     MM("784x256x128", 784, 256, 128, 1, 4),
     /* the char-GPT (d_model 128, context 64, batch 32: 2048 rows): qkv, MLP up, MLP down */
     MM("2048x384x128", 2048, 384, 128, 0, 4),
