@@ -84,6 +84,8 @@ START_TEST(global_sectors_per_request)
     ck_assert_uint_eq(c.gld.bytes, 128);
     ck_assert_uint_eq(c.gst.sectors, 4);
     ck_assert_uint_eq(c.unique_sectors, 4); /* the store hits the sectors the load touched */
+    ck_assert_uint_eq(c.rw_sectors, 4);     /* ... so all 4 are read and written: DRAM twice */
+    ck_assert_uint_eq(c.idiv_insts, 0);
     /* A stride of 2 floats: 8 sectors, half of each unused. */
     c = run_pattern("gld_stride", 2);
     ck_assert_uint_eq(c.gld.sectors, 8);
