@@ -186,6 +186,41 @@ START_TEST(fill_copy_accumulate)
 }
 END_TEST
 
+/* The flat kernels' contiguous fast path: 128-bit chunks, a scalar tail
+ * (n not a multiple of 4), and the scalar path for misaligned pointers
+ * (an offset of 1-3 floats), the neighbours left untouched. */
+START_TEST(flat_fast_paths)
+{
+    enum { N = 1031 };
+    static const struct { int n, od, os; } runs[] = {{1024, 0, 0}, {1027, 0, 0}, {1025, 1, 1},
+                                                     {1026, 0, 2}, {5, 3, 0}};
+    float *src = rand_buf(N + 4, -1, 1), *base = rand_buf(N + 4, -1, 1);
+    float *dsrc = up(src, (N + 4) * 4), *dd = dev_alloc((N + 4) * 4);
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int n = runs[r].n, od = runs[r].od, os = runs[r].os;
+        int64_t shape[4] = {1, 1, 1, n}, st[4] = {n, n, n, 1};
+        float want[N + 4];
+        memcpy(want, base, sizeof want);
+        ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dd, base, sizeof want), EO_OK);
+        eo_cuda_k_fill(n, dd + od, -7.5f, &EX);
+        for (int i = 0; i < n; i++)
+            want[od + i] = -7.5f;
+        check_dev("fill fast path", dd, want, N + 4, 0, 0);
+        eo_cuda_k_accumulate(shape, dd + od, st, dsrc + os, st, &EX);
+        for (int i = 0; i < n; i++)
+            want[od + i] = -7.5f + src[os + i];
+        check_dev("accumulate fast path", dd, want, N + 4, 0, 0);
+        eo_cuda_k_copy32(shape, dd + od, st, dsrc + os, st, &EX);
+        for (int i = 0; i < n; i++)
+            want[od + i] = src[os + i];
+        check_dev("copy fast path", dd, want, N + 4, 0, 0);
+    }
+    free(src);
+    free(base);
+    free_all();
+}
+END_TEST
+
 START_TEST(binary_forward_backward)
 {
     /* a [3,1,4,5] broadcast against b [1,2,4,1] -> out [3,2,4,5] */
@@ -214,27 +249,116 @@ START_TEST(binary_forward_backward)
 }
 END_TEST
 
+/* The binary ops' fast path (ptx/elementwise.ptx: full, row, column and
+ * scalar operands over the flat index) and its deterministic broadcast
+ * gradients, against the CPU for every op: a bias over one and over two
+ * trailing axes, a row vector as the first operand, a column vector, a
+ * column times a row, a scalar (its gradient stays on the 4-D kernel),
+ * cols not a multiple of 4 (scalar path), a misaligned operand, and enough
+ * rows for the column sum's four-row rounds and its remainder. */
+START_TEST(binary_fast_paths)
+{
+    static const struct {
+        int64_t shape[4], sa[4], sb[4];
+        int skew; /* a starts 1 float past a 16-byte boundary */
+    } cases[] = {
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {96, 32, 8, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {0, 0, 0, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {0, 0, 8, 1}, 0},
+        {{2, 3, 4, 8}, {0, 0, 8, 1}, {96, 32, 8, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {3, 1, 0, 0}, 0},
+        {{2, 3, 4, 8}, {3, 1, 0, 0}, {0, 0, 8, 1}, 0},
+        {{2, 3, 4, 8}, {96, 32, 8, 1}, {0, 0, 0, 0}, 0},
+        {{1, 1, 7, 5}, {0, 0, 5, 1}, {0, 0, 0, 1}, 0},
+        {{1, 1, 7, 5}, {0, 0, 1, 0}, {0, 0, 5, 1}, 0},
+        {{1, 2, 6, 4}, {0, 24, 4, 1}, {0, 0, 0, 1}, 1},
+        {{1, 1, 300, 12}, {0, 0, 12, 1}, {0, 0, 0, 1}, 0},
+        {{1, 1, 300, 12}, {0, 0, 12, 1}, {0, 0, 1, 0}, 0},
+    };
+    enum { MAXN = 3600 };
+    float *a = rand_buf(MAXN + 1, 0.5f, 2), *b = rand_buf(MAXN, 0.5f, 2), *g = rand_buf(MAXN, -1, 1);
+    float *ga0 = rand_buf(MAXN, -1, 1), *gb0 = rand_buf(MAXN, -1, 1);
+    a[2] = b[2]; /* a tie for maximum and minimum (where the patterns line them up) */
+    a[5] = NAN;
+    float *d_a = up(a, (MAXN + 1) * 4), *d_b = up(b, MAXN * 4), *d_g = up(g, MAXN * 4);
+    float *d_out = dev_alloc(MAXN * 4), *d_ga = dev_alloc(MAXN * 4), *d_gb = dev_alloc(MAXN * 4);
+    static float out[MAXN], ga[MAXN], gb[MAXN];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const int64_t *sh = cases[k].shape, *sa = cases[k].sa, *sb = cases[k].sb;
+        int64_t so[4] = {sh[1] * sh[2] * sh[3], sh[2] * sh[3], sh[3], 1}, total = sh[0] * so[0];
+        size_t na = 1, nb = 1; /* elements each operand spans */
+        for (int i = 0; i < 4; i++)
+            na += (size_t)((sh[i] - 1) * sa[i]), nb += (size_t)((sh[i] - 1) * sb[i]);
+        const float *ha = a + cases[k].skew;
+        const float *da_ = d_a + cases[k].skew;
+        for (int op = 0; op < EO_BIN_COUNT; op++) {
+            char what[96];
+            snprintf(what, sizeof what, "binary fast case %zu op %d", k, op);
+            eo_k_binary((eo_binop)op, sh, out, so, ha, sa, b, sb, NULL);
+            eo_cuda_k_binary((eo_binop)op, sh, d_out, so, da_, sa, d_b, sb, &EX);
+            check_dev(what, d_out, out, (size_t)total, 1e-6f, 0);
+            memcpy(ga, ga0, na * 4);
+            memcpy(gb, gb0, nb * 4);
+            ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d_ga, ga, na * 4), EO_OK);
+            ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d_gb, gb, nb * 4), EO_OK);
+            eo_k_binary_backward((eo_binop)op, sh, g, so, ha, sa, b, sb, ga, sa, gb, sb, NULL);
+            eo_cuda_k_binary_backward((eo_binop)op, sh, d_g, so, da_, sa, d_b, sb, d_ga, sa, d_gb,
+                                      sb, &EX);
+            snprintf(what, sizeof what, "binary fast case %zu op %d: da", k, op);
+            check_dev(what, d_ga, ga, na, 1e-5f, 1e-5f);
+            snprintf(what, sizeof what, "binary fast case %zu op %d: db", k, op);
+            check_dev(what, d_gb, gb, nb, 1e-5f, 1e-5f);
+        }
+    }
+    /* x op x: one operand, one gradient buffer (da == db) */
+    int64_t sh[4] = {1, 1, 9, 12}, st[4] = {108, 108, 12, 1};
+    for (int op = 0; op < EO_BIN_COUNT; op++) {
+        memcpy(ga, ga0, 108 * 4);
+        ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)d_ga, ga, 108 * 4), EO_OK);
+        eo_k_binary_backward((eo_binop)op, sh, g, st, b, st, b, st, ga, st, ga, st, NULL);
+        eo_cuda_k_binary_backward((eo_binop)op, sh, d_g, st, d_b, st, d_b, st, d_ga, st, d_ga, st,
+                                  &EX);
+        check_dev("binary x op x", d_ga, ga, 108, 1e-5f, 1e-6f);
+    }
+    free(a);
+    free(b);
+    free(g);
+    free(ga0);
+    free(gb0);
+    free_all();
+}
+END_TEST
+
 START_TEST(unary_forward_backward)
 {
-    enum { N = 700 };
+    /* 700: whole chunks of 4 (the 128-bit path); 703 adds a scalar tail of
+     * 3; at an offset of one float every pointer is misaligned and the
+     * whole array takes the scalar path. */
+    enum { N = 704 };
+    static const struct { int n, off; } runs[] = {{700, 0}, {703, 0}, {701, 1}};
     float *x = rand_buf(N, -4, 4), *xp = rand_buf(N, 0.01f, 5), *dy = rand_buf(N, -1, 1);
     x[0] = 0.0f, x[1] = 1e-4f, x[2] = -1e-4f, x[3] = 0.2f, x[4] = -20.0f, x[5] = 20.0f;
     x[6] = NAN, x[7] = -0.0f, x[8] = 0.29f, x[9] = 0.31f; /* NaN; both sides of 0.3 */
+    x[701] = NAN, x[702] = -3.0f;                        /* in the tail */
     float *dx = up(x, N * 4), *dxp = up(xp, N * 4), *ddy = up(dy, N * 4);
-    float *dyo = dev_alloc(N * 4);
-    for (int op = 0; op < EO_UN_COUNT; op++) {
-        const float *in = op == EO_UN_LOG ? xp : x;
-        float *din = op == EO_UN_LOG ? dxp : dx;
-        float y[N], g[N];
-        eo_k_unary((eo_unop)op, N, in, y, 0.75f, NULL);
-        eo_cuda_k_unary((eo_unop)op, N, din, dyo, 0.75f, &EX);
-        check_dev("unary", dyo, y, N, 4e-6f, 1e-6f);
-        for (int i = 0; i < N; i++)
-            g[i] = 0.125f;
-        float *dgo = up(g, sizeof g);
-        eo_k_unary_backward((eo_unop)op, N, in, y, dy, g, 0.75f, NULL);
-        eo_cuda_k_unary_backward((eo_unop)op, N, din, dyo, ddy, dgo, 0.75f, &EX);
-        check_dev("unary_backward", dgo, g, N, 2e-5f, 1e-6f);
+    float *dyo = dev_alloc(N * 4), *dgo = dev_alloc(N * 4);
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int n = runs[r].n, o = runs[r].off;
+        for (int op = 0; op < EO_UN_COUNT; op++) {
+            const float *in = (op == EO_UN_LOG ? xp : x) + o;
+            float *din = (op == EO_UN_LOG ? dxp : dx) + o;
+            float y[N], g[N];
+            eo_k_unary((eo_unop)op, n, in, y, 0.75f, NULL);
+            eo_cuda_k_unary((eo_unop)op, n, din, dyo + o, 0.75f, &EX);
+            check_dev("unary", dyo + o, y, (size_t)n, 4e-6f, 1e-6f);
+            for (int i = 0; i < n; i++)
+                g[i] = 0.125f + (float)i;
+            ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)(dgo + o), g,
+                                         (size_t)n * 4), EO_OK);
+            eo_k_unary_backward((eo_unop)op, n, in, y, dy + o, g, 0.75f, NULL);
+            eo_cuda_k_unary_backward((eo_unop)op, n, din, dyo + o, ddy + o, dgo + o, 0.75f, &EX);
+            check_dev("unary_backward", dgo + o, g, (size_t)n, 2e-5f, 1e-6f);
+        }
     }
     free(x);
     free(xp);
@@ -645,6 +769,10 @@ START_TEST(embedding_dropout)
     eo_k_embedding(NI, DIM, table, idx, out, NULL);
     eo_cuda_k_embedding(NI, DIM, dt, di, dout_, &EX);
     check_dev("embedding", dout_, out, NI * DIM, 0, 0);
+    /* width 36: rows of whole chunks of 4 (the 128-bit path) */
+    eo_k_embedding(NI, DIM - 1, table, idx, out, NULL);
+    eo_cuda_k_embedding(NI, DIM - 1, dt, di, dout_, &EX);
+    check_dev("embedding, chunks of 4", dout_, out, NI * (DIM - 1), 0, 0);
     eo_k_embedding_backward(NI, DIM, idx, dout, dtab, NULL);
     eo_cuda_k_embedding_backward(NI, DIM, di, ddo, ddt, &EX);
     check_dev("embedding_backward", ddt, dtab, V * DIM, 1e-6f, 1e-6f);
@@ -660,6 +788,23 @@ START_TEST(embedding_dropout)
     eo_k_dropout_backward(N, x, g, 0.3f, 12345, NULL);
     eo_cuda_k_dropout_backward(N, dx, dg, 0.3f, 12345, &EX);
     check_dev("dropout_backward", dg, g, N, 0, 0);
+    /* a tail of 3 after 1996 in chunks; then misaligned by a float (the
+     * scalar path); the mask follows the element index either way */
+    static const struct { int n, off; } runs[] = {{1999, 0}, {1998, 1}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int n = runs[r].n, o = runs[r].off;
+        for (int i = 0; i < N; i++)
+            g[i] = 0.5f + (float)i;
+        ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dg, g, sizeof g), EO_OK);
+        eo_k_dropout(n, x + o, y, 0.25f, 777, NULL);
+        eo_cuda_k_dropout(n, dx + o, dy + o, 0.25f, 777, &EX);
+        check_dev("dropout tail", dy + o, y, (size_t)n, 0, 0);
+        eo_k_dropout_backward(n, x + o, g + o, 0.25f, 777, NULL);
+        eo_cuda_k_dropout_backward(n, dx + o, dg + o, 0.25f, 777, &EX);
+        float got[N];
+        down(got, dg, sizeof got);
+        ck_assert_int_eq(memcmp(got, g, sizeof got), 0);
+    }
     free(table), free(dout), free(x);
     free_all();
 }
@@ -687,6 +832,24 @@ START_TEST(optimizers)
     check_dev("adamw w", dw, w, N, 1e-6f, 1e-7f);
     check_dev("adamw m", dm, m, N, 1e-6f, 1e-8f);
     check_dev("adamw v", ds, s, N, 1e-6f, 1e-9f);
+    /* one float past a 16-byte boundary: the scalar path; SGD without
+     * momentum (no buffer) */
+    float *w1 = copy_buf(w0, N), *m1 = copy_buf(m0, N), *s1 = copy_buf(s0, N);
+    float *dw1 = up(w0, N * 4), *dm1 = up(m0, N * 4), *ds1 = up(s0, N * 4);
+    eo_k_adamw(N - 1, w1 + 1, g + 1, m1 + 1, s1 + 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 2, NULL);
+    eo_cuda_k_adamw(N - 1, dw1 + 1, dg + 1, dm1 + 1, ds1 + 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 2,
+                    &EX);
+    check_dev("adamw w misaligned", dw1, w1, N, 1e-6f, 1e-7f);
+    check_dev("adamw v misaligned", ds1, s1, N, 1e-6f, 1e-9f);
+    memcpy(w1, w0, N * 4);
+    ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dw1, w0, N * 4), EO_OK);
+    eo_k_sgd(N - 2, w1 + 2, g, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, NULL);
+    eo_cuda_k_sgd(N - 2, dw1 + 2, dg, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, &EX);
+    check_dev("sgd without momentum, misaligned", dw1, w1, N, 1e-6f, 1e-7f);
+    eo_k_sgd(N - 1, w1, g, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, NULL);
+    eo_cuda_k_sgd(N - 1, dw1, dg, NULL, 0.1f, 0.0f, 0.0f, 0.01f, 0, &EX);
+    check_dev("sgd without momentum", dw1, w1, N, 1e-6f, 1e-7f);
+    free(w1), free(m1), free(s1);
     free(w), free(m), free(s), free(w0), free(g), free(v0), free(m0), free(s0);
     free_all();
 }
@@ -901,7 +1064,9 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, fill_copy_accumulate);
+    tcase_add_test(t, flat_fast_paths);
     tcase_add_test(t, binary_forward_backward);
+    tcase_add_test(t, binary_fast_paths);
     tcase_add_test(t, unary_forward_backward);
     tcase_add_test(t, matmul_small_tiles);
     tcase_add_test(t, matmul_big_tiles);

@@ -84,6 +84,8 @@ START_TEST(global_sectors_per_request)
     ck_assert_uint_eq(c.gld.bytes, 128);
     ck_assert_uint_eq(c.gst.sectors, 4);
     ck_assert_uint_eq(c.unique_sectors, 4); /* the store hits the sectors the load touched */
+    ck_assert_uint_eq(c.rw_sectors, 4);     /* ... so all 4 are read and written: DRAM twice */
+    ck_assert_uint_eq(c.idiv_insts, 0);
     /* A stride of 2 floats: 8 sectors, half of each unused. */
     c = run_pattern("gld_stride", 2);
     ck_assert_uint_eq(c.gld.sectors, 8);
@@ -310,8 +312,9 @@ static const struct expected {
     {"layernorm", "eo_layernorm", 3.77, 98.2, 98.7, 1.00, 1.00, -1, -1},
     /* one read in chunks of 16 per thread; 2 v4 shared reads per reduction */
     {"cross_entropy", "eo_ce_stats", 4.00, 100.0, -1, 4.00, 1.00, 6.3, 97.5},
-    {"gelu", "eo_unary", 4.00, 100.0, 100.0, -1, -1, -1, -1},
-    {"adamw", "eo_adamw", 4.00, 100.0, 100.0, -1, -1, -1, -1},
+    /* 128-bit chunks: 16 sectors a request, every byte used */
+    {"gelu", "eo_unary", 16.00, 100.0, 100.0, -1, -1, -1, -1},
+    {"adamw", "eo_adamw", 16.00, 100.0, 100.0, -1, -1, -1, -1}, /* 128-bit chunks */
     /* the register-blocked forward (D <= 32, D <= 64): cp.async of 16
      * bytes (16 sectors a request, all used), every shared access a v4
      * without a conflict (4 wavefronts: the 8 lanes of a quarter-warp read
@@ -363,6 +366,134 @@ START_TEST(production_kernel_counters)
 }
 END_TEST
 
+/* ---- the memory-bound kernels' fast paths ---------------------------------------
+ * The contiguous fast paths of the elementwise, optimizer and row kernels
+ * at small shapes, one line per (case, kernel). Columns:
+ *   ld sect/req, ld eff %, st eff %   as in `expected` (16.00 sectors a
+ *                request is 32 lanes each reading 16 bytes: 128-bit chunks);
+ *   div/warp max integer div/rem warp instructions per warp that ran: the
+ *                fast paths split an index once per thread, in the prologue
+ *                (a few per warp, however many elements each thread takes),
+ *                never per element (eo_binary_4d: 6 per element);
+ *   atomics      global atomic requests: 0 (broadcast gradients are
+ *                reductions in a fixed order). */
+static void run_mem(const char *name)
+{
+    if (!strcmp(name, "binary add")) { /* [32, 256] + [32, 256] */
+        float *a = fb(8192, 0.5f), *b = fb(8192, 0.25f), *o = fb(8192, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1};
+        eo_cuda_k_binary(EO_BIN_ADD, sh, o, st, a, st, b, st, &EX);
+    } else if (!strcmp(name, "bias add")) { /* [32, 256] + [256] */
+        float *a = fb(8192, 0.5f), *b = fb(256, 0.25f), *o = fb(8192, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1}, sb[4] = {0, 0, 0, 1};
+        eo_cuda_k_binary(EO_BIN_ADD, sh, o, st, a, st, b, sb, &EX);
+    } else if (!strcmp(name, "bias add bwd")) { /* d[32,256] and d[256] (a column sum) */
+        float *g = fb(8192, 0.5f), *da = fb(8192, 0), *db = fb(256, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1}, sb[4] = {0, 0, 0, 1};
+        eo_cuda_k_binary_backward(EO_BIN_ADD, sh, g, st, NULL, st, NULL, sb, da, st, db, sb, &EX);
+    } else if (!strcmp(name, "mul bwd")) { /* [32, 256] * [32, 256], both gradients */
+        float *g = fb(8192, 0.5f), *a = fb(8192, 0.5f), *b = fb(8192, 2), *da = fb(8192, 0);
+        float *db = fb(8192, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1};
+        eo_cuda_k_binary_backward(EO_BIN_MUL, sh, g, st, a, st, b, st, da, st, db, st, &EX);
+    } else if (!strcmp(name, "row scale bwd")) { /* x [64,256] * s [64,1]: ds a row sum */
+        float *g = fb(16384, 0.5f), *a = fb(16384, 0.5f), *b = fb(64, 2), *da = fb(16384, 0);
+        float *db = fb(64, 0);
+        const int64_t sh[4] = {1, 1, 64, 256}, st[4] = {16384, 16384, 256, 1}, sb[4] = {0, 0, 1, 0};
+        eo_cuda_k_binary_backward(EO_BIN_MUL, sh, g, st, a, st, b, sb, da, st, db, sb, &EX);
+    } else if (!strcmp(name, "copy")) {
+        float *a = fb(8192, 0.5f), *b = fb(8192, 0);
+        const int64_t sh[4] = {1, 1, 1, 8192}, st[4] = {8192, 8192, 8192, 1};
+        eo_cuda_k_copy32(sh, b, st, a, st, &EX);
+    } else if (!strcmp(name, "accumulate")) {
+        float *a = fb(8192, 0.5f), *b = fb(8192, 0);
+        const int64_t sh[4] = {1, 1, 1, 8192}, st[4] = {8192, 8192, 8192, 1};
+        eo_cuda_k_accumulate(sh, b, st, a, st, &EX);
+    } else if (!strcmp(name, "sgd")) {
+        float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *v = fb(8192, 0);
+        eo_cuda_k_sgd(8192, w, g, v, 0.1f, 0.9f, 0, 0.01f, 1, &EX);
+    } else if (!strcmp(name, "adamw")) {
+        float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *m = fb(8192, 0), *v = fb(8192, 0);
+        eo_cuda_k_adamw(8192, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, &EX);
+    } else if (!strcmp(name, "layernorm bwd")) { /* [256, 256]: dw, db in two row chunks */
+        float *x = fb(65536, 0.5f), *w = fb(256, 1), *m = fb(256, 0.5f), *r = fb(256, 1);
+        float *dy = fb(65536, 0.5f), *dx = fb(65536, 0), *dw = fb(256, 0), *db = fb(256, 0);
+        eo_cuda_k_layernorm_backward(256, 256, x, w, m, r, dy, dx, dw, db, NULL, &EX);
+    } else if (!strcmp(name, "dropout")) {
+        float *x = fb(8192, 0.5f), *y = fb(8192, 0), *dx = fb(8192, 0);
+        eo_cuda_k_dropout(8192, x, y, 0.1f, 99, &EX);
+        eo_cuda_k_dropout_backward(8192, y, dx, 0.1f, 99, &EX);
+    } else if (!strcmp(name, "embedding")) { /* 64 ids of width 128 */
+        float *t = fb(1000 * 128, 0.5f), *o = fb(64 * 128, 0);
+        int32_t *ids = (int32_t *)fb(64, 0); /* all-zero bits: id 0 */
+        eo_cuda_k_embedding(64, 128, t, ids, o, &EX);
+    } else if (!strcmp(name, "relu bwd")) {
+        float *x = fb(8192, 0.5f), *y = fb(8192, 0.5f), *dy = fb(8192, 1), *dx = fb(8192, 0);
+        eo_cuda_k_unary_backward(EO_UN_RELU, 8192, x, y, dy, dx, 0, &EX);
+    } else {
+        ck_abort_msg("no case '%s'", name);
+    }
+    char msg[256];
+    ck_assert_msg(eo_cuda_sync(&CU) == EO_OK && eo_cuda_take_error(&CU, msg, sizeof msg) == EO_OK,
+                  "%s failed", name);
+}
+
+static const struct expected_mem {
+    const char *cas, *kernel;
+    double ld_spr, ld_eff, st_eff, div_max;
+} expected_mem[] = {
+    {"binary add", "eo_binary_fast", 16.00, 100.0, 100.0, 4.0},
+    {"bias add", "eo_binary_fast", 16.00, 100.0, 100.0, 4.0},
+    {"mul bwd", "eo_binary_bwd_fast", 16.00, 100.0, 100.0, 4.0},
+    /* the column sum (it also does dx += dout): 32 lanes, 32 consecutive
+     * columns of one row */
+    {"bias add bwd", "eo_binary_bwd_colpart", 4.00, 100.0, 100.0, 0.0},
+    {"bias add bwd", "eo_colsum", 4.00, 100.0, 100.0, 0.0},
+    {"row scale bwd", "eo_binary_bwd_fast", -1, -1, 100.0, 4.0},
+    {"row scale bwd", "eo_binary_bwd_rows", -1, -1, -1, 0.0},
+    {"copy", "eo_copy32_flat", 16.00, 100.0, 100.0, 0.0},
+    {"accumulate", "eo_accumulate_flat", 16.00, 100.0, 100.0, 0.0},
+    {"relu bwd", "eo_unary_bwd", 16.00, 100.0, 100.0, 0.0},
+    {"sgd", "eo_sgd", 16.00, 100.0, 100.0, 0.0},
+    {"dropout", "eo_dropout", 16.00, 100.0, 100.0, 0.0},
+    /* the id (one per chunk, broadcast) and 16-byte table chunks */
+    {"embedding", "eo_embedding", -1, -1, 100.0, 4.0},
+    {"dropout", "eo_dropout_bwd", 16.00, 100.0, 100.0, 0.0},
+    /* the row in registers: x, dy, w, dx of 16 columns a thread, scalar and
+     * coalesced (mean and rstd are one float each: 1 sector) */
+    {"layernorm bwd", "eo_layernorm_bwd_dx", -1, -1, 100.0, 0.0},
+    {"layernorm bwd", "eo_layernorm_bwd_wb_part", -1, -1, 100.0, 0.0},
+    {"layernorm bwd", "eo_layernorm_bwd_wb_sum", 4.00, 100.0, 100.0, 0.0},
+    {"adamw", "eo_adamw", 16.00, 100.0, 100.0, 0.0},
+};
+
+START_TEST(memory_bound_fast_paths)
+{
+    const struct expected_mem *e = &expected_mem[_i];
+    run_mem(e->cas);
+    eo_px_counters c;
+    ck_assert_msg(eo_ptxsim_counters_of(e->kernel, &c), "%s did not launch %s", e->cas, e->kernel);
+    double got[4] = {ratio(c.gld.sectors, c.gld.requests), 100.0 * eo_px_sector_efficiency(&c.gld),
+                     100.0 * eo_px_sector_efficiency(&c.gst),
+                     ratio(c.idiv_insts, c.blocks_run * ((c.threads_per_block + 31) / 32))};
+    char measured[200];
+    snprintf(measured, sizeof measured, "{\"%s\", \"%s\", %.2f, %.1f, %.1f, %.2f}", e->cas,
+             e->kernel, got[0], got[1], got[2], got[3]);
+    const double want[3] = {e->ld_spr, e->ld_eff, e->st_eff};
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(want[i] < 0 || fabs(got[i] - want[i]) <= (i == 0 ? 0.005 : 0.05),
+                      "%s (%s): column %d is %.3f, the table says %.3f; measured: %s", e->cas,
+                      e->kernel, i, got[i], want[i], measured);
+    ck_assert_msg(got[3] <= e->div_max, "%s (%s): %.2f integer div/rem a warp, above %.2f; measured: %s",
+                  e->cas, e->kernel, got[3], e->div_max, measured);
+    ck_assert_msg(c.gatom.requests == 0, "%s (%s): %llu atomic requests; measured: %s", e->cas,
+                  e->kernel, (unsigned long long)c.gatom.requests, measured);
+    /* and nothing on the 4-D kernels */
+    ck_assert(!eo_ptxsim_counters_of("eo_binary_bwd_4d", NULL));
+    ck_assert(!eo_ptxsim_counters_of("eo_binary_4d", NULL));
+}
+END_TEST
+
 /* The driver double keeps the last launch and a per-kernel total. */
 START_TEST(driver_keeps_totals)
 {
@@ -385,7 +516,7 @@ START_TEST(driver_keeps_totals)
     eo_ptxsim_set_sample(0);
     ck_assert(eo_ptxsim_counters_of("eo_unary", &c));
     ck_assert_uint_eq(c.blocks_run, 4);
-    ck_assert_uint_eq(c.blocks, 32);
+    ck_assert_uint_eq(c.blocks, 8); /* 8192 elements in chunks of 4, 256 threads a block */
 }
 END_TEST
 
@@ -404,6 +535,8 @@ Suite *eo_suite_ptx_counters(void)
     tcase_set_timeout(p, 60);
     tcase_add_loop_test(p, production_kernel_counters, 0,
                         (int)(sizeof expected / sizeof *expected));
+    tcase_add_loop_test(p, memory_bound_fast_paths, 0,
+                        (int)(sizeof expected_mem / sizeof *expected_mem));
     tcase_add_test(p, driver_keeps_totals);
     suite_add_tcase(s, p);
     return s;

@@ -15,7 +15,7 @@ void eo_cuda_k_dropout(int64_t n, const float *x, float *y, float p, uint64_t se
         return;
     uint32_t nn = (uint32_t)n;
     uint64_t px = eo_cuda_dp(x), py = eo_cuda_dp(y);
-    LAUNCH(cu, EO_CUK_DROPOUT, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &px, &py, &p, &seed);
+    LAUNCH(cu, EO_CUK_DROPOUT, eo_cuda_grid_v4(cu, n), 1, 1, BLOCK, 1, &nn, &px, &py, &p, &seed);
 }
 
 void eo_cuda_k_dropout_backward(int64_t n, const float *dy, float *dx, float p, uint64_t seed,
@@ -26,5 +26,5 @@ void eo_cuda_k_dropout_backward(int64_t n, const float *dy, float *dx, float p, 
         return;
     uint32_t nn = (uint32_t)n;
     uint64_t pdy = eo_cuda_dp(dy), pdx = eo_cuda_dp(dx);
-    LAUNCH(cu, EO_CUK_DROPOUT_BWD, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &pdy, &pdx, &p, &seed);
+    LAUNCH(cu, EO_CUK_DROPOUT_BWD, eo_cuda_grid_v4(cu, n), 1, 1, BLOCK, 1, &nn, &pdy, &pdx, &p, &seed);
 }

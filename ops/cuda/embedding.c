@@ -17,7 +17,7 @@ void eo_cuda_k_embedding(int64_t n, int64_t dim, const float *table, const int32
         return;
     uint32_t a = (uint32_t)n, b = (uint32_t)dim;
     uint64_t pt = eo_cuda_dp(table), pi = eo_cuda_dp(idx), po = eo_cuda_dp(out);
-    LAUNCH(cu, EO_CUK_EMBEDDING, eo_cuda_grid(n * dim), 1, 1, BLOCK, 1, &a, &b, &pt, &pi, &po);
+    LAUNCH(cu, EO_CUK_EMBEDDING, eo_cuda_grid_v4(cu, n * dim), 1, 1, BLOCK, 1, &a, &b, &pt, &pi, &po);
 }
 
 void eo_cuda_k_embedding_backward(int64_t n, int64_t dim, const int32_t *idx, const float *dout,

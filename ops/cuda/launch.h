@@ -76,6 +76,24 @@ static inline unsigned eo_cuda_grid(int64_t work)
     return g > MAX_GRID ? MAX_GRID : (unsigned)g;
 }
 
+/* Blocks for the contiguous fast path (a kernel that moves 4 elements a
+ * thread per step with 128-bit accesses, then a scalar tail): at most 4
+ * waves of resident 256-thread blocks (8 per SM), so at large sizes each
+ * thread streams several chunks; the grid is then trimmed so that every
+ * block makes the same number of rounds (no half-empty last round). Any
+ * grid size is correct. */
+static inline unsigned eo_cuda_grid_v4(const eo_cuda *cu, int64_t n)
+{
+    int64_t chunks = (n + 3) / 4, cap = (int64_t)(cu->sm_count > 0 ? cu->sm_count : 1) * 32;
+    if (cap > MAX_GRID)
+        cap = MAX_GRID;
+    int64_t rounds = (chunks + cap * BLOCK - 1) / (cap * BLOCK);
+    if (rounds < 1)
+        rounds = 1;
+    int64_t g = (chunks + rounds * BLOCK - 1) / (rounds * BLOCK);
+    return g < 1 ? 1 : (unsigned)g;
+}
+
 /* Sizes the PTX indexes with 32-bit integers must lie in [0, 2^31);
  * otherwise a failure naming `who` is recorded and 0 returned. */
 int eo_cuda_fits(eo_cuda *cu, const char *who, int64_t v);

@@ -16,7 +16,7 @@ void eo_cuda_k_sgd(int64_t n, float *w, const float *g, float *v, float lr, floa
         return;
     uint32_t nn = (uint32_t)n, nest = nesterov != 0;
     uint64_t pw = eo_cuda_dp(w), pg = eo_cuda_dp(g), pv = eo_cuda_dp(v);
-    LAUNCH(cu, EO_CUK_SGD, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &pw, &pg, &pv, &lr, &momentum,
+    LAUNCH(cu, EO_CUK_SGD, eo_cuda_grid_v4(cu, n), 1, 1, BLOCK, 1, &nn, &pw, &pg, &pv, &lr, &momentum,
            &dampening, &wd, &nest);
 }
 
@@ -42,6 +42,6 @@ void eo_cuda_k_adamw(int64_t n, float *w, const float *g, float *m, float *v, fl
     /* Bias corrections 1 - beta^t, in double as Python computes them. */
     float bc1 = (float)(1.0 - pow_int(beta1, step));
     float bc2 = (float)(1.0 - pow_int(beta2, step));
-    LAUNCH(cu, EO_CUK_ADAMW, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &pw, &pg, &pm, &pv, &lr, &beta1,
+    LAUNCH(cu, EO_CUK_ADAMW, eo_cuda_grid_v4(cu, n), 1, 1, BLOCK, 1, &nn, &pw, &pg, &pm, &pv, &lr, &beta1,
            &beta2, &eps, &wd, &bc1, &bc2);
 }

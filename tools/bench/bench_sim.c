@@ -182,6 +182,101 @@ static void run_adamw(sim *s, const bcase *c)
         eo_cuda_k_adamw((int64_t)n, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, &s->ex);
 }
 
+/* The elementwise family at [a, b]: variant 0 a + b (both full), 1 a + bias
+ * [b] (the row pattern). */
+static void run_binary(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *y = dbuf(s, c->variant ? (size_t)c->b : n, 0.25f);
+    float *o = dbuf(s, n, 0.0f);
+    const int64_t sh[4] = {1, 1, c->a, c->b}, st[4] = {(int64_t)n, (int64_t)n, c->b, 1};
+    const int64_t sb[4] = {0, 0, c->variant ? 0 : c->b, 1};
+    if (!s->failed)
+        eo_cuda_k_binary(EO_BIN_ADD, sh, o, st, x, st, y, sb, &s->ex);
+}
+
+/* Backward: variant 0 add with both gradients full, 1 a bias add (da full,
+ * db the column sum), 2 x * w with w a [b] row (both read; dw a column sum). */
+static void run_binary_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b), nb = c->variant ? (size_t)c->b : n;
+    float *g = dbuf(s, n, 0.5f), *x = dbuf(s, n, 0.5f), *w = dbuf(s, nb, 0.25f);
+    float *da = dbuf(s, n, 0.0f), *db = dbuf(s, nb, 0.0f);
+    const int64_t sh[4] = {1, 1, c->a, c->b}, st[4] = {(int64_t)n, (int64_t)n, c->b, 1};
+    const int64_t sb[4] = {0, 0, c->variant ? 0 : c->b, 1};
+    eo_binop op = c->variant == 2 ? EO_BIN_MUL : EO_BIN_ADD;
+    if (!s->failed)
+        eo_cuda_k_binary_backward(op, sh, g, st, x, st, w, sb, da, st, db, sb, &s->ex);
+}
+
+/* variant 0 copy, 1 accumulate, 2 fill */
+static void run_copy(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *y = dbuf(s, n, 0.0f);
+    const int64_t sh[4] = {1, 1, c->a, c->b}, st[4] = {(int64_t)n, (int64_t)n, c->b, 1};
+    if (s->failed)
+        return;
+    if (c->variant == 0)
+        eo_cuda_k_copy32(sh, y, st, x, st, &s->ex);
+    else if (c->variant == 1)
+        eo_cuda_k_accumulate(sh, y, st, x, st, &s->ex);
+    else
+        eo_cuda_k_fill((int64_t)n, y, 1.0f, &s->ex);
+}
+
+static void run_relu_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *y = dbuf(s, n, 0.5f), *dy = dbuf(s, n, 1.0f);
+    float *dx = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_unary_backward(EO_UN_RELU, (int64_t)n, x, y, dy, dx, 0.0f, &s->ex);
+}
+
+static void run_sgd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *w = dbuf(s, n, 0.5f), *g = dbuf(s, n, 0.01f), *v = dbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_sgd((int64_t)n, w, g, v, 0.1f, 0.9f, 0.0f, 0.01f, 0, &s->ex);
+}
+
+/* variant 0 forward, 1 backward */
+static void run_dropout(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f), *y = dbuf(s, n, 0.0f);
+    if (s->failed)
+        return;
+    if (c->variant)
+        eo_cuda_k_dropout_backward((int64_t)n, x, y, 0.1f, 1234, &s->ex);
+    else
+        eo_cuda_k_dropout((int64_t)n, x, y, 0.1f, 1234, &s->ex);
+}
+
+/* a ids of width b from a table of 50257 rows, distinct ids (each row of
+ * the table read once, as the byte count assumes); variant 1 the backward */
+static void run_embedding(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *t = dbuf(s, 50257 * (size_t)c->b, 0.5f), *o = dbuf(s, n, 0.0f);
+    int32_t *ids = ibuf(s, (size_t)c->a, 7);
+    int32_t *host = s->failed ? NULL : malloc((size_t)c->a * sizeof *host);
+    if (!host)
+        s->failed = 1;
+    if (s->failed)
+        return;
+    for (int64_t i = 0; i < c->a; i++)
+        host[i] = (int32_t)((i * 12289) % 50257);
+    eo_cuda_h2d(&s->cu, (eo_cu_deviceptr)(uintptr_t)ids, host, (size_t)c->a * sizeof *host);
+    free(host);
+    if (c->variant)
+        eo_cuda_k_embedding_backward(c->a, c->b, ids, o, t, &s->ex);
+    else
+        eo_cuda_k_embedding(c->a, c->b, t, ids, o, &s->ex);
+}
+
 /* B, H, T, D in a, b, c, d; causal. */
 static void run_attention(sim *s, const bcase *c)
 {
@@ -222,6 +317,7 @@ static const bcase cases[] = {
     /* the MLP on Fashion-MNIST, batch 128: 784 -> 256 -> 10, and the dW of layer 0 */
     MM("128x256x784", 128, 256, 784, 0, 4),
     MM("128x10x256", 128, 10, 256, 0, 4),
+    MM("4096x10x784", 4096, 10, 784, 0, 4), /* the skinny last layer at a large batch */
     MM("784x256x128", 784, 256, 128, 1, 4),
     /* the char-GPT (d_model 128, context 64, batch 32: 2048 rows): qkv, MLP up, MLP down */
     MM("2048x384x128", 2048, 384, 128, 0, 4),
@@ -237,6 +333,23 @@ static const bcase cases[] = {
     ROWS("cross_entropy", "512x50257", 512, 50257, 0, 1, run_xent),
     ROWS("cross_entropy_bwd", "512x50257", 512, 50257, 0, 2, run_xent_bwd),
     ROWS("gelu", "4096x1024", 4096, 1024, 0, 2, run_gelu),
+    /* the elementwise family and the optimizers; passes: the arrays of
+     * rows x cols floats the contract reads or writes (an update in place
+     * counts twice: read and written) */
+    ROWS("add", "4096x1024", 4096, 1024, 0, 3, run_binary),
+    ROWS("add bias", "4096x1024", 4096, 1024, 1, 2, run_binary),
+    ROWS("add_bwd", "4096x1024", 4096, 1024, 0, 5, run_binary_bwd),
+    ROWS("add bias_bwd", "4096x1024", 4096, 1024, 1, 3, run_binary_bwd),
+    ROWS("mul bias_bwd", "4096x1024", 4096, 1024, 2, 4, run_binary_bwd),
+    ROWS("copy", "4096x1024", 4096, 1024, 0, 2, run_copy),
+    ROWS("accumulate", "4096x1024", 4096, 1024, 1, 3, run_copy),
+    ROWS("fill", "4096x1024", 4096, 1024, 2, 1, run_copy),
+    ROWS("relu_bwd", "4096x1024", 4096, 1024, 0, 4, run_relu_bwd),
+    ROWS("dropout", "4096x1024", 4096, 1024, 0, 2, run_dropout),
+    ROWS("dropout_bwd", "4096x1024", 4096, 1024, 1, 3, run_dropout),
+    ROWS("embedding", "4096x1024", 4096, 1024, 0, 2, run_embedding),
+    ROWS("embedding_bwd", "4096x1024", 4096, 1024, 1, 2, run_embedding),
+    ROWS("sgd", "4096x1024", 4096, 1024, 0, 5, run_sgd),
     ROWS("adamw", "4096x1024", 4096, 1024, 0, 7, run_adamw),
     /* GPT-2-small attention heads (H 12, D 64) at T = 1024, batch 8, causal:
      * forward 4*B*T^2*H*D / 2 flops, backward 2.5x that. */
@@ -293,6 +406,26 @@ static estimate estimate_case(const eo_gpu_spec *g, int *regs_unknown)
         }
     }
     return e;
+}
+
+/* --profile: each kernel's own estimate on one GPU (a case's time is their sum). */
+static void print_kernel_estimates(FILE *out, const eo_gpu_spec *g)
+{
+    const char *name;
+    eo_px_counters c;
+    for (int i = 0; eo_ptxsim_kernel_counters(i, &name, &c); i++) {
+        const eo_ptx_module *m = module_of(name);
+        eo_kernel_resources res;
+        char why[200];
+        int known = m && eo_ptxas_resources(m->text, m->len, name, g->arch, &res, why,
+                                            sizeof why) == 0;
+        eo_occupancy occ;
+        eo_occupancy_compute(g, c.threads_per_block, known ? &res : NULL, c.shared_per_block, &occ);
+        eo_prediction p;
+        eo_predict(g, &c, &occ, &p);
+        fprintf(out, "  %s on %s: %.4f ms, %s, %.0f %%; DRAM %.3f MB\n", name, g->name, p.ms,
+                eo_limiter_name(p.limiter), p.pct_of_peak, p.dram_bytes * 1e-6);
+    }
 }
 
 static void print_counters(FILE *out)
@@ -381,6 +514,8 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
         fputc('\n', out);
         if (verbose)
             print_counters(out);
+        if (verbose)
+            print_kernel_estimates(out, only ? only : eo_gpu_at(0));
         fflush(out);
         free_all(&s);
     }

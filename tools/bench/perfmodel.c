@@ -252,6 +252,15 @@ void eo_predict(const eo_gpu_spec *g, const eo_px_counters *c, const eo_occupanc
         out->dram_rule = bytes > foot * 1.01 ? "footprint exceeds L2: waves re-read"
                                              : "footprint exceeds L2: each sector once";
     }
+    /* A sector both read and written (an update in place: accumulate,
+     * the optimizers, atomics) crosses the DRAM interface twice: it is
+     * fetched, and the dirty line is written back. The footprint counted
+     * it once; add the write-back (scaled like the footprint when
+     * sampling). */
+    double rw = (double)c->rw_sectors * 32.0 * (out->sampled ? s : 1.0);
+    if (rw > foot)
+        rw = foot;
+    bytes += rw;
     out->dram_bytes = bytes;
     out->ideal_ms[EO_LIM_DRAM] = out->t_ms[EO_LIM_DRAM] = 1e3 * bytes / (g->dram_gbs * 1e9);
 

@@ -111,11 +111,12 @@ int px_count_begin(px_count *pc, eo_px_counters *c, const eo_px_kernel *k, const
     pc->hcap = 256;
     pc->hkey = calloc(pc->hcap, sizeof *pc->hkey); /* 0: empty; keys are stored + 1 */
     pc->hval = malloc(pc->hcap * sizeof *pc->hval);
+    pc->hflag = calloc(pc->hcap, 1);
     pc->pend = calloc((size_t)nwarps * (size_t)pc->nregs, sizeof *pc->pend);
     pc->gen = malloc(nwarps * sizeof *pc->gen);
     pc->grp = calloc(nwarps, sizeof *pc->grp);
     pc->wait = calloc(nwarps, 1);
-    if (!pc->hkey || !pc->hval || !pc->pend || !pc->gen || !pc->grp || !pc->wait) {
+    if (!pc->hkey || !pc->hval || !pc->hflag || !pc->pend || !pc->gen || !pc->grp || !pc->wait) {
         px_count_end(pc);
         return -1;
     }
@@ -134,6 +135,7 @@ void px_count_end(px_count *pc)
     }
     free(pc->hkey);
     free(pc->hval);
+    free(pc->hflag);
     free(pc->pend);
     free(pc->gen);
     free(pc->grp);
@@ -254,30 +256,37 @@ static void grow(px_count *pc)
     size_t oc = pc->hcap;
     uint64_t *ok = pc->hkey;
     uint32_t *ov = pc->hval;
+    uint8_t *of = pc->hflag;
     uint64_t *nk = calloc(2 * oc, sizeof *nk);
     uint32_t *nv = malloc(2 * oc * sizeof *nv);
-    if (!nk || !nv) {
+    uint8_t *nf = calloc(2 * oc, 1);
+    if (!nk || !nv || !nf) {
         free(nk);
         free(nv);
+        free(nf);
         pc->oom = 1;
         return;
     }
     pc->hkey = nk;
     pc->hval = nv;
+    pc->hflag = nf;
     pc->hcap = 2 * oc;
     for (size_t i = 0; i < oc; i++)
         if (ok[i] != 0) {
             size_t j = slot(pc, ok[i]);
             pc->hkey[j] = ok[i];
             pc->hval[j] = ov[i];
+            pc->hflag[j] = of[i];
         }
     free(ok);
     free(ov);
+    free(of);
 }
 
 /* A sector this block touched: new to the launch, new to the block, or
- * neither. */
-static void touch_sector(px_count *pc, uint64_t sector)
+ * neither. kind: 1 a load, 2 a store, 3 an atomic (both); a sector that
+ * has been both read and written is counted once in rw_sectors. */
+static void touch_sector(px_count *pc, uint64_t sector, unsigned kind)
 {
     if (pc->hn * 2 >= pc->hcap && !pc->oom)
         grow(pc);
@@ -287,12 +296,16 @@ static void touch_sector(px_count *pc, uint64_t sector)
     if (pc->hkey[i] == 0) {
         pc->hkey[i] = sector + 1;
         pc->hval[i] = pc->serial;
+        pc->hflag[i] = 0;
         pc->hn++;
         pc->c->block_sectors++;
     } else if (pc->hval[i] != pc->serial) {
         pc->hval[i] = pc->serial;
         pc->c->block_sectors++;
     }
+    if (pc->hflag[i] != 3 && (pc->hflag[i] | kind) == 3)
+        pc->c->rw_sectors++;
+    pc->hflag[i] |= (uint8_t)kind;
 }
 
 static void touch_alloc(px_count *pc, uint64_t addr)
@@ -334,7 +347,7 @@ static unsigned sorted_addresses(const uint64_t *addr, uint32_t mask, uint64_t *
 }
 
 static void global_request(px_count *pc, eo_px_mem *m, uint32_t mask, const uint64_t *addr,
-                           unsigned bytes)
+                           unsigned bytes, unsigned kind)
 {
     uint64_t a[32];
     unsigned n = sorted_addresses(addr, mask, a);
@@ -349,7 +362,7 @@ static void global_request(px_count *pc, eo_px_mem *m, uint32_t mask, const uint
         if (s != last_sector) {
             last_sector = s;
             m->sectors++;
-            touch_sector(pc, s);
+            touch_sector(pc, s, kind);
         }
     }
     touch_alloc(pc, a[0]);
@@ -438,6 +451,8 @@ void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
             cls = at ? EO_PX_C_ATOM_GLOBAL : st ? EO_PX_C_ST_GLOBAL : EO_PX_C_LD_GLOBAL;
     }
     c->warp_inst[cls]++;
+    if ((in->op == PX_OP_DIV || in->op == PX_OP_REM) && cls == EO_PX_C_INT)
+        c->idiv_insts++; /* a ~20-instruction sequence in SASS, no hardware divider */
     c->warp_insts++;
     if ((cls == EO_PX_C_BRANCH || cls == EO_PX_C_BAR) && pc->wait[w])
         close_group(pc, w); /* the end of the basic block the wait fell in */
@@ -448,12 +463,12 @@ void px_count_insn(px_count *pc, const px_insn *in, unsigned w, uint32_t exec,
         return;
     switch (cls) {
     case EO_PX_C_LD_GLOBAL:
-        global_request(pc, &c->gld, mem_mask, addr, bytes);
+        global_request(pc, &c->gld, mem_mask, addr, bytes, 1);
         if (in->op != PX_OP_CP_ASYNC) /* cp.async writes no register: nothing to wait on */
             mark_pending(pc, in, w);
         break;
-    case EO_PX_C_ST_GLOBAL: global_request(pc, &c->gst, mem_mask, addr, bytes); break;
-    case EO_PX_C_ATOM_GLOBAL: global_request(pc, &c->gatom, mem_mask, addr, bytes); break;
+    case EO_PX_C_ST_GLOBAL: global_request(pc, &c->gst, mem_mask, addr, bytes, 2); break;
+    case EO_PX_C_ATOM_GLOBAL: global_request(pc, &c->gatom, mem_mask, addr, bytes, 3); break;
     case EO_PX_C_LD_SHARED: shared_request(&c->sld, mem_mask, addr, bytes); break;
     case EO_PX_C_ST_SHARED: shared_request(&c->sst, mem_mask, addr, bytes); break;
     default: break;

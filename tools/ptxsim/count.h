@@ -20,6 +20,7 @@ typedef struct px_count {
      * number to the serial of the last block that touched it. */
     uint64_t *hkey;
     uint32_t *hval;
+    uint8_t *hflag;             /* per sector: 1 loaded, 2 stored, 3 both */
     size_t hcap, hn;
     uint32_t serial;            /* the running block's serial, from 1 */
     /* Allocations touched (footprint), a short list. */

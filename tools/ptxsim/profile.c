@@ -35,6 +35,7 @@ void eo_px_counters_add(eo_px_counters *into, const eo_px_counters *c)
     into->sst.wavefronts += c->sst.wavefronts;
     into->sst.ideal += c->sst.ideal;
     into->unique_sectors += c->unique_sectors;
+    into->rw_sectors += c->rw_sectors;
     into->block_sectors += c->block_sectors;
     into->alloc_bytes += c->alloc_bytes;
     into->pair_new_sectors += c->pair_new_sectors;
@@ -43,6 +44,7 @@ void eo_px_counters_add(eo_px_counters *into, const eo_px_counters *c)
     into->mlp_sq += c->mlp_sq;
     into->load_groups += c->load_groups;
     into->tensor_flops += c->tensor_flops;
+    into->idiv_insts += c->idiv_insts;
 }
 
 const char *eo_px_class_name(int cls)
@@ -96,6 +98,8 @@ void eo_px_counters_print(FILE *f, const char *kernel, const eo_px_counters *c)
         if (c->warp_inst[i])
             fprintf(f, "    %-12s %12llu  %5.1f %%\n", eo_px_class_name(i),
                     (unsigned long long)c->warp_inst[i], 100.0 * (double)c->warp_inst[i] / wi);
+    if (c->idiv_insts)
+        fprintf(f, "    (of integer: %llu div/rem)\n", (unsigned long long)c->idiv_insts);
     print_mem(f, "global loads", &c->gld);
     print_mem(f, "global stores", &c->gst);
     print_mem(f, "global atomics", &c->gatom);
@@ -106,6 +110,9 @@ void eo_px_counters_print(FILE *f, const char *kernel, const eo_px_counters *c)
                    "allocations touched %.3f MB\n", (unsigned long long)c->unique_sectors,
                 (double)c->unique_sectors * 32e-6, (unsigned long long)c->block_sectors,
                 (double)c->alloc_bytes * 1e-6);
+    if (c->rw_sectors)
+        fprintf(f, "  read and written %llu of them (moved twice: in, and back out)\n",
+                (unsigned long long)c->rw_sectors);
     if (c->mlp_loads)
         fprintf(f, "  global loads in flight per warp (load-weighted mean): %.2f\n",
                 (double)c->mlp_sq / (double)c->mlp_loads);

@@ -256,8 +256,12 @@ typedef struct eo_px_counters {
      *                   touched (the traffic if no block found another's
      *                   data in L2);
      *   alloc_bytes     bytes of the distinct allocations it touched (an
-     *                   upper bound on the footprint when sampling). */
+     *                   upper bound on the footprint when sampling);
+     *   rw_sectors      of the distinct sectors, those both read and written
+     *                   (loaded and stored, or hit by an atomic): DRAM moves
+     *                   them twice, in and back out. */
     uint64_t unique_sectors, block_sectors, alloc_bytes;
+    uint64_t rw_sectors;
     /* How much a block shares with its neighbour (blocks with adjacent
      * linear indices run at the same time on the GPU): over the odd blocks
      * (linear index 2i+1) that ran, pair_new_sectors sums the sectors each
@@ -270,6 +274,7 @@ typedef struct eo_px_counters {
      * sum k*k; mlp_sq / mlp_loads is the load-weighted mean group size. */
     uint64_t mlp_loads, mlp_sq, load_groups; /* load_groups: the number of groups */
     uint64_t tensor_flops;   /* 4096 per mma.m16n8k16 warp instruction */
+    uint64_t idiv_insts;     /* integer div/rem warp instructions (counted in integer too) */
 } eo_px_counters;
 
 /* Counter arithmetic and printing (tools/ptxsim/profile.c). */
