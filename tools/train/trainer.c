@@ -86,12 +86,18 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
     size_t rank = dist ? (size_t)dist->rank : 0, size = dist ? (size_t)dist->size : 1;
     eo_status s = EO_OK;
     float *host = malloc(B * 10 * sizeof(float));
+    float *xb = malloc(B * ds->dim * sizeof(float)); /* one batch as floats */
+    int oom = !host || !xb;
+    if (oom)
+        s = EO_ERR_OOM;
     for (size_t i = rank * B; i < ds->n && s == EO_OK; i += size * B) {
         size_t rows = ds->n - i < B ? ds->n - i : B;
         eo_mark mk = eo_mark_get(ctx);
         eo_tensor *x, *logits;
         int64_t shape[2] = { (int64_t)rows, (int64_t)ds->dim };
-        s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, ds->x + i * ds->dim, &x);
+        for (size_t r = 0; r < rows; r++)
+            eo_dataset_row_f32(ds, i + r, xb + r * ds->dim);
+        s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, xb, &x);
         if (s == EO_OK) s = eo_classifier_forward(ctx, m, x, &logits);
         if (s == EO_OK) s = eo_read(ctx, logits, host, rows * 10 * sizeof(float));
         for (size_t r = 0; r < rows && s == EO_OK; r++) {
@@ -104,8 +110,11 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
         eo_rewind(ctx, mk);
     }
     free(host);
+    free(xb);
     eo_set_training(ctx, was_train);
     eo_set_grad(ctx, was_grad);
+    if (oom)
+        return eo_errf(err, errlen, s, "evaluation: out of memory for a batch of %zu", B);
     if (s != EO_OK)
         return eo_errf(err, errlen, s, "%s", eo_last_error(ctx));
     double total = (double)correct; /* integers: exact in any order */
@@ -257,10 +266,9 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         return EO_ERR_ARG;
     }
     eo_dataset train = {0}, test = {0};
-    eo_status s = eo_mnist_load(c->data_dir, 1, &train, err, errlen);
-    if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, &test, err, errlen);
-    if (s == EO_OK && c->train_subset) s = eo_dataset_subset(&train, c->train_subset, err, errlen);
-    if (s == EO_OK && c->test_subset) s = eo_dataset_subset(&test, c->test_subset, err, errlen);
+    /* A subset is all that is read (and held): --subset 2048 decodes 2048 images. */
+    eo_status s = eo_mnist_load(c->data_dir, 1, c->train_subset, &train, err, errlen);
+    if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, c->test_subset, &test, err, errlen);
     if (s != EO_OK) {
         eo_dataset_free(&train);
         eo_dataset_free(&test);
