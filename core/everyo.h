@@ -85,6 +85,8 @@ typedef struct eo_tensor {
     struct eo_node *node;          /* the op that made it; NULL for a leaf */
     uint8_t requires_grad;
     uint8_t lifetime;              /* eo_lifetime of the data */
+    uint8_t readonly;              /* 1: data is a caller's read-only buffer (weights bound in
+                                      place, core/safetensors.h): nothing writes it */
     const char *name;              /* parameters: the checkpoint key */
 } eo_tensor;
 

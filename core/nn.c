@@ -94,6 +94,7 @@ EO_PUBLIC(init_param, (eo_ctx *ctx, eo_tensor *t, float bound, int normal),
           (ctx, t, bound, normal))
 {
     EO_CHECK(eo_expect(ctx, "init_param", t, EO_F32));
+    EO_CHECK(eo_expect_writable(ctx, "init_param", t));
     EO_CHECK(eo_need(ctx, bound >= 0.0f && bound < INFINITY, "init_param: bound",
                      "finite and >= 0", (double)bound));
     /* Values are drawn on the host in element order (so a CPU and a CUDA

@@ -206,6 +206,8 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     /* A schedule sets lr before every step: check it where it is used. */
     EO_CHECK(eo_need(ctx, o->lr >= 0 && o->lr < INFINITY, "optimizer_step: lr",
                      "finite and >= 0", (double)o->lr));
+    for (int i = 0; i < o->params->count; i++)
+        EO_CHECK(eo_expect_writable(ctx, "optimizer_step", o->params->items[i]));
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;

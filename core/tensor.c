@@ -309,6 +309,7 @@ EO_PUBLIC(read, (eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes), (ctx
 EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ctx, x, src, bytes))
 {
     EO_CHECK(need_contiguous(ctx, "write", x));
+    EO_CHECK(eo_expect_writable(ctx, "write", x));
     size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
     if (!src || bytes != have)
         return eo_fail(ctx, EO_ERR_ARG, "write: %T holds %zu bytes, given %zu", x, have, bytes);
@@ -319,6 +320,7 @@ EO_PUBLIC(fill, (eo_ctx *ctx, eo_tensor *x, float value), (ctx, x, value))
 {
     EO_CHECK(need_contiguous(ctx, "fill", x));
     EO_CHECK(eo_expect(ctx, "fill", x, EO_F32));
+    EO_CHECK(eo_expect_writable(ctx, "fill", x));
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "fill", be, fill);
     be->fill(eo_numel(x), x->data, value, &ctx->exec);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/fuzz/fuzz.h"
-#include "tools/formats/json.h"
+#include "core/json.h"
 
 enum { MAX_DEPTH = 32 };
 

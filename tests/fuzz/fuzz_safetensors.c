@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/fuzz/fuzz.h"
-#include "tools/formats/json.h"
+#include "core/json.h"
 #include "tools/formats/safetensors.h"
 
 static void check_file(const eo_st_file *f)
