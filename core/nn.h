@@ -118,6 +118,27 @@ eo_status eo_sequential_add(eo_ctx *ctx, eo_sequential *s, eo_module m);
 eo_status eo_sequential_forward(eo_ctx *ctx, const eo_sequential *s, eo_tensor *x,
                                 eo_tensor **y);
 
+/* The arena bytes net needs for one step on x, measured by running it
+ * (see "sizing the arenas" in core/everyo.h): with target NULL an
+ * inference forward (no tape, evaluation mode), otherwise a training step
+ * as eo-train runs it — zero the gradients of ps, forward in training
+ * mode, cross-entropy against target (int32 [N], ignore_index -100),
+ * backward. The optimizer's update is not run: SGD and AdamW update in
+ * place and take no step arena (their state is in the persistent figure
+ * once they are made), so the model's weights are unchanged; its
+ * gradients are left as the backward made them (zero them before
+ * training) and the generator has moved where dropout draws. Afterwards
+ * the step arena, the tape and the grad and training modes are as they
+ * were. x and target are the caller's own (wrapped) tensors, made before
+ * the call as its real step makes them, so the figure is exact:
+ * out->step is the step arena's peak, out->persist what the persistent
+ * arena holds; both include what the context needed before the call
+ * (building and initialising the model borrows step memory), so they
+ * size buffers for the whole program: build, then steps. Statuses: those of the ops run (EO_ERR_OOM when ctx's step
+ * arena is too small to measure in); EO_ERR_ARG for a NULL argument. */
+eo_status eo_sequential_plan(eo_ctx *ctx, const eo_sequential *net, const eo_params *ps,
+                             eo_tensor *x, eo_tensor *target, eo_arena_needs *out);
+
 /* Training mode (dropout on) or evaluation mode; returns the previous one. */
 int eo_set_training(eo_ctx *ctx, int training);
 
