@@ -251,6 +251,33 @@ static void write_plot(const eo_train_config *c, const history *h, size_t train_
     }
 }
 
+void eo_train_arena_hint(const eo_ctx *ctx, char *err, size_t errlen)
+{
+    const eo_arena *all[4] = {&ctx->persist, &ctx->step, &ctx->dev_persist, &ctx->dev_step};
+    const char *at = strstr(err, "arena '");
+    if (!at)
+        return;
+    at += strlen("arena '");
+    for (int i = 0; i < 4; i++) {
+        const eo_arena *a = all[i];
+        size_t nl = a->name ? strlen(a->name) : 0;
+        if (!nl || strncmp(at, a->name, nl) != 0 || at[nl] != '\'')
+            continue;
+        /* In use when it failed, plus the request: a lower bound, since the
+         * step would have gone on allocating. */
+        size_t need = a->cap - a->fail_free + a->fail_need;
+        size_t mb = (need + (1u << 20) - 1) >> 20;
+        const char *opt = i % 2 ? "--step-mb" : "--persist-mb";
+        size_t len = strlen(err);
+        snprintf(err + len, errlen - len,
+                 "; the %s arena needs at least %.1f MiB (%zu bytes) here, %s gives %zu MiB "
+                 "(%zu bytes): raise %s to %zu or more",
+                 a->name, (double)need / (1 << 20), need, opt, a->cap >> 20, a->cap, opt,
+                 mb > (a->cap >> 20) ? mb : (a->cap >> 20) + 1);
+        return;
+    }
+}
+
 eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, char *err,
                        size_t errlen)
 {
@@ -286,7 +313,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     static eo_prof prof; /* --profile; static: it is a few KiB */
     eo_classifier m;
     eo_optimizer opt;
-    int attached = 0;
+    int attached = 0, ctx_ready = 0;
     step_plan plan = { dist, c->micro_batches > 1 ? (size_t)c->micro_batches : 1, {0},
                        c->zero && dist };
     int split = dist || plan.micro > 1;
@@ -299,6 +326,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         goto done;
     }
     eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     if (c->profile) {
@@ -525,6 +553,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         write_plot(c, &h, train.n, out);
 #undef CORE
 done:
+    if (s == EO_ERR_OOM && ctx_ready)
+        eo_train_arena_hint(&ctx, err, errlen);
     eo_nccl_destroy(&nccl);
     if (!c->nccl)
         eo_nccl_unload(&nccl_api);
