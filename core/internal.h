@@ -124,6 +124,11 @@ eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out)
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
+/* A parameter without storage for a borrowed list (eo_params_init_borrowed):
+ * CPU, f32, read-only, data NULL until eo_weights_bind points it into an
+ * image (core/weights.c). */
+eo_status eo_param_borrowed(eo_ctx *ctx, eo_device device, const char *name, int rank,
+                            const int64_t *shape, eo_tensor **out);
 /* EO_ERR_STATE "<op>: <tensor> uses read-only weights ..." when t's data
  * is a caller's read-only buffer (bound in place, core/weights.c). */
 eo_status eo_expect_writable(eo_ctx *ctx, const char *op, const eo_tensor *t);

@@ -21,10 +21,23 @@ extern "C" {
 typedef struct eo_params {
     eo_tensor **items;
     int count, cap;
+    int borrowed;  /* made by eo_params_init_borrowed */
 } eo_params;
 
 /* Room for `cap` parameters. EO_ERR_OOM if the persistent arena is full. */
 eo_status eo_params_init(eo_ctx *ctx, eo_params *ps, int cap);
+/* The same for a model whose weights stay in a caller's image (flash,
+ * a const array; core/safetensors.h): every parameter a layer adds to
+ * this list is CPU, f32 and has no storage at all — no values, no
+ * gradient — until eo_weights_bind(..., EO_BIND_IN_PLACE) points it into
+ * the image, so the persistent arena holds only the tensors' metadata
+ * (the 784-256-10 MLP: 1.6 KB instead of 1.6 MB). Initialising such a
+ * parameter does nothing (eo_init_param, eo_fill: there is nothing to
+ * fill, the values come from the image); an op on one not yet bound
+ * returns EO_ERR_STATE; once bound it is read-only (inference only: zero
+ * grad, clipping and optimizer steps return EO_ERR_STATE). A layer on a
+ * device other than the CPU is refused (EO_ERR_DEVICE). */
+eo_status eo_params_init_borrowed(eo_ctx *ctx, eo_params *ps, int cap);
 /* Append. EO_ERR_STATE when full, EO_ERR_ARG when t is not a parameter. */
 eo_status eo_params_add(eo_ctx *ctx, eo_params *ps, eo_tensor *t);
 /* Set every gradient to zero (call before each step's backward). */

@@ -182,6 +182,8 @@ EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
     eo_grad_buffer *b = l.p;
     for (int i = 0; i < ps->count; i++) {
         const eo_tensor *g = ps->items[i]->grad;
+        if (!g)
+            return eo_expect_writable(ctx, "grad_allreduce", ps->items[i]);
         eo_grad_buffer one = { g->data, eo_numel(g), g->dtype, g->device };
         b[i] = one;
     }
@@ -256,6 +258,9 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
     EO_CHECK(eo_need(ctx, max_norm > 0, "clip_grad_norm: max_norm", "> 0", (double)max_norm));
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
+    for (int i = 0; i < ps->count; i++)
+        if (!ps->items[i]->grad) /* a borrowed parameter: inference only */
+            return eo_expect_writable(ctx, "clip_grad_norm", ps->items[i]);
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         const eo_backend *be = eo_backend_of(ctx, g);

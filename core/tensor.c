@@ -260,6 +260,10 @@ eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
     if ((unsigned)t->device >= EO_DEVICE_COUNT || !ctx->backend[t->device])
         return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %d, which is not open", op, t,
                        (int)t->device);
+    if (!t->data && t->readonly)
+        return eo_fail(ctx, EO_ERR_STATE, "%s: %s %T has no data (a borrowed parameter: bind "
+                                          "an image with eo_weights_bind first)", op,
+                       t->name ? t->name : "tensor", t);
     return EO_OK;
 }
 
@@ -318,6 +322,8 @@ EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ct
 
 EO_PUBLIC(fill, (eo_ctx *ctx, eo_tensor *x, float value), (ctx, x, value))
 {
+    if (x && x->readonly && !x->data)
+        return EO_OK; /* a borrowed parameter: its values will come from an image */
     EO_CHECK(need_contiguous(ctx, "fill", x));
     EO_CHECK(eo_expect(ctx, "fill", x, EO_F32));
     EO_CHECK(eo_expect_writable(ctx, "fill", x));

@@ -28,6 +28,38 @@ eo_status eo_expect_writable(eo_ctx *ctx, const char *op, const eo_tensor *t)
     return EO_OK;
 }
 
+eo_status eo_param_borrowed(eo_ctx *ctx, eo_device device, const char *name, int rank,
+                            const int64_t *shape, eo_tensor **out)
+{
+    int64_t n;
+    size_t bytes;
+    if (device != EO_CPU)
+        return eo_fail(ctx, EO_ERR_DEVICE, "'%s': borrowed weights live in a caller's host "
+                                           "buffer: the layer must be on the CPU", name);
+    if (rank < 0 || rank > EO_MAX_RANK || (rank > 0 && !shape))
+        return eo_fail(ctx, EO_ERR_AXIS, "'%s': rank %d outside 0..%d", name, rank, EO_MAX_RANK);
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0)
+            return eo_fail(ctx, EO_ERR_SHAPE, "'%s': negative size on axis %d", name, i);
+    if (eo_shape_numel(rank, shape, &n) || eo_bytes_overflow(n, sizeof(float), &bytes))
+        return eo_fail(ctx, EO_ERR_SHAPE, "'%s': too large", name);
+    eo_tensor *t;
+    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof *t, (void **)&t));
+    eo_tensor zero = {0};
+    *t = zero;
+    t->dtype = EO_F32;
+    t->device = EO_CPU;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->shape[i] = shape[i];
+    eo_contiguous_strides(rank, t->shape, t->stride);
+    t->lifetime = EO_PERSIST;
+    t->readonly = 1; /* data NULL: no storage until bound in place */
+    t->name = name;
+    *out = t;
+    return EO_OK;
+}
+
 static float bf16_to_f32(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16;
@@ -128,10 +160,13 @@ static eo_status plan(eo_ctx *ctx, const eo_tensor *t, const eo_st_tensor *e, in
                        t->name, t, eo_st_dtype_name(e->dtype));
     }
     if (t->readonly)
-        return eo_fail(ctx, EO_ERR_STATE, "'%s' was bound in place (read-only) and this image "
-                                          "cannot be used in place: it has no storage of its "
-                                          "own to copy into",
-                       t->name);
+        return eo_fail(ctx, EO_ERR_STATE, "'%s' is %s and the image's %s data %s: it has no "
+                                          "storage of its own to copy into",
+                       t->name, t->data ? "bound in place (read-only)" : "borrowed",
+                       eo_st_dtype_name(e->dtype),
+                       !(flags & EO_BIND_IN_PLACE) ? "is to be copied (EO_BIND_COPY)"
+                       : e->dtype != EO_ST_F32     ? "needs converting"
+                                                   : "is not 4-byte aligned");
     return EO_OK;
 }
 

@@ -256,6 +256,64 @@ START_TEST(in_place_weights_are_read_only)
 }
 END_TEST
 
+/* A model whose parameters have no storage: the persistent arena holds
+ * metadata only, and the image is the weights. */
+START_TEST(borrowed_parameters_take_no_arena)
+{
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    net a, b;
+    build(ctx, &a);
+    size_t n;
+    unsigned char *img = image_of(ctx, &a, "w.safetensors", 0, &n);
+    ck_assert_int_eq(eo_weights_bind(ctx, &a.ps, img, n, EO_BIND_COPY), EO_OK);
+    size_t p0 = eo_arena_used(&ctx->persist);
+    ck_assert_int_eq(eo_params_init_borrowed(ctx, &b.ps, 4), EO_OK);
+    ck_assert_int_eq(eo_linear_init(ctx, &b.ps, EO_CPU, "0", 3, 4, 1, EO_INIT_KAIMING_UNIFORM,
+                                    &b.l1), EO_OK);
+    ck_assert_int_eq(eo_linear_init(ctx, &b.ps, EO_CPU, "2", 4, 2, 1, EO_INIT_KAIMING_UNIFORM,
+                                    &b.l2), EO_OK);
+    size_t taken = eo_arena_used(&ctx->persist) - p0;
+    ck_assert_msg(taken < 4 * sizeof(eo_tensor) + 4 * 64 + 512, "%zu bytes", taken);
+    ck_assert_ptr_null(b.ps.items[0]->data);
+    ck_assert_ptr_null(b.ps.items[0]->grad);
+    float x[3] = {1, -2, 0.5f}, ya[2], yb[2];
+    const int64_t xs[2] = {1, 3};
+    eo_tensor *xt, *h, *y;
+    eo_set_grad(ctx, 0);
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, xs, x, &xt), EO_OK);
+    ck_assert_int_eq(eo_module_forward(ctx, &b.l1, xt, &h), EO_ERR_STATE);
+    ck_assert_msg(strstr(eo_last_error(ctx), "0.weight [4x3 f32] has no data") != NULL, "%s",
+                  eo_last_error(ctx));
+    /* Only in place: a copy or a misaligned image has nowhere to go. */
+    ck_assert_int_eq(eo_weights_bind(ctx, &b.ps, img, n, EO_BIND_COPY), EO_ERR_STATE);
+    ck_assert_msg(strstr(eo_last_error(ctx), "is borrowed") != NULL, "%s", eo_last_error(ctx));
+    unsigned char *odd = malloc(n + 1);
+    memcpy(odd + 1, img, n);
+    ck_assert_int_eq(eo_weights_bind(ctx, &b.ps, odd + 1, n, EO_BIND_IN_PLACE), EO_ERR_STATE);
+    ck_assert_msg(strstr(eo_last_error(ctx), "not 4-byte aligned") != NULL, "%s",
+                  eo_last_error(ctx));
+    ck_assert_ptr_null(b.ps.items[0]->data);
+    ck_assert_int_eq(eo_weights_bind(ctx, &b.ps, img, n, EO_BIND_IN_PLACE), EO_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        net *m = pass ? &b : &a;
+        eo_mark mk = eo_mark_get(ctx);
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, xs, x, &xt), EO_OK);
+        ck_assert_int_eq(eo_module_forward(ctx, &m->l1, xt, &h), EO_OK);
+        ck_assert_int_eq(eo_module_forward(ctx, &m->l2, h, &y), EO_OK);
+        ck_assert_int_eq(eo_read(ctx, y, pass ? yb : ya, sizeof ya), EO_OK);
+        eo_rewind(ctx, mk);
+    }
+    ck_assert_int_eq(memcmp(ya, yb, sizeof ya), 0);
+    ck_assert_int_eq(eo_params_zero_grad(ctx, &b.ps), EO_ERR_STATE);
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &b.ps, 1.0f, NULL), EO_ERR_STATE);
+    free(odd);
+    free(img);
+    eo_test_ctx_free(ctx);
+    eo_tmpdir_remove();
+}
+END_TEST
+
 static uint32_t bits(float f)
 {
     uint32_t u;
@@ -353,6 +411,7 @@ Suite *eo_suite_weights(void)
     tcase_add_test(tc, parse_from_memory_with_a_lent_workspace);
     tcase_add_test(tc, bind_is_all_or_nothing);
     tcase_add_test(tc, in_place_weights_are_read_only);
+    tcase_add_test(tc, borrowed_parameters_take_no_arena);
     tcase_add_test(tc, bf16_and_f16_match_pytorch);
     suite_add_tcase(s, tc);
     return s;
