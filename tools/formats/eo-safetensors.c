@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h> /* optind */
+#include "alloc/byteorder.h"
 #include "tools/cli/args.h"
 #include "tools/formats/safetensors.h"
 
@@ -42,14 +43,11 @@ static void print_values(const eo_st_tensor *t)
     const unsigned char *p = t->data;
     size_t es = eo_st_dtype_size(t->dtype);
     for (size_t k = 0; k < t->nbytes / es; k++, p += es) {
+        /* The file is little-endian whatever the host (alloc/byteorder.h). */
         if (t->dtype == EO_ST_I32) {
-            int32_t v;
-            memcpy(&v, p, 4);
-            printf(" %" PRId32, v);
+            printf(" %" PRId32, (int32_t)eo_le32_load(p));
         } else if (t->dtype == EO_ST_I64) {
-            int64_t v;
-            memcpy(&v, p, 8);
-            printf(" %" PRId64, v);
+            printf(" %" PRId64, (int64_t)eo_le64_load(p));
         } else {
             /* Everything else as little-endian hex words: exact for floats. */
             printf(" 0x");
@@ -144,7 +142,8 @@ static int c_array(const char *path)
         printf("static const float %s[%zu] = {", id, n ? n : 1);
         for (size_t i = 0; i < n; i++) {
             float v;
-            memcpy(&v, (const unsigned char *)t->data + 4 * i, 4);
+            uint32_t u = eo_le32_load((const unsigned char *)t->data + 4 * i);
+            memcpy(&v, &u, 4);
             if (!isfinite(v)) { /* no C literal for them, and such weights are broken anyway */
                 fprintf(stderr, "eo-safetensors: %s: '%s' holds %g at %zu\n", path, t->name,
                         (double)v, i);
