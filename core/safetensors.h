@@ -143,15 +143,19 @@ const char *eo_st_image_meta(const eo_st_image *im, const char *key);
  * that no parameter asks for are ignored (an optimizer's state, say).
  * The parse workspace is borrowed from the step arena for the call.
  * Statuses: EO_ERR_ARG (NULL ps or image, unknown flags), EO_ERR_FORMAT
- * (the image is malformed: see eo_st_image_parse), EO_ERR_SHAPE ("bind:
- * '0.weight': the model has [256x784], the image has [784x256]"), the
- * missing name listed against the image's names (EO_ERR_ARG: "bind: no
- * tensor '2.bias' in the image (it has 3: 0.weight 0.bias 2.weight)"),
- * EO_ERR_DTYPE, EO_ERR_OOM (step arena too small for the workspace). */
+ * (the image is malformed: see eo_st_image_parse), EO_ERR_SHAPE
+ * ("weights_bind: '0.weight': the model has [256x784 f32], the image has
+ * [784x256] F32"), the missing name listed against the image's names
+ * (EO_ERR_ARG: "weights_bind: no tensor '2.bias' in the image (the model
+ * needs it); the image has 3: 0.weight 0.bias 2.weight"), EO_ERR_DTYPE,
+ * EO_ERR_STATE (a read-only or borrowed parameter the image cannot be
+ * used in place for: it has no storage to copy into), EO_ERR_OOM (step
+ * arena too small for the workspace: about 6 x the header's bytes). */
 eo_status eo_weights_bind(eo_ctx *ctx, const eo_params *ps, const void *image, size_t size,
                           int flags);
 
-/* 1 when t's data is a caller's read-only buffer (bound in place). */
+/* 1 when t's data is a caller's read-only buffer (bound in place), or
+ * t is a borrowed parameter not bound yet (data NULL). */
 int eo_tensor_is_readonly(const eo_tensor *t);
 
 #ifdef __cplusplus

@@ -7,9 +7,11 @@
  * takes the staging buffer the conversions need; only then does the
  * second write anything. The 16-bit widenings are the exact ones (bf16 is
  * the top half of an f32; f16 per IEEE 754 binary16, subnormals
- * included); the shared 16-bit conversion helpers of the core's bf16/f16
- * tensors are the reference for the rounding direction, f32 -> 16 bit,
- * which binding never needs. */
+ * included), kept minimal here on purpose: the shared 16-bit conversion
+ * helpers belong to the core's bf16/f16 tensors (ops/, with their
+ * rounding rules), and these should call them once both are in one tree.
+ * The rounding direction, f32 -> 16 bit, binding never needs (the tools'
+ * writer has it: eo_st_f32_to_bf16 / eo_st_f32_to_f16). */
 #include "alloc/byteorder.h"
 #include "alloc/text.h"
 #include "core/internal.h"

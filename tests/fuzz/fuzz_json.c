@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_json.c — the strict JSON scanner (tools/formats/json.c).
+/* tests/fuzz/fuzz_json.c — the strict JSON scanner (core/json.c).
  *
  * The scanner has no "parse a document" call: readers walk the structure
  * they expect with its primitives. This harness walks any value the same
