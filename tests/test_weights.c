@@ -155,8 +155,8 @@ START_TEST(bind_is_all_or_nothing)
     values(ctx, &m, before);
     size_t persist = eo_arena_used(&ctx->persist), step = eo_arena_used(&ctx->step);
     const char *want[4] = {"'2.weight': the model has [2x4 f32], the image has [4x2] F32",
-                           "no tensor '2.bias' in the image (the model needs it); the image "
-                           "has 4: 0.weight 0.bias 2.weight 2.b",
+                           ("no tensor '2.bias' in the image (the model needs it); the image "
+                            "has 4: 0.weight 0.bias 2.weight 2.b"),
                            "'2.bias': the model's [2 f32] cannot take the image's I32"};
     const eo_status codes[3] = {EO_ERR_SHAPE, EO_ERR_ARG, EO_ERR_DTYPE};
     for (int v = 1; v <= 3; v++) {
