@@ -147,7 +147,7 @@ EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
 # in-tree "alloc/arena.h"-style includes rewritten to their neighbours'
 # names, so `#include <everyo/everyo.h>` works with one -I (tests/install/
 # compiles each one alone to prove it). ops/kernels.h stays private.
-PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h alloc/arena.h alloc/status.h \
+PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h alloc/arena.h alloc/status.h \
 	ops/exec.h ops/parallel.h
 # $(BUILD)/include/everyo/ holds them as installed; the examples compile
 # against that folder alone.
@@ -235,8 +235,9 @@ test-install:
 # ---- examples (tools/examples/): built against the staged headers only ----
 # train_xor: the shortest complete training program. infer_mlp: an MLP that
 # eo-train trains here on a small subset, its checkpoint turned into a C
-# header by eo-safetensors c-array, run with static buffers; its accuracy
-# must equal the one eo-train reported. readme-check.sh keeps the READMEs'
+# header by eo-safetensors c-image (the file as one const array), bound in
+# place and run with static buffers; its accuracy must equal the one
+# eo-train reported. readme-check.sh keeps the READMEs'
 # copies of the examples identical to the files.
 EX_DIR    := $(BUILD)/examples
 EX_CFLAGS := -std=c11 $(OPT) $(ARCH) $(WARN) $(SAN) -I$(STAGE_INC)
@@ -247,9 +248,9 @@ $(EX_DIR)/train_xor: tools/examples/train_xor.c $(LIB) $(STAGED_HEADERS)
 $(EX_DIR)/mlp.safetensors: $(BUILD)/eo-train
 	@mkdir -p $(dir $@)
 	./$(BUILD)/eo-train $(EX_MLP_ARGS) --save $@ --plot $(EX_DIR)/mlp.svg > $(EX_DIR)/mlp-train.txt
-$(EX_DIR)/mlp_weights.h: $(EX_DIR)/mlp.safetensors $(BUILD)/eo-safetensors
-	./$(BUILD)/eo-safetensors c-array $< > $@.tmp && mv $@.tmp $@
-$(EX_DIR)/infer_mlp: tools/examples/infer_mlp.c $(EX_DIR)/mlp_weights.h $(LIB) $(STAGED_HEADERS)
+$(EX_DIR)/mlp_image.h: $(EX_DIR)/mlp.safetensors $(BUILD)/eo-safetensors
+	./$(BUILD)/eo-safetensors c-image $< > $@.tmp && mv $@.tmp $@
+$(EX_DIR)/infer_mlp: tools/examples/infer_mlp.c $(EX_DIR)/mlp_image.h $(LIB) $(STAGED_HEADERS)
 	$(CC) $(EX_CFLAGS) -I$(EX_DIR) $< $(LIB) $(LDFLAGS_ALL) $(ZLIB_LIBS) -lm -ldl -o $@
 .PHONY: examples test-examples
 examples: $(EX_DIR)/train_xor $(EX_DIR)/infer_mlp
@@ -499,6 +500,7 @@ FUZZ_DICT_ptx          := tests/fuzz/ptx.dict
 FUZZ_DICT_json         := tests/fuzz/json.dict
 FUZZ_DICT_safetensors  := tests/fuzz/json.dict
 FUZZ_DICT_checkpoint   := tests/fuzz/json.dict
+FUZZ_DICT_weights      := tests/fuzz/json.dict
 FUZZ_SEEDS_ptx         := tests/ptx_good tests/ptx_broken
 define fuzz_run
 	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1); echo "fuzz: $(1) for $(FUZZ_SECONDS) s"; \

@@ -62,6 +62,12 @@ void eo_arena_reset(eo_arena *a)
         a->used = 0;
 }
 
+void eo_arena_high_reset(eo_arena *a)
+{
+    if (a)
+        a->high = a->used;
+}
+
 size_t eo_arena_used(const eo_arena *a) { return a ? a->used : 0; }
 size_t eo_arena_high(const eo_arena *a) { return a ? a->high : 0; }
 size_t eo_arena_remaining(const eo_arena *a) { return a ? a->cap - a->used : 0; }

@@ -60,6 +60,10 @@ void eo_arena_rewind(eo_arena *a, eo_arena_mark m);
 /* Free everything. The high-water mark is kept. */
 void eo_arena_reset(eo_arena *a);
 
+/* Restart the high-water mark at the bytes in use now, so the peak of
+ * what follows can be measured (core's eo_measure_begin). */
+void eo_arena_high_reset(eo_arena *a);
+
 size_t eo_arena_used(const eo_arena *a);      /* bytes in use now */
 size_t eo_arena_high(const eo_arena *a);      /* most bytes ever in use */
 size_t eo_arena_remaining(const eo_arena *a); /* bytes left (before padding) */

@@ -85,6 +85,8 @@ typedef struct eo_tensor {
     struct eo_node *node;          /* the op that made it; NULL for a leaf */
     uint8_t requires_grad;
     uint8_t lifetime;              /* eo_lifetime of the data */
+    uint8_t readonly;              /* 1: data is a caller's read-only buffer (weights bound in
+                                      place, core/safetensors.h): nothing writes it */
     const char *name;              /* parameters: the checkpoint key */
 } eo_tensor;
 
@@ -188,6 +190,39 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
 
 /* The message of the last failure ("" if none). Never NULL. */
 const char *eo_last_error(const eo_ctx *ctx);
+
+/* ---- sizing the arenas ----------------------------------------------------------
+ * How many bytes the two buffers must hold is measured, not guessed: run
+ * the work once in a context with room to spare (on a development
+ * machine), read what each arena needed, and give the real program
+ * buffers of exactly that size. This is TensorFlow Lite Micro's
+ * MicroInterpreter::arena_used_bytes() (run once in a generous arena,
+ * then shrink it to what was used), here for both lifetimes: the
+ * persistent figure is everything allocated since eo_ctx_init (the model,
+ * its gradients, the optimizer's state), the step figure the highest the
+ * step arena reached since eo_measure_begin (a forward, or a whole
+ * training step; eo_sequential_plan in core/nn.h runs one for a model).
+ *
+ * The figures are exact for buffers whose address is a multiple of
+ * EO_ARENA_ALIGN (64), as the measuring context's should be (static
+ * buffers with _Alignas(64), aligned_alloc): every allocation is aligned
+ * to its absolute address, so a buffer at another alignment may need up
+ * to EO_ARENA_ALIGN - 1 bytes more (EO_ARENA_SLACK). A buffer smaller
+ * than the figure fails with EO_ERR_OOM naming the arena, the bytes
+ * asked for and the bytes left. */
+typedef struct eo_arena_needs {
+    size_t persist, step;         /* host arenas: bytes from the buffer's start */
+    size_t dev_persist, dev_step; /* the CUDA device arenas (0 without a device) */
+} eo_arena_needs;
+#define EO_ARENA_SLACK (EO_ARENA_ALIGN - 1)
+
+/* Restart the step arenas' high-water marks at what they hold now (and
+ * the persistent ones' too), so eo_measure reports the peak of what
+ * follows. Nothing else changes. */
+void eo_measure_begin(eo_ctx *ctx);
+/* The bytes each arena needed: its high-water mark since eo_ctx_init or
+ * the last eo_measure_begin. All zero for a NULL ctx. */
+eo_arena_needs eo_measure(const eo_ctx *ctx);
 
 /* Install a threading hook (see ops/parallel.h); a zeroed eo_par means one thread. */
 void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par);

@@ -111,7 +111,8 @@ size_t eo_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
         case 'T': put_shape(&s, va_arg(ap, const eo_tensor *)); break;
         case 'z': p++; put_u(&s, va_arg(ap, size_t)); break;   /* %zu */
         case 'l':
-            if (p[1] == 'l') { p += 2; put_i(&s, va_arg(ap, long long)); }
+            if (p[1] == 'l' && p[2] == 'u') { p += 2; put_u(&s, va_arg(ap, unsigned long long)); }
+            else if (p[1] == 'l') { p += 2; put_i(&s, va_arg(ap, long long)); }
             else { p++; put_i(&s, va_arg(ap, long)); }           /* %ld */
             break;
         case '%': put(&s, '%'); break;

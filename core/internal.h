@@ -93,7 +93,7 @@ eo_status eo_leave(eo_ctx *ctx, const char *op, eo_status s); /* op: as given to
 /* ---- errors --------------------------------------------------------------
  * eo_fail formats into ctx->err and returns `s`; the message is prefixed
  * with "<ctx->op>: " unless it already starts so. Formatting is our own
- * (the library has no printf): %s %d %u %ld %lld %zu %f and %T, which
+ * (the library has no printf): %s %d %u %ld %lld %llu %zu %f and %T, which
  * prints a tensor's shape and dtype as "[2x3 f32]" (NULL prints "NULL"). */
 eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...);
 size_t eo_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
@@ -124,6 +124,14 @@ eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out)
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
+/* A parameter without storage for a borrowed list (eo_params_init_borrowed):
+ * CPU, f32, read-only, data NULL until eo_weights_bind points it into an
+ * image (core/weights.c). */
+eo_status eo_param_borrowed(eo_ctx *ctx, eo_device device, const char *name, int rank,
+                            const int64_t *shape, eo_tensor **out);
+/* EO_ERR_STATE "<op>: <tensor> uses read-only weights ..." when t's data
+ * is a caller's read-only buffer (bound in place, core/weights.c). */
+eo_status eo_expect_writable(eo_ctx *ctx, const char *op, const eo_tensor *t);
 /* A kernel slot that is NULL means unsupported. */
 eo_status eo_unsupported(eo_ctx *ctx, const char *op, const eo_backend *be);
 #define EO_NEED_KERNEL(ctx, op, be, slot) \

@@ -23,16 +23,23 @@ EO_PUBLIC(params_init, (eo_ctx *ctx, eo_params *ps, int cap), (ctx, ps, cap))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_init: NULL list");
-    eo_params empty = { NULL, 0, 0 }; /* what a failed init leaves: adding says STATE */
+    eo_params empty = { NULL, 0, 0, 0 }; /* what a failed init leaves: adding says STATE */
     *ps = empty;
     EO_CHECK(persistent_array(ctx, sizeof(eo_tensor *), cap, (void **)&ps->items));
     ps->cap = cap;
     return EO_OK;
 }
 
+EO_PUBLIC(params_init_borrowed, (eo_ctx *ctx, eo_params *ps, int cap), (ctx, ps, cap))
+{
+    EO_CHECK(eo_params_init(ctx, ps, cap));
+    ps->borrowed = 1;
+    return EO_OK;
+}
+
 EO_PUBLIC(params_add, (eo_ctx *ctx, eo_params *ps, eo_tensor *t), (ctx, ps, t))
 {
-    if (!ps || !t || !t->requires_grad || !t->grad)
+    if (!ps || !t || ((!t->requires_grad || !t->grad) && !t->readonly))
         return eo_fail(ctx, EO_ERR_ARG, "params_add: %T is not a parameter (or the list is NULL)",
                        t);
     if (!ps->items)
@@ -49,6 +56,8 @@ EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
         return eo_fail(ctx, EO_ERR_ARG, "params_zero_grad: NULL list");
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
+        if (!g) /* a borrowed parameter: inference only */
+            return eo_expect_writable(ctx, "params_zero_grad", ps->items[i]);
         size_t bytes = (size_t)eo_numel(g) * eo_dtype_size(g->dtype);
         EO_CHECK(ctx->backend[g->device]->zero(ctx, g->data, bytes));
     }
@@ -87,14 +96,20 @@ EO_PUBLIC(param_named, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *p
     memcpy(name, prefix, lp);
     name[lp] = '.';
     memcpy(name + lp + 1, leaf, ll + 1);
-    EO_CHECK(eo_param_new(ctx, dev, name, rank, shape, out));
+    if (ps && ps->borrowed)
+        EO_CHECK(eo_param_borrowed(ctx, dev, name, rank, shape, out));
+    else
+        EO_CHECK(eo_param_new(ctx, dev, name, rank, shape, out));
     return ps ? eo_params_add(ctx, ps, *out) : EO_OK;
 }
 
 EO_PUBLIC(init_param, (eo_ctx *ctx, eo_tensor *t, float bound, int normal),
           (ctx, t, bound, normal))
 {
+    if (t && t->readonly && !t->data)
+        return EO_OK; /* borrowed: its values will come from an image */
     EO_CHECK(eo_expect(ctx, "init_param", t, EO_F32));
+    EO_CHECK(eo_expect_writable(ctx, "init_param", t));
     EO_CHECK(eo_need(ctx, bound >= 0.0f && bound < INFINITY, "init_param: bound",
                      "finite and >= 0", (double)bound));
     /* Values are drawn on the host in element order (so a CPU and a CUDA

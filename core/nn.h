@@ -21,10 +21,23 @@ extern "C" {
 typedef struct eo_params {
     eo_tensor **items;
     int count, cap;
+    int borrowed;  /* made by eo_params_init_borrowed */
 } eo_params;
 
 /* Room for `cap` parameters. EO_ERR_OOM if the persistent arena is full. */
 eo_status eo_params_init(eo_ctx *ctx, eo_params *ps, int cap);
+/* The same for a model whose weights stay in a caller's image (flash,
+ * a const array; core/safetensors.h): every parameter a layer adds to
+ * this list is CPU, f32 and has no storage at all — no values, no
+ * gradient — until eo_weights_bind(..., EO_BIND_IN_PLACE) points it into
+ * the image, so the persistent arena holds only the tensors' metadata
+ * (the 784-256-10 MLP: 1.6 KB instead of 1.6 MB). Initialising such a
+ * parameter does nothing (eo_init_param, eo_fill: there is nothing to
+ * fill, the values come from the image); an op on one not yet bound
+ * returns EO_ERR_STATE; once bound it is read-only (inference only: zero
+ * grad, clipping and optimizer steps return EO_ERR_STATE). A layer on a
+ * device other than the CPU is refused (EO_ERR_DEVICE). */
+eo_status eo_params_init_borrowed(eo_ctx *ctx, eo_params *ps, int cap);
 /* Append. EO_ERR_STATE when full, EO_ERR_ARG when t is not a parameter. */
 eo_status eo_params_add(eo_ctx *ctx, eo_params *ps, eo_tensor *t);
 /* Set every gradient to zero (call before each step's backward). */
@@ -117,6 +130,27 @@ eo_status eo_sequential_init(eo_ctx *ctx, eo_sequential *s, int cap);
 eo_status eo_sequential_add(eo_ctx *ctx, eo_sequential *s, eo_module m);
 eo_status eo_sequential_forward(eo_ctx *ctx, const eo_sequential *s, eo_tensor *x,
                                 eo_tensor **y);
+
+/* The arena bytes net needs for one step on x, measured by running it
+ * (see "sizing the arenas" in core/everyo.h): with target NULL an
+ * inference forward (no tape, evaluation mode), otherwise a training step
+ * as eo-train runs it — zero the gradients of ps, forward in training
+ * mode, cross-entropy against target (int32 [N], ignore_index -100),
+ * backward. The optimizer's update is not run: SGD and AdamW update in
+ * place and take no step arena (their state is in the persistent figure
+ * once they are made), so the model's weights are unchanged; its
+ * gradients are left as the backward made them (zero them before
+ * training) and the generator has moved where dropout draws. Afterwards
+ * the step arena, the tape and the grad and training modes are as they
+ * were. x and target are the caller's own (wrapped) tensors, made before
+ * the call as its real step makes them, so the figure is exact:
+ * out->step is the step arena's peak, out->persist what the persistent
+ * arena holds; both include what the context needed before the call
+ * (building and initialising the model borrows step memory), so they
+ * size buffers for the whole program: build, then steps. Statuses: those of the ops run (EO_ERR_OOM when ctx's step
+ * arena is too small to measure in); EO_ERR_ARG for a NULL argument. */
+eo_status eo_sequential_plan(eo_ctx *ctx, const eo_sequential *net, const eo_params *ps,
+                             eo_tensor *x, eo_tensor *target, eo_arena_needs *out);
 
 /* Training mode (dropout on) or evaluation mode; returns the previous one. */
 int eo_set_training(eo_ctx *ctx, int training);

@@ -100,6 +100,7 @@ EO_PUBLIC(copy_into, (eo_ctx *ctx, eo_tensor *dst, eo_tensor *src), (ctx, dst, s
     if (!dst || !src)
         return eo_fail(ctx, EO_ERR_ARG, "copy_into: NULL argument");
     EO_CHECK(eo_same_device(ctx, "copy_into", dst, src));
+    EO_CHECK(eo_expect_writable(ctx, "copy_into", dst));
     int same = dst->dtype == src->dtype && dst->rank == src->rank && dst->rank <= 4 &&
                eo_dtype_size(dst->dtype) != 0;
     for (int i = 0; same && i < dst->rank; i++)

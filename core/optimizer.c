@@ -182,6 +182,8 @@ EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
     eo_grad_buffer *b = l.p;
     for (int i = 0; i < ps->count; i++) {
         const eo_tensor *g = ps->items[i]->grad;
+        if (!g)
+            return eo_expect_writable(ctx, "grad_allreduce", ps->items[i]);
         eo_grad_buffer one = { g->data, eo_numel(g), g->dtype, g->device };
         b[i] = one;
     }
@@ -206,6 +208,8 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     /* A schedule sets lr before every step: check it where it is used. */
     EO_CHECK(eo_need(ctx, o->lr >= 0 && o->lr < INFINITY, "optimizer_step: lr",
                      "finite and >= 0", (double)o->lr));
+    for (int i = 0; i < o->params->count; i++)
+        EO_CHECK(eo_expect_writable(ctx, "optimizer_step", o->params->items[i]));
     /* f32 parameters and gradients only: a bf16/f16 model keeps f32
      * master weights here (the 16-bit update kernels are sgd16/adamw16,
      * ops/kernels.h). Checked before anything changes. */
@@ -264,6 +268,9 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
     EO_CHECK(eo_need(ctx, max_norm > 0, "clip_grad_norm: max_norm", "> 0", (double)max_norm));
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
+    for (int i = 0; i < ps->count; i++)
+        if (!ps->items[i]->grad) /* a borrowed parameter: inference only */
+            return eo_expect_writable(ctx, "clip_grad_norm", ps->items[i]);
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         if (!g || g->dtype != EO_F32)

@@ -263,6 +263,10 @@ eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
     if ((unsigned)t->device >= EO_DEVICE_COUNT || !ctx->backend[t->device])
         return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %d, which is not open", op, t,
                        (int)t->device);
+    if (!t->data && t->readonly)
+        return eo_fail(ctx, EO_ERR_STATE, "%s: %s %T has no data (a borrowed parameter: bind "
+                                          "an image with eo_weights_bind first)", op,
+                       t->name ? t->name : "tensor", t);
     return EO_OK;
 }
 
@@ -312,6 +316,7 @@ EO_PUBLIC(read, (eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes), (ctx
 EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ctx, x, src, bytes))
 {
     EO_CHECK(need_contiguous(ctx, "write", x));
+    EO_CHECK(eo_expect_writable(ctx, "write", x));
     size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
     if (!src || bytes != have)
         return eo_fail(ctx, EO_ERR_ARG, "write: %T holds %zu bytes, given %zu", x, have, bytes);
@@ -320,9 +325,12 @@ EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ct
 
 EO_PUBLIC(fill, (eo_ctx *ctx, eo_tensor *x, float value), (ctx, x, value))
 {
+    if (x && x->readonly && !x->data)
+        return EO_OK; /* a borrowed parameter: its values will come from an image */
     EO_CHECK(need_contiguous(ctx, "fill", x));
     if (!eo_is_float(x->dtype))
         return eo_fail(ctx, EO_ERR_DTYPE, "fill: expected f32, bf16 or f16, got %T", x);
+    EO_CHECK(eo_expect_writable(ctx, "fill", x));
     return eo_fill_any(ctx, x, value);
 }
 

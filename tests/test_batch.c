@@ -78,14 +78,15 @@ START_TEST(shuffle_is_unbiased_enough)
 }
 END_TEST
 
-/* 10 examples of 2 features: x = (i, 100 + i), y = i. */
-static float xs[20];
+/* 10 examples of 2 byte features: x = (i, 100 + i), y = i; a batch
+ * brings them back as floats divided by 255. */
+static uint8_t xs[20];
 static int32_t ys[10];
 static eo_dataset tiny(void)
 {
     for (int i = 0; i < 10; i++) {
-        xs[2 * i] = (float)i;
-        xs[2 * i + 1] = 100.0f + (float)i;
+        xs[2 * i] = (uint8_t)i;
+        xs[2 * i + 1] = (uint8_t)(100 + i);
         ys[i] = i;
     }
     eo_dataset ds = {.n = 10, .dim = 2, .classes = 10, .x = xs, .y = ys};
@@ -107,8 +108,8 @@ START_TEST(batches_cover_the_epoch_and_copy_rows)
         ck_assert_int_eq(eo_batcher_get(&b, i, x, y, &rows, err, sizeof err), EO_OK);
         ck_assert_uint_eq(rows, i < 2 ? 4 : 2);
         for (size_t r = 0; r < rows; r++) {
-            ck_assert_float_eq(x[2 * r], (float)y[r]);
-            ck_assert_float_eq(x[2 * r + 1], 100.0f + (float)y[r]);
+            ck_assert_float_eq(x[2 * r], (float)y[r] / 255.0f);
+            ck_assert_float_eq(x[2 * r + 1], (100.0f + (float)y[r]) / 255.0f);
             seen[y[r]]++;
         }
         total += rows;

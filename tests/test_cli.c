@@ -154,6 +154,15 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-train", "--model=gpt --heads 3", "not divisible by --heads 3");
     refused("eo-train", "--model gpt --d-model 8192 --layers 64", "persistent arena");
     refused("eo-train", "--model gpt --context 4096 --batch 4096", "step arena");
+    refused("eo-train", "--step-mb 0", "--step-mb: '0' is not a whole number from 1");
+    refused("eo-train", "--model gpt --persist-mb 1x", "--persist-mb: '1x'");
+    /* An arena too small for the model: which one, needed vs given, the option. */
+    static char out[8192];
+    ck_assert_int_eq(run("eo-train", "--step-mb 1 --subset 256 --test-subset 100 --epochs 1 -q",
+                         out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "the step arena needs at least") &&
+                      strstr(out, "--step-mb gives 1 MiB (1048576 bytes): raise --step-mb to 2"),
+                  "%s", out);
     refused("eo-sample", "--top-k=-1 --load x", "--top-k: '-1'");
     refused("eo-sample", "--length 4abc --load x", "--length: '4abc'");
     refused("eo-sample", "--prompt hi", "--load FILE is required");

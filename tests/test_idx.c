@@ -219,6 +219,16 @@ START_TEST(reads_from_a_memory_stream)
     ck_assert_int_eq(eo_idx_read(f, "in-memory", &x, err, sizeof err), EO_ERR_FORMAT);
     ck_assert_msg(strstr(err, "in-memory: truncated") != NULL, "%s", err);
     ck_assert_ptr_null(x.data);
+    /* The first record of 2 (3x4 bytes) from a stream cut after it: the
+     * rest is neither needed nor checked; asking for both is truncated. */
+    rewind(f);
+    ck_assert_msg(eo_idx_read_first(f, "in-memory", 1, &x, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_uint_eq(x.dims[0], 1);
+    ck_assert_uint_eq(x.count, 12);
+    ck_assert_uint_eq(x.data[11], 11);
+    eo_idx_free(&x);
+    rewind(f);
+    ck_assert_int_eq(eo_idx_read_first(f, "in-memory", 2, &x, err, sizeof err), EO_ERR_FORMAT);
     ck_assert_int_eq(eo_idx_read(NULL, "x", &x, err, sizeof err), EO_ERR_ARG);
     ck_assert_int_eq(eo_idx_read(f, NULL, &x, err, sizeof err), EO_ERR_ARG);
     ck_assert_int_eq(eo_idx_read(f, "x", NULL, err, sizeof err), EO_ERR_ARG);
@@ -317,30 +327,43 @@ START_TEST(mnist_loads_scales_and_checks)
     const char *dir = eo_tmpdir_path("");
     write_split("train", 12, 0, 12);
     eo_dataset ds;
-    ck_assert_msg(eo_mnist_load(dir, 1, &ds, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_msg(eo_mnist_load(dir, 1, 0, &ds, err, sizeof err) == EO_OK, "%s", err);
     ck_assert_uint_eq(ds.n, 12);
     ck_assert_uint_eq(ds.dim, 784);
     ck_assert_int_eq(ds.classes, 10);
-    ck_assert_float_eq(ds.x[0], 0.0f);
-    ck_assert_float_eq(ds.x[255], 1.0f);
-    ck_assert_float_eq_tol(ds.x[1], 1.0f / 255.0f, 1e-7f);
+    ck_assert_uint_eq(ds.x[255], 255);
+    float row[784];
+    eo_dataset_row_f32(&ds, 0, row);
+    ck_assert_float_eq(row[0], 0.0f);
+    ck_assert_float_eq(row[255], 1.0f);
+    ck_assert_float_eq_tol(row[1], 1.0f / 255.0f, 1e-7f);
     ck_assert_int_eq(ds.y[11], 1);
     ck_assert_int_eq(eo_dataset_subset(&ds, 5, err, sizeof err), EO_OK);
     ck_assert_uint_eq(ds.n, 5);
-    ck_assert_float_eq(ds.x[4 * 784 + 1], (float)((4 * 784 + 1) % 256) / 255.0f);
+    eo_dataset_row_f32(&ds, 4, row);
+    ck_assert_float_eq(row[1], (float)((4 * 784 + 1) % 256) / 255.0f);
     ck_assert_int_eq(eo_dataset_subset(&ds, 100, err, sizeof err), EO_OK);
     ck_assert_uint_eq(ds.n, 5);
     ck_assert_int_eq(eo_dataset_subset(&ds, 0, err, sizeof err), EO_ERR_ARG);
     eo_dataset_free(&ds);
+    /* A limit reads only the first records: the same bytes, fewer of them. */
+    ck_assert_msg(eo_mnist_load(dir, 1, 3, &ds, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_uint_eq(ds.n, 3);
+    ck_assert_uint_eq(ds.x[2 * 784 + 7], (2 * 784 + 7) % 256);
+    ck_assert_int_eq(ds.y[2], 2);
+    eo_dataset_free(&ds);
+    ck_assert_msg(eo_mnist_load(dir, 1, 100, &ds, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_uint_eq(ds.n, 12);
+    eo_dataset_free(&ds);
 
-    ck_assert_int_eq(eo_mnist_load(dir, 0, &ds, err, sizeof err), EO_ERR_IO);
+    ck_assert_int_eq(eo_mnist_load(dir, 0, 0, &ds, err, sizeof err), EO_ERR_IO);
     ck_assert_ptr_nonnull(strstr(err, "t10k-images-idx3-ubyte"));
     write_split("t10k", 3, 1, 3);
-    ck_assert_int_eq(eo_mnist_load(dir, 0, &ds, err, sizeof err), EO_ERR_FORMAT);
+    ck_assert_int_eq(eo_mnist_load(dir, 0, 0, &ds, err, sizeof err), EO_ERR_FORMAT);
     ck_assert_msg(strstr(err, "label 10 at index 2") != NULL, "%s", err);
     ck_assert_ptr_null(ds.x);
     write_split("t10k", 3, 0, 4);
-    ck_assert_int_eq(eo_mnist_load(dir, 0, &ds, err, sizeof err), EO_ERR_FORMAT);
+    ck_assert_int_eq(eo_mnist_load(dir, 0, 0, &ds, err, sizeof err), EO_ERR_FORMAT);
     ck_assert_msg(strstr(err, "4 labels") != NULL, "%s", err);
 }
 END_TEST

@@ -129,15 +129,15 @@ START_TEST(cut_short_files_are_refused)
     fclose(f);
     ck_assert_uint_gt(n, 100);
     refused(eo_tmpdir_file("cut4", b, 4), "at least 8");
-    refused(eo_tmpdir_file("cut-in-header", b, 40), "header length says");
+    refused(eo_tmpdir_file("cut-in-header", b, 40), "header length (bytes 0..7) says");
     refused(eo_tmpdir_file("cut-in-data", b, n - 1), "data area");
 }
 END_TEST
 
 START_TEST(lying_headers_are_refused)
 {
-    refused(craft("len-past-end", "{}", 0, 1000), "header length says 1000");
-    refused(craft("len-huge", "{}", 0, UINT64_MAX), "header length says");
+    refused(craft("len-past-end", "{}", 0, 1000), "header length (bytes 0..7) says 1000");
+    refused(craft("len-huge", "{}", 0, UINT64_MAX), "header length (bytes 0..7) says");
     refused(craft("end-past-file", "{" T("a", "F32", "[2]", 0, 8) "}", 4, 0), "past the end");
     refused(craft("overlap", "{" T("a", "F32", "[2]", 0, 8) "," T("b", "F32", "[2]", 4, 12) "}", 12, 0),
             "overlap");

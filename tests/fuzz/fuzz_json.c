@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_json.c — the strict JSON scanner (tools/formats/json.c).
+/* tests/fuzz/fuzz_json.c — the strict JSON scanner (core/json.c).
  *
  * The scanner has no "parse a document" call: readers walk the structure
  * they expect with its primitives. This harness walks any value the same
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/fuzz/fuzz.h"
-#include "tools/formats/json.h"
+#include "core/json.h"
 
 enum { MAX_DEPTH = 32 };
 

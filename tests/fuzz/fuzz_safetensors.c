@@ -1,5 +1,6 @@
 /* tests/fuzz/fuzz_safetensors.c — the safetensors reader
- * (tools/formats/safetensors_read.c, and through it json.c).
+ * (tools/formats/safetensors_read.c, and through it the library's parser,
+ * core/safetensors.c and core/json.c).
  *
  * Any bytes: either a refusal (EO_ERR_FORMAT naming the input, *f left
  * empty) or a file whose every promise holds — each tensor's bytes lie
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/fuzz/fuzz.h"
-#include "tools/formats/json.h"
+#include "core/json.h"
 #include "tools/formats/safetensors.h"
 
 static void check_file(const eo_st_file *f)

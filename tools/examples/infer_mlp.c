@@ -1,23 +1,33 @@
 /* tools/examples/infer_mlp.c — classify Fashion-MNIST test images with the
  * MLP that `eo-train --save mlp.safetensors` wrote, the way a small device
- * would: the weights are compiled in (mlp_weights.h, made by
- * `eo-safetensors c-array mlp.safetensors`), every buffer is static, and
- * nothing is allocated; only reading the images uses the C library (zlib,
- * as the dataset is gzipped).
+ * would: the checkpoint is compiled in as it is (mlp_image.h, made by
+ * `eo-safetensors c-image mlp.safetensors`: const data, flash on a
+ * device), the library parses it and the model reads its weights there,
+ * in place; every buffer is static, sized to what eo_sequential_plan
+ * measured (printed on every run), and nothing is allocated; only reading
+ * the images uses the C library (zlib, as the dataset is gzipped).
  *
  *   infer_mlp [DIR [N]]   the first N (1000) images of DIR's t10k files;
- *                         prints the accuracy and the first predictions */
+ *                         prints the arenas' needs, the accuracy and the
+ *                         first predictions */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include <everyo/nn.h>
-#include "mlp_weights.h"
+#include <everyo/safetensors.h>
+#include "mlp_image.h" /* eo_image: the safetensors file */
 
 #define MAX_IMAGES 10000
 #define BATCH 100
 
-static unsigned char persist[4 << 20], step[1 << 20]; /* weights 0.8 MB, gradients none */
+/* What eo_sequential_plan reports for this model and batch (the first
+ * line the program prints: 976 and 469,312 bytes with the AVX2 kernels),
+ * rounded up for other CPUs' kernels. The weights stay in eo_image, so
+ * the persistent arena holds the tensors' metadata only. */
+#define PERSIST_BYTES (2 << 10)
+#define STEP_BYTES (512 << 10)
+static _Alignas(64) unsigned char persist[PERSIST_BYTES], step[STEP_BYTES];
 static unsigned char pixels[MAX_IMAGES][784], labels[MAX_IMAGES];
 static float batch[BATCH][784];
 
@@ -56,26 +66,28 @@ int main(int argc, char **argv)
     eo_sequential net;
     eo_module l1, l2;
     eo_status s = eo_ctx_init(&ctx, persist, sizeof persist, step, sizeof step);
-    if (s == EO_OK) s = eo_params_init(&ctx, &ps, 4);
+    if (s == EO_OK) s = eo_params_init_borrowed(&ctx, &ps, 4); /* weights: eo_image's */
     if (s == EO_OK) s = eo_linear_init(&ctx, &ps, EO_CPU, "0", 784, 256, 1, EO_INIT_KAIMING_UNIFORM, &l1);
     if (s == EO_OK) s = eo_linear_init(&ctx, &ps, EO_CPU, "2", 256, 10, 1, EO_INIT_KAIMING_UNIFORM, &l2);
     if (s == EO_OK) s = eo_sequential_init(&ctx, &net, 3);
     if (s == EO_OK) s = eo_sequential_add(&ctx, &net, l1);
     if (s == EO_OK) s = eo_sequential_add(&ctx, &net, eo_relu_module());
     if (s == EO_OK) s = eo_sequential_add(&ctx, &net, l2);
-    /* Each parameter takes the compiled-in array of its name; the shapes
-     * must agree, or the header belongs to another model. */
-    for (size_t i = 0; s == EO_OK && i < sizeof eo_weights / sizeof eo_weights[0]; i++) {
-        const struct eo_weight *w = &eo_weights[i];
-        eo_tensor *t = eo_params_find(&ps, w->name);
-        int same = t && t->rank == w->rank;
-        for (int d = 0; same && d < w->rank; d++)
-            same = t->shape[d] == w->shape[d];
-        if (!same) {
-            fprintf(stderr, "infer_mlp: mlp_weights.h: '%s' is not a parameter of this model\n", w->name);
-            return 1;
-        }
-        s = eo_write(&ctx, t, w->data, (size_t)eo_numel(t) * sizeof(float));
+    /* Every parameter points at the tensor of its name in the image; a
+     * missing name or another shape means the image belongs to another
+     * model, and the message says which and what it holds. */
+    if (s == EO_OK) s = eo_weights_bind(&ctx, &ps, eo_image, sizeof eo_image, EO_BIND_IN_PLACE);
+    if (s == EO_OK) { /* what the buffers must hold: one batch, as below */
+        eo_arena_needs need;
+        eo_tensor *x;
+        const int64_t shape[2] = {BATCH, 784};
+        eo_mark m = eo_mark_get(&ctx);
+        s = eo_tensor_wrap(&ctx, EO_F32, 2, shape, batch, &x);
+        if (s == EO_OK) s = eo_sequential_plan(&ctx, &net, &ps, x, NULL, &need);
+        eo_rewind(&ctx, m);
+        if (s == EO_OK)
+            printf("arenas: persistent needs %zu of %zu bytes, step %zu of %zu (weights in place: %zu bytes of image)\n",
+                   need.persist, sizeof persist, need.step, sizeof step, sizeof eo_image);
     }
     if (s != EO_OK) {
         fprintf(stderr, "infer_mlp: %s\n", eo_last_error(&ctx));

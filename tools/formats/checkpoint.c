@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include "ops/cpu/half.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/formats/safetensors.h"
 
@@ -9,6 +11,19 @@ eo_status eo_checkpoint_save(eo_ctx *ctx, const eo_params *ps, const char *path,
                              const char *const *keys, const char *const *values, size_t nmeta,
                              char *err, size_t errlen)
 {
+    return eo_checkpoint_save_as(ctx, ps, path, EO_ST_F32, keys, values, nmeta, err, errlen);
+}
+
+eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *path,
+                                eo_st_dtype dtype, const char *const *keys,
+                                const char *const *values, size_t nmeta, char *err,
+                                size_t errlen)
+{
+    if (dtype != EO_ST_F32 && dtype != EO_ST_BF16 && dtype != EO_ST_F16) {
+        snprintf(err, errlen, "%s: parameters are saved as F32, BF16 or F16, not %s", path,
+                 eo_st_dtype_name(dtype) ? eo_st_dtype_name(dtype) : "an unknown dtype");
+        return EO_ERR_ARG;
+    }
     size_t n = (size_t)ps->count, total = 0;
     eo_st_tensor *ts = calloc(n ? n : 1, sizeof *ts);
     eo_st_meta *meta = calloc(nmeta ? nmeta : 1, sizeof *meta);
@@ -27,12 +42,23 @@ eo_status eo_checkpoint_save(eo_ctx *ctx, const eo_params *ps, const char *path,
             break;
         }
         ts[i].name = t->name;
-        ts[i].dtype = EO_ST_F32;
+        ts[i].dtype = dtype;
         ts[i].rank = t->rank;
         for (int d = 0; d < t->rank; d++)
             ts[i].shape[d] = (uint64_t)t->shape[d];
         ts[i].data = p;
-        ts[i].nbytes = cnt * sizeof(float);
+        ts[i].nbytes = cnt * eo_st_dtype_size(dtype);
+        if (dtype != EO_ST_F32) {
+            /* 16 bits in place over the floats just read: element k's two
+             * bytes land at or before float k, which is read first. */
+            unsigned char *bytes = (unsigned char *)p;
+            for (size_t k = 0; k < cnt; k++) {
+                float v;
+                memcpy(&v, bytes + 4 * k, 4);
+                uint16_t h = dtype == EO_ST_BF16 ? eo_f32_to_bf16(v) : eo_f32_to_f16(v);
+                memcpy(bytes + 2 * k, &h, 2);
+            }
+        }
         p += cnt;
     }
     for (size_t i = 0; i < nmeta; i++) {
@@ -54,49 +80,17 @@ eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path,
     eo_status s = eo_st_read(path, &f, err, errlen);
     if (s != EO_OK)
         return s;
-    /* Pass 1: check everything; pass 2: copy. */
-    for (int i = 0; i < ps->count && s == EO_OK; i++) {
-        const eo_tensor *t = ps->items[i];
-        const eo_st_tensor *e = eo_st_find(&f, t->name);
-        int same = e && e->rank == t->rank;
-        for (int d = 0; same && d < t->rank; d++)
-            same = e->shape[d] == (uint64_t)t->shape[d];
-        if (!e) {
-            /* Name what the file does hold: usually a prefix or a model
-             * mismatch that one look at the list explains. */
-            int w = snprintf(err, errlen, "%s: no tensor named '%s' (the model needs it); the "
-                             "file has %zu:", path, t->name, f.count);
-            for (size_t k = 0; k < f.count && w >= 0 && (size_t)w < errlen; k++) {
-                if (errlen - (size_t)w < strlen(f.tensors[k].name) + 8) {
-                    snprintf(err + w, errlen - (size_t)w, " ...");
-                    break;
-                }
-                w += snprintf(err + w, errlen - (size_t)w, " %s", f.tensors[k].name);
-            }
+    /* The library checks every name, shape and dtype before it copies
+     * (all or nothing) and converts BF16/F16 to f32 where a model asks. */
+    s = eo_weights_bind(ctx, ps, f.image, f.size, EO_BIND_COPY);
+    if (s != EO_OK) {
+        const char *m = eo_last_error(ctx), *p = "weights_bind: ";
+        if (strncmp(m, p, strlen(p)) == 0)
+            m += strlen(p);
+        snprintf(err, errlen, "%s: %s", path, m);
+        /* A file that does not fit the model is a file problem here. */
+        if (s == EO_ERR_ARG || s == EO_ERR_SHAPE || s == EO_ERR_DTYPE)
             s = EO_ERR_FORMAT;
-        } else if (e->dtype != EO_ST_F32) {
-            snprintf(err, errlen, "%s: '%s' has dtype %s, expected F32", path, t->name,
-                     eo_st_dtype_name(e->dtype));
-            s = EO_ERR_FORMAT;
-        } else if (!same) {
-            char want[64] = "", have[64] = "";
-            for (int d = 0; d < t->rank; d++)
-                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? "x" : "",
-                         (long long)t->shape[d]);
-            for (int d = 0; d < e->rank; d++)
-                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%llu", d ? "x" : "",
-                         (unsigned long long)e->shape[d]);
-            snprintf(err, errlen, "%s: '%s' has shape [%s], the model has [%s]", path, t->name,
-                     have, want);
-            s = EO_ERR_FORMAT;
-        }
-    }
-    for (int i = 0; i < ps->count && s == EO_OK; i++) {
-        eo_tensor *t = ps->items[i];
-        const eo_st_tensor *e = eo_st_find(&f, t->name);
-        s = eo_write(ctx, t, e->data, e->nbytes);
-        if (s != EO_OK)
-            snprintf(err, errlen, "%s: copying '%s': %s", path, t->name, eo_last_error(ctx));
     }
     eo_st_close(&f);
     return s;

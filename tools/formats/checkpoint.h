@@ -1,15 +1,17 @@
 /* tools/formats/checkpoint.h — a model's parameters to and from a safetensors
  * file (tools/formats/safetensors.h), so weights move between EveryO and PyTorch.
  *
- * Loading is all-or-nothing: every parameter's name, dtype (F32) and
- * shape is checked against the file before a single value is copied, so
- * a mismatched or corrupt file leaves the model exactly as it was. */
+ * Loading is all-or-nothing: every parameter's name, dtype and shape is
+ * checked against the file before a single value is copied (the
+ * library's eo_weights_bind does it), so a mismatched or corrupt file
+ * leaves the model exactly as it was. */
 #ifndef EO_TOOLS_CHECKPOINT_H
 #define EO_TOOLS_CHECKPOINT_H
 
 #include <stddef.h>
 #include "core/everyo.h"
 #include "core/nn.h"
+#include "core/safetensors.h"
 
 /* Write every parameter (F32, its name as key, list order) plus optional
  * metadata pairs (keys[i] -> values[i]). EO_ERR_IO on write failure. */
@@ -17,9 +19,21 @@ eo_status eo_checkpoint_save(eo_ctx *ctx, const eo_params *ps, const char *path,
                              const char *const *keys, const char *const *values, size_t nmeta,
                              char *err, size_t errlen);
 
+/* The same with each parameter stored as `dtype`: EO_ST_F32, or
+ * EO_ST_BF16 / EO_ST_F16 rounded to nearest even (eo_f32_to_bf16,
+ * as PyTorch's .to(torch.bfloat16) and .half()). EO_ERR_ARG for another
+ * dtype. */
+eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *path,
+                                eo_st_dtype dtype, const char *const *keys,
+                                const char *const *values, size_t nmeta, char *err,
+                                size_t errlen);
+
 /* Read `path` and copy each parameter's values from the entry of the same
- * name. EO_ERR_IO (cannot read), EO_ERR_FORMAT (corrupt file, missing
- * name, wrong dtype or shape; the message names the file and tensor). */
+ * name, through the library's eo_weights_bind (core/safetensors.h: all or
+ * nothing; F32, or BF16/F16 widened exactly into f32 parameters).
+ * EO_ERR_IO (cannot read), EO_ERR_FORMAT (corrupt file, missing name,
+ * wrong dtype or shape; the message names the file and tensor), EO_ERR_OOM
+ * (the step arena cannot hold the parser's workspace). */
 eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path, char *err,
                              size_t errlen);
 

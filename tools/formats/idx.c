@@ -232,7 +232,8 @@ static long long bytes_left(FILE *f)
     return (long long)(end - here);
 }
 
-static eo_status read_body(src *s, eo_idx *x, size_t bytes, char *err, size_t errlen)
+static eo_status read_body(src *s, eo_idx *x, size_t bytes, int whole, char *err,
+                           size_t errlen)
 {
     char d[64];
     dims_str(d, sizeof d, x->dims, x->rank);
@@ -273,6 +274,8 @@ static eo_status read_body(src *s, eo_idx *x, size_t bytes, char *err, size_t er
         return eo_errf(err, errlen, EO_ERR_FORMAT,
                        "%s: truncated: header says %s = %zu bytes of data, %s has %zu",
                        s->path, d, bytes, what, got);
+    if (!whole)
+        return EO_OK; /* the records past the limit are not ours to check */
     /* Count what is left, up to a bound, so the message can say how much. */
     unsigned char scratch[4096];
     size_t extra = 0;
@@ -293,6 +296,12 @@ static eo_status read_body(src *s, eo_idx *x, size_t bytes, char *err, size_t er
 
 eo_status eo_idx_read(FILE *f, const char *name, eo_idx *out, char *err, size_t errlen)
 {
+    return eo_idx_read_first(f, name, 0, out, err, errlen);
+}
+
+eo_status eo_idx_read_first(FILE *f, const char *name, size_t max, eo_idx *out, char *err,
+                            size_t errlen)
+{
     if (!f || !name || !out)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_idx_read: NULL %s",
                        !f ? "stream" : !name ? "name" : "out");
@@ -304,8 +313,17 @@ eo_status eo_idx_read(FILE *f, const char *name, eo_idx *out, char *err, size_t 
     eo_status st = src_open(s, f, name, err, errlen);
     if (st == EO_OK)
         st = read_header(s, out, &bytes, err, errlen);
+    int whole = max == 0 || max >= out->dims[0];
+    if (st == EO_OK && !whole) {
+        /* count / dims[0] is the record size; fewer records, fewer bytes
+         * (no product here can grow past the checked one). */
+        size_t rec = out->count / out->dims[0];
+        bytes = bytes / out->count * rec * max;
+        out->count = rec * max;
+        out->dims[0] = (uint32_t)max;
+    }
     if (st == EO_OK)
-        st = read_body(s, out, bytes, err, errlen);
+        st = read_body(s, out, bytes, whole, err, errlen);
     src_close(s);
     free(s);
     if (st != EO_OK)
@@ -315,13 +333,18 @@ eo_status eo_idx_read(FILE *f, const char *name, eo_idx *out, char *err, size_t 
 
 eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen)
 {
+    return eo_idx_load_first(path, 0, out, err, errlen);
+}
+
+eo_status eo_idx_load_first(const char *path, size_t max, eo_idx *out, char *err, size_t errlen)
+{
     if (!path || !out)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_idx_load: NULL %s", path ? "out" : "path");
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f)
         return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    eo_status st = eo_idx_read(f, path, out, err, errlen);
+    eo_status st = eo_idx_read_first(f, path, max, out, err, errlen);
     fclose(f);
     return st;
 }

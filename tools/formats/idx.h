@@ -44,6 +44,17 @@ eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen);
  * costs nothing. The stream is not closed. */
 eo_status eo_idx_read(FILE *f, const char *name, eo_idx *out, char *err, size_t errlen);
 
+/* The first `max` records only (along dims[0]; max 0 or at least dims[0]
+ * reads everything, exactly as eo_idx_read). The header is checked in
+ * full, *out's dims[0] says how many records came back, and the bytes
+ * past them are neither read nor checked: a training run on a subset
+ * decodes and holds only that subset. A file too short for the records
+ * asked for is EO_ERR_FORMAT as before. */
+eo_status eo_idx_read_first(FILE *f, const char *name, size_t max, eo_idx *out, char *err,
+                            size_t errlen);
+/* eo_idx_load with the same limit. */
+eo_status eo_idx_load_first(const char *path, size_t max, eo_idx *out, char *err, size_t errlen);
+
 /* Writes the dimensions as "60000x28x28" into buf (always terminated). */
 void eo_idx_shape_str(const eo_idx *x, char *buf, size_t len);
 

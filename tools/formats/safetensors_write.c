@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tools/cli/errbuf.h"
-#include "tools/formats/json.h"
+#include "alloc/byteorder.h"
+#include "core/json.h"
 #include "tools/formats/safetensors.h"
 
 typedef struct sbuf {
@@ -71,14 +72,6 @@ static void put_str(sbuf *b, const char *s)
         }
     }
     put(b, "\"", 1);
-}
-
-static int host_is_le(void)
-{
-    uint16_t v = 1;
-    unsigned char c;
-    memcpy(&c, &v, 1);
-    return c == 1;
 }
 
 static int by_str(const void *a, const void *b)
@@ -194,16 +187,37 @@ static void build_header(sbuf *b, const eo_st_tensor *t, size_t n, const eo_st_m
         puts_(b, " ");
 }
 
+/* A tensor's bytes, little-endian: as they are on a little-endian host;
+ * element by element through a small buffer on a big-endian one. */
+static int write_le(FILE *fp, const eo_st_tensor *t, size_t bytes)
+{
+    size_t es = eo_st_dtype_size(t->dtype);
+    if (bytes == 0)
+        return 1;
+    if (eo_host_is_le() || es == 1)
+        return fwrite(t->data, 1, bytes, fp) == bytes;
+    const unsigned char *src = t->data;
+    unsigned char chunk[4096];
+    for (size_t at = 0; at < bytes;) {
+        size_t n = bytes - at < sizeof chunk ? bytes - at : sizeof chunk;
+        for (size_t i = 0; i < n; i += es)
+            for (size_t b = 0; b < es; b++)
+                chunk[i + b] = src[at + i + es - 1 - b];
+        if (fwrite(chunk, 1, n, fp) != n)
+            return 0;
+        at += n;
+    }
+    return 1;
+}
+
 static eo_status write_all(FILE *fp, const char *tmp, const sbuf *h, const eo_st_tensor *t,
                            size_t n, const size_t *sizes, char *err, size_t errlen)
 {
     unsigned char len[8];
-    uint64_t hl = h->n;
-    for (int k = 0; k < 8; k++)
-        len[k] = (unsigned char)(hl >> (8 * k));
+    eo_le64_store(len, h->n);
     int ok = fwrite(len, 1, 8, fp) == 8 && fwrite(h->p, 1, h->n, fp) == h->n;
     for (size_t k = 0; k < n && ok; k++)
-        ok = sizes[k] == 0 || fwrite(t[k].data, 1, sizes[k], fp) == sizes[k];
+        ok = write_le(fp, &t[k], sizes[k]);
     if (!ok)
         return eo_errf(err, errlen, EO_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
     return EO_OK;
@@ -215,9 +229,6 @@ eo_status eo_st_write(const char *path, const eo_st_tensor *t, size_t n, const e
     if (!path || (n > 0 && !t) || (nmeta > 0 && !meta))
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_st_write: NULL %s",
                        !path ? "path" : (n > 0 && !t) ? "tensors" : "metadata");
-    if (!host_is_le())
-        return eo_errf(err, errlen, EO_ERR_UNSUPPORTED,
-                       "%s: safetensors data is little-endian and this host is not", path);
     size_t *sizes = calloc(n ? n : 1, sizeof *sizes);
     if (!sizes)
         return eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", path);

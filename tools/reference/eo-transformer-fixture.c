@@ -115,8 +115,8 @@ int main(int argc, char **argv)
             idx[i] = (int32_t)eo_pcg32_below(&rng, 11);
             tgt[i] = (int32_t)eo_pcg32_below(&rng, 11);
         }
-        eo_st_tensor ex[2] = { { "batch.idx", EO_ST_I32, 2, { B, 8 }, idx, 0 },
-                               { "batch.targets", EO_ST_I32, 2, { B, 8 }, tgt, 0 } };
+        eo_st_tensor ex[2] = { { "batch.idx", EO_ST_I32, 2, { B, 8 }, idx, 0, 0, 0, 0 },
+                               { "batch.targets", EO_ST_I32, 2, { B, 8 }, tgt, 0, 0, 0, 0 } };
         eo_st_meta meta[6] = { { "model", "gpt" }, { "vocab", "11" }, { "context", "8" },
                                { "d_model", "16" }, { "heads", "2" }, { "layers", "2" } };
         rc = write_fixture(&ctx, &m.params, argv[2], ex, 2, meta, 6);
@@ -132,8 +132,8 @@ int main(int argc, char **argv)
             x[i] = (float)eo_pcg32_next(&rng) / 4294967296.0f;
         for (int i = 0; i < B; i++)
             y[i] = (int32_t)eo_pcg32_below(&rng, 10);
-        eo_st_tensor ex[2] = { { "batch.x", EO_ST_F32, 2, { B, 784 }, x, 0 },
-                               { "batch.y", EO_ST_I32, 1, { B }, y, 0 } };
+        eo_st_tensor ex[2] = { { "batch.x", EO_ST_F32, 2, { B, 784 }, x, 0, 0, 0, 0 },
+                               { "batch.y", EO_ST_I32, 1, { B }, y, 0, 0, 0, 0 } };
         eo_st_meta meta[7] = { { "model", "vit" }, { "image", "28" }, { "patch", "4" },
                                { "d_model", "16" }, { "heads", "2" }, { "layers", "2" },
                                { "classes", "10" } };

@@ -92,7 +92,7 @@ eo_status eo_batcher_get(const eo_batcher *b, size_t i, float *x, int32_t *y, si
     size_t r = ds->n - start < b->opt.batch ? ds->n - start : b->opt.batch;
     for (size_t k = 0; k < r; k++) {
         size_t src = b->perm[start + k];
-        memcpy(x + k * ds->dim, ds->x + src * ds->dim, ds->dim * sizeof *x);
+        eo_dataset_row_f32(ds, src, x + k * ds->dim);
         y[k] = ds->y[src];
     }
     *rows = r;

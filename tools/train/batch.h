@@ -7,8 +7,9 @@
  * and a run resumed at epoch e sees the same order it would have seen
  * without the interruption.
  *
- * Batches are copied into caller buffers: the caller owns the memory its
- * tensors live in, and a copy of B x 784 floats is small next to a step. */
+ * Batches are copied into caller buffers, converted from the data set's
+ * bytes to floats on the way (eo_dataset_row_f32): the caller owns the
+ * memory its tensors live in, and B x 784 floats are small next to a step. */
 #ifndef EO_TOOLS_BATCH_H
 #define EO_TOOLS_BATCH_H
 
@@ -47,8 +48,8 @@ eo_status eo_batcher_init(eo_batcher *b, const eo_dataset *ds, eo_batch_opts opt
  * shuffle. Call before the epoch's first batch. */
 void eo_batcher_epoch(eo_batcher *b, uint64_t epoch);
 
-/* Batch i (0 <= i < b->nbatches) of the current epoch: copies its rows
- * into x (rows x ds->dim floats) and labels into y (rows int32s), where
+/* Batch i (0 <= i < b->nbatches) of the current epoch: converts its
+ * rows into x (rows x ds->dim floats, eo_dataset_row_f32) and labels into y (rows int32s), where
  * rows = batch, or fewer for a kept final partial batch; *rows says how
  * many. x and y must have room for a full batch. EO_ERR_ARG for i out of
  * range or NULL buffers. */

@@ -123,11 +123,16 @@ static void usage(FILE *f)
             "      --log FILE         per-step loss as CSV\n"
             "      --plot FILE        loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
+            "      --persist-mb N     persistent arena (weights, gradients, optimizer state)\n"
+            "                         in MiB (64); the run says what it used\n"
+            "      --step-mb N        step arena (activations, tape, scratch) in MiB\n"
+            "                         (%s); too small: the message says what is needed\n"
             "  -q, --quiet            no progress bar\n"
             "      --profile          after training, time per op kind and pass (forward\n"
             "                         call, backward rule) and its share of the step\n""%s"
             "  -h, --help             this text\n"
-            "      --version          the program's and the library's version\n", dist_usage);
+            "      --version          the program's and the library's version\n",
+            "mlp 128, cnn 768, vit 1024", dist_usage);
 }
 
 static void usage_gpt(FILE *f)
@@ -152,6 +157,10 @@ static void usage_gpt(FILE *f)
             "      --seed N           initialisation and batch seed (1)\n"
             "  -j, --threads N        worker threads (2)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
+            "      --persist-mb N     persistent arena (weights, gradients, optimizer state)\n"
+            "                         in MiB (64); the run says what it used\n"
+            "      --step-mb N        step arena (activations, tape, scratch) in MiB\n"
+            "                         (%s); too small: the message says what is needed\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
@@ -159,7 +168,7 @@ static void usage_gpt(FILE *f)
             "      --profile          after training, time per op kind and pass (forward\n"
             "                         call, backward rule) and its share of the step\n""%s"
             "  -h, --help             this text\n"
-            "      --version          the program's and the library's version\n", dist_usage);
+            "      --version          the program's and the library's version\n", "1024", dist_usage);
 }
 
 /* Long-only options get codes above the character range. */
@@ -167,8 +176,21 @@ enum {
     O_EPOCHS = 256, O_STEPS, O_EVAL, O_LR, O_OPTIMIZER, O_MOMENTUM, O_NESTEROV, O_WD,
     O_SCHEDULE, O_WARMUP, O_CLIP, O_SEED, O_DATA, O_SUBSET, O_TEST_SUBSET, O_SAVE, O_LOAD,
     O_LOG, O_PLOT, O_DEVICE, O_VERSION, O_TEXT, O_FORTUNES, O_CONTEXT, O_DMODEL, O_HEADS,
-    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE,
+    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE, O_PERSIST_MB, O_STEP_MB,
 };
+
+/* Arena sizes in MiB: at least 1, and small enough that MiB << 20 fits
+ * size_t (4095 on a 32-bit build). */
+#define MAX_ARENA_MB ((SIZE_MAX >> 20) < (1u << 20) ? (int)(SIZE_MAX >> 20) : (1 << 20))
+
+static int arena_mb(const char *a, const char *v, size_t *mb)
+{
+    int n;
+    if (!eo_arg_int_range(a, v, 1, MAX_ARENA_MB, &n))
+        return 0;
+    *mb = (size_t)n;
+    return 1;
+}
 
 static const char short_opts[] = "m:b:j:qh";
 
@@ -188,6 +210,8 @@ static const struct option image_opts[] = {
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
     {"profile", no_argument, NULL, O_PROFILE},
+    {"persist-mb", required_argument, NULL, O_PERSIST_MB},
+    {"step-mb", required_argument, NULL, O_STEP_MB},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -208,6 +232,8 @@ static const struct option gpt_opts[] = {
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
     {"profile", no_argument, NULL, O_PROFILE},
+    {"persist-mb", required_argument, NULL, O_PERSIST_MB},
+    {"step-mb", required_argument, NULL, O_STEP_MB},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -264,6 +290,8 @@ static int main_gpt(int argc, char **argv)
         case 'q': c.quiet = 1; break;
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case O_PROFILE: c.profile = 1; break;
+        case O_PERSIST_MB: ok = arena_mb(a, v, &c.persist_mb); break;
+        case O_STEP_MB: ok = arena_mb(a, v, &c.step_mb); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
@@ -437,6 +465,8 @@ int main(int argc, char **argv)
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case 'q': c.quiet = 1; break;
         case O_PROFILE: c.profile = 1; break;
+        case O_PERSIST_MB: ok = arena_mb(a, v, &c.persist_mb); break;
+        case O_STEP_MB: ok = arena_mb(a, v, &c.step_mb); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */

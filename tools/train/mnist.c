@@ -29,7 +29,7 @@ static eo_status find_file(char *path, size_t len, const char *dir, const char *
     return eo_errf(err, errlen, EO_ERR_IO, "%s[.gz]: not found (looked for both names)", path);
 }
 
-static eo_status check_and_convert(const eo_idx *img, const char *ipath, const eo_idx *lab,
+static eo_status check_and_keep(eo_idx *img, const char *ipath, const eo_idx *lab,
                                    const char *lpath, eo_dataset *ds, char *err, size_t errlen)
 {
     char shape[64];
@@ -51,13 +51,12 @@ static eo_status check_and_convert(const eo_idx *img, const char *ipath, const e
             return eo_errf(err, errlen, EO_ERR_FORMAT,
                            "%s: label %u at index %zu is outside 0..%d", lpath, lab->data[i], i,
                            EO_MNIST_CLASSES - 1);
-    ds->x = malloc(n * EO_MNIST_DIM * sizeof *ds->x);
     ds->y = malloc(n * sizeof *ds->y);
-    if (!ds->x || !ds->y)
-        return eo_errf(err, errlen, EO_ERR_OOM, "%s: cannot allocate %zu floats for the pixels",
-                       ipath, n * EO_MNIST_DIM);
-    for (size_t i = 0; i < n * EO_MNIST_DIM; i++)
-        ds->x[i] = (float)img->data[i] / 255.0f;
+    if (!ds->y)
+        return eo_errf(err, errlen, EO_ERR_OOM, "%s: cannot allocate %zu labels", lpath, n);
+    /* The pixels stay the decoded bytes: the data set takes the buffer. */
+    ds->x = img->data;
+    img->data = NULL;
     for (size_t i = 0; i < n; i++)
         ds->y[i] = lab->data[i];
     ds->n = n;
@@ -66,7 +65,8 @@ static eo_status check_and_convert(const eo_idx *img, const char *ipath, const e
     return EO_OK;
 }
 
-eo_status eo_mnist_load(const char *dir, int train, eo_dataset *ds, char *err, size_t errlen)
+eo_status eo_mnist_load(const char *dir, int train, size_t max, eo_dataset *ds, char *err,
+                        size_t errlen)
 {
     if (!dir || !ds)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_mnist_load: NULL %s", dir ? "ds" : "dir");
@@ -78,11 +78,11 @@ eo_status eo_mnist_load(const char *dir, int train, eo_dataset *ds, char *err, s
     if (st == EO_OK)
         st = find_file(lpath, sizeof lpath, dir, split, "labels-idx1", err, errlen);
     if (st == EO_OK)
-        st = eo_idx_load(ipath, &img, err, errlen);
+        st = eo_idx_load_first(ipath, max, &img, err, errlen);
     if (st == EO_OK)
-        st = eo_idx_load(lpath, &lab, err, errlen);
+        st = eo_idx_load_first(lpath, max, &lab, err, errlen);
     if (st == EO_OK)
-        st = check_and_convert(&img, ipath, &lab, lpath, ds, err, errlen);
+        st = check_and_keep(&img, ipath, &lab, lpath, ds, err, errlen);
     eo_idx_free(&img);
     eo_idx_free(&lab);
     if (st != EO_OK)

@@ -16,10 +16,13 @@
 /* Loads the training split (train != 0: train-images-idx3-ubyte and
  * train-labels-idx1-ubyte) or the test split (t10k-...) from dir. Each
  * file is looked for as NAME.gz first, then as plain NAME. Pixels come back
- * as floats scaled to [0, 1] (byte / 255), labels as int32.
+ * as the file's bytes (eo_dataset_row_f32 scales a row to [0, 1]), labels
+ * as int32. max > 0 loads only the first max examples (the rest of each
+ * file is not decoded: --subset costs only what it uses); 0 loads all.
  * Statuses: EO_ERR_ARG, EO_ERR_IO (missing or unreadable file),
  * EO_ERR_FORMAT (bad file, wrong shape, N mismatch, label > 9), EO_ERR_OOM.
  * On failure *ds is left empty. */
-eo_status eo_mnist_load(const char *dir, int train, eo_dataset *ds, char *err, size_t errlen);
+eo_status eo_mnist_load(const char *dir, int train, size_t max, eo_dataset *ds, char *err,
+                        size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/cli/errbuf.h"
+#include "tools/train/trainer.h"
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
@@ -420,7 +421,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_grad_accum acc = {0};
     if (!eo_dist_root(dist))
         out = NULL; /* rank 0 alone prints and writes files */
-    int attached = 0;
+    int attached = 0, ctx_ready = 0;
     if (!tok || !ib || !tb || !pbuf || !sbuf) {
         snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", c->persist_mb, c->step_mb);
         s = EO_ERR_OOM;
@@ -434,6 +435,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     r->val_chars = nval;
 
     eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     if (c->profile) {
@@ -594,6 +596,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     }
 #undef CORE
 done:
+    if (s == EO_ERR_OOM && ctx_ready)
+        eo_train_arena_hint(&ctx, err, errlen);
     eo_grad_accum_free(&acc);
     if (attached)
         eo_cuda_detach(&ctx);

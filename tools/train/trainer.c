@@ -86,12 +86,18 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
     size_t rank = dist ? (size_t)dist->rank : 0, size = dist ? (size_t)dist->size : 1;
     eo_status s = EO_OK;
     float *host = malloc(B * 10 * sizeof(float));
+    float *xb = malloc(B * ds->dim * sizeof(float)); /* one batch as floats */
+    int oom = !host || !xb;
+    if (oom)
+        s = EO_ERR_OOM;
     for (size_t i = rank * B; i < ds->n && s == EO_OK; i += size * B) {
         size_t rows = ds->n - i < B ? ds->n - i : B;
         eo_mark mk = eo_mark_get(ctx);
         eo_tensor *x, *logits;
         int64_t shape[2] = { (int64_t)rows, (int64_t)ds->dim };
-        s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, ds->x + i * ds->dim, &x);
+        for (size_t r = 0; r < rows; r++)
+            eo_dataset_row_f32(ds, i + r, xb + r * ds->dim);
+        s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, xb, &x);
         if (s == EO_OK) s = eo_classifier_forward(ctx, m, x, &logits);
         if (s == EO_OK) s = eo_read(ctx, logits, host, rows * 10 * sizeof(float));
         for (size_t r = 0; r < rows && s == EO_OK; r++) {
@@ -104,8 +110,11 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
         eo_rewind(ctx, mk);
     }
     free(host);
+    free(xb);
     eo_set_training(ctx, was_train);
     eo_set_grad(ctx, was_grad);
+    if (oom)
+        return eo_errf(err, errlen, s, "evaluation: out of memory for a batch of %zu", B);
     if (s != EO_OK)
         return eo_errf(err, errlen, s, "%s", eo_last_error(ctx));
     double total = (double)correct; /* integers: exact in any order */
@@ -242,6 +251,33 @@ static void write_plot(const eo_train_config *c, const history *h, size_t train_
     }
 }
 
+void eo_train_arena_hint(const eo_ctx *ctx, char *err, size_t errlen)
+{
+    const eo_arena *all[4] = {&ctx->persist, &ctx->step, &ctx->dev_persist, &ctx->dev_step};
+    const char *at = strstr(err, "arena '");
+    if (!at)
+        return;
+    at += strlen("arena '");
+    for (int i = 0; i < 4; i++) {
+        const eo_arena *a = all[i];
+        size_t nl = a->name ? strlen(a->name) : 0;
+        if (!nl || strncmp(at, a->name, nl) != 0 || at[nl] != '\'')
+            continue;
+        /* In use when it failed, plus the request: a lower bound, since the
+         * step would have gone on allocating. */
+        size_t need = a->cap - a->fail_free + a->fail_need;
+        size_t mb = (need + (1u << 20) - 1) >> 20;
+        const char *opt = i % 2 ? "--step-mb" : "--persist-mb";
+        size_t len = strlen(err);
+        snprintf(err + len, errlen - len,
+                 "; the %s arena needs at least %.1f MiB (%zu bytes) here, %s gives %zu MiB "
+                 "(%zu bytes): raise %s to %zu or more",
+                 a->name, (double)need / (1 << 20), need, opt, a->cap >> 20, a->cap, opt,
+                 mb > (a->cap >> 20) ? mb : (a->cap >> 20) + 1);
+        return;
+    }
+}
+
 eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, char *err,
                        size_t errlen)
 {
@@ -257,10 +293,9 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         return EO_ERR_ARG;
     }
     eo_dataset train = {0}, test = {0};
-    eo_status s = eo_mnist_load(c->data_dir, 1, &train, err, errlen);
-    if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, &test, err, errlen);
-    if (s == EO_OK && c->train_subset) s = eo_dataset_subset(&train, c->train_subset, err, errlen);
-    if (s == EO_OK && c->test_subset) s = eo_dataset_subset(&test, c->test_subset, err, errlen);
+    /* A subset is all that is read (and held): --subset 2048 decodes 2048 images. */
+    eo_status s = eo_mnist_load(c->data_dir, 1, c->train_subset, &train, err, errlen);
+    if (s == EO_OK) s = eo_mnist_load(c->data_dir, 0, c->test_subset, &test, err, errlen);
     if (s != EO_OK) {
         eo_dataset_free(&train);
         eo_dataset_free(&test);
@@ -278,7 +313,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     static eo_prof prof; /* --profile; static: it is a few KiB */
     eo_classifier m;
     eo_optimizer opt;
-    int attached = 0;
+    int attached = 0, ctx_ready = 0;
     step_plan plan = { dist, c->micro_batches > 1 ? (size_t)c->micro_batches : 1, {0},
                        c->zero && dist };
     int split = dist || plan.micro > 1;
@@ -291,6 +326,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         goto done;
     }
     eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     if (c->profile) {
@@ -517,6 +553,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         write_plot(c, &h, train.n, out);
 #undef CORE
 done:
+    if (s == EO_ERR_OOM && ctx_ready)
+        eo_train_arena_hint(&ctx, err, errlen);
     eo_nccl_destroy(&nccl);
     if (!c->nccl)
         eo_nccl_unload(&nccl_api);

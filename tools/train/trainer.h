@@ -62,6 +62,15 @@ typedef struct eo_train_result {
 /* Defaults for the model: the ones README.md quotes. */
 void eo_train_defaults(eo_train_config *c, eo_model_kind model);
 
+/* After a failed run: when err says an arena of ctx ran out ("arena
+ * 'step': need ..."), append which arena it was, how many bytes it needed
+ * at least against the size given, and the option to raise ("the step
+ * arena needs at least 3.2 MiB (3355520 bytes) here, --step-mb gives 1
+ * MiB: raise --step-mb to 4 or more"); otherwise leave err alone. Shared
+ * with the GPT trainer (textlm.c). */
+struct eo_ctx;
+void eo_train_arena_hint(const struct eo_ctx *ctx, char *err, size_t errlen);
+
 /* Run it. Prints progress to `out` (may be NULL for silence). On failure
  * returns the status and writes a message into err. */
 eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, char *err,

@@ -1,20 +1,23 @@
-/* tools/formats/json.h — a small, strict JSON scanner for file headers.
+/* core/json.h — a small, strict JSON scanner for file headers (the
+ * library's; tools/ uses the same one). Not part of the installed API.
  *
- * Headers we read from disk (safetensors today) are untrusted input. Rather
- * than build a document tree, the reader walks the header with these
- * primitives and checks the expected structure as it goes, so every error
- * can name the byte where the header stopped making sense. Only what such
- * headers need is supported: objects, arrays, strings (all escapes,
- * surrogate pairs, UTF-8 checked) and non-negative integers. Anything else
- * — fractions, exponents, leading zeros, raw control characters, invalid
- * UTF-8 — is an error, never guessed at. */
-#ifndef EO_TOOLS_JSON_H
-#define EO_TOOLS_JSON_H
+ * Headers read from a caller's buffer or a file (safetensors today,
+ * core/safetensors.h) are untrusted input. Rather than build a document
+ * tree, the reader walks the header with these primitives and checks the
+ * expected structure as it goes, so every error can name the byte where
+ * the header stopped making sense. Only what such headers need is
+ * supported: objects, arrays, strings (all escapes, surrogate pairs,
+ * UTF-8 checked) and non-negative integers. Anything else — fractions,
+ * exponents, leading zeros, raw control characters, invalid UTF-8 — is an
+ * error, never guessed at. Freestanding: no libc beyond memcpy, no
+ * allocation (decoded strings go to a pool the caller gives), messages
+ * through the library's own formatter (core/format.c). */
+#ifndef EO_CORE_JSON_H
+#define EO_CORE_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "alloc/status.h"
-#include "tools/cli/errbuf.h"
 
 typedef struct eo_json {
     const unsigned char *s; /* the text (not NUL-terminated) */
@@ -33,8 +36,9 @@ void eo_json_init(eo_json *j, const void *s, size_t n, const char *label, size_t
                   char *pool, size_t pool_cap, char *err, size_t errlen);
 
 /* Writes "<label>: header JSON at byte B (file offset F): <message>" and
- * returns EO_ERR_FORMAT. */
-eo_status eo_json_fail(eo_json *j, const char *fmt, ...) EO_PRINTF_LIKE(2, 3);
+ * returns EO_ERR_FORMAT. The message is formatted by core/format.c's
+ * eo_format (%s %d %u %zu %lld %llu). */
+eo_status eo_json_fail(eo_json *j, const char *fmt, ...);
 
 /* Skips JSON whitespace. */
 void eo_json_ws(eo_json *j);

@@ -1,8 +1,10 @@
-/* tools/formats/json.c — the strict JSON scanner (see json.h for scope and why). */
+/* core/json.c — the strict JSON scanner (see json.h for scope and why).
+ * Freestanding: the only libc it uses is memcpy/memset, messages go
+ * through eo_vformat. */
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-#include "tools/formats/json.h"
+#include "core/internal.h"
+#include "core/json.h"
 
 void eo_json_init(eo_json *j, const void *s, size_t n, const char *label, size_t base,
                   char *pool, size_t pool_cap, char *err, size_t errlen)
@@ -23,10 +25,26 @@ eo_status eo_json_fail(eo_json *j, const char *fmt, ...)
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    eo_vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return eo_errf(j->err, j->errlen, EO_ERR_FORMAT, "%s: header JSON at byte %zu (file offset %zu): %s",
-                   j->label, j->i, j->base + j->i, msg);
+    if (j->err && j->errlen)
+        eo_format(j->err, j->errlen, "%s: header JSON at byte %zu (file offset %zu): %s", j->label,
+                  j->i, j->base + j->i, msg);
+    return EO_ERR_FORMAT;
+}
+
+/* "'c'" for a printable byte, else "byte 0xNN" (the formatter has no %c
+ * or %x). buf holds at least 12 bytes. */
+static const char *byte_text(unsigned c, char *buf)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (c >= 0x20 && c < 0x7f) {
+        buf[0] = '\'', buf[1] = (char)c, buf[2] = '\'', buf[3] = '\0';
+    } else {
+        memcpy(buf, "byte 0x", 7);
+        buf[7] = hex[c >> 4 & 15], buf[8] = hex[c & 15], buf[9] = '\0';
+    }
+    return buf;
 }
 
 /* Describes the byte under the cursor for "expected X, found Y". */
@@ -34,12 +52,8 @@ static const char *found(eo_json *j, char *buf, size_t len)
 {
     if (j->i >= j->n)
         return "the end of the header";
-    unsigned char c = j->s[j->i];
-    if (c >= 0x20 && c < 0x7f)
-        snprintf(buf, len, "'%c'", c);
-    else
-        snprintf(buf, len, "byte 0x%02x", c);
-    return buf;
+    (void)len;
+    return byte_text(j->s[j->i], buf);
 }
 
 void eo_json_ws(eo_json *j)
@@ -60,19 +74,21 @@ int eo_json_peek(eo_json *j)
 
 eo_status eo_json_expect(eo_json *j, char c)
 {
-    char b[16];
+    char b[16], w[16];
     if (eo_json_peek(j) != (unsigned char)c)
-        return eo_json_fail(j, "expected '%c', found %s", c, found(j, b, sizeof b));
+        return eo_json_fail(j, "expected %s, found %s", byte_text((unsigned char)c, w),
+                            found(j, b, sizeof b));
     j->i++;
     return EO_OK;
 }
 
 eo_status eo_json_either(eo_json *j, char a, char b, char *which)
 {
-    char f[16];
+    char f[16], wa[16], wb[16];
     int c = eo_json_peek(j);
     if (c != (unsigned char)a && c != (unsigned char)b)
-        return eo_json_fail(j, "expected '%c' or '%c', found %s", a, b, found(j, f, sizeof f));
+        return eo_json_fail(j, "expected %s or %s, found %s", byte_text((unsigned char)a, wa),
+                            byte_text((unsigned char)b, wb), found(j, f, sizeof f));
     *which = (char)c;
     j->i++;
     return EO_OK;
@@ -113,10 +129,12 @@ size_t eo_utf8_len(const unsigned char *s, size_t n)
 
 int eo_utf8_valid(const char *str)
 {
+    /* No length first (that would be strlen): eo_utf8_len stops at the
+     * first byte that is not a continuation byte, and a NUL is none, so
+     * it never reads past the terminator. */
     const unsigned char *s = (const unsigned char *)str;
-    size_t n = strlen(str);
-    for (size_t i = 0; i < n;) {
-        size_t k = eo_utf8_len(s + i, n - i);
+    for (size_t i = 0; s[i];) {
+        size_t k = eo_utf8_len(s + i, 4);
         if (k == 0)
             return 0;
         i += k;
@@ -152,11 +170,12 @@ static eo_status unicode_escape(eo_json *j, unsigned *cp)
         return eo_json_fail(j, "\\u must be followed by 4 hex digits");
     j->i += 5;
     if (hi >= 0xDC00 && hi <= 0xDFFF)
-        return eo_json_fail(j, "\\u%04X is a lone low surrogate", hi);
+        return eo_json_fail(j, "\\u escape %u is a lone low surrogate", hi);
     if (hi >= 0xD800 && hi <= 0xDBFF) {
         if (j->n - j->i < 6 || j->s[j->i] != '\\' || j->s[j->i + 1] != 'u' ||
             !hex4(j->s + j->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-            return eo_json_fail(j, "\\u%04X (a high surrogate) is not followed by a \\u low surrogate", hi);
+            return eo_json_fail(j, "\\u escape %u (a high surrogate) is not followed by a \\u low "
+                                   "surrogate", hi);
         j->i += 6;
         *cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
         return EO_OK;
@@ -216,7 +235,11 @@ eo_status eo_json_string(eo_json *j, const char **out)
             break;
         }
         if (c < 0x20)
-            return eo_json_fail(j, "raw control byte 0x%02x inside a string (must be escaped)", c);
+        {
+            char b[16];
+            return eo_json_fail(j, "raw control %s inside a string (must be escaped)",
+                                byte_text(c, b));
+        }
         if (c == '\\') {
             if (j->i + 1 >= j->n) {
                 j->i++;
@@ -224,8 +247,10 @@ eo_status eo_json_string(eo_json *j, const char **out)
             }
             unsigned char e = j->s[++j->i];
             const char *simple = "\"\\/bfnrt", *meaning = "\"\\/\b\f\n\r\t";
-            const char *p = e ? strchr(simple, e) : NULL;
-            if (p) {
+            const char *p = simple;
+            while (*p && (unsigned char)*p != e)
+                p++;
+            if (e && *p) {
                 if ((st = room(j, at, 1)) != EO_OK)
                     return st;
                 o[at++] = meaning[p - simple];
@@ -238,13 +263,19 @@ eo_status eo_json_string(eo_json *j, const char **out)
                     return st;
                 put_utf8(o, &at, cp);
             } else {
-                return eo_json_fail(j, "unknown escape \\%c in a string", e >= 0x20 && e < 0x7f ? e : '?');
+            {
+                char b[16];
+                return eo_json_fail(j, "unknown escape after \\ in a string: %s", byte_text(e, b));
+            }
             }
             continue;
         }
         size_t k = eo_utf8_len(j->s + j->i, j->n - j->i);
         if (k == 0)
-            return eo_json_fail(j, "invalid UTF-8 byte 0x%02x inside a string", c);
+        {
+            char b[16];
+            return eo_json_fail(j, "invalid UTF-8 %s inside a string", byte_text(c, b));
+        }
         if ((st = room(j, at, k)) != EO_OK)
             return st;
         memcpy(o + at, j->s + j->i, k);
