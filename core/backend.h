@@ -59,6 +59,7 @@ typedef struct eo_backend {
     eo_k_attention_ws_fn *attention_ws;
     eo_k_sgd_fn *sgd;
     eo_k_adamw_fn *adamw;
+    eo_k_unscale_check_fn *unscale_check; /* loss scaling: core/grad_scaler.c */
 } eo_backend;
 
 extern const eo_backend eo_backend_cpu;

@@ -69,4 +69,5 @@ const eo_backend eo_backend_cpu = {
     .attention_ws = eo_k_attention_ws,
     .sgd = eo_k_sgd,
     .adamw = eo_k_adamw,
+    .unscale_check = eo_k_unscale_check,
 };

@@ -97,6 +97,7 @@ const eo_backend eo_backend_cuda = {
     .attention_ws = eo_cuda_k_attention_ws,
     .sgd = eo_cuda_k_sgd,
     .adamw = eo_cuda_k_adamw,
+    .unscale_check = eo_cuda_k_unscale_check,
 };
 
 EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
