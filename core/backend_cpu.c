@@ -70,4 +70,10 @@ const eo_backend eo_backend_cpu = {
     .sgd = eo_k_sgd,
     .adamw = eo_k_adamw,
     .unscale_check = eo_k_unscale_check,
+    .cast = eo_k_cast,
+    .fill16 = eo_k_fill16,
+    .matmul16 = eo_k_matmul16,
+    .matmul16_ws = eo_k_matmul16_ws,
+    .sgd16 = eo_k_sgd16,
+    .adamw16 = eo_k_adamw16,
 };

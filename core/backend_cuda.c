@@ -44,8 +44,10 @@ static eo_status cuda_download(eo_ctx *ctx, void *dst, const void *src, size_t b
 
 static eo_status cuda_zero(eo_ctx *ctx, void *dst, size_t bytes)
 {
-    /* Every tensor is a whole number of 4-byte elements. */
-    return eo_cuda_memset32(state(ctx), (eo_cu_deviceptr)(uintptr_t)dst, 0, bytes / 4);
+    /* Every tensor's storage is a whole number of 4-byte words (core/
+     * tensor.c rounds a 2-byte tensor of odd length up), so the last
+     * partial word of a bf16 or f16 tensor is its own to clear. */
+    return eo_cuda_memset32(state(ctx), (eo_cu_deviceptr)(uintptr_t)dst, 0, (bytes + 3) / 4);
 }
 
 static eo_status cuda_sync(eo_ctx *ctx)
@@ -98,6 +100,7 @@ const eo_backend eo_backend_cuda = {
     .sgd = eo_cuda_k_sgd,
     .adamw = eo_cuda_k_adamw,
     .unscale_check = eo_cuda_k_unscale_check,
+    .cast = eo_cuda_k_cast,
 };
 
 EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,

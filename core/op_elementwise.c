@@ -26,12 +26,17 @@ static void broadcast_strides(const eo_tensor *t, const int64_t shape[4], int64_
             st[i] = 0;
 }
 
+static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+
 static eo_status binary_body(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b,
                              eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    /* bf16 / f16: through f32, with PyTorch's promotion (core/op_cast.c) */
+    eo_tensor *h[2] = { a, b };
+    EO_HALF_FALLBACK(ctx, op, h, 2, 1, out, binary(ctx, id, h[0], h[1], out));
     EO_CHECK(eo_expect(ctx, op, a, EO_F32));
     EO_CHECK(eo_expect(ctx, op, b, EO_F32));
     EO_CHECK(eo_same_device(ctx, op, a, b));
@@ -116,6 +121,8 @@ static eo_status unary_body(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, eo_unary_op(ctx, id, k, alpha, h[0], out));
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     /* The domain check below reads the contiguous copy; if it fails, the
      * copy and its tape node are undone so a failed call leaves nothing. */
