@@ -202,6 +202,32 @@ eo_status eo_grad_allreduce(eo_ctx *ctx, const eo_params *ps);
  * unchanged and the step should be skipped. */
 eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out);
 
+/* ---- mixed precision: master weights ------------------------------------------------
+ * Micikevicius et al., "Mixed Precision Training" (ICLR 2018), sec. 3.1:
+ * every parameter keeps its f32 value (the master), its f32 gradient and
+ * f32 optimizer state; the forward reads a 16-bit copy. Here the copy is
+ * p->low (core/everyo.h), a tensor of the parameter's shape in the
+ * persistent arena of its device, made once by eo_params_enable_low and
+ * rewritten from the master by every eo_optimizer_step right after the
+ * parameter's update (in the same pass when the backend's optimizer
+ * kernel can write it, else by one cast), so it is rounded once per
+ * step, not at every use. Ops under autocast (eo_ctx_set_autocast) read
+ * the copy instead of casting the master; the tape records a cast from
+ * the master, so the gradient lands in the master's f32 gradient. Cost:
+ * 2 bytes per parameter on top of f32's 16 (weight, gradient, AdamW's m
+ * and v).
+ *
+ * Give every parameter of ps a working copy of dtype (EO_BF16 or
+ * EO_F16), filled from its master; a parameter that already has one of
+ * that dtype keeps it. EO_ERR_ARG for another dtype, EO_ERR_DTYPE for a
+ * parameter that is not f32, EO_ERR_OOM (no parameter then has a new
+ * copy). */
+eo_status eo_params_enable_low(eo_ctx *ctx, const eo_params *ps, eo_dtype dtype);
+/* Rewrite every working copy from its master: after writing masters
+ * yourself (loading a checkpoint, gathering ZeRO shards). The optimizer
+ * step does it by itself. */
+eo_status eo_params_refresh_low(eo_ctx *ctx, const eo_params *ps);
+
 /* ---- dynamic loss scaling (f16 training) ------------------------------------------
  * Gradients of an f16 model underflow to zero below 2^-24 (and lose bits
  * below 2^-14), so the loss is multiplied by a scale S before the
@@ -227,7 +253,7 @@ eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, fl
  * enabled=False)). The check runs on the device that holds the
  * gradients (the backend's unscale_check kernel) and brings home one
  * float per step. Parameters' gradients must be f32 (they are: a
- * parameter is its f32 master copy, see "mixed precision" below). */
+ * parameter is its f32 master, see "master weights" above). */
 typedef struct eo_grad_scaler {
     int enabled;
     float scale;             /* S, starts at init_scale */

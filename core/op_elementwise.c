@@ -122,6 +122,8 @@ static eo_status unary_body(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
     eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    if (id == EO_OP_EXP || id == EO_OP_LOG) /* autocast's f32 list */
+        EO_AUTOCAST(ctx, EO_AUTOCAST_F32, h, 1, eo_unary_op(ctx, id, k, alpha, h[0], out));
     EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, eo_unary_op(ctx, id, k, alpha, h[0], out));
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     /* The domain check below reads the contiguous copy; if it fails, the

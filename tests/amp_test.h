@@ -11,4 +11,18 @@
  * leaves out the 2,001-step sequence (slow on the PTX interpreter). */
 void eo_test_grad_scaler_replay(eo_ctx *ctx, eo_device dev, int with_b);
 
+/* A tiny MLP, 16 -> 32 (GELU) -> 4, parameters on dev. */
+typedef struct eo_test_mlp {
+    eo_params params;
+    eo_sequential net;
+} eo_test_mlp;
+void eo_test_tiny_mlp(eo_ctx *ctx, eo_device dev, eo_test_mlp *m);
+/* Train it `steps` AdamW steps on a fixed batch in `precision` (f32, or
+ * autocast with master weights; f16 with the default loss scaler),
+ * checking after every step that the masters and their gradients are
+ * f32 and each working copy equals cast(master); losses[k] gets step k's
+ * loss, *out_scaler (may be NULL) the scaler at the end. */
+void eo_test_train_mlp(eo_ctx *ctx, eo_device dev, eo_dtype precision, int steps, float *losses,
+                       eo_grad_scaler *out_scaler);
+
 #endif

@@ -22,6 +22,7 @@
 #include "tools/dist/dist.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/gpt_limits.h"
+#include "tools/train/precision.h"
 #include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
 
@@ -123,6 +124,10 @@ static void usage(FILE *f)
             "      --log FILE         per-step loss as CSV\n"
             "      --plot FILE        loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
+            "      --precision f32|bf16|f16  arithmetic of the forward and backward (f32):\n"
+            "                         bf16/f16 autocast matmul and conv to 16 bits with f32\n"
+            "                         master weights and AdamW state; f16 adds dynamic loss\n"
+            "                         scaling (steps with inf/NaN gradients are skipped)\n"
             "  -q, --quiet            no progress bar\n"
             "      --profile          after training, time per op kind and pass (forward\n"
             "                         call, backward rule) and its share of the step\n""%s"
@@ -152,6 +157,7 @@ static void usage_gpt(FILE *f)
             "      --seed N           initialisation and batch seed (1)\n"
             "  -j, --threads N        worker threads (2)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
+            "      --precision f32|bf16|f16  as for the image models (f32); f16 with loss scaling\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
@@ -167,7 +173,7 @@ enum {
     O_EPOCHS = 256, O_STEPS, O_EVAL, O_LR, O_OPTIMIZER, O_MOMENTUM, O_NESTEROV, O_WD,
     O_SCHEDULE, O_WARMUP, O_CLIP, O_SEED, O_DATA, O_SUBSET, O_TEST_SUBSET, O_SAVE, O_LOAD,
     O_LOG, O_PLOT, O_DEVICE, O_VERSION, O_TEXT, O_FORTUNES, O_CONTEXT, O_DMODEL, O_HEADS,
-    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE,
+    O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE, O_PRECISION,
 };
 
 static const char short_opts[] = "m:b:j:qh";
@@ -187,7 +193,7 @@ static const struct option image_opts[] = {
     {"save", required_argument, NULL, O_SAVE},     {"load", required_argument, NULL, O_LOAD},
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
-    {"profile", no_argument, NULL, O_PROFILE},
+    {"profile", no_argument, NULL, O_PROFILE},     {"precision", required_argument, NULL, O_PRECISION},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -207,11 +213,22 @@ static const struct option gpt_opts[] = {
     {"threads", required_argument, NULL, 'j'},     {"save", required_argument, NULL, O_SAVE},
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
-    {"profile", no_argument, NULL, O_PROFILE},
+    {"profile", no_argument, NULL, O_PROFILE},     {"precision", required_argument, NULL, O_PRECISION},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
 };
+
+/* --precision f32|bf16|f16 into an eo_dtype; 0 (reported) for another value. */
+static int precision_option(const char *a, const char *v, int *dtype)
+{
+    static const char *const names[] = {"f32", "bf16", "f16"};
+    int k;
+    if (!eo_arg_choice(a, v, names, 3, &k))
+        return 0;
+    *dtype = eo_precision_parse(names[k]);
+    return 1;
+}
 
 /* The name getopt_long matched, for messages: "--batch" or "-b". */
 static const char *opt_name(const struct option *table, int code)
@@ -264,6 +281,7 @@ static int main_gpt(int argc, char **argv)
         case 'q': c.quiet = 1; break;
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case O_PROFILE: c.profile = 1; break;
+        case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
@@ -312,8 +330,9 @@ static int main_gpt(int argc, char **argv)
         return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("done: validation loss %.4f nats/char after %d steps, %.1f ms/step, peak resident "
-           "%.1f MiB\n", r.val_loss, c.steps, r.ms_per_step, ru.ru_maxrss / 1024.0);
+    printf("done: validation loss %.4f nats/char after %d steps (%s), %.1f ms/step, peak "
+           "resident %.1f MiB\n", r.val_loss, c.steps, eo_precision_name(c.precision),
+           r.ms_per_step, ru.ru_maxrss / 1024.0);
     return 0;
 }
 
@@ -437,6 +456,7 @@ int main(int argc, char **argv)
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case 'q': c.quiet = 1; break;
         case O_PROFILE: c.profile = 1; break;
+        case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
