@@ -5,6 +5,8 @@
 #define EO_TESTS_AMP_TEST_H
 
 #include "core/nn.h"
+#include "tools/train/textlm.h"
+#include "tools/train/trainer.h"
 
 /* Replay PyTorch's GradScaler sequences (tests/fixtures/grad_scaler.h)
  * with the weights on `dev` and compare every step exactly; with_b 0
@@ -24,5 +26,11 @@ void eo_test_tiny_mlp(eo_ctx *ctx, eo_device dev, eo_test_mlp *m);
  * loss, *out_scaler (may be NULL) the scaler at the end. */
 void eo_test_train_mlp(eo_ctx *ctx, eo_device dev, eo_dtype precision, int steps, float *losses,
                        eo_grad_scaler *out_scaler);
+
+/* Tiny eo-train configurations (test_amp.c): an image model for 2 steps
+ * of batch 8, and a 1-layer GPT on eo_test_gpt_text for 3 steps. */
+void eo_test_image_config(eo_train_config *c, eo_model_kind model, int precision);
+void eo_test_gpt_config(eo_lm_config *c, const char *text_path, int precision);
+extern const char eo_test_gpt_text[];
 
 #endif
