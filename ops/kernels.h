@@ -496,6 +496,8 @@ eo_k_cast_fn eo_k_cast;
 eo_k_fill16_fn eo_k_fill16;
 eo_k_matmul16_fn eo_k_matmul16;
 eo_k_matmul_ws_fn eo_k_matmul16_ws;
+eo_k_unary16_fn eo_k_unary16;
+eo_k_unary_backward16_fn eo_k_unary_backward16; /* y is recomputed from x in f32 */
 eo_k_sgd16_fn eo_k_sgd16;
 eo_k_adamw16_fn eo_k_adamw16;
 /* ==== end of 16-bit storage ==== */
