@@ -422,6 +422,8 @@ ptx-check:
 #                         torch; not run by CI (the fixtures are committed).
 #                         Also tests/fixtures/numerics.h: PyTorch's values for the
 #                         ops' numerical edge cases (tools/reference/ref_numerics.py).
+#                         And tests/fixtures/grad_scaler.h: torch's GradScaler on
+#                         scripted inf/NaN sequences (ref_grad_scaler.py).
 # make bench-transformer  EveryO and PyTorch side by side at 1 and 2 threads: ms
 #                         per training step and loss/accuracy after BENCH_STEPS
 #                         steps for the char-GPT and the ViT. ARGS: e.g.
@@ -436,6 +438,7 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	$(REF_PYTHON) tools/reference/ref_transformer.py gpt $(BUILD)/fixtures/gpt_init.safetensors tests/fixtures/gpt_parity.safetensors
 	$(REF_PYTHON) tools/reference/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
 	$(REF_PYTHON) tools/reference/ref_numerics.py tests/fixtures/numerics.h
+	$(REF_PYTHON) tools/reference/ref_grad_scaler.py tests/fixtures/grad_scaler.h
 	$(REF_PYTHON) tools/reference/ref_half.py tests/fixtures/half.h
 
 bench-transformer: $(BUILD)/eo-train

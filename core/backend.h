@@ -62,6 +62,7 @@ typedef struct eo_backend {
     eo_k_attention_ws_fn *attention_ws;
     eo_k_sgd_fn *sgd;
     eo_k_adamw_fn *adamw;
+    eo_k_unscale_check_fn *unscale_check; /* loss scaling: core/grad_scaler.c */
 
     /* ---- 16-bit storage (ops/kernels.h, "16-bit storage") -----------------
      * cast is what every bf16/f16 tensor needs: eo_cast, the contiguous

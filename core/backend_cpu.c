@@ -72,6 +72,7 @@ const eo_backend eo_backend_cpu = {
     .attention_ws = eo_k_attention_ws,
     .sgd = eo_k_sgd,
     .adamw = eo_k_adamw,
+    .unscale_check = eo_k_unscale_check,
     .cast = eo_k_cast,
     .fill16 = eo_k_fill16,
     .matmul16 = eo_k_matmul16,

@@ -99,6 +99,7 @@ const eo_backend eo_backend_cuda = {
     .attention_ws = eo_cuda_k_attention_ws,
     .sgd = eo_cuda_k_sgd,
     .adamw = eo_cuda_k_adamw,
+    .unscale_check = eo_cuda_k_unscale_check,
     .cast = eo_cuda_k_cast,
 };
 

@@ -88,6 +88,9 @@ typedef struct eo_tensor {
     uint8_t readonly;              /* 1: data is a caller's read-only buffer (weights bound in
                                       place, core/safetensors.h): nothing writes it */
     const char *name;              /* parameters: the checkpoint key */
+    struct eo_tensor *low;         /* parameters under mixed precision: the 16-bit
+                                      working copy the forward reads (persistent,
+                                      refreshed by each optimizer step); else NULL */
 } eo_tensor;
 
 /* ---- gradient all-reduce hook (data-parallel training) -------------------
@@ -173,6 +176,7 @@ typedef struct eo_ctx {
     eo_grad_sync grad_sync;        /* all-reduce hook; allreduce NULL: one process */
     int grads_pending;             /* a backward ran since the last gradient all-reduce */
     eo_profile_hook profile;       /* begin/end of calls and rules; fn NULL: none */
+    eo_dtype autocast;             /* mixed precision policy: EO_F32 off, EO_BF16, EO_F16 */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
     const char *op;                /* the public call running now, for messages */
@@ -232,6 +236,29 @@ void eo_ctx_set_grad_sync(eo_ctx *ctx, eo_grad_sync hook);
 
 /* Install the profiling hook (above); a zeroed eo_profile_hook removes it. */
 void eo_ctx_set_profile(eo_ctx *ctx, eo_profile_hook hook);
+
+/* ---- autocast: the mixed-precision policy -----------------------------------
+ * As torch.autocast(dtype=...) (PyTorch's "Automatic Mixed Precision"
+ * docs, its CUDA op lists), per context instead of per thread. With
+ * eo_ctx_set_autocast(ctx, EO_BF16) or EO_F16, ops called with f32 or
+ * 16-bit tensors follow three lists (core/autocast.c; core/README.md has
+ * the table):
+ *  - lower precision: eo_matmul, eo_conv2d, eo_attention and
+ *    eo_attention_fused (and so nn's Linear) cast their float inputs to
+ *    the autocast dtype and compute with f32 accumulation; their output
+ *    is that dtype. A parameter with a 16-bit working copy (p->low, see
+ *    eo_params_enable_low in core/nn.h) is not cast: its copy is used, on
+ *    the tape as a cast of the master, so its gradient reaches the f32
+ *    master in f32;
+ *  - f32: eo_softmax, eo_log_softmax, eo_logsumexp, eo_layernorm,
+ *    eo_cross_entropy(_ex), eo_sum, eo_mean, eo_max, eo_sum_all, eo_exp,
+ *    eo_log cast 16-bit inputs to f32 and return f32;
+ *  - everything else (elementwise ops, views, dropout, embedding,
+ *    pooling) runs in its inputs' dtype, the widest one for two inputs
+ *    (PyTorch's type promotion).
+ * EO_F32 (the default) turns it off: every op runs in its inputs' dtype.
+ * Returns EO_ERR_ARG for another dtype (the setting is then unchanged). */
+eo_status eo_ctx_set_autocast(eo_ctx *ctx, eo_dtype dtype);
 
 /* Seed the context's generator: PCG32 (O'Neill, "PCG: A Family of Simple
  * Fast Space-Efficient Statistically Good Algorithms for Random Number

@@ -223,4 +223,36 @@ eo_status eo_half_narrow(eo_ctx *ctx, const eo_half_route *r, eo_tensor **out);
 eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
                       eo_tensor **out);
 
+/* ---- autocast (core/autocast.c) ------------------------------------------------
+ * The policy of eo_ctx_set_autocast. eo_autocast_low: with autocast on, a
+ * float *x not already in the autocast dtype is replaced by its cast (a
+ * parameter with a working copy of that dtype by the copy, recorded as a
+ * cast of the master). eo_autocast_f32: with autocast on, a 16-bit *x is
+ * replaced by its f32 cast. Both leave NULL, integer tensors and autocast
+ * off alone. */
+eo_status eo_autocast_low(eo_ctx *ctx, eo_tensor **x);
+eo_status eo_autocast_f32(eo_ctx *ctx, eo_tensor **x);
+typedef enum { EO_AUTOCAST_LOW, EO_AUTOCAST_F32 } eo_autocast_list;
+/* EO_AUTOCAST at the top of an op on an autocast list, after its output
+ * pointer is checked: with autocast on, cast arr[0..n) (the op's tensor
+ * arguments) by the list, then run `call` (the op itself on arr's
+ * entries) with autocast off and return its status. Off inside: the op
+ * is one autocast op as in PyTorch (the ops it is built from, and its
+ * f32 fallback, run in the dtypes it was given instead of being cast
+ * again — which would also recurse). */
+eo_status eo_autocast_cast(eo_ctx *ctx, eo_autocast_list list, eo_tensor **arr, int n);
+#define EO_AUTOCAST(ctx, list, arr, n, call)                                             \
+    do {                                                                                 \
+        if ((ctx)->autocast != EO_F32) {                                                 \
+            eo_dtype ac_ = (ctx)->autocast;                                              \
+            EO_CHECK(eo_autocast_cast((ctx), (list), (arr), (n)));                       \
+            (ctx)->autocast = EO_F32;                                                    \
+            eo_status ac_s_ = (call);                                                    \
+            (ctx)->autocast = ac_;                                                       \
+            return ac_s_;                                                                \
+        }                                                                                \
+    } while (0)
+/* Rewrite p->low from the master p (nothing when p has no copy). */
+eo_status eo_params_refresh_low_one(eo_ctx *ctx, eo_tensor *p);
+
 #endif

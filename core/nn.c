@@ -319,8 +319,14 @@ static eo_status module_forward_body(eo_ctx *ctx, const eo_module *m, eo_tensor 
             EO_CHECK(eo_reshape(ctx, x, 2, s, &x2));
         }
         EO_CHECK(eo_matmul(ctx, x2, m->w, 0, 1, y));
-        if (m->b)
-            EO_CHECK(eo_add(ctx, *y, m->b, y));
+        if (m->b) {
+            /* Autocast: the bias joins the matmul's 16-bit output in its
+             * dtype (torch's linear is one autocast op, bias included),
+             * else the add would promote the activation back to f32. */
+            eo_tensor *b = m->b;
+            EO_CHECK(eo_autocast_low(ctx, &b));
+            EO_CHECK(eo_add(ctx, *y, b, y));
+        }
         return EO_OK;
     }
     case EO_MOD_RELU: return eo_relu(ctx, x, y);

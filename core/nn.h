@@ -236,6 +236,106 @@ eo_status eo_grad_allreduce(eo_ctx *ctx, const eo_params *ps);
  * unchanged and the step should be skipped. */
 eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out);
 
+/* ---- mixed precision: master weights ------------------------------------------------
+ * Micikevicius et al., "Mixed Precision Training" (ICLR 2018), sec. 3.1:
+ * every parameter keeps its f32 value (the master), its f32 gradient and
+ * f32 optimizer state; the forward reads a 16-bit copy. Here the copy is
+ * p->low (core/everyo.h), a tensor of the parameter's shape in the
+ * persistent arena of its device, made once by eo_params_enable_low and
+ * rewritten from the master by every eo_optimizer_step right after the
+ * parameter's update (in the same pass when the backend's optimizer
+ * kernel can write it, else by one cast), so it is rounded once per
+ * step, not at every use. Ops under autocast (eo_ctx_set_autocast) read
+ * the copy instead of casting the master; the tape records a cast from
+ * the master, so the gradient lands in the master's f32 gradient. Cost:
+ * 2 bytes per parameter on top of f32's 16 (weight, gradient, AdamW's m
+ * and v).
+ *
+ * Give every parameter of ps a working copy of dtype (EO_BF16 or
+ * EO_F16), filled from its master; a parameter that already has one of
+ * that dtype keeps it. EO_ERR_ARG for another dtype, EO_ERR_DTYPE for a
+ * parameter that is not f32, EO_ERR_OOM (no parameter then has a new
+ * copy). */
+eo_status eo_params_enable_low(eo_ctx *ctx, const eo_params *ps, eo_dtype dtype);
+/* Rewrite every working copy from its master: after writing masters
+ * yourself (loading a checkpoint, gathering ZeRO shards). The optimizer
+ * step does it by itself. */
+eo_status eo_params_refresh_low(eo_ctx *ctx, const eo_params *ps);
+
+/* ---- dynamic loss scaling (f16 training) ------------------------------------------
+ * Gradients of an f16 model underflow to zero below 2^-24 (and lose bits
+ * below 2^-14), so the loss is multiplied by a scale S before the
+ * backward and every gradient is divided by S before the update
+ * (Micikevicius et al., "Mixed Precision Training", ICLR 2018, sec. 3.2).
+ * S adapts: when any gradient is inf or NaN the step is skipped and S
+ * halves; after `growth_interval` steps in a row without one, S doubles.
+ * The semantics are PyTorch's torch.amp.GradScaler (torch.cuda.amp in
+ * 1.13) with its defaults, checked against it (tests/test_grad_scaler.c):
+ *
+ *   eo_grad_scaler_scale_loss(ctx, &sc, loss, &scaled);  // scaler.scale(loss)
+ *   eo_backward(ctx, scaled);                            // .backward()
+ *   eo_grad_scaler_unscale(ctx, &sc, &params);           // scaler.unscale_(opt)
+ *   eo_clip_grad_norm(ctx, &params, 1.0f, NULL);         //   optional: clip unscaled
+ *   eo_grad_scaler_step(ctx, &sc, &opt, &stepped);       // scaler.step(opt)
+ *   eo_grad_scaler_update(ctx, &sc);                     // scaler.update()
+ *
+ * bf16 has f32's exponent range, so its gradients neither underflow nor
+ * overflow where f32's would not: bf16 (and f32) training needs no
+ * scaler. Initialise it with enabled 0 there and the same loop runs
+ * unchanged: scale_loss returns the loss itself, unscale does nothing,
+ * step is eo_optimizer_step and update does nothing (as GradScaler(
+ * enabled=False)). The check runs on the device that holds the
+ * gradients (the backend's unscale_check kernel) and brings home one
+ * float per step. Parameters' gradients must be f32 (they are: a
+ * parameter is its f32 master, see "master weights" above). */
+typedef struct eo_grad_scaler {
+    int enabled;
+    float scale;             /* S, starts at init_scale */
+    float growth_factor;     /* S *= this after growth_interval good steps (2) */
+    float backoff_factor;    /* S *= this on a step with inf/NaN (0.5) */
+    int64_t growth_interval; /* 2000 */
+    int64_t growth_tracker;  /* good steps in a row since S last changed */
+    int64_t skipped;         /* steps skipped so far, for reports */
+    int stage;               /* 0 ready, 1 unscaled, 2 stepped (GradScaler's OptState) */
+    int found_inf;           /* this step's gradients held an inf or NaN */
+} eo_grad_scaler;
+
+/* A scaler with torch.amp.GradScaler's defaults: init_scale 2^16, growth
+ * factor 2, backoff 0.5, growth interval 2000. enabled 0: a pass-through
+ * (bf16, f32). */
+eo_status eo_grad_scaler_init(eo_ctx *ctx, eo_grad_scaler *sc, int enabled);
+/* The same with every setting: init_scale finite and > 0, growth_factor
+ * > 1 and finite, backoff_factor in (0, 1), growth_interval >= 1, else
+ * EO_ERR_ARG (GradScaler asserts the two factors). */
+eo_status eo_grad_scaler_init_ex(eo_ctx *ctx, eo_grad_scaler *sc, int enabled, float init_scale,
+                                 float growth_factor, float backoff_factor,
+                                 int64_t growth_interval);
+/* *out = loss * S (eo_scale: differentiable, so the backward of *out
+ * gives S times every gradient). loss is a scalar (numel 1), f32, else
+ * EO_ERR_SHAPE / EO_ERR_DTYPE. Disabled: *out = loss. */
+eo_status eo_grad_scaler_scale_loss(eo_ctx *ctx, const eo_grad_scaler *sc, eo_tensor *loss,
+                                    eo_tensor **out);
+/* Unscale and check, in one pass per gradient on its device: each
+ * parameter's gradient (f32) is multiplied by 1/S (the reciprocal taken
+ * in double, as GradScaler) and sc->found_inf set when any element was
+ * inf or NaN before that. Data-parallel: the gradients are summed across
+ * ranks first (eo_grad_allreduce), so every rank finds the same. Once per
+ * step: EO_ERR_STATE when called again before eo_grad_scaler_update, or
+ * after eo_grad_scaler_step (GradScaler raises RuntimeError there too). */
+eo_status eo_grad_scaler_unscale(eo_ctx *ctx, eo_grad_scaler *sc, const eo_params *ps);
+/* Unscale (unless done this step), then eo_optimizer_step(ctx, o) only
+ * when no inf/NaN was found; *stepped (may be NULL) is 1 when the update
+ * ran, 0 when it was skipped (the parameters, the optimizer state and
+ * o->step are then untouched, as torch leaves them). EO_ERR_STATE when
+ * called twice in a step. Disabled: eo_optimizer_step, *stepped 1. */
+eo_status eo_grad_scaler_step(eo_ctx *ctx, eo_grad_scaler *sc, eo_optimizer *o, int *stepped);
+/* End the step: found inf/NaN -> S *= backoff_factor, tracker 0; else
+ * tracker + 1, and when it reaches growth_interval S *= growth_factor
+ * (kept only if the product is finite) and tracker 0 — exactly
+ * torch._amp_update_scale_. EO_ERR_STATE when no unscale or step ran
+ * this step (GradScaler: "No inf checks were recorded"). */
+eo_status eo_grad_scaler_update(eo_ctx *ctx, eo_grad_scaler *sc);
+
 /* Learning-rate schedules: a pure function of the step number. */
 typedef enum eo_lr_kind { EO_LR_CONSTANT, EO_LR_STEP, EO_LR_COSINE } eo_lr_kind;
 typedef struct eo_lr_schedule {

@@ -122,6 +122,8 @@ EO_PUBLIC(attention, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_
     if (mask && eo_is_half(mask->dtype))
         EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
     eo_tensor *h[3] = { q, k, v };
+    EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3,
+                eo_attention(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_HALF_FALLBACK(ctx, "attention", h, 3, 0, out,
                      eo_attention(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_CHECK(check_attention(ctx, "attention", q, k, v, mask, causal, scale, out));
@@ -159,6 +161,8 @@ EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *
     if (mask && eo_is_half(mask->dtype))
         EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
     eo_tensor *h[3] = { q, k, v };
+    EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3,
+                eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_HALF_FALLBACK(ctx, "attention_fused", h, 3, 0, out,
                      eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));

@@ -144,6 +144,7 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "conv2d: NULL output pointer");
     eo_tensor *h[3] = { x, w, bias }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3, eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
     EO_HALF_FALLBACK(ctx, "conv2d", h, 3, 0, out, eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
     EO_CHECK(eo_expect(ctx, "conv2d", x, EO_F32));
     EO_CHECK(eo_expect(ctx, "conv2d", w, EO_F32));

@@ -44,6 +44,8 @@ static eo_status cross_entropy_body(eo_ctx *ctx, eo_tensor *logits, eo_tensor *t
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "cross_entropy: NULL output pointer");
     eo_tensor *h[1] = { logits }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_AUTOCAST(ctx, EO_AUTOCAST_F32, h, 1,
+                eo_cross_entropy_ex(ctx, h[0], target, ignore_index, reduction, out));
     EO_HALF_FALLBACK(ctx, "cross_entropy", h, 1, 0, out,
                      eo_cross_entropy_ex(ctx, h[0], target, ignore_index, reduction, out));
     EO_CHECK(eo_expect(ctx, "cross_entropy", logits, EO_F32));

@@ -140,6 +140,9 @@ static eo_status unary_body(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    eo_tensor *ac[1] = { x };
+    if (id == EO_OP_EXP || id == EO_OP_LOG) /* autocast's f32 list */
+        EO_AUTOCAST(ctx, EO_AUTOCAST_F32, ac, 1, eo_unary_op(ctx, id, k, alpha, ac[0], out));
     /* bf16 / f16: the backend's 16-bit kernels, else through f32 (core/
      * op_cast.c; also for log, whose domain check reads f32 values). */
     EO_CHECK(eo_expect_any(ctx, op, x));

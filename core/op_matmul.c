@@ -122,6 +122,8 @@ EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_t
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "matmul: NULL output pointer");
+    eo_tensor *ac[2] = { a, b }; /* autocast: both to its 16-bit dtype */
+    EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, ac, 2, eo_matmul(ctx, ac[0], ac[1], ta, tb, out));
     /* bf16 / f16: the backend's 16-bit kernel (products summed in f32, C
      * in the operands' dtype), else through f32 (core/op_cast.c). */
     EO_CHECK(eo_expect_any(ctx, "matmul", a));

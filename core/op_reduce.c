@@ -29,6 +29,7 @@ static eo_status reduce_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, i
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
     eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_AUTOCAST(ctx, EO_AUTOCAST_F32, h, 1, reduce(ctx, id, h[0], axis, keepdim, out));
     EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, reduce(ctx, id, h[0], axis, keepdim, out));
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     int a = eo_axis(axis, x->rank);
@@ -118,6 +119,7 @@ EO_PUBLIC(sum_all, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "sum_all: NULL output pointer");
     eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_AUTOCAST(ctx, EO_AUTOCAST_F32, h, 1, eo_sum_all(ctx, h[0], out));
     EO_HALF_FALLBACK(ctx, "sum_all", h, 1, 0, out, eo_sum_all(ctx, h[0], out));
     EO_CHECK(eo_expect(ctx, "sum_all", x, EO_F32));
     int64_t n = eo_numel(x);

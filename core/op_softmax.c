@@ -12,6 +12,7 @@ static eo_status softmax_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor 
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
     eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_AUTOCAST(ctx, EO_AUTOCAST_F32, h, 1, softmax(ctx, id, h[0], out));
     EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, softmax(ctx, id, h[0], out));
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     if (x->rank < 1)

@@ -4,7 +4,9 @@
  * The update arithmetic is in the kernels (ops/kernels.h states the exact
  * formulas, with their sources); this file owns the state tensors — one
  * or two per parameter, made once in the persistent arena — and walks the
- * parameter list. */
+ * parameter list. Under mixed precision the parameters are the f32
+ * masters and the state is f32; after each parameter's update its 16-bit
+ * working copy (p->low) is rewritten from it (core/autocast.c). */
 #include <math.h>
 #include "core/internal.h"
 #include "core/nn.h"
@@ -241,6 +243,8 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
             be->adamw(hi - lo, (float *)p->data + lo, (const float *)p->grad->data + lo,
                       o->m[i]->data, o->v[i]->data, o->lr, o->beta1, o->beta2, o->eps,
                       o->weight_decay, o->step, &ctx->exec);
+            EO_CHECK(eo_params_refresh_low_one(ctx, p)); /* the other shards' parts: after
+                                                           the program's gather */
             continue;
         }
         if (o->kind == EO_OPTIM_SGD) {
@@ -254,6 +258,9 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
             be->adamw(n, p->data, p->grad->data, o->m[i]->data, o->v[i]->data, o->lr,
                       o->beta1, o->beta2, o->eps, o->weight_decay, o->step, &ctx->exec);
         }
+        /* Mixed precision: the forward's 16-bit copy follows its master,
+         * once per step (core/autocast.c). */
+        EO_CHECK(eo_params_refresh_low_one(ctx, p));
     }
     return EO_OK;
 }

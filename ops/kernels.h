@@ -316,6 +316,21 @@ typedef void eo_k_adamw_fn(int64_t n, float *w, const float *g, float *m, float 
                            float beta1, float beta2, float eps, float wd, int64_t step,
                            const eo_exec *ex);
 
+/* ---- loss scaling (dynamic, for f16 training) -------------------------------------
+ * The check and unscale of PyTorch's GradScaler (torch.amp.GradScaler,
+ * its _amp_foreach_non_finite_check_and_unscale_), for one gradient:
+ *   if g[i] is inf or NaN: *found = 1.0f   (never cleared here: the caller
+ *                                           zeroes it once per step);
+ *   g[i] = g[i] * inv_scale                 (one rounded multiply; done to
+ *                                           non-finite elements too).
+ * The check reads the value before the multiply, as PyTorch's does, so an
+ * element that is finite only after unscaling still counts as overflow.
+ * found is one float on the kernel's device; the order in which threads
+ * store 1.0f there does not matter. */
+typedef void eo_k_unscale_check_fn(int64_t n, float *g, float inv_scale, float *found,
+                                   const eo_exec *ex);
+eo_k_unscale_check_fn eo_k_unscale_check; /* ops/cpu/grad_scaler.c */
+
 /* ---- the CPU implementations ------------------------------------------------------ */
 eo_k_copy32_fn eo_k_copy32;
 eo_k_accumulate_fn eo_k_accumulate;

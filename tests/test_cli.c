@@ -146,6 +146,8 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-train", "--epochs 0", "--eval only evaluates");
     refused("eo-train", "--eval", "--eval needs --load");
     refused("eo-train", "--optimizer adam", "'adam' is not one of sgd, adamw");
+    refused("eo-train", "--precision fp8", "'fp8' is not one of f32, bf16, f16");
+    refused("eo-train", "--model gpt --precision half", "'half' is not one of f32, bf16, f16");
     refused("eo-train", "--model rnn", "'rnn' is not one of");
     refused("eo-train", "--lr 1e-3x", "--lr: '1e-3x'");
     refused("eo-train", "--seed 99999999999999999999999", "--seed");

@@ -173,6 +173,7 @@ eo_k_attention_backward_fn eo_cuda_k_attention_backward;
 eo_k_attention_ws_fn eo_cuda_k_attention_ws;
 eo_k_sgd_fn eo_cuda_k_sgd;
 eo_k_adamw_fn eo_cuda_k_adamw;
+eo_k_unscale_check_fn eo_cuda_k_unscale_check; /* ops/cuda/grad_scaler.c */
 eo_k_cast_fn eo_cuda_k_cast; /* ops/cuda/cast.c: 16-bit casts and copies */
 
 #endif

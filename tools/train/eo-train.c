@@ -22,6 +22,7 @@
 #include "tools/dist/dist.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/gpt_limits.h"
+#include "tools/train/precision.h"
 #include "tools/train/textlm.h"
 #include "tools/train/trainer.h"
 
@@ -127,6 +128,10 @@ static void usage(FILE *f)
             "                         in MiB (64); the run says what it used\n"
             "      --step-mb N        step arena (activations, tape, scratch) in MiB\n"
             "                         (%s); too small: the message says what is needed\n"
+            "      --precision f32|bf16|f16  arithmetic of the forward and backward (f32):\n"
+            "                         bf16/f16 autocast matmul and conv to 16 bits with f32\n"
+            "                         master weights and AdamW state; f16 adds dynamic loss\n"
+            "                         scaling (steps with inf/NaN gradients are skipped)\n"
             "  -q, --quiet            no progress bar\n"
             "      --profile          after training, time per op kind and pass (forward\n"
             "                         call, backward rule) and its share of the step\n""%s"
@@ -161,6 +166,7 @@ static void usage_gpt(FILE *f)
             "                         in MiB (64); the run says what it used\n"
             "      --step-mb N        step arena (activations, tape, scratch) in MiB\n"
             "                         (%s); too small: the message says what is needed\n"
+            "      --precision f32|bf16|f16  as for the image models (f32); f16 with loss scaling\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
@@ -177,6 +183,7 @@ enum {
     O_SCHEDULE, O_WARMUP, O_CLIP, O_SEED, O_DATA, O_SUBSET, O_TEST_SUBSET, O_SAVE, O_LOAD,
     O_LOG, O_PLOT, O_DEVICE, O_VERSION, O_TEXT, O_FORTUNES, O_CONTEXT, O_DMODEL, O_HEADS,
     O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE, O_PERSIST_MB, O_STEP_MB,
+    O_PRECISION,
 };
 
 /* Arena sizes in MiB: at least 1, and small enough that MiB << 20 fits
@@ -212,6 +219,7 @@ static const struct option image_opts[] = {
     {"profile", no_argument, NULL, O_PROFILE},
     {"persist-mb", required_argument, NULL, O_PERSIST_MB},
     {"step-mb", required_argument, NULL, O_STEP_MB},
+    {"precision", required_argument, NULL, O_PRECISION},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
@@ -234,10 +242,22 @@ static const struct option gpt_opts[] = {
     {"profile", no_argument, NULL, O_PROFILE},
     {"persist-mb", required_argument, NULL, O_PERSIST_MB},
     {"step-mb", required_argument, NULL, O_STEP_MB},
+    {"precision", required_argument, NULL, O_PRECISION},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
     {NULL, 0, NULL, 0},
 };
+
+/* --precision f32|bf16|f16 into an eo_dtype; 0 (reported) for another value. */
+static int precision_option(const char *a, const char *v, int *dtype)
+{
+    static const char *const names[] = {"f32", "bf16", "f16"};
+    int k;
+    if (!eo_arg_choice(a, v, names, 3, &k))
+        return 0;
+    *dtype = eo_precision_parse(names[k]);
+    return 1;
+}
 
 /* The name getopt_long matched, for messages: "--batch" or "-b". */
 static const char *opt_name(const struct option *table, int code)
@@ -292,6 +312,7 @@ static int main_gpt(int argc, char **argv)
         case O_PROFILE: c.profile = 1; break;
         case O_PERSIST_MB: ok = arena_mb(a, v, &c.persist_mb); break;
         case O_STEP_MB: ok = arena_mb(a, v, &c.step_mb); break;
+        case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
@@ -340,8 +361,9 @@ static int main_gpt(int argc, char **argv)
         return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("done: validation loss %.4f nats/char after %d steps, %.1f ms/step, peak resident "
-           "%.1f MiB\n", r.val_loss, c.steps, r.ms_per_step, ru.ru_maxrss / 1024.0);
+    printf("done: validation loss %.4f nats/char after %d steps (%s), %.1f ms/step, peak "
+           "resident %.1f MiB\n", r.val_loss, c.steps, eo_precision_name(c.precision),
+           r.ms_per_step, ru.ru_maxrss / 1024.0);
     return 0;
 }
 
@@ -467,6 +489,7 @@ int main(int argc, char **argv)
         case O_PROFILE: c.profile = 1; break;
         case O_PERSIST_MB: ok = arena_mb(a, v, &c.persist_mb); break;
         case O_STEP_MB: ok = arena_mb(a, v, &c.step_mb); break;
+        case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */

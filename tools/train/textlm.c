@@ -17,6 +17,7 @@
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
+#include "tools/train/precision.h"
 #include "tools/train/profile.h"
 #include "tools/train/progress.h"
 #include "tools/train/svgplot.h"
@@ -266,16 +267,15 @@ static eo_status validate(eo_ctx *ctx, const eo_gpt *m, const int32_t *val, size
     return s;
 }
 
-static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt, int32_t *ib,
-                            int32_t *tb, int rows, float *loss)
+static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt,
+                            eo_grad_scaler *sc, int32_t *ib, int32_t *tb, int rows, float *loss)
 {
     eo_tensor *x, *y, *L;
     TRY(ids_tensor(ctx, m, rows, m->cfg.context, ib, &x));
     TRY(ids_tensor(ctx, m, rows, m->cfg.context, tb, &y));
     TRY(eo_params_zero_grad(ctx, &m->params));
     TRY(eo_gpt_loss(ctx, m, x, y, NULL, &L));
-    TRY(eo_backward(ctx, L));
-    TRY(eo_optimizer_step(ctx, opt));
+    TRY(eo_precision_step(ctx, sc, &m->params, opt, L, 0.0f, NULL));
     return eo_read(ctx, L, loss, sizeof *loss);
 }
 
@@ -283,7 +283,8 @@ static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt, int
  * rank * micro + j of size * micro, each slice's loss weighted by its
  * share, gradients added in slice order and summed across ranks. */
 static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt,
-                                  eo_dist *dist, size_t micro, eo_grad_accum *acc,
+                                  eo_grad_scaler *sc, eo_dist *dist, size_t micro,
+                                  eo_grad_accum *acc,
                                   int32_t *ib, int32_t *tb, int rows, double *loss, char *err,
                                   size_t errlen)
 {
@@ -303,7 +304,9 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *op
             CHECKED(eo_tensor_wrap(ctx, EO_I32, 2, sh, tb + b0 * (size_t)T, &y));
             CHECKED(eo_gpt_loss(ctx, m, x, y, NULL, &L));
             CHECKED(eo_scale(ctx, L, (float)n / (float)rows, &Ls));
-            CHECKED(eo_backward(ctx, Ls));
+            eo_tensor *Lb; /* Ls times the loss scale (f16) */
+            CHECKED(eo_grad_scaler_scale_loss(ctx, sc, Ls, &Lb));
+            CHECKED(eo_backward(ctx, Lb));
             CHECKED(eo_read(ctx, Ls, &l, sizeof l));
             part += (double)l;
         }
@@ -319,7 +322,7 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *op
             return s;
     }
     CHECKED(eo_grad_allreduce(ctx, &m->params));
-    CHECKED(eo_optimizer_step(ctx, opt));
+    CHECKED(eo_precision_finish(ctx, sc, &m->params, opt, 0.0f, NULL));
     *loss = part;
     return eo_dist_sum(dist, loss, 1, err, errlen);
 #undef CHECKED
@@ -415,6 +418,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     static eo_prof prof; /* --profile; static: it is a few KiB */
     eo_gpt m;
     eo_optimizer opt;
+    eo_grad_scaler scaler;
     eo_dist *dist = c->dist && c->dist->size > 1 ? c->dist : NULL;
     size_t micro = c->micro_batches > 1 ? (size_t)c->micro_batches : 1;
     int split = dist || micro > 1;
@@ -459,6 +463,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     if (dist)
         eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
     CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
+    CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     r->params = eo_params_numel(&m.params);
     if (eo_dist_root(dist) && c->log && !(log = fopen(c->log, "w"))) {
         snprintf(err, errlen, "%s: cannot open for writing", c->log);
@@ -470,11 +475,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     if (out)
         fprintf(out, "model gpt: %lld parameters; vocabulary %d, train %zu / validation %zu "
                      "chars; context %lld, d_model %lld, %lld heads, %lld layers; batch %d, "
-                     "AdamW lr %g wd %g, %d thread%s, seed %llu%s\n",
+                     "AdamW lr %g wd %g, %d thread%s, seed %llu%s, precision %s\n",
                 (long long)r->params, voc.size, ntrain, nval, (long long)T,
                 (long long)c->d_model, (long long)c->heads, (long long)c->layers, c->batch,
                 (double)c->lr, (double)c->weight_decay, c->threads, c->threads == 1 ? "" : "s",
-                (unsigned long long)c->seed, c->fused ? ", fused attention" : "");
+                (unsigned long long)c->seed, c->fused ? ", fused attention" : "",
+                eo_precision_name(c->precision));
     if (out && split)
         fprintf(out, "data-parallel: %d rank%s x %zu micro-batch%s per step; gradients summed "
                      "in rank order\n", dist ? dist->size : 1, dist ? "s (MPI)" : "", micro,
@@ -509,13 +515,13 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         float loss = 0;
         if (split) {
             double dl = 0;
-            s = train_step_split(&ctx, &m, &opt, dist, micro, &acc, ib, tb, c->batch, &dl, err,
-                                 errlen);
+            s = train_step_split(&ctx, &m, &opt, &scaler, dist, micro, &acc, ib, tb, c->batch,
+                                 &dl, err, errlen);
             if (s != EO_OK)
                 goto done;
             loss = (float)dl;
         } else {
-            CORE(train_step(&ctx, &m, &opt, ib, tb, c->batch, &loss));
+            CORE(train_step(&ctx, &m, &opt, &scaler, ib, tb, c->batch, &loss));
         }
         eo_rewind(&ctx, mk);
         if (c->profile && step > 1)
@@ -569,11 +575,21 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     r->ms_per_step = c->steps ? 1000.0 * t_train / c->steps : 0;
     if (c->profile && out)
         eo_prof_print(&prof, out, c->threads);
-    if (out)
-        fprintf(out, "validation loss %.4f nats/char (%d windows), %.1f ms/step, arenas: "
-                     "persistent %.1f MiB, step %.1f MiB high-water\n",
-                r->val_loss, c->val_windows, r->ms_per_step,
-                eo_arena_high(&ctx.persist) / 1048576.0, eo_arena_high(&ctx.step) / 1048576.0);
+    {
+        const eo_arena *ps = c->cuda ? &ctx.dev_persist : &ctx.persist;
+        const eo_arena *st = c->cuda ? &ctx.dev_step : &ctx.step;
+        r->step_high = eo_arena_high(st);
+        r->skipped_steps = scaler.skipped;
+        if (out)
+            fprintf(out, "validation loss %.4f nats/char (%d windows), %.1f ms/step, arenas: "
+                         "persistent %.1f MiB, step %.1f MiB high-water%s\n",
+                    r->val_loss, c->val_windows, r->ms_per_step, eo_arena_high(ps) / 1048576.0,
+                    eo_arena_high(st) / 1048576.0, c->cuda ? " (device)" : "");
+        if (out && scaler.enabled)
+            fprintf(out, "loss scaling: %lld step%s skipped (inf/NaN gradients), scale %g at the "
+                         "end\n", (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s",
+                    (double)scaler.scale);
+    }
     if (eo_dist_root(dist) && c->plot && sx && sy && vx && vy && sn)
         write_plot(c, r, sx, sy, sn, vx, vy, vn, out);
     if (eo_dist_root(dist) && c->save) {

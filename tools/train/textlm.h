@@ -63,6 +63,7 @@ typedef struct eo_lm_config {
     int micro_batches;    /* slices per rank and step (0 or 1: one) */
     int cuda;             /* 1: parameters, optimizer state and activations on the first CUDA device */
     const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
+    int precision;        /* EO_F32 (0, default), EO_BF16, EO_F16: tools/train/precision.h */
 } eo_lm_config;
 
 typedef struct eo_lm_result {
@@ -72,6 +73,8 @@ typedef struct eo_lm_result {
     int vocab;
     size_t train_chars, val_chars;
     int64_t params;
+    size_t step_high;     /* the step arena's high-water mark, bytes (device arena on CUDA) */
+    int64_t skipped_steps;/* f16: steps the loss scaler skipped */
 } eo_lm_result;
 
 /* The README's defaults: 1000 steps, context 64, d_model 128, 4 heads, 4

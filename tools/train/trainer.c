@@ -23,6 +23,7 @@
 #include "tools/dist/nccl.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/train/mnist.h"
+#include "tools/train/precision.h"
 #include "tools/threads/pool.h"
 #include "tools/train/profile.h"
 #include "tools/train/progress.h"
@@ -99,6 +100,7 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
             eo_dataset_row_f32(ds, i + r, xb + r * ds->dim);
         s = batch_tensor(ctx, device_of(m), EO_F32, 2, shape, xb, &x);
         if (s == EO_OK) s = eo_classifier_forward(ctx, m, x, &logits);
+        if (s == EO_OK) s = eo_cast(ctx, logits, EO_F32, &logits); /* 16-bit under autocast */
         if (s == EO_OK) s = eo_read(ctx, logits, host, rows * 10 * sizeof(float));
         for (size_t r = 0; r < rows && s == EO_OK; r++) {
             int best = 0;
@@ -124,8 +126,9 @@ static eo_status evaluate(eo_ctx *ctx, const eo_classifier *m, const eo_dataset 
 }
 
 /* One training step on a batch; *loss gets its value. */
-static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *opt, float clip,
-                            float *xb, int32_t *yb, size_t rows, float *loss)
+static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *opt,
+                            eo_grad_scaler *sc, float clip, float *xb, int32_t *yb, size_t rows,
+                            float *loss)
 {
     eo_tensor *x, *y, *logits, *L;
     int64_t sx[2] = { (int64_t)rows, 784 }, sy[1] = { (int64_t)rows };
@@ -134,10 +137,8 @@ static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *o
     TRY(eo_params_zero_grad(ctx, &m->params));
     TRY(eo_classifier_forward(ctx, m, x, &logits));
     TRY(eo_cross_entropy(ctx, logits, y, -100, &L));
-    TRY(eo_backward(ctx, L));
-    if (clip > 0)
-        TRY(eo_clip_grad_norm(ctx, &m->params, clip, NULL));
-    TRY(eo_optimizer_step(ctx, opt));
+    /* backward, (unscale), (clip), step unless skipped, scale update */
+    TRY(eo_precision_step(ctx, sc, &m->params, opt, L, clip, NULL));
     return eo_read(ctx, L, loss, sizeof *loss);
 }
 
@@ -147,6 +148,7 @@ typedef struct {
     size_t micro;        /* slices this rank runs in turn */
     eo_grad_accum acc;   /* their running sum when micro > 1 */
     int zero;            /* ZeRO-1: gather the updated weight shards after the step */
+    eo_grad_scaler *sc;  /* loss scaling (a pass-through but for f16) */
 } step_plan;
 
 /* A data-parallel (or micro-batched) step on the global batch xb/yb of
@@ -176,7 +178,9 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_classifier *m, eo_optimi
             CHECKED(eo_classifier_forward(ctx, m, x, &logits));
             CHECKED(eo_cross_entropy(ctx, logits, y, -100, &L));
             CHECKED(eo_scale(ctx, L, share, &Ls));
-            CHECKED(eo_backward(ctx, Ls));
+            eo_tensor *Lb; /* what the backward starts from: Ls times the loss scale */
+            CHECKED(eo_grad_scaler_scale_loss(ctx, sp->sc, Ls, &Lb));
+            CHECKED(eo_backward(ctx, Lb));
             CHECKED(eo_read(ctx, Ls, &l, sizeof l));
             part += (double)l;
         }
@@ -194,13 +198,12 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_classifier *m, eo_optimi
     /* Explicitly, not left to the optimizer: a rank whose slices were all
      * empty ran no backward but must still join the sum. */
     CHECKED(eo_grad_allreduce(ctx, &m->params));
-    if (clip > 0)
-        CHECKED(eo_clip_grad_norm(ctx, &m->params, clip, NULL));
-    CHECKED(eo_optimizer_step(ctx, opt));
+    CHECKED(eo_precision_finish(ctx, sp->sc, &m->params, opt, clip, NULL));
     if (sp->zero) {
         eo_status s = eo_dist_gather_params(sp->dist, &m->params, err, errlen);
         if (s != EO_OK)
             return s;
+        CHECKED(eo_params_refresh_low(ctx, &m->params)); /* the gathered shards' copies */
     }
     *loss = part;
     return eo_dist_sum(sp->dist, loss, 1, err, errlen);
@@ -313,9 +316,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     static eo_prof prof; /* --profile; static: it is a few KiB */
     eo_classifier m;
     eo_optimizer opt;
+    eo_grad_scaler scaler;
     int attached = 0, ctx_ready = 0;
     step_plan plan = { dist, c->micro_batches > 1 ? (size_t)c->micro_batches : 1, {0},
-                       c->zero && dist };
+                       c->zero && dist, &scaler };
     int split = dist || plan.micro > 1;
     eo_nccl_api nccl_api = {0};
     eo_nccl nccl = {0};
@@ -367,6 +371,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             goto done;
         if (out) fprintf(out, "loaded %s\n", c->load);
     }
+    CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     if (plan.zero) {
         /* ZeRO-1: m and v for this rank's shard of the flattened
          * parameters only; the hook sums only that shard's gradients. */
@@ -411,10 +416,11 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         fprintf(log, "step,epoch,loss,lr\n");
     if (out)
         fprintf(out, "model %s: %lld parameters; train %zu, test %zu images; %s lr %g, batch %d, "
-                     "%d thread%s, seed %llu\n",
+                     "%d thread%s, seed %llu, precision %s\n",
                 eo_model_name(c->model), (long long)eo_params_numel(&m.params), train.n, test.n,
                 c->adamw ? "AdamW" : "SGD", (double)c->lr, c->batch, c->threads,
-                c->threads == 1 ? "" : "s", (unsigned long long)c->seed);
+                c->threads == 1 ? "" : "s", (unsigned long long)c->seed,
+                eo_precision_name(c->precision));
     if (out && split)
         fprintf(out, "data-parallel: %d rank%s x %zu micro-batch%s: each batch of %d cut into "
                      "%zu slices, gradients summed in slice order%s\n",
@@ -464,7 +470,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                     goto done;
                 loss = (float)dl;
             } else {
-                CORE(train_step(&ctx, &m, &opt, c->clip, xb, yb, rows, &loss));
+                CORE(train_step(&ctx, &m, &opt, &scaler, c->clip, xb, yb, rows, &loss));
             }
             eo_rewind(&ctx, mk);
             if (c->profile && global > 0)
@@ -523,6 +529,11 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     r->ms_per_step = total_steps ? 1000.0 * train_time / (double)total_steps : 0;
     r->persist_high = eo_arena_high(&ctx.persist);
     r->step_high = eo_arena_high(&ctx.step);
+    r->skipped_steps = scaler.skipped;
+    r->loss_scale = scaler.scale;
+    if (out && scaler.enabled)
+        fprintf(out, "loss scaling: %lld step%s skipped (inf/NaN gradients), scale %g at the end\n",
+                (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", (double)scaler.scale);
     if (c->profile && out)
         eo_prof_print(&prof, out, c->threads);
     if (out)

@@ -46,6 +46,8 @@ typedef struct eo_train_config {
     const struct eo_nccl_api *nccl; /* CUDA across ranks; NULL: dlopen libnccl.so.2 */
     int zero;                 /* 1: ZeRO-1 (tools/dist/dist.h): AdamW state sharded across
                                * the ranks; CPU, AdamW, no clip; bit-identical to 0 */
+    int precision;            /* EO_F32 (0, the default), EO_BF16 or EO_F16: see
+                               * tools/train/precision.h */
 } eo_train_config;
 
 typedef struct eo_train_result {
@@ -57,6 +59,8 @@ typedef struct eo_train_result {
     size_t persist_high, step_high; /* arenas' high-water marks, bytes */
     size_t step_high_after_first;   /* step arena high-water after step 1 */
     size_t step_high_epoch1;        /* ... after every step of epoch 1 (before evaluation) */
+    int64_t skipped_steps;          /* f16: steps the loss scaler skipped (inf/NaN gradients) */
+    float loss_scale;               /* f16: the scale at the end */
 } eo_train_result;
 
 /* Defaults for the model: the ones README.md quotes. */
