@@ -46,7 +46,16 @@ int eo_cuda_cast_flat(int dd, void *dst, int sdt, const void *src, int64_t n, co
     eo_cuda *cu = eo_cuda_ready(ex);
     if (!cu || !eo_cuda_fits(cu, "cast", n) || n == 0)
         return 1;
-    uint32_t nn = (uint32_t)n, nv = groups8(n, dst, src, NULL, NULL);
+    /* Groups of 4: 16 bytes of f32 and 8 of 16-bit values (the copy: 8
+     * values, 16 bytes each side). */
+    uint32_t nn = (uint32_t)n, nv;
+    if (k == EO_CUK_COPY16_FLAT)
+        nv = groups8(n, dst, src, NULL, NULL);
+    else
+        nv = eo_cuda_dp(dst) % (dd == DT_F32 ? 16u : 8u) == 0 &&
+                     eo_cuda_dp(src) % (sdt == DT_F32 ? 16u : 8u) == 0
+                 ? (uint32_t)(n / 4)
+                 : 0u;
     uint64_t pd = eo_cuda_dp(dst), ps = eo_cuda_dp(src);
     LAUNCH(cu, k, grid16(n, nv), 1, 1, BLOCK, 1, &nn, &nv, &pd, &ps);
     return 1;

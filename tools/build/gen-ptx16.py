@@ -742,41 +742,47 @@ def k_binary_4d(t):
 def k_convert(t, to16):
     if to16:
         name, doc = "eo_f32_to_" + t.name, "dst[i] = %s(src[i]), f32 -> %s rounded to nearest even" % (t.name, t.name)
-        ps = [("u32", "n", "element count"), ("u32", "nvec", "groups of 8 (n/8 when aligned, else 0)"),
+        ps = [("u32", "n", "element count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
               ("u64", "dst", "%s *dst" % t.name), ("u64", "src", "const float *src")]
     else:
         name, doc = "eo_%s_to_f32" % t.name, "dst[i] = src[i] widened to f32 (exact)"
-        ps = [("u32", "n", "element count"), ("u32", "nvec", "groups of 8 (n/8 when aligned, else 0)"),
+        ps = [("u32", "n", "element count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
               ("u64", "dst", "float *dst"), ("u64", "src", "const %s *src" % t.name)]
     k = K(name, ps, "%s(n, nvec, dst, src): %s, contiguous.\n"
-          "A group is 32 bytes of f32 (two 16-byte accesses) and 16 bytes of 16-bit\n"
-          "values (one). The tail [8 nvec, n) goes one element per thread.\n"
+          "A thread takes groups of 4 values: one 16-byte access of f32 and one\n"
+          "8-byte access of 16-bit values, so that across a warp both sides are\n"
+          "contiguous (512 and 256 bytes, every sector used in full; groups of 8\n"
+          "would make each f32 access touch every other 16 bytes). The launcher\n"
+          "passes nvec = n/4 when the f32 side is 16-byte and the 16-bit side\n"
+          "8-byte aligned, else 0; the tail [4 nvec, n) goes one value a thread.\n"
           "cvt.rn to bf16/f16 rounds to nearest even; NaN stays NaN (quiet), values\n"
           "past the 16-bit range become inf." % (name, doc))
-    k.r("f32", *["q%d" % j for j in range(8)]).r("pred", "pg").r("b32", "e0")
+    k.r("f32", *["q%d" % j for j in range(4)]).r("pred", "pg").r("b32", "e0 w0 w1")
     grid_stride(k)
     k.label("VEC")
     k.o("setp.ge.u32 %pg, %i, %nvec;")
     k.o("@%pg bra TAIL;")
     if to16:
-        addr(k, "as", "src", "i", 32)
-        k.o("ld.global.v4.f32 {%q0, %q1, %q2, %q3}, [%as];")
-        k.o("ld.global.v4.f32 {%q4, %q5, %q6, %q7}, [%as+16];")
-        addr(k, "ad", "dst", "i", 16)
-        store8(k, t, "%ad", Q)
-    else:
         addr(k, "as", "src", "i", 16)
-        load8(k, t, "%as", Q)
-        addr(k, "ad", "dst", "i", 32)
+        k.o("ld.global.v4.f32 {%q0, %q1, %q2, %q3}, [%as];")
+        t.pack(k, "%w0", "%q0", "%q1")
+        t.pack(k, "%w1", "%q2", "%q3")
+        addr(k, "ad", "dst", "i", 8)
+        k.o("st.global.v2.b32 [%ad], {%w0, %w1};", "4 halves, one 8-byte store")
+    else:
+        addr(k, "as", "src", "i", 8)
+        k.o("ld.global.v2.b32 {%w0, %w1}, [%as];", "4 halves, one 8-byte load")
+        t.unpack(k, "%w0", "%q0", "%q1")
+        t.unpack(k, "%w1", "%q2", "%q3")
+        addr(k, "ad", "dst", "i", 16)
         k.o("st.global.v4.f32 [%ad], {%q0, %q1, %q2, %q3};")
-        k.o("st.global.v4.f32 [%ad+16], {%q4, %q5, %q6, %q7};")
     k.o("add.u32 %i, %i, %step;")
     k.o("bra VEC;")
     k.label("TAIL")
     k.o("mov.u32 %gs_t, %ntid.x;")
     k.o("mov.u32 %e0, %ctaid.x;")
     k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
+    k.o("shl.b32 %e0, %nvec, 2;")
     k.o("add.u32 %i, %i, %e0;")
     k.label("TAIL_LOOP")
     k.o("setp.ge.u32 %pg, %i, %n;")
@@ -853,7 +859,7 @@ def module_elementwise16():
 // and grid min(ceil(work / 256), 65535); any grid size is correct. The
 // contiguous kernels take nvec = n/8 when every pointer is 16-byte aligned
 // (else 0): the first 8 nvec elements go 8 per thread with 16-byte accesses,
-// the rest one per thread.
+// the rest one per thread (the f32 <-> 16-bit conversions: groups of 4).
 .version 7.0
 .target sm_80
 .address_size 64
