@@ -330,17 +330,24 @@ static void special_rows(uint16_t *h, float *f, int C, int dt)
 
 START_TEST(softmax_rows)
 {
-    static uint16_t hx[R * 1024], hy[R * 1024], hdy[R * 1024], hdx[R * 1024], got[R * 1024];
-    static float x[R * 1024], y[R * 1024], dy[R * 1024], ref[R * 1024];
-    static const int cols[] = {1003, 1024};
+    /* 8200 columns: 1025 groups of 8, so the loops that take 4 (or 2)
+     * groups at a time run too, and one group is left for a single thread */
+    enum { CM = 8201 };
+    static uint16_t hx[R * CM], hy[R * CM], hdy[R * CM], hdx[R * CM], got[R * CM];
+    static float x[R * CM], y[R * CM], dy[R * CM], ref[R * CM];
+    /* 1003 columns: rows start anywhere mod 16 (a head before the first
+     * 16-byte group); the second 1003 starts every buffer 2 bytes off, so
+     * no 16-byte access is possible at all */
+    static const int cols[] = {1003, 1003, 1024, CM};
     for (int dt = EO_BF16; dt <= EO_F16; dt++)
-        for (int ci = 0; ci < 2; ci++)
+        for (int ci = 0; ci < 4; ci++)
             for (int log = 0; log <= 1; log++) {
                 int C = cols[ci];
+                size_t off = ci == 1 ? 2 : 0;
                 size_t n = (size_t)R * C;
                 special_rows(hx, x, C, dt);
                 eo_k_softmax(log, R, C, x, ref, NULL, NULL);
-                dbuf dx = dup_(hx, n * 2, 0), dyb = dup_(NULL, n * 2, 0);
+                dbuf dx = dup_(hx, n * 2, off), dyb = dup_(NULL, n * 2, off);
                 eo_cuda_k_softmax16(log, dt, R, C, dx.p, dyb.p, NULL, &EX);
                 ddown(got, dyb, n * 2);
                 check16("softmax16", got, ref, n, dt, 0);
@@ -352,7 +359,7 @@ START_TEST(softmax_rows)
                 rand16(hdx, ref, n, dt, -1, 1);
                 eo_k_softmax_backward(log, 1, C, y, dy, ref, NULL);
                 eo_k_softmax_backward(log, 1, C, y + 4 * C, dy + 4 * C, ref + 4 * C, NULL);
-                dbuf ddy = dup_(hdy, n * 2, 0), ddx = dup_(hdx, n * 2, 0);
+                dbuf ddy = dup_(hdy, n * 2, off), ddx = dup_(hdx, n * 2, off);
                 eo_cuda_k_softmax_backward16(log, dt, R, C, dyb.p, ddy.p, ddx.p, NULL, &EX);
                 ddown(got, ddx, n * 2);
                 check16("softmax16 backward row 0", got, ref, (size_t)C, dt, 1e-5f);
@@ -369,11 +376,13 @@ END_TEST
 
 START_TEST(layernorm_rows)
 {
-    static uint16_t hx[4 * 1000], hw[1000], hb[1000], got[4 * 1000];
-    static float x[4 * 1000], w[1000], b[1000], ref[4 * 1000], mean[4], rstd[4], gm[4], gr[4];
-    static const int cols[] = {777, 1000};
+    enum { CM = 8200 };
+    static uint16_t hx[4 * CM], hw[CM], hb[CM], got[4 * CM];
+    /* 777: with w and b one value a thread, without them heads and groups */
+    static float x[4 * CM], w[CM], b[CM], ref[4 * CM], mean[4], rstd[4], gm[4], gr[4];
+    static const int cols[] = {777, 1000, CM};
     for (int dt = EO_BF16; dt <= EO_F16; dt++)
-        for (int ci = 0; ci < 2; ci++)
+        for (int ci = 0; ci < 3; ci++)
             for (int affine = 0; affine <= 1; affine++) {
                 int C = cols[ci];
                 size_t n = (size_t)4 * C;
@@ -414,21 +423,25 @@ END_TEST
 
 START_TEST(cross_entropy_rows)
 {
-    enum { RC = 6 };
-    static uint16_t hx[RC * 1024], hdx[RC * 1024], got[RC * 1024], hl[RC], hdl[RC];
-    static float x[RC * 1024], ref[RC * 1024], st[2 * RC], gst[2 * RC], loss[RC], dl[RC];
-    static const int cols[] = {1003, 1024};
+    enum { RC = 6, CM = 8201 };
+    static uint16_t hx[RC * CM], hdx[RC * CM], got[RC * CM], hl[RC], hdl[RC];
+    static float x[RC * CM], ref[RC * CM], st[2 * RC], gst[2 * RC], loss[RC], dl[RC];
+    static const int cols[] = {1003, 1003, 1024, CM}; /* the second 1003: 2 bytes off */
     int32_t tgt[RC] = {3, -100, 1000, 0, 17, 999};
     for (int dt = EO_BF16; dt <= EO_F16; dt++)
-        for (int ci = 0; ci < 2; ci++)
+        for (int ci = 0; ci < 4; ci++)
             for (int red = 0; red < 3; red++) {
                 int C = cols[ci];
+                size_t off = ci == 1 ? 2 : 0;
+                /* targets in the 4-group loop's later groups too */
+                int32_t big[RC] = {3, -100, 6001, 0, 2049, 8199}, small[RC] = {3, -100, 1000, 0, 17, 999};
+                memcpy(tgt, C == CM ? big : small, sizeof tgt);
                 size_t n = (size_t)RC * C;
                 rand16(hx, x, n, dt, -10, 10);
                 if (red == 1) /* one NaN row: a NaN sum */
                     hx[4 * C + 9] = f2h(NAN, dt), x[4 * C + 9] = NAN;
                 eo_k_cross_entropy(RC, C, x, tgt, -100, (eo_ce_reduction)red, st, loss, NULL);
-                dbuf dx = dup_(hx, n * 2, 0), dt_ = dup_(tgt, sizeof tgt, 0),
+                dbuf dx = dup_(hx, n * 2, off), dt_ = dup_(tgt, sizeof tgt, 0),
                      ds = dup_(NULL, sizeof gst, 0), dlo = dup_(NULL, sizeof hl, 0);
                 eo_cuda_k_cross_entropy16(dt, RC, C, dx.p, dt_.p, -100, (eo_ce_reduction)red,
                                           ds.p, dlo.p, NULL, &EX);
@@ -450,7 +463,7 @@ START_TEST(cross_entropy_rows)
                 rand16(hdx, ref, n, dt, -0.01f, 0.01f);
                 eo_k_cross_entropy_backward(RC, C, x, tgt, -100, (eo_ce_reduction)red, st, dl,
                                             ref, NULL);
-                dbuf ddl = dup_(hdl, sizeof hdl, 0), ddx = dup_(hdx, n * 2, 0);
+                dbuf ddl = dup_(hdl, sizeof hdl, 0), ddx = dup_(hdx, n * 2, off);
                 eo_cuda_k_cross_entropy_backward16(dt, RC, C, dx.p, dt_.p, -100,
                                                    (eo_ce_reduction)red, ds.p, ddl.p, ddx.p, NULL,
                                                    &EX);

@@ -876,10 +876,12 @@ def module_elementwise16():
 
 # ================================================================= rows16 --
 
-ROW_NOTE = """One block of 256 threads per row (grid = rows): a row whose columns are a
-multiple of 8 and 16-byte aligned (the launcher passes nvec = cols/8, else
-0) is walked in 16-byte groups of 8 values, group g = tid.x, tid.x + 256, ...;
-otherwise one value per thread, column c = tid.x, tid.x + 256, ... The block's
+ROW_NOTE = """One block of 256 threads per row (grid = rows). With vec (every base pointer
+16-byte aligned, so all rows of a call share one misalignment) a row is
+walked as a head of up to 7 values before its first 16-byte boundary, then
+16-byte groups of 8 values (group g = tid.x, tid.x + 256, ..., 4 or 2 of
+them loaded together), then a tail; without, one value per thread, column
+c = tid.x, tid.x + 256, ... The block's
 sums and maxima: a butterfly of shfl.sync.bfly within each warp, the 8 warp
 results through shared memory, combined by every thread in warp order 0..7,
 so results do not vary from run to run."""
@@ -922,55 +924,117 @@ def block_reduce(k, v, op):
     k.o("bar.sync 0;", "the slots may be reused after this")
 
 
-def walk(k, lab, body):
-    """Run body(nv) over this thread's part of the row: nv = 8 with %off the
-    byte offset of group g (16 g) and %col0 its first column, then nv = 1
-    with %off = 2 c and %col0 = c."""
-    k.r("b32", "g col0").r("b64", "off").r("pred", "pw")
+def row_split(k, rowptr):
+    """Split the row into a head, 16-byte groups and a tail. With vec set,
+    the head is the values before the first 16-byte boundary of the row
+    (0..7: a row of 50257 bf16 values starts anywhere mod 16), %ng the whole
+    groups after it, %tail0 the first column after them; without, the whole
+    row is tail (one value a thread). Once per row: no division."""
+    k.r("b32", "hd ng tail0 lo").r("pred", "pvec")
+    k.o("setp.ne.u32 %pvec, %vec, 0;")
+    k.o("cvt.u32.u64 %%lo, %s;" % rowptr)
+    k.o("neg.s32 %lo, %lo;")
+    k.o("and.b32 %lo, %lo, 15;", "bytes to the next 16-byte boundary")
+    k.o("shr.u32 %hd, %lo, 1;", "... in values")
+    k.o("min.u32 %hd, %hd, %cols;")
+    k.o("sub.u32 %ng, %cols, %hd;")
+    k.o("shr.u32 %ng, %ng, 3;", "whole groups of 8 after the head")
+    k.o("@!%pvec mov.u32 %hd, 0;")
+    k.o("@!%pvec mov.u32 %ng, 0;")
+    k.o("shl.b32 %tail0, %ng, 3;")
+    k.o("add.u32 %tail0, %tail0, %hd;")
+
+
+def walk(k, lab, body, U=1):
+    """Run body(nv) over this thread's part of the row (row_split's pieces):
+    the head, one value a thread (nv = 1, %off = 2 c, %col0 = c); U groups
+    at a time while they last (nv = 8 U: groups g, g + 256, ..., their U
+    16-byte loads issued together, so that a long row is not latency-bound
+    on one load per round); single groups (nv = 8, %off = 2 hd + 16 g,
+    %col0 = hd + 8 g); the tail, one value a thread."""
+    k.r("b32", "g col0 glast").r("b64", "off").r("pred", "pw")
+
+    def singles(tag, start, end):
+        k.o("add.u32 %%col0, %s, %%tx;" % start)
+        k.label(lab + tag)
+        k.o("setp.ge.u32 %%pw, %%col0, %s;" % end)
+        k.o("@%%pw bra %s%s_E;" % (lab, tag))
+        k.o("mul.wide.u32 %off, %col0, 2;")
+        body(1)
+        k.o("add.u32 %col0, %col0, 256;")
+        k.o("bra %s%s;" % (lab, tag))
+        k.label(lab + tag + "_E")
+
+    def group_offset():
+        k.o("shl.b32 %col0, %g, 3;")
+        k.o("add.u32 %col0, %col0, %hd;")
+        k.o("mul.wide.u32 %off, %col0, 2;", "2 hd + 16 g")
+
+    k.r("b32", "zero")
+    k.o("mov.u32 %zero, 0;")
+    singles("_H", "%zero", "%hd")
     k.o("mov.u32 %g, %tx;")
+    if U > 1:
+        k.o("add.u32 %%glast, %%g, %d;" % (256 * (U - 1)))
+        k.label(lab + "_U")
+        k.o("setp.ge.u32 %pw, %glast, %ng;", "the last of the U groups past the row?")
+        k.o("@%%pw bra %s_V;" % lab)
+        group_offset()
+        body(8 * U)
+        k.o("add.u32 %%g, %%g, %d;" % (256 * U))
+        k.o("add.u32 %%glast, %%glast, %d;" % (256 * U))
+        k.o("bra %s_U;" % lab)
     k.label(lab + "_V")
-    k.o("setp.ge.u32 %pw, %g, %nvec;")
-    k.o("@%%pw bra %s_S0;" % lab)
-    k.o("mul.wide.u32 %off, %g, 16;")
-    k.o("shl.b32 %col0, %g, 3;")
+    k.o("setp.ge.u32 %pw, %g, %ng;")
+    k.o("@%%pw bra %s_T;" % lab)
+    group_offset()
     body(8)
     k.o("add.u32 %g, %g, 256;")
     k.o("bra %s_V;" % lab)
-    k.label(lab + "_S0")
-    k.o("shl.b32 %col0, %nvec, 3;")
-    k.o("add.u32 %col0, %col0, %tx;", "first single column")
-    k.label(lab + "_S")
-    k.o("setp.ge.u32 %pw, %col0, %cols;")
-    k.o("@%%pw bra %s_E;" % lab)
-    k.o("mul.wide.u32 %off, %col0, 2;")
-    body(1)
-    k.o("add.u32 %col0, %col0, 256;")
-    k.o("bra %s_S;" % lab)
-    k.label(lab + "_E")
+    k.label(lab + "_T")
+    singles("_S", "%tail0", "%cols")
+
+
+def col_of(j):
+    """Column of value j of a body, relative to %col0 (groups 256 apart)."""
+    return (j // 8) * 2048 + j % 8
 
 
 def ld(k, t, nv, base, regs):
-    """nv values at [base + %off] into regs (f32)."""
+    """nv values at [base + %off] (groups 4096 bytes apart) into regs (f32)."""
     k.r("b64", "ap")
     k.o("add.u64 %%ap, %s, %%off;" % base)
-    if nv == 8:
-        load8(k, t, "%ap", regs)
-    else:
+    if nv == 1:
         t.load1(k, regs[0], "%ap")
+        return
+    U = nv // 8
+    ws = ["%%w%d" % j for j in range(4 * U)]
+    k.r("b32", *[w[1:] for w in ws])
+    for u in range(U):
+        k.o("ld.global.v4.b32 {%s}, [%%ap+%d];" % (", ".join(ws[4 * u:4 * u + 4]), 4096 * u),
+            "8 halves, one 16-byte load" if u == 0 else None)
+    for j in range(4 * U):
+        t.unpack(k, ws[j], regs[2 * j], regs[2 * j + 1])
 
 
 def st(k, t, nv, base, regs):
     k.r("b64", "ap")
     k.o("add.u64 %%ap, %s, %%off;" % base)
-    if nv == 8:
-        store8(k, t, "%ap", regs)
-    else:
+    if nv == 1:
         t.store1(k, "%ap", regs[0])
+        return
+    U = nv // 8
+    ws = ["%%w%d" % j for j in range(4 * U)]
+    k.r("b32", *[w[1:] for w in ws])
+    for j in range(4 * U):
+        t.pack(k, ws[j], regs[2 * j], regs[2 * j + 1])
+    for u in range(U):
+        k.o("st.global.v4.b32 [%%ap+%d], {%s};" % (4096 * u, ", ".join(ws[4 * u:4 * u + 4])))
 
 
-V = ["%%v%d" % j for j in range(8)]
-W = ["%%u%d" % j for j in range(8)]
-Y = ["%%y%d" % j for j in range(8)]
+V = ["%%v%d" % j for j in range(32)]
+W = ["%%u%d" % j for j in range(32)]
+Y = ["%%y%d" % j for j in range(32)]
 
 
 def online(k, t, lab, base):
@@ -996,7 +1060,7 @@ def online(k, t, lab, base):
             k.o("sub.rn.f32 %%e, %s, %%z;" % V[j])
             exp_fast(k, "%e", "%e")
             k.o("add.rn.f32 %s, %s, %e;")
-    walk(k, lab, body)
+    walk(k, lab, body, 4)
 
 
 def combine(k):
@@ -1024,7 +1088,7 @@ f32 kernels would buy nothing here but instructions."""
 def k_softmax(t):
     k = K("eo_softmax16_" + t.name, [
         ("u32", "log", "0 softmax, otherwise log_softmax"), ("u32", "rows", "rows"),
-        ("u32", "cols", "columns, >= 1"), ("u32", "nvec", "cols/8 when 16-byte groups fit, else 0"),
+        ("u32", "cols", "columns, >= 1"), ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
         ("u64", "x", "const %s *x [rows, cols]" % t.name), ("u64", "y", "%s *y [rows, cols]" % t.name)],
         "eo_softmax16_%s(log, rows, cols, nvec, x, y): softmax or log_softmax of each row\n"
         "(eo_k_softmax16 in ops/kernels.h), 16-bit in and out, f32 inside.\n%s\n"
@@ -1036,6 +1100,7 @@ def k_softmax(t):
         "and is written directly (softmax 0, log_softmax -inf); a NaN or +inf makes\n"
         "S NaN and the whole row NaN, as the f32 kernel.\n%s" % (t.name, ROW_NOTE, EXP_NOTE))
     row_setup(k, ["x", "y"])
+    row_split(k, "%xr")
     online(k, t, "P1", "%xr")
     combine(k)
     k.r("f32", "R LS").r("pred", "plog pm")
@@ -1056,7 +1121,7 @@ def k_softmax(t):
             k.o("@!%%plog mul.rn.f32 %s, %s, %%R;" % (W[j], W[j]))
         st(k, t, nv, "%yr", W)
     k.r("f32", *[w[1:] for w in W])
-    walk(k, "P2", body)
+    walk(k, "P2", body, 4)
     k.o("ret;")
     k.label("MASKED")
     k.o("selp.f32 %R, 0fFF800000, 0f00000000, %plog;", "log_softmax -inf, softmax 0")
@@ -1073,7 +1138,7 @@ def k_softmax(t):
 def k_softmax_bwd(t):
     k = K("eo_softmax16_bwd_" + t.name, [
         ("u32", "log", "0 softmax, otherwise log_softmax"), ("u32", "rows", "rows"),
-        ("u32", "cols", "columns"), ("u32", "nvec", "cols/8 when 16-byte groups fit, else 0"),
+        ("u32", "cols", "columns"), ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
         ("u64", "y", "const %s *y (forward output)" % t.name), ("u64", "dy", "const %s *dy" % t.name),
         ("u64", "dx", "%s *dx (accumulated)" % t.name)],
         "eo_softmax16_bwd_%s(log, rows, cols, nvec, y, dy, dx), from the forward output:\n"
@@ -1082,6 +1147,7 @@ def k_softmax_bwd(t):
         "Pass 1 forms the row's sum, pass 2 reads y, dy and dx again and writes dx\n"
         "(the sum in f32, rounded once).\n%s" % (t.name, ROW_NOTE))
     row_setup(k, ["y", "dy", "dx"])
+    row_split(k, "%yr")
     k.r("f32", "acc", *[v[1:] for v in V + W + Y]).r("pred", "plog")
     k.o("setp.ne.u32 %plog, %log, 0;")
     k.o("mov.f32 %acc, 0f00000000;")
@@ -1092,7 +1158,7 @@ def k_softmax_bwd(t):
         for j in range(nv):
             k.o("@%%plog add.rn.f32 %%acc, %%acc, %s;" % W[j])
             k.o("@!%%plog fma.rn.f32 %%acc, %s, %s, %%acc;" % (W[j], V[j]))
-    walk(k, "P1", body1)
+    walk(k, "P1", body1, 2)
     block_reduce(k, "%acc", "add")
 
     def body2(nv):
@@ -1108,7 +1174,7 @@ def k_softmax_bwd(t):
             k.o("@%%plog sub.rn.f32 %s, %s, %s;" % (W[j], W[j], V[j]), "dy - exp(y) sum")
             k.o("add.rn.f32 %s, %s, %s;" % (Y[j], Y[j], W[j]))
         st(k, t, nv, "%dxr", Y)
-    walk(k, "P2", body2)
+    walk(k, "P2", body2, 2)
     k.o("ret;")
     return k
 
@@ -1116,7 +1182,7 @@ def k_softmax_bwd(t):
 def k_layernorm(t):
     k = K("eo_layernorm16_" + t.name, [
         ("u32", "rows", "rows"), ("u32", "cols", "columns, >= 1"),
-        ("u32", "nvec", "cols/8 when 16-byte groups fit (x, y, w, b), else 0"),
+        ("u32", "vec", "nonzero: 16-byte groups (bases aligned; cols % 8 = 0 with w, b)"),
         ("u64", "x", "const %s *x [rows, cols]" % t.name), ("u64", "w", "const %s *w [cols] or 0" % t.name),
         ("u64", "b", "const %s *b [cols] or 0" % t.name), ("f32", "eps", "eps"),
         ("u64", "y", "%s *y [rows, cols]" % t.name), ("u64", "mean", "float *mean [rows]"),
@@ -1129,6 +1195,7 @@ def k_layernorm(t):
         "f16); then y = (x - mean) rstd w + b with rstd = 1/sqrt(var + eps), the\n"
         "order of the f32 kernel. w or b = 0: that step is left out.\n%s" % (t.name, ROW_NOTE))
     row_setup(k, ["x", "y"])
+    row_split(k, "%xr")
     k.r("f32", "acc mu var rs fc d", *[v[1:] for v in V + W + Y]).r("pred", "pwt pbs")
     k.o("setp.ne.u64 %pwt, %w, 0;")
     k.o("setp.ne.u64 %pbs, %b, 0;")
@@ -1139,7 +1206,7 @@ def k_layernorm(t):
         ld(k, t, nv, "%xr", V)
         for j in range(nv):
             k.o("add.rn.f32 %%acc, %%acc, %s;" % V[j])
-    walk(k, "P1", body1)
+    walk(k, "P1", body1, 4)
     block_reduce(k, "%acc", "add")
     k.o("div.rn.f32 %mu, %acc, %fc;", "mean")
     k.o("mov.f32 %acc, 0f00000000;")
@@ -1150,7 +1217,7 @@ def k_layernorm(t):
             k.o("sub.rn.f32 %%d, %s, %%mu;" % V[j])
             k.o("mul.rn.f32 %d, %d, %d;")
             k.o("add.rn.f32 %acc, %acc, %d;")
-    walk(k, "P2", body2)
+    walk(k, "P2", body2, 4)
     block_reduce(k, "%acc", "add")
     k.o("div.rn.f32 %var, %acc, %fc;", "biased variance, as PyTorch")
     k.o("add.rn.f32 %var, %var, %eps;")
@@ -1179,7 +1246,7 @@ def k_layernorm(t):
             k.o("@%%pwt mul.rn.f32 %s, %s, %s;" % (V[j], V[j], W[j]))
             k.o("@%%pbs add.rn.f32 %s, %s, %s;" % (V[j], V[j], Y[j]))
         st(k, t, nv, "%yr", V)
-    walk(k, "P3", body3)
+    walk(k, "P3", body3, 2)
     k.o("ret;")
     return k
 
@@ -1187,7 +1254,7 @@ def k_layernorm(t):
 def k_ce_fwd(t):
     k = K("eo_ce16_fwd_" + t.name, [
         ("u32", "rows", "rows"), ("u32", "cols", "classes, >= 1"),
-        ("u32", "nvec", "cols/8 when 16-byte groups fit, else 0"),
+        ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
         ("u64", "x", "const %s *logits [rows, cols]" % t.name), ("u64", "target", "const int32 *target [rows]"),
         ("s32", "ignore", "ignore_index"), ("u64", "stats", "float *stats [rows, 2]: M, L"),
         ("u64", "rowloss", "float *rowloss [rows] (scratch)")],
@@ -1198,6 +1265,7 @@ def k_ce_fwd(t):
         "rowloss for eo_ce16_loss. M and L stay apart (ops/kernels.h says why). A\n"
         "NaN or +inf logit, or a row of only -inf, gives a NaN loss.\n%s\n%s" % (t.name, ROW_NOTE, EXP_NOTE))
     row_setup(k, ["x"])
+    row_split(k, "%xr")
     online(k, t, "P1", "%xr")
     combine(k)
     k.r("f32", "L xt loss").r("b64", "a8").r("b32", "tg").r("pred", "p0 pign")
@@ -1340,7 +1408,7 @@ def k_ce_scale(t):
 def k_ce_bwd(t):
     k = K("eo_ce16_bwd_" + t.name, [
         ("u32", "rows", "rows"), ("u32", "cols", "classes"),
-        ("u32", "nvec", "cols/8 when 16-byte groups fit, else 0"),
+        ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
         ("u64", "x", "const %s *logits" % t.name), ("u64", "target", "const int32 *target"),
         ("s32", "ignore", "ignore_index"), ("u64", "stats", "const float *stats [rows, 2]"),
         ("u64", "scale", "const float *scale [1] (mean, sum) or 0"),
@@ -1351,6 +1419,7 @@ def k_ce_bwd(t):
         "s_r = scale[0] (mean, sum: eo_ce16_scale) or dloss[r] (none); an ignored\n"
         "row is left alone (the whole block returns).\n%s\n%s" % (t.name, ROW_NOTE, EXP_NOTE))
     row_setup(k, ["x", "dx"])
+    row_split(k, "%xr")
     k.r("b64", "a8").r("b32", "tg tc").r("f32", "M L sr", *[v[1:] for v in V + W]).r("pred", "pq pt")
     k.o("mul.wide.u32 %a8, %row, 4;")
     k.o("add.u64 %a8, %target, %a8;")
@@ -1380,11 +1449,11 @@ def k_ce_bwd(t):
             k.o("sub.rn.f32 %s, %s, %%M;" % (V[j], V[j]))
             k.o("sub.rn.f32 %s, %s, %%L;" % (V[j], V[j]))
             exp_fast(k, V[j], V[j])
-            k.o("setp.eq.u32 %%pt, %%tc, %d;" % j)
+            k.o("setp.eq.u32 %%pt, %%tc, %d;" % col_of(j))
             k.o("@%%pt sub.rn.f32 %s, %s, 0f3F800000;" % (V[j], V[j]), "p - 1 at the target")
             k.o("fma.rn.f32 %s, %%sr, %s, %s;" % (W[j], V[j], W[j]))
         st(k, t, nv, "%dxr", W)
-    walk(k, "P", body)
+    walk(k, "P", body, 2)
     k.label("DONE")
     k.o("ret;")
     return k
