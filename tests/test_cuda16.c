@@ -479,6 +479,33 @@ START_TEST(cross_entropy_rows)
 }
 END_TEST
 
+/* Many short rows: the loss and scale kernels (one block) take 4 rows a
+ * turn per thread, then one. */
+START_TEST(cross_entropy_many_rows)
+{
+    enum { RM = 1100, CC = 3 };
+    static uint16_t hx[RM * CC], hl[1];
+    static float x[RM * CC], st[2 * RM], loss[1];
+    static int32_t tgt[RM];
+    for (int r = 0; r < RM; r++)
+        tgt[r] = r % 7 == 0 ? -100 : r % CC;
+    for (int red = 0; red < 2; red++) {
+        rand16(hx, x, RM * CC, EO_BF16, -4, 4);
+        eo_k_cross_entropy(RM, CC, x, tgt, -100, (eo_ce_reduction)red, st, loss, NULL);
+        dbuf dx = dup_(hx, sizeof hx, 0), dt_ = dup_(tgt, sizeof tgt, 0),
+             ds = dup_(NULL, sizeof st, 0), dlo = dup_(NULL, 4, 0);
+        eo_cuda_k_cross_entropy16(EO_BF16, RM, CC, dx.p, dt_.p, -100, (eo_ce_reduction)red, ds.p,
+                                  dlo.p, NULL, &EX);
+        ddown(hl, dlo, 2);
+        check16("cross_entropy16 loss, 1100 rows", hl, loss, 1, EO_BF16, 0);
+        dfree(dx);
+        dfree(dt_);
+        dfree(ds);
+        dfree(dlo);
+    }
+}
+END_TEST
+
 /* ---- embedding gather ------------------------------------------------------ */
 
 START_TEST(embedding_rows)
@@ -573,6 +600,7 @@ Suite *eo_suite_cuda16(void)
     tcase_add_test(t, softmax_rows);
     tcase_add_test(t, layernorm_rows);
     tcase_add_test(t, cross_entropy_rows);
+    tcase_add_test(t, cross_entropy_many_rows);
     tcase_add_test(t, embedding_rows);
     tcase_add_test(t, adamw_master);
     tcase_add_test(t, refused_dtypes);

@@ -1299,11 +1299,35 @@ def k_ce_fwd(t):
 
 
 def one_block_count(k, with_sum):
-    """Over rows r = tid.x, tid.x + 256, ...: %cnt = kept rows, %sum = their rowloss."""
+    """Over rows r = tid.x, tid.x + 256, ...: %cnt = kept rows, %sum = their
+    rowloss. Four rows a turn (r, r + 256, r + 512, r + 768), their loads
+    issued together: one block walks every row, so with one load in flight
+    per thread 4096 rows would be 16 dependent memory rounds."""
     k.r("b32", "r tg").r("b64", "a8").r("f32", "cnt sum v").r("pred", "pg pk")
+    k.r("b32", "t0 t1 t2 t3 rl").r("f32", "l0 l1 l2 l3").r("pred", "q1 q2 q3")
     k.o("mov.f32 %cnt, 0f00000000;")
     k.o("mov.f32 %sum, 0f00000000;")
     k.o("mov.u32 %r, %tx;")
+    k.label("COUNT4")
+    k.o("add.u32 %rl, %r, 768;")
+    k.o("setp.ge.u32 %pg, %rl, %rows;", "all four rows there?")
+    k.o("@%pg bra COUNT;")
+    k.o("mul.wide.u32 %a8, %r, 4;")
+    k.o("add.u64 %a8, %target, %a8;")
+    for j in range(4):
+        k.o("ld.global.s32 %%t%d, [%%a8+%d];" % (j, 1024 * j))
+    if with_sum:
+        k.o("mul.wide.u32 %a8, %r, 4;")
+        k.o("add.u64 %a8, %rowloss, %a8;")
+        for j in range(4):
+            k.o("ld.global.f32 %%l%d, [%%a8+%d];" % (j, 1024 * j))
+    for j in range(4):
+        k.o("setp.ne.s32 %%pk, %%t%d, %%ignore;" % j)
+        k.o("@%pk add.rn.f32 %cnt, %cnt, 0f3F800000;", "exact below 2^24 rows" if j == 0 else None)
+        if with_sum:
+            k.o("add.rn.f32 %%sum, %%sum, %%l%d;" % j, "ignored rows hold 0" if j == 0 else None)
+    k.o("add.u32 %r, %r, 1024;")
+    k.o("bra COUNT4;")
     k.label("COUNT")
     k.o("setp.ge.u32 %pg, %r, %rows;")
     k.o("@%pg bra COUNTED;")
@@ -1311,12 +1335,12 @@ def one_block_count(k, with_sum):
     k.o("add.u64 %a8, %target, %a8;")
     k.o("ld.global.s32 %tg, [%a8];")
     k.o("setp.ne.s32 %pk, %tg, %ignore;")
-    k.o("@%pk add.rn.f32 %cnt, %cnt, 0f3F800000;", "exact below 2^24 rows")
+    k.o("@%pk add.rn.f32 %cnt, %cnt, 0f3F800000;")
     if with_sum:
         k.o("mul.wide.u32 %a8, %r, 4;")
         k.o("add.u64 %a8, %rowloss, %a8;")
         k.o("ld.global.f32 %v, [%a8];")
-        k.o("add.rn.f32 %sum, %sum, %v;", "ignored rows hold 0")
+        k.o("add.rn.f32 %sum, %sum, %v;")
     k.o("add.u32 %r, %r, 256;")
     k.o("bra COUNT;")
     k.label("COUNTED")
