@@ -435,6 +435,7 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	$(REF_PYTHON) tools/reference/ref_transformer.py gpt $(BUILD)/fixtures/gpt_init.safetensors tests/fixtures/gpt_parity.safetensors
 	$(REF_PYTHON) tools/reference/ref_transformer.py vit $(BUILD)/fixtures/vit_init.safetensors tests/fixtures/vit_parity.safetensors
 	$(REF_PYTHON) tools/reference/ref_numerics.py tests/fixtures/numerics.h
+	$(REF_PYTHON) tools/reference/ref_half.py tests/fixtures/half.h
 
 bench-transformer: $(BUILD)/eo-train
 	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist

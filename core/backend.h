@@ -59,6 +59,35 @@ typedef struct eo_backend {
     eo_k_attention_ws_fn *attention_ws;
     eo_k_sgd_fn *sgd;
     eo_k_adamw_fn *adamw;
+
+    /* ---- 16-bit storage (ops/kernels.h, "16-bit storage") -----------------
+     * cast is what every bf16/f16 tensor needs: eo_cast, the contiguous
+     * copy of 2-byte elements and the generic fallback (core/op_cast.c)
+     * that runs any op over f32 copies. Every other slot may be NULL: the
+     * op then takes that fallback, so it works on this backend either way
+     * and a native kernel only changes the speed and the memory used
+     * (tests hold both paths to the same results). */
+    eo_k_cast_fn *cast;
+    eo_k_fill16_fn *fill16;
+    eo_k_matmul16_fn *matmul16;
+    eo_k_matmul_ws_fn *matmul16_ws; /* NULL: no scratch */
+    eo_k_binary16_fn *binary16;
+    eo_k_binary_backward16_fn *binary_backward16;
+    eo_k_unary16_fn *unary16;
+    eo_k_unary_backward16_fn *unary_backward16;
+    eo_k_softmax16_fn *softmax16;
+    eo_k_softmax_backward16_fn *softmax_backward16;
+    eo_k_rows_ws16_fn *softmax_ws16;       /* NULL: no scratch */
+    eo_k_layernorm16_fn *layernorm16;
+    eo_k_layernorm_backward16_fn *layernorm_backward16;
+    eo_k_rows_ws16_fn *layernorm_ws16;     /* NULL: no scratch */
+    eo_k_cross_entropy16_fn *cross_entropy16;
+    eo_k_cross_entropy_backward16_fn *cross_entropy_backward16;
+    eo_k_rows_ws16_fn *cross_entropy_ws16; /* NULL: no scratch */
+    eo_k_embedding16_fn *embedding16;
+    eo_k_embedding_backward16_fn *embedding_backward16;
+    eo_k_sgd16_fn *sgd16;
+    eo_k_adamw16_fn *adamw16;
 } eo_backend;
 
 extern const eo_backend eo_backend_cpu;

@@ -69,4 +69,12 @@ const eo_backend eo_backend_cpu = {
     .attention_ws = eo_k_attention_ws,
     .sgd = eo_k_sgd,
     .adamw = eo_k_adamw,
+    .cast = eo_k_cast,
+    .fill16 = eo_k_fill16,
+    .matmul16 = eo_k_matmul16,
+    .matmul16_ws = eo_k_matmul16_ws,
+    .unary16 = eo_k_unary16,
+    .unary_backward16 = eo_k_unary_backward16,
+    .sgd16 = eo_k_sgd16,
+    .adamw16 = eo_k_adamw16,
 };

@@ -44,8 +44,10 @@ static eo_status cuda_download(eo_ctx *ctx, void *dst, const void *src, size_t b
 
 static eo_status cuda_zero(eo_ctx *ctx, void *dst, size_t bytes)
 {
-    /* Every tensor is a whole number of 4-byte elements. */
-    return eo_cuda_memset32(state(ctx), (eo_cu_deviceptr)(uintptr_t)dst, 0, bytes / 4);
+    /* Every tensor's storage is a whole number of 4-byte words (core/
+     * tensor.c rounds a 2-byte tensor of odd length up), so the last
+     * partial word of a bf16 or f16 tensor is its own to clear. */
+    return eo_cuda_memset32(state(ctx), (eo_cu_deviceptr)(uintptr_t)dst, 0, (bytes + 3) / 4);
 }
 
 static eo_status cuda_sync(eo_ctx *ctx)
@@ -97,6 +99,21 @@ const eo_backend eo_backend_cuda = {
     .attention_ws = eo_cuda_k_attention_ws,
     .sgd = eo_cuda_k_sgd,
     .adamw = eo_cuda_k_adamw,
+    .cast = eo_cuda_k_cast,
+    /* 16-bit storage (ptx/matmul_tc.ptx, ptx/<family>16.ptx); the slots left
+     * out (fill16, the binary backward, layernorm backward, the embedding
+     * backward, sgd16) run over f32 copies (core/op_cast.c) */
+    .matmul16 = eo_cuda_k_matmul16,
+    .binary16 = eo_cuda_k_binary16,
+    .unary16 = eo_cuda_k_unary16,
+    .unary_backward16 = eo_cuda_k_unary_backward16,
+    .softmax16 = eo_cuda_k_softmax16,
+    .softmax_backward16 = eo_cuda_k_softmax_backward16,
+    .layernorm16 = eo_cuda_k_layernorm16,
+    .cross_entropy16 = eo_cuda_k_cross_entropy16,
+    .cross_entropy_backward16 = eo_cuda_k_cross_entropy_backward16,
+    .embedding16 = eo_cuda_k_embedding16,
+    .adamw16 = eo_cuda_k_adamw16,
 };
 
 EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,

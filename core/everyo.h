@@ -274,8 +274,29 @@ eo_status eo_to_host(eo_ctx *ctx, const eo_tensor *x, eo_lifetime life, eo_tenso
 eo_status eo_read(eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes);
 /* Copy host memory into a contiguous tensor (numel * dtype size bytes). */
 eo_status eo_write(eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes);
-/* x[...] = value for a contiguous F32 tensor. */
+/* x[...] = value for a contiguous F32, BF16 or F16 tensor (rounded to
+ * its dtype). */
 eo_status eo_fill(eo_ctx *ctx, eo_tensor *x, float value);
+
+/* ---- 16-bit dtypes (bf16, f16) -----------------------------------------------
+ * Every op accepts bf16 and f16 tensors as well as f32 (storage in 16
+ * bits, arithmetic in f32: every sum, mean and statistic runs in f32 and
+ * a result is rounded once). Where the backend has no native 16-bit
+ * kernel for an op, the op runs over f32 copies of its inputs and rounds
+ * its result (core/op_cast.c: the rules, the result dtypes and what is
+ * native). Elementwise binary ops promote as PyTorch (equal dtypes keep
+ * theirs; two different float dtypes give f32); other ops need their
+ * float inputs in one dtype (EO_ERR_DTYPE otherwise; an attention mask
+ * may differ) and return it. Gradients have their tensor's dtype. */
+
+/* x converted to `dtype` (f32, bf16 or f16), differentiable: the backward
+ * casts the gradient back to x's dtype. Round-to-nearest-even; NaN stays
+ * NaN (quiet, sign kept); ±inf stays; f16 overflows to ±inf from 65520
+ * up, bf16 only where rounding reaches 2^128; subnormals are kept both
+ * ways (ops/cpu/half.h has the details). x of the same dtype is returned
+ * itself (no copy), as torch's .to(). Output contiguous, step arena.
+ * EO_ERR_DTYPE for an i32 input or target. */
+eo_status eo_cast(eo_ctx *ctx, eo_tensor *x, eo_dtype dtype, eo_tensor **out);
 
 /* ---- views (differentiable; no copy when the layout allows) ------------- */
 
@@ -297,7 +318,7 @@ eo_status eo_slice(eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t l
  * Any dtype and rank, a scalar included. */
 eo_status eo_contiguous(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 /* dst = src, element by element, into existing storage: dst may be any
- * view (a slice of a cache), of src's shape, dtype (4-byte) and device.
+ * view (a slice of a cache), of src's shape, dtype (any) and device.
  * Not differentiable: nothing is recorded on the tape (a key/value
  * cache for generation, which runs without gradients). */
 eo_status eo_copy_into(eo_ctx *ctx, eo_tensor *dst, eo_tensor *src);

@@ -170,6 +170,47 @@ eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *bet
 /* Normalise a possibly negative axis for rank r; -1 if out of range. */
 int eo_axis(int axis, int rank);
 
+/* ---- 16-bit dtypes (core/op_cast.c) -------------------------------------------- */
+int eo_is_float(eo_dtype dt);  /* f32, bf16, f16 */
+int eo_is_half(eo_dtype dt);   /* bf16, f16 */
+/* dst = src element by element (dst any view of src's shape; dtypes may
+ * differ among f32/bf16/f16, else equal): copy32 for 4-byte elements of
+ * one dtype, the backend's cast kernel otherwise. */
+eo_status eo_copy_any(eo_ctx *ctx, const eo_tensor *dst, const eo_tensor *src);
+/* dst += src (dst a view; f32 accumulate kernel, or cast with accumulate
+ * for 16-bit: added in f32, rounded once). */
+eo_status eo_accumulate_any(eo_ctx *ctx, const eo_tensor *dst, const eo_tensor *src);
+/* Contiguous x[...] = value in its dtype (f32, or 16-bit via fill16 or an
+ * f32 temporary cast). */
+eo_status eo_fill_any(eo_ctx *ctx, eo_tensor *x, float value);
+/* The generic fallback: eo_half_plan looks at an op's inputs (NULL and
+ * integer ones skipped): any16 says whether one is bf16/f16, dt is the
+ * result dtype (promote: PyTorch's rule for elementwise binary ops; else
+ * all float inputs must share one dtype, EO_ERR_DTYPE otherwise). With
+ * any16 and no native kernel, the op calls eo_half_widen (casts each
+ * 16-bit input to f32, on the tape), runs itself on those, and
+ * eo_half_narrow casts its result to dt. */
+typedef struct eo_half_route { int any16; eo_dtype dt; } eo_half_route;
+eo_status eo_half_plan(eo_ctx *ctx, const char *op, eo_tensor *const *in, int n, int promote,
+                       eo_half_route *r);
+eo_status eo_half_widen(eo_ctx *ctx, eo_tensor **in, int n);
+eo_status eo_half_narrow(eo_ctx *ctx, const eo_half_route *r, eo_tensor **out);
+
+/* The fallback at the top of an op body, after its output pointer is
+ * checked: with bf16/f16 among arr[0..n) (an array of eo_tensor *), widen
+ * them in place, run `call` (the op itself on arr's now-f32 entries,
+ * writing *out) and cast *out to the result dtype. */
+#define EO_HALF_FALLBACK(ctx, op, arr, n, promote, out, call)                            \
+    do {                                                                                 \
+        eo_half_route hr_;                                                               \
+        EO_CHECK(eo_half_plan((ctx), (op), (arr), (n), (promote), &hr_));                \
+        if (hr_.any16) {                                                                 \
+            EO_CHECK(eo_half_widen((ctx), (arr), (n)));                                  \
+            EO_CHECK(call);                                                              \
+            return eo_half_narrow((ctx), &hr_, (out));                                   \
+        }                                                                                \
+    } while (0)
+
 /* Shared forward for the elementwise unary ops (one place for all seven). */
 eo_status eo_unary_op(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
                       eo_tensor **out);

@@ -49,7 +49,8 @@ EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
         return eo_fail(ctx, EO_ERR_ARG, "params_zero_grad: NULL list");
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
-        EO_CHECK(ctx->backend[g->device]->zero(ctx, g->data, (size_t)eo_numel(g) * 4));
+        size_t bytes = (size_t)eo_numel(g) * eo_dtype_size(g->dtype);
+        EO_CHECK(ctx->backend[g->device]->zero(ctx, g->data, bytes));
     }
     return EO_OK;
 }

@@ -117,6 +117,13 @@ EO_PUBLIC(attention, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_
                      int causal, float scale, eo_tensor **out),
           (ctx, q, k, v, mask, causal, scale, out))
 {
+    /* bf16 / f16: through f32 (core/op_cast.c); the additive mask may have
+     * any float dtype and is added in f32. */
+    if (mask && eo_is_half(mask->dtype))
+        EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
+    eo_tensor *h[3] = { q, k, v };
+    EO_HALF_FALLBACK(ctx, "attention", h, 3, 0, out,
+                     eo_attention(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_CHECK(check_attention(ctx, "attention", q, k, v, mask, causal, scale, out));
     eo_tensor *s, *p;
     EO_CHECK(eo_matmul(ctx, q, k, 0, 1, &s));
@@ -147,6 +154,13 @@ EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *
                            eo_tensor *mask, int causal, float scale, eo_tensor **out),
           (ctx, q, k, v, mask, causal, scale, out))
 {
+    /* bf16 / f16: through f32 (core/op_cast.c); the additive mask may have
+     * any float dtype and is added in f32. */
+    if (mask && eo_is_half(mask->dtype))
+        EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
+    eo_tensor *h[3] = { q, k, v };
+    EO_HALF_FALLBACK(ctx, "attention_fused", h, 3, 0, out,
+                     eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));
     const eo_backend *be = eo_backend_of(ctx, q);
     EO_NEED_KERNEL(ctx, "attention_fused", be, attention);

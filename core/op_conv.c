@@ -84,6 +84,8 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "conv2d: NULL output pointer");
+    eo_tensor *h[3] = { x, w, bias }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "conv2d", h, 3, 0, out, eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
     EO_CHECK(eo_expect(ctx, "conv2d", x, EO_F32));
     EO_CHECK(eo_expect(ctx, "conv2d", w, EO_F32));
     EO_CHECK(eo_same_device(ctx, "conv2d", x, w));
@@ -129,6 +131,8 @@ EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, 
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: NULL output pointer");
+    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "maxpool2d", h, 1, 0, out, eo_maxpool2d(ctx, h[0], k, out));
     EO_CHECK(eo_expect(ctx, "maxpool2d", x, EO_F32));
     if (k < 1)
         return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: kernel size k must be >= 1, got %d", k);

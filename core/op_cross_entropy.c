@@ -43,6 +43,9 @@ static eo_status cross_entropy_body(eo_ctx *ctx, eo_tensor *logits, eo_tensor *t
                        (int)reduction);
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "cross_entropy: NULL output pointer");
+    eo_tensor *h[1] = { logits }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "cross_entropy", h, 1, 0, out,
+                     eo_cross_entropy_ex(ctx, h[0], target, ignore_index, reduction, out));
     EO_CHECK(eo_expect(ctx, "cross_entropy", logits, EO_F32));
     EO_CHECK(eo_expect(ctx, "cross_entropy", target, EO_I32));
     EO_CHECK(eo_same_device(ctx, "cross_entropy", logits, target));

@@ -8,6 +8,8 @@ EO_PUBLIC(dropout, (eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "dropout: NULL output pointer");
+    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "dropout", h, 1, 0, out, eo_dropout(ctx, h[0], p, seed, out));
     EO_CHECK(eo_expect(ctx, "dropout", x, EO_F32));
     if (!(p >= 0.0f && p < 1.0f))
         return eo_fail(ctx, EO_ERR_ARG, "dropout: p must be in [0, 1), got %f", (double)p);

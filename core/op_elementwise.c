@@ -26,12 +26,17 @@ static void broadcast_strides(const eo_tensor *t, const int64_t shape[4], int64_
             st[i] = 0;
 }
 
+static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo_tensor **out);
+
 static eo_status binary_body(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b,
                              eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    /* bf16 / f16: through f32, with PyTorch's promotion (core/op_cast.c) */
+    eo_tensor *h[2] = { a, b };
+    EO_HALF_FALLBACK(ctx, op, h, 2, 1, out, binary(ctx, id, h[0], h[1], out));
     EO_CHECK(eo_expect(ctx, op, a, EO_F32));
     EO_CHECK(eo_expect(ctx, op, b, EO_F32));
     EO_CHECK(eo_same_device(ctx, op, a, b));
@@ -110,12 +115,42 @@ static const eo_unop unop_of[EO_OP_COUNT] = {
     [EO_OP_SIGMOID] = EO_UN_SIGMOID, [EO_OP_EXP] = EO_UN_EXP, [EO_OP_LOG] = EO_UN_LOG,
 };
 
+/* The native 16-bit forward: output in x's dtype, the same tape node as
+ * the f32 op (its backward rule dispatches on the dtype). */
+static eo_status unary16(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
+                         eo_tensor **out)
+{
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    eo_tensor *y;
+    EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &y));
+    be->unary16(k, (int)x->dtype, eo_numel(x), x->data, y->data, alpha, &ctx->exec);
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, id, &x, 1, y, &nd));
+        nd->p.scale.s = alpha;
+    }
+    *out = y;
+    return EO_OK;
+}
+
 static eo_status unary_body(eo_ctx *ctx, eo_op_id id, eo_unop k, float alpha, eo_tensor *x,
                            eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    /* bf16 / f16: the backend's 16-bit kernels, else through f32 (core/
+     * op_cast.c; also for log, whose domain check reads f32 values). */
+    EO_CHECK(eo_expect_any(ctx, op, x));
+    const eo_backend *be16 = eo_backend_of(ctx, x);
+    const int native16 = eo_is_half(x->dtype) && k != EO_UN_LOG && be16->unary16 &&
+                         be16->unary_backward16;
+    eo_tensor *h[1] = { x };
+    if (!native16)
+        EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, eo_unary_op(ctx, id, k, alpha, h[0], out));
+    else if (eo_is_half(x->dtype))
+        return unary16(ctx, id, k, alpha, x, out);
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     /* The domain check below reads the contiguous copy; if it fails, the
      * copy and its tape node are undone so a failed call leaves nothing. */
@@ -159,6 +194,13 @@ static eo_status unary_backward(eo_ctx *ctx, eo_node *n)
     if (!x->requires_grad)
         return EO_OK;
     const eo_backend *be = eo_backend_of(ctx, y);
+    if (eo_is_half(x->dtype)) { /* recorded by unary16: gradients of x's dtype */
+        EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, unary_backward16);
+        EO_CHECK(eo_grad_of(ctx, x, &g));
+        be->unary_backward16(unop_of[n->op], (int)x->dtype, eo_numel(x), x->data, y->data,
+                             y->grad->data, g->data, n->p.scale.s, &ctx->exec);
+        return EO_OK;
+    }
     EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, unary_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
     be->unary_backward(unop_of[n->op], eo_numel(x), x->data, y->data, y->grad->data, g->data,

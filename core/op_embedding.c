@@ -8,6 +8,8 @@ EO_PUBLIC(embedding, (eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor *
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "embedding: NULL output pointer");
+    eo_tensor *h[1] = { table }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "embedding", h, 1, 0, out, eo_embedding(ctx, h[0], idx, out));
     EO_CHECK(eo_expect(ctx, "embedding", table, EO_F32));
     EO_CHECK(eo_expect(ctx, "embedding", idx, EO_I32));
     EO_CHECK(eo_same_device(ctx, "embedding", table, idx));

@@ -13,6 +13,8 @@ EO_PUBLIC(layernorm, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, flo
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "layernorm: NULL output pointer");
+    eo_tensor *h[3] = { x, w, b }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "layernorm", h, 3, 0, out, eo_layernorm(ctx, h[0], h[1], h[2], eps, out));
     EO_CHECK(eo_expect(ctx, "layernorm", x, EO_F32));
     if (x->rank < 1)
         return eo_fail(ctx, EO_ERR_AXIS, "layernorm: needs rank >= 1, got %T", x);

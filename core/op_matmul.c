@@ -19,7 +19,7 @@
 
 /* One matmul operand as the kernel sees it. */
 typedef struct {
-    const float *p;
+    const void *p; /* f32, or bf16 / f16 for the 16-bit kernel */
     int64_t ld;  /* row stride of the stored matrix */
     int64_t bs;  /* batch stride (0: shared) */
     int t;       /* stored transposed relative to the logical matrix */
@@ -66,21 +66,37 @@ static int describe(const eo_tensor *x, int t, mm_operand *o)
 
 /* C_b = X_b · Y_b (+ C_b when beta = 1) for b < batch; C batch stride sc.
  * A shared C (sc = 0) with batch > 1 is accumulated one entry at a time. */
-static eo_status mm(eo_ctx *ctx, const eo_backend *be, int64_t batch, int64_t M, int64_t N,
-                    int64_t K, mm_operand X, mm_operand Y, float *C, int64_t ldc, int64_t sc,
-                    float beta)
+/* One kernel call: the f32 kernel, or for bf16 / f16 operands (dt) the
+ * 16-bit one with C of the same dtype (rounded once per call). */
+static void mm_call(const eo_backend *be, eo_ctx *ctx, eo_dtype dt, int64_t batch, int64_t M,
+                    int64_t N, int64_t K, mm_operand X, int64_t xoff, int64_t xbs, mm_operand Y,
+                    int64_t yoff, int64_t ybs, float beta, void *C, int64_t ldc, int64_t sc,
+                    void *ws)
 {
-    size_t bytes = be->matmul_ws ? be->matmul_ws(M, N, K, eo_par_threads(&ctx->exec.par)) : 0;
+    if (dt == EO_F32) {
+        be->matmul(X.t, Y.t, batch, M, N, K, (const float *)X.p + xoff, X.ld, xbs,
+                   (const float *)Y.p + yoff, Y.ld, ybs, beta, C, ldc, sc, ws, &ctx->exec);
+        return;
+    }
+    be->matmul16(X.t, Y.t, batch, M, N, K, (int)dt, (const uint16_t *)X.p + xoff, X.ld, xbs,
+                 (const uint16_t *)Y.p + yoff, Y.ld, ybs, beta, (int)dt, C, ldc, sc, ws,
+                 &ctx->exec);
+}
+
+static eo_status mm(eo_ctx *ctx, const eo_backend *be, eo_dtype dt, int64_t batch, int64_t M,
+                    int64_t N, int64_t K, mm_operand X, mm_operand Y, void *C, int64_t ldc,
+                    int64_t sc, float beta)
+{
+    eo_k_matmul_ws_fn *wsf = dt == EO_F32 ? be->matmul_ws : be->matmul16_ws;
+    size_t bytes = wsf ? wsf(M, N, K, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws; /* the workspace lives for this call only */
     EO_CHECK(eo_lend(ctx, be->device, bytes, &ws));
     if (sc == 0 && batch > 1) {
-        for (int64_t b = 0; b < batch; b++) {
-            be->matmul(X.t, Y.t, 1, M, N, K, X.p + b * X.bs, X.ld, 0, Y.p + b * Y.bs, Y.ld, 0,
-                       b ? 1.0f : beta, C, ldc, 0, ws.p, &ctx->exec);
-        }
+        for (int64_t b = 0; b < batch; b++)
+            mm_call(be, ctx, dt, 1, M, N, K, X, b * X.bs, 0, Y, b * Y.bs, 0, b ? 1.0f : beta, C,
+                    ldc, 0, ws.p);
     } else {
-        be->matmul(X.t, Y.t, batch, M, N, K, X.p, X.ld, X.bs, Y.p, Y.ld, Y.bs, beta, C, ldc, sc,
-                   ws.p, &ctx->exec);
+        mm_call(be, ctx, dt, batch, M, N, K, X, 0, X.bs, Y, 0, Y.bs, beta, C, ldc, sc, ws.p);
     }
     eo_give_back(&ws);
     return EO_OK;
@@ -106,8 +122,21 @@ EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_t
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "matmul: NULL output pointer");
-    EO_CHECK(eo_expect(ctx, "matmul", a, EO_F32));
-    EO_CHECK(eo_expect(ctx, "matmul", b, EO_F32));
+    /* bf16 / f16: the backend's 16-bit kernel (products summed in f32, C
+     * in the operands' dtype), else through f32 (core/op_cast.c). */
+    EO_CHECK(eo_expect_any(ctx, "matmul", a));
+    EO_CHECK(eo_expect_any(ctx, "matmul", b));
+    eo_tensor *h[2] = { a, b };
+    eo_half_route hr;
+    EO_CHECK(eo_half_plan(ctx, "matmul", h, 2, 0, &hr));
+    const eo_dtype dt = hr.any16 ? hr.dt : EO_F32;
+    if (hr.any16 && (!eo_backend_of(ctx, a)->matmul16 || a->device != b->device)) {
+        EO_CHECK(eo_half_widen(ctx, h, 2));
+        EO_CHECK(eo_matmul(ctx, h[0], h[1], ta, tb, out));
+        return eo_half_narrow(ctx, &hr, out);
+    }
+    EO_CHECK(eo_expect(ctx, "matmul", a, dt));
+    EO_CHECK(eo_expect(ctx, "matmul", b, dt));
     EO_CHECK(eo_same_device(ctx, "matmul", a, b));
     if (a->rank < 2 || b->rank < 2)
         return eo_fail(ctx, EO_ERR_AXIS, "matmul: operands need rank >= 2, got %T and %T", a, b);
@@ -151,12 +180,12 @@ EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_t
     shape[rank - 2] = M;
     shape[rank - 1] = N;
     eo_tensor *c;
-    EO_CHECK(eo_new_out(ctx, a->device, EO_F32, rank, shape, &c));
+    EO_CHECK(eo_new_out(ctx, a->device, dt, rank, shape, &c));
     int64_t batch = batch_of(big);
     if (batch > 1 && rb == 2 && stacks(A, M))   /* x[B,T,C] · W: one tall matmul */
-        EO_CHECK(mm(ctx, be, 1, batch * M, N, K, A, B, c->data, N, 0, 0.0f));
+        EO_CHECK(mm(ctx, be, dt, 1, batch * M, N, K, A, B, c->data, N, 0, 0.0f));
     else
-        EO_CHECK(mm(ctx, be, batch, M, N, K, A, B, c->data, N, M * N, 0.0f));
+        EO_CHECK(mm(ctx, be, dt, batch, M, N, K, A, B, c->data, N, M * N, 0.0f));
 
     eo_tensor *in[2] = { a, b };
     if (eo_needs_grad(ctx, in, 2)) {
@@ -173,7 +202,7 @@ eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *a = n->in[0], *b = n->in[1], *c = n->out;
     int ta = n->p.matmul.ta, tb = n->p.matmul.tb;
-    const eo_backend *be = eo_backend_of(ctx, c);
+    const eo_backend *be = eo_backend_of(ctx, c); /* c->dtype: f32, or 16-bit native */
     int rc = c->rank;
     int64_t M = c->shape[rc - 2], N = c->shape[rc - 1];
     int64_t K = ta ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
@@ -190,9 +219,9 @@ eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
         EO_CHECK(eo_grad_for_write(ctx, a, &ga, &beta));
         int64_t sc = a->rank == 2 ? 0 : M * K;
         if (!ta) /* ga[M,K] = dC · op(B)ᵀ */
-            EO_CHECK(mm(ctx, be, batch, M, K, N, dC, flip(B), ga->data, K, sc, beta));
+            EO_CHECK(mm(ctx, be, c->dtype, batch, M, K, N, dC, flip(B), ga->data, K, sc, beta));
         else     /* ga[K,M] = op(B) · dCᵀ */
-            EO_CHECK(mm(ctx, be, batch, K, M, N, B, flip(dC), ga->data, M, sc, beta));
+            EO_CHECK(mm(ctx, be, c->dtype, batch, K, M, N, B, flip(dC), ga->data, M, sc, beta));
     }
     if (b->requires_grad) {
         eo_tensor *gb;
@@ -203,15 +232,15 @@ eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
             mm_operand As = A, dCs = dC;
             As.bs = dCs.bs = 0;
             if (!tb) /* gb[K,N] = op(A)ᵀ · dC over all rows */
-                EO_CHECK(mm(ctx, be, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, beta));
             else     /* gb[N,K] = dCᵀ · op(A) */
-                EO_CHECK(mm(ctx, be, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, beta));
         } else {
             int64_t sc = shared ? 0 : K * N;
             if (!tb)
-                EO_CHECK(mm(ctx, be, batch, K, N, M, flip(A), dC, gb->data, N, sc, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, batch, K, N, M, flip(A), dC, gb->data, N, sc, beta));
             else
-                EO_CHECK(mm(ctx, be, batch, N, K, M, flip(dC), A, gb->data, K, sc, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, batch, N, K, M, flip(dC), A, gb->data, K, sc, beta));
         }
     }
     return EO_OK;

@@ -19,12 +19,17 @@ static void split(const eo_tensor *x, int a, int64_t *outer, int64_t *n, int64_t
     *n = x->shape[a];
 }
 
+static eo_status reduce(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int keepdim,
+                        eo_tensor **out);
+
 static eo_status reduce_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, int axis, int keepdim,
                              eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, reduce(ctx, id, h[0], axis, keepdim, out));
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     int a = eo_axis(axis, x->rank);
     if (a < 0)
@@ -110,6 +115,10 @@ eo_status eo_bwd_logsumexp(eo_ctx *ctx, eo_node *n) { return reduce_backward(ctx
 
 EO_PUBLIC(sum_all, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
 {
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "sum_all: NULL output pointer");
+    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, "sum_all", h, 1, 0, out, eo_sum_all(ctx, h[0], out));
     EO_CHECK(eo_expect(ctx, "sum_all", x, EO_F32));
     int64_t n = eo_numel(x);
     eo_tensor *flat;

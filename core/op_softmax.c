@@ -4,11 +4,15 @@
  * shares their arithmetic, is core/op_cross_entropy.c. */
 #include "core/internal.h"
 
+static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out);
+
 static eo_status softmax_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out)
 {
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, softmax(ctx, id, h[0], out));
     EO_CHECK(eo_expect(ctx, op, x, EO_F32));
     if (x->rank < 1)
         return eo_fail(ctx, EO_ERR_AXIS, "%s: needs rank >= 1, got %T", op, x);
@@ -33,7 +37,7 @@ static eo_status softmax_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor 
 }
 
 static eo_status softmax(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor **out)
-{
+{ /* the public call behind eo_softmax and eo_log_softmax */
     EO_RUN(ctx, eo_op_names[id], softmax_body(ctx, id, x, out));
 }
 

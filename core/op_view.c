@@ -42,16 +42,11 @@ static void view_of(const eo_tensor *base, const eo_op_params *p, int rank,
     }
 }
 
-/* out += src elementwise, where out may be any strided view. */
+/* out += src elementwise, where out may be any strided view (of any
+ * float dtype: views of bf16 and f16 tensors are views too). */
 static eo_status accumulate_into(eo_ctx *ctx, const eo_tensor *dst, const eo_tensor *src)
 {
-    const eo_backend *be = eo_backend_of(ctx, dst);
-    EO_NEED_KERNEL(ctx, "accumulate", be, accumulate);
-    int64_t shape[4], sd[4], tmp[4], ss[4];
-    eo_pad4(dst, shape, sd);
-    eo_pad4(src, tmp, ss);
-    be->accumulate(shape, dst->data, sd, src->data, ss, &ctx->exec);
-    return EO_OK;
+    return eo_accumulate_any(ctx, dst, src);
 }
 
 static eo_status make_view(eo_ctx *ctx, eo_tensor *x, eo_op_params p, int rank,
@@ -89,14 +84,11 @@ EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out
         *out = x;
         return EO_OK;
     }
-    const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, "contiguous", be, copy32);
+    /* Elements of 2 bytes (bf16, f16) go through the cast kernel as a bit
+     * copy; 4-byte ones (f32, i32) through copy32 (eo_copy_any). */
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &y));
-    int64_t shape[4], sx[4], sy[4];
-    eo_pad4(x, shape, sx);
-    eo_pad4(y, shape, sy);
-    be->copy32(shape, y->data, sy, x->data, sx, &ctx->exec);
+    EO_CHECK(eo_copy_any(ctx, y, x));
     if (eo_needs_grad(ctx, &x, 1))
         EO_CHECK(eo_record(ctx, EO_OP_COPY, &x, 1, y, NULL));
     *out = y;
@@ -109,19 +101,13 @@ EO_PUBLIC(copy_into, (eo_ctx *ctx, eo_tensor *dst, eo_tensor *src), (ctx, dst, s
         return eo_fail(ctx, EO_ERR_ARG, "copy_into: NULL argument");
     EO_CHECK(eo_same_device(ctx, "copy_into", dst, src));
     int same = dst->dtype == src->dtype && dst->rank == src->rank && dst->rank <= 4 &&
-               eo_dtype_size(dst->dtype) == 4;
+               eo_dtype_size(dst->dtype) != 0;
     for (int i = 0; same && i < dst->rank; i++)
         same = dst->shape[i] == src->shape[i];
     if (!same)
         return eo_fail(ctx, EO_ERR_SHAPE, "copy_into: %T and %T differ in shape or dtype", dst,
                        src);
-    const eo_backend *be = eo_backend_of(ctx, dst);
-    EO_NEED_KERNEL(ctx, "copy_into", be, copy32);
-    int64_t shape[4], sd[4], tmp[4], ss[4];
-    eo_pad4(dst, shape, sd);
-    eo_pad4(src, tmp, ss);
-    be->copy32(shape, dst->data, sd, src->data, ss, &ctx->exec);
-    return EO_OK;
+    return eo_copy_any(ctx, dst, src);
 }
 
 eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
@@ -264,8 +250,6 @@ EO_PUBLIC(concat, (eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor
             return eo_fail(ctx, EO_ERR_SHAPE, "concat: the joined size of axis %d overflows at %T",
                            a, x);
     }
-    const eo_backend *be = eo_backend_of(ctx, x0);
-    EO_NEED_KERNEL(ctx, "concat", be, copy32);
     eo_tensor *y;
     EO_CHECK(eo_new_out(ctx, x0->device, x0->dtype, x0->rank, shape, &y));
     eo_op_params p = {0};
@@ -274,10 +258,7 @@ EO_PUBLIC(concat, (eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor
     for (int k = 0; k < n; k++) {
         eo_tensor part;
         view_of(y, &p, y->rank, xs[k]->shape, &part);
-        int64_t sh[4], sd[4], ss[4];
-        eo_pad4(&part, sh, sd);
-        eo_pad4(xs[k], sh, ss);
-        be->copy32(sh, part.data, sd, xs[k]->data, ss, &ctx->exec);
+        EO_CHECK(eo_copy_any(ctx, &part, xs[k]));
         p.view.start += xs[k]->shape[a];
     }
     if (eo_needs_grad(ctx, xs, n)) {

@@ -62,7 +62,7 @@ eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_te
 eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
 {
     if (!t->grad)
-        EO_CHECK(eo_new_zeros(ctx, EO_STEP, t->device, EO_F32, t->rank, t->shape, &t->grad));
+        EO_CHECK(eo_new_zeros(ctx, EO_STEP, t->device, t->dtype, t->rank, t->shape, &t->grad));
     *g = t->grad;
     return EO_OK;
 }
@@ -71,7 +71,7 @@ eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *bet
 {
     *beta = 1.0f;
     if (!t->grad) {
-        EO_CHECK(eo_new_out(ctx, t->device, EO_F32, t->rank, t->shape, &t->grad));
+        EO_CHECK(eo_new_out(ctx, t->device, t->dtype, t->rank, t->shape, &t->grad));
         *beta = 0.0f;
     }
     *g = t->grad;
@@ -116,9 +116,9 @@ EO_PUBLIC(backward, (eo_ctx *ctx, eo_tensor *loss), (ctx, loss))
 static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
 {
     EO_CHECK(eo_expect_any(ctx, "backward", loss));
-    if (eo_numel(loss) != 1 || loss->dtype != EO_F32)
-        return eo_fail(ctx, EO_ERR_STATE, "backward: loss must be one f32 element, got %T",
-                       loss);
+    if (eo_numel(loss) != 1 || !eo_is_float(loss->dtype))
+        return eo_fail(ctx, EO_ERR_STATE,
+                       "backward: loss must be one f32, bf16 or f16 element, got %T", loss);
     if (!loss->requires_grad || !loss->node)
         return eo_fail(ctx, EO_ERR_STATE,
                        "backward: loss %T does not require grad (no parameter on its path, or "
@@ -132,9 +132,7 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
 
     eo_tensor *g;
     EO_CHECK(eo_grad_of(ctx, loss, &g));
-    const eo_backend *be = eo_backend_of(ctx, loss);
-    EO_NEED_KERNEL(ctx, "backward", be, fill);
-    be->fill(1, g->data, 1.0f, &ctx->exec);
+    EO_CHECK(eo_fill_any(ctx, g, 1.0f)); /* dL/dL = 1, in the loss's dtype */
 
     ctx->grads_pending = 1; /* the next optimizer step all-reduces first */
     int was = eo_set_grad(ctx, 0); /* backward records nothing */

@@ -185,7 +185,10 @@ static eo_status tensor_new(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "NULL output pointer");
     EO_CHECK(tensor_meta(ctx, life, device, dtype, rank, shape, &t));
-    size_t bytes = (size_t)eo_numel(t) * eo_dtype_size(dtype);
+    /* Storage is a whole number of 4-byte words (a bf16 or f16 tensor of
+     * odd length gets 2 bytes more), so a backend may clear it in words:
+     * the CUDA driver's memset is 32-bit. bytes <= PTRDIFF_MAX: no wrap. */
+    size_t bytes = ((size_t)eo_numel(t) * eo_dtype_size(dtype) + 3) & ~(size_t)3;
     EO_CHECK(arena_take(ctx, data_arena(ctx, life, device), bytes, &t->data));
     *out = t;
     return EO_OK;
@@ -318,11 +321,9 @@ EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ct
 EO_PUBLIC(fill, (eo_ctx *ctx, eo_tensor *x, float value), (ctx, x, value))
 {
     EO_CHECK(need_contiguous(ctx, "fill", x));
-    EO_CHECK(eo_expect(ctx, "fill", x, EO_F32));
-    const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, "fill", be, fill);
-    be->fill(eo_numel(x), x->data, value, &ctx->exec);
-    return EO_OK;
+    if (!eo_is_float(x->dtype))
+        return eo_fail(ctx, EO_ERR_DTYPE, "fill: expected f32, bf16 or f16, got %T", x);
+    return eo_fill_any(ctx, x, value);
 }
 
 EO_PUBLIC(to_device, (eo_ctx *ctx, const eo_tensor *x, eo_device device, eo_lifetime life,

@@ -375,4 +375,116 @@ eo_k_attention_fn eo_k_attention;
 eo_k_attention_backward_fn eo_k_attention_backward;
 eo_k_attention_ws_fn eo_k_attention_ws;
 
+/* ==== 16-bit storage: kernel slots beside the f32 ones ==========================
+ * Design (../shared/DESIGN.md): one op, a kernel slot per dtype. These
+ * kernels read and write bf16 or f16 storage (`dt`, one of the codes
+ * below; the same for every 16-bit operand of a call) and do all their
+ * arithmetic in f32: a value is widened when read, every sum runs in f32,
+ * and a result is rounded to nearest even once, when stored (ops/cpu/
+ * half.h gives the rounding rules). Statistics, losses' saved values and
+ * integer targets stay f32 / i32 as in the f32 kernels. Gradients have
+ * their tensor's dtype (PyTorch's rule), so "+=" outputs add in f32 and
+ * round once per element per call. A backend that lacks a slot leaves it
+ * NULL and the core falls back to the f32 kernel over f32 copies
+ * (core/op_cast.c). Shapes, strides, NaN and ±inf rules, and the meaning
+ * of every argument not described here are those of the f32 kernel of
+ * the same name above. */
+enum { EO_K_F32 = 0, EO_K_I32 = 1, EO_K_BF16 = 2, EO_K_F16 = 3 }; /* = eo_dtype */
+
+/* Strided 4-D convert / copy: dst[i] = src[i] (accumulate 0) or
+ * dst[i] += src[i] (accumulate 1), dst stored as dd, src as sdt, each of
+ * f32, bf16, f16: read to f32, added in f32, rounded once to dd. With
+ * dd == sdt and accumulate 0 it is a bit copy of 2- or 4-byte elements
+ * (then i32 too: the contiguous copy of every dtype). dst has no stride-0
+ * axis unless accumulate is 1 (then that axis is summed, in f32 within
+ * the innermost axis on the CPU). */
+typedef void eo_k_cast_fn(const int64_t shape[4], int dd, void *dst, const int64_t sd[4],
+                          int sdt, const void *src, const int64_t ss[4], int accumulate,
+                          const eo_exec *ex);
+/* x[0..n) = value rounded to dt. */
+typedef void eo_k_fill16_fn(int64_t n, int dt, void *x, float value, const eo_exec *ex);
+
+/* eo_k_binary / eo_k_binary_backward with out, a, b, dout, da, db all dt.
+ * The backward's sum over a broadcast axis (stride-0 da or db) is formed
+ * in f32 and rounded once. */
+typedef void eo_k_binary16_fn(eo_binop op, int dt, const int64_t shape[4], void *out,
+                              const int64_t so[4], const void *a, const int64_t sa[4],
+                              const void *b, const int64_t sb[4], const eo_exec *ex);
+typedef void eo_k_binary_backward16_fn(eo_binop op, int dt, const int64_t shape[4],
+                                       const void *dout, const int64_t sdo[4], const void *a,
+                                       const int64_t sa[4], const void *b, const int64_t sb[4],
+                                       void *da, const int64_t sda[4], void *db,
+                                       const int64_t sdb[4], const eo_exec *ex);
+/* eo_k_unary / eo_k_unary_backward with x, y, dy, dx all dt. */
+typedef void eo_k_unary16_fn(eo_unop op, int dt, int64_t n, const void *x, void *y, float alpha,
+                             const eo_exec *ex);
+typedef void eo_k_unary_backward16_fn(eo_unop op, int dt, int64_t n, const void *x,
+                                      const void *y, const void *dy, void *dx, float alpha,
+                                      const eo_exec *ex);
+
+/* Row kernels. ws: at least the bytes the matching *_ws16 function
+ * returns for these sizes and thread count (one function per family,
+ * covering forward and backward); it need not be initialised. */
+typedef size_t eo_k_rows_ws16_fn(int64_t rows, int64_t cols, int nthreads);
+/* eo_k_softmax / eo_k_softmax_backward with x, y, dy, dx all dt. */
+typedef void eo_k_softmax16_fn(int log, int dt, int64_t rows, int64_t cols, const void *x,
+                               void *y, void *ws, const eo_exec *ex);
+typedef void eo_k_softmax_backward16_fn(int log, int dt, int64_t rows, int64_t cols,
+                                        const void *y, const void *dy, void *dx, void *ws,
+                                        const eo_exec *ex);
+/* eo_k_layernorm / eo_k_layernorm_backward with x, w, b, y, dy, dx, dw, db
+ * dt (w, b, dw, db may be NULL as there); mean and rstd f32. dw and db
+ * are summed over all rows in f32 and rounded once. */
+typedef void eo_k_layernorm16_fn(int dt, int64_t rows, int64_t cols, const void *x,
+                                 const void *w, const void *b, float eps, void *y, float *mean,
+                                 float *rstd, void *ws, const eo_exec *ex);
+typedef void eo_k_layernorm_backward16_fn(int dt, int64_t rows, int64_t cols, const void *x,
+                                          const void *w, const float *mean, const float *rstd,
+                                          const void *dy, void *dx, void *dw, void *db,
+                                          void *ws, const eo_exec *ex);
+/* eo_k_cross_entropy / its backward with logits, dlogits, loss and dloss
+ * dt (as torch: bf16 logits give a bf16 loss); target i32, stats f32. */
+typedef void eo_k_cross_entropy16_fn(int dt, int64_t rows, int64_t cols, const void *logits,
+                                     const int32_t *target, int32_t ignore_index,
+                                     eo_ce_reduction reduction, float *stats, void *loss,
+                                     void *ws, const eo_exec *ex);
+typedef void eo_k_cross_entropy_backward16_fn(int dt, int64_t rows, int64_t cols,
+                                              const void *logits, const int32_t *target,
+                                              int32_t ignore_index, eo_ce_reduction reduction,
+                                              const float *stats, const void *dloss,
+                                              void *dlogits, void *ws, const eo_exec *ex);
+/* eo_k_embedding / its backward with table, out, dout, dtable dt. Each
+ * dtable row receives its contributions in index order, each rounded to
+ * dt when added (as a 16-bit index_add in PyTorch). */
+typedef void eo_k_embedding16_fn(int dt, int64_t n, int64_t dim, const void *table,
+                                 const int32_t *idx, void *out, const eo_exec *ex);
+typedef void eo_k_embedding_backward16_fn(int dt, int64_t n, int64_t dim, const int32_t *idx,
+                                          const void *dout, void *dtable, const eo_exec *ex);
+
+/* Optimizers for mixed precision (the f32 "master weights" recipe of
+ * Micikevicius et al., "Mixed Precision Training", ICLR 2018): the update
+ * of eo_k_sgd / eo_k_adamw on f32 weights w and f32 state, from a
+ * gradient g stored as gdt (f32, bf16 or f16) and multiplied by gscale
+ * first (1 / loss scale to unscale; 1 for none), in this order:
+ * g' = gscale * g, then exactly the f32 kernel's arithmetic. When w16 is
+ * not NULL it receives the updated weights rounded to dt16 (bf16 or
+ * f16): the copy the 16-bit forward reads, written in the same pass. */
+typedef void eo_k_sgd16_fn(int64_t n, float *w, int gdt, const void *g, float gscale, float *v,
+                           float lr, float momentum, float dampening, float wd, int nesterov,
+                           int dt16, void *w16, const eo_exec *ex);
+typedef void eo_k_adamw16_fn(int64_t n, float *w, int gdt, const void *g, float gscale,
+                             float *m, float *v, float lr, float beta1, float beta2, float eps,
+                             float wd, int64_t step, int dt16, void *w16, const eo_exec *ex);
+
+/* The CPU implementations of the 16-bit slots (ops/cpu/ *16.c). */
+eo_k_cast_fn eo_k_cast;
+eo_k_fill16_fn eo_k_fill16;
+eo_k_matmul16_fn eo_k_matmul16;
+eo_k_matmul_ws_fn eo_k_matmul16_ws;
+eo_k_unary16_fn eo_k_unary16;
+eo_k_unary_backward16_fn eo_k_unary_backward16; /* y is recomputed from x in f32 */
+eo_k_sgd16_fn eo_k_sgd16;
+eo_k_adamw16_fn eo_k_adamw16;
+/* ==== end of 16-bit storage ==== */
+
 #endif

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "ops/cpu/half.h"
 #include "tests/optest.h"
 
 eo_ctx *ot_ctx;
@@ -118,15 +119,19 @@ eo_tensor *ot_distinct(int rank, const int64_t *shape, float lo, float step, uns
 
 double *ot_get(const eo_tensor *t)
 {
-    ck_assert(t->device == EO_CPU && (t->dtype == EO_F32 || t->dtype == EO_I32));
+    ck_assert(t->device == EO_CPU && (t->dtype == EO_F32 || t->dtype == EO_I32 ||
+                                      t->dtype == EO_BF16 || t->dtype == EO_F16));
     int64_t n = eo_numel(t), idx[EO_MAX_RANK] = {0};
     double *d = ot_doubles(n);
     for (int64_t i = 0; i < n; i++) {
         int64_t off = 0;
         for (int k = 0; k < t->rank; k++)
             off += idx[k] * t->stride[k];
-        d[i] = t->dtype == EO_F32 ? (double)((const float *)t->data)[off]
-                                  : (double)((const int32_t *)t->data)[off];
+        if (t->dtype == EO_BF16 || t->dtype == EO_F16) /* 16-bit: widened exactly */
+            d[i] = eo_half_get((int)t->dtype, ((const uint16_t *)t->data)[off]);
+        else
+            d[i] = t->dtype == EO_F32 ? (double)((const float *)t->data)[off]
+                                      : (double)((const int32_t *)t->data)[off];
         for (int k = t->rank - 1; k >= 0; k--) { /* odometer */
             if (++idx[k] < t->shape[k])
                 break;

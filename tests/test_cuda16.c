@@ -23,6 +23,7 @@
 #include "ops/cuda/device.h"
 #include "ops/kernels.h"
 #include "tools/ptxsim/driver.h"
+#include "tests/gradcheck.h"
 
 static eo_cuda_driver D;
 static eo_cuda CU;
@@ -588,6 +589,136 @@ START_TEST(refused_dtypes)
 }
 END_TEST
 
+/* ---- the core's matmul on 16-bit tensors: CUDA (matmul_tc) vs CPU ------------ */
+
+/* x (any dtype, CPU or CUDA) as f32 host values. */
+static float *host_f32(eo_ctx *ctx, eo_tensor *x)
+{
+    eo_tensor *f;
+    ck_assert_msg(eo_cast(ctx, x, EO_F32, &f) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_int_eq(eo_contiguous(ctx, f, &f), EO_OK);
+    int64_t n = eo_numel(f);
+    float *h = malloc((size_t)(n ? n : 1) * 4);
+    ck_assert_msg(eo_read(ctx, f, h, (size_t)n * 4) == EO_OK, "%s", eo_last_error(ctx));
+    return h;
+}
+
+/* 16-bit results of two f32 summation orders: within one ulp of the
+ * dtype, relative to the size of the terms (|r| + 0.05). */
+static void expect_close16(eo_ctx *ctx, const char *what, eo_tensor *cpu, eo_tensor *dev, int dt)
+{
+    ck_assert_int_eq(cpu->dtype, dt);
+    ck_assert_int_eq(dev->dtype, dt);
+    ck_assert_int_eq(dev->device, EO_CUDA);
+    float *r = host_f32(ctx, cpu), *g = host_f32(ctx, dev);
+    double ulp = dt == EO_BF16 ? 1.0 / 128 : 1.0 / 1024;
+    for (int64_t i = 0; i < eo_numel(cpu); i++)
+        ck_assert_msg(fabs((double)g[i] - r[i]) <= ulp * (fabs(r[i]) + 0.05), "%s [%lld]: cuda "
+                      "%.7g vs cpu %.7g", what, (long long)i, (double)g[i], (double)r[i]);
+    free(r);
+    free(g);
+}
+
+static eo_tensor *rand16_tensor(eo_ctx *ctx, int rank, const int64_t *shape, int dt, unsigned seed)
+{
+    eo_tensor *x = eo_test_rand(ctx, rank, shape, -2, 2, seed, 0), *h;
+    ck_assert_int_eq(eo_cast(ctx, x, (eo_dtype)dt, &h), EO_OK);
+    h->requires_grad = 1;
+    return h;
+}
+
+static eo_tensor *on_cuda(eo_ctx *ctx, eo_tensor *x)
+{
+    eo_tensor *y;
+    ck_assert_msg(eo_to_device(ctx, x, EO_CUDA, EO_STEP, &y) == EO_OK, "%s", eo_last_error(ctx));
+    y->requires_grad = x->requires_grad;
+    return y;
+}
+
+/* y = op(a) op(b) with a [B, M, K] (or its transpose's storage), b [B, K, N]
+ * or a shared 2-D weight; L = sum(f32(y) * w); y, da, db compared. */
+static void core_matmul(int dt, int ta, int tb, int64_t B, int64_t M, int64_t N, int64_t K,
+                        int shared_b)
+{
+    eo_ctx *ctx = eo_test_cuda_ctx(8, 32);
+    int64_t sa[3] = {B, ta ? K : M, ta ? M : K}, sb[3] = {B, tb ? N : K, tb ? K : N};
+    eo_tensor *a = rand16_tensor(ctx, 3, sa, dt, 21), *b;
+    b = shared_b ? rand16_tensor(ctx, 2, sb + 1, dt, 22) : rand16_tensor(ctx, 3, sb, dt, 22);
+    eo_tensor *da = on_cuda(ctx, a), *db = on_cuda(ctx, b), *y, *dy;
+    ck_assert_msg(eo_matmul(ctx, a, b, ta, tb, &y) == EO_OK, "cpu: %s", eo_last_error(ctx));
+    ck_assert_msg(eo_matmul(ctx, da, db, ta, tb, &dy) == EO_OK, "cuda: %s", eo_last_error(ctx));
+    char what[96];
+    snprintf(what, sizeof what, "matmul %s%s %s B%lld %lldx%lldx%lld%s", ta ? "t" : "n",
+             tb ? "t" : "n", dt == EO_BF16 ? "bf16" : "f16", (long long)B, (long long)M,
+             (long long)N, (long long)K, shared_b ? " shared b" : "");
+    expect_close16(ctx, what, y, dy, dt);
+    if (!getenv("EO_TEST_CUDA")) { /* on the interpreter: it was the tensor-core kernel */
+        eo_px_counters pc;
+        ck_assert_msg(eo_ptxsim_counters_of(dt == EO_BF16 ? "eo_matmul_tc_bf16" : "eo_matmul_tc_f16",
+                                            &pc) && pc.launches > 0 && pc.tensor_flops > 0,
+                      "%s: no tensor-core launch", what);
+    }
+    /* backward: every output element weighted differently */
+    eo_tensor *w = eo_test_rand(ctx, 3, y->shape, 0.5f, 1.5f, 23, 0), *dw = on_cuda(ctx, w);
+    eo_tensor *y32, *dy32, *p, *dp, *L, *dL;
+    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, y32, w, &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, dy32, dw, &dp), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
+    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
+    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward: %s", eo_last_error(ctx));
+    ck_assert(a->grad && da->grad && b->grad && db->grad);
+    char g[128];
+    snprintf(g, sizeof g, "%s da", what);
+    expect_close16(ctx, g, a->grad, da->grad, dt);
+    snprintf(g, sizeof g, "%s db", what);
+    expect_close16(ctx, g, b->grad, db->grad, dt);
+    eo_test_cuda_ctx_free(ctx);
+}
+
+START_TEST(core_matmul_on_tensor_cores)
+{
+    int dt = _i & 1 ? EO_F16 : EO_BF16, ta = (_i >> 1) & 1, tb = (_i >> 2) & 1;
+    /* odd sizes, one just past a 128 x 128 tile (edges in M and N), K not
+     * a multiple of 32; a batch of 2, and a weight shared by the batch */
+    core_matmul(dt, ta, tb, 2, 37, 29, 45, 0);
+    core_matmul(dt, ta, tb, 2, 130, 131, 67, 1);
+}
+END_TEST
+
+/* eo_linear_init's forward (core/nn.c): x wᵀ + b */
+static eo_status linear(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, eo_tensor **y)
+{
+    eo_status s = eo_matmul(ctx, x, w, 0, 1, y);
+    return s ? s : eo_add(ctx, *y, b, y);
+}
+
+/* linear on bf16: the forward and both gradients through the tensor cores */
+START_TEST(core_linear_bf16)
+{
+    eo_ctx *ctx = eo_test_cuda_ctx(8, 32);
+    int64_t sx[2] = {19, 40}, sw[2] = {23, 40}, sbias[1] = {23};
+    eo_tensor *x = rand16_tensor(ctx, 2, sx, EO_BF16, 31), *w = rand16_tensor(ctx, 2, sw, EO_BF16, 32);
+    eo_tensor *bias = rand16_tensor(ctx, 1, sbias, EO_BF16, 33);
+    eo_tensor *dx = on_cuda(ctx, x), *dw = on_cuda(ctx, w), *dbias = on_cuda(ctx, bias), *y, *dy;
+    ck_assert_msg(linear(ctx, x, w, bias, &y) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_msg(linear(ctx, dx, dw, dbias, &dy) == EO_OK, "%s", eo_last_error(ctx));
+    expect_close16(ctx, "linear bf16", y, dy, EO_BF16);
+    eo_tensor *y32, *dy32, *L, *dL;
+    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, y32, &L), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, dy32, &dL), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "%s", eo_last_error(ctx));
+    expect_close16(ctx, "linear bf16 dx", x->grad, dx->grad, EO_BF16);
+    expect_close16(ctx, "linear bf16 dw", w->grad, dw->grad, EO_BF16);
+    eo_test_cuda_ctx_free(ctx);
+}
+END_TEST
+
 Suite *eo_suite_cuda16(void)
 {
     Suite *s = suite_create("cuda16");
@@ -605,5 +736,10 @@ Suite *eo_suite_cuda16(void)
     tcase_add_test(t, adamw_master);
     tcase_add_test(t, refused_dtypes);
     suite_add_tcase(s, t);
+    TCase *c = tcase_create("core");
+    tcase_set_timeout(c, 120);
+    tcase_add_loop_test(c, core_matmul_on_tensor_cores, 0, 8);
+    tcase_add_test(c, core_linear_bf16);
+    suite_add_tcase(s, c);
     return s;
 }

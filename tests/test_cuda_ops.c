@@ -208,6 +208,17 @@ static eo_status o_embedding(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **
     return eo_embedding(c, a, ints(c, a, 7, ix), y);
 }
 static eo_status o_conv(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_conv2d(c, a, b, NULL, 1, 2, y); }
+/* a -> bf16, transposed and made contiguous (the 2-byte strided copy),
+ * -> f16 -> f32: every direction of the cast kernel and its backward. */
+static eo_status o_cast(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
+{
+    (void)b;
+    eo_tensor *t;
+    if (eo_cast(c, a, EO_BF16, &t) || eo_transpose(c, t, 0, 1, &t) || eo_contiguous(c, t, &t) ||
+        eo_cast(c, t, EO_F16, &t))
+        return EO_ERR_STATE;
+    return eo_cast(c, t, EO_F32, y);
+}
 static eo_status o_attention(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y)
 {
     return eo_attention_fused(c, a, a, b, NULL, 1, 0.35f, y);
@@ -253,6 +264,7 @@ static const op_case op_cases[EO_OP_COUNT] = {
     [EO_OP_IM2COL] = { o_conv, 4, { 2, 3, 7, 6 }, 4, { 4, 3, 3, 3 } },
     [EO_OP_MAXPOOL2D] = { o_pool, 4, { 2, 3, 6, 9 }, 1, { 1 } },
     [EO_OP_ATTENTION] = { o_attention, 4, { 2, 2, 5, 9 }, 4, { 2, 2, 5, 9 } },
+    [EO_OP_CAST] = { o_cast, 2, { 5, 33 }, 1, { 1 } },
 };
 
 START_TEST(every_op_is_checked_on_the_device)
@@ -322,6 +334,43 @@ START_TEST(training_steps_match_cpu)
     }
     for (int i = 0; i < pc.count; i++)
         expect_close(ctx, pc.items[i]->name, pc.items[i], pd.items[i], 1e-4);
+    close_ctx(ctx);
+}
+END_TEST
+
+/* A transposed bf16 / f16 view copied on the device: the 2-byte strided
+ * copy (once the 4-byte kernel's: wrong values, 4 bytes written past the
+ * end), made contiguous and copied into a strided window whose
+ * neighbours must keep their values. */
+START_TEST(transposed_16bit_view_copies_on_the_device)
+{
+    eo_ctx *ctx = cuda_ctx();
+    int64_t s[2] = { 3, 5 }, sd[2] = { 5, 4 };
+    for (int k = 0; k < 2; k++) {
+        eo_dtype dt = k ? EO_F16 : EO_BF16;
+        eo_tensor *x, *dx, *t, *c, *dst, *win;
+        ck_assert_int_eq(eo_cast(ctx, eo_test_rand(ctx, 2, s, -4, 4, 3, 0), dt, &x), EO_OK);
+        dx = to_cuda(ctx, x);
+        ck_assert_int_eq(eo_transpose(ctx, dx, 0, 1, &t), EO_OK);
+        ck_assert_int_eq(eo_contiguous(ctx, t, &c), EO_OK);
+        uint16_t got[20];
+        const uint16_t *xh = x->data;
+        ck_assert_msg(eo_read(ctx, c, got, 30) == EO_OK, "%s", eo_last_error(ctx));
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 3; j++)
+                ck_assert_uint_eq(got[i * 3 + j], xh[j * 5 + i]);
+        ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CUDA, dt, 2, sd, &dst), EO_OK);
+        ck_assert_int_eq(eo_fill(ctx, dst, 7.0f), EO_OK);
+        ck_assert_int_eq(eo_slice(ctx, dst, 1, 0, 3, &win), EO_OK);
+        ck_assert_msg(eo_copy_into(ctx, win, t) == EO_OK, "%s", eo_last_error(ctx));
+        ck_assert_msg(eo_read(ctx, dst, got, 40) == EO_OK, "%s", eo_last_error(ctx));
+        const uint16_t seven = dt == EO_BF16 ? 0x40e0 : 0x4700;
+        for (int i = 0; i < 5; i++) {
+            for (int j = 0; j < 3; j++)
+                ck_assert_uint_eq(got[i * 4 + j], xh[j * 5 + i]);
+            ck_assert_uint_eq(got[i * 4 + 3], seven);
+        }
+    }
     close_ctx(ctx);
 }
 END_TEST
@@ -519,6 +568,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_loop_test(tc, each_op_matches_cpu, 0, EO_OP_COUNT);
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
+    tcase_add_test(tc, transposed_16bit_view_copies_on_the_device);
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);
     tcase_add_test(tc, kv_cache_on_the_device);

@@ -1917,6 +1917,73 @@ static void grad_attention(int id)
 }
 
 /* ======================================================================
+ * cast (f32 <-> bf16 <-> f16; conversions themselves: tests/test_half.c)
+ * ==================================================================== */
+
+/* x rounded to a format with `bits` significant bits, to nearest even,
+ * in double: frexp splits off the exponent, nearbyint rounds in the
+ * default (ties-to-even) mode. For normal results only. */
+static double round_sig(double x, int bits)
+{
+    int e;
+    double m = frexp(x, &e);
+    return ldexp(nearbyint(ldexp(m, bits)), e - bits);
+}
+
+static void fwd_cast(int id)
+{
+    static const shape_t shapes[] = { { 2, {13, 17} }, { 3, {3, 4, 5} }, { 1, {1} }, { 0, {0} } };
+    char what[96];
+    for (int c = 0; c < 4; c++)
+        for (int nc = 0; nc < 2; nc++) {
+            if (nc && shapes[c].rank < 2)
+                continue;
+            eo_tensor *x = make_input(shapes[c], nc, -3, 3, 391u + (unsigned)c), *b, *h, *y;
+            snprintf(what, sizeof what, "%s forward %s%s", eo_op_names[id],
+                     ot_shape_str(shapes[c].rank, shapes[c].s), nc ? " (view)" : "");
+            OT_OK(eo_cast(ot_ctx, x, EO_BF16, &b), what);
+            OT_OK(eo_cast(ot_ctx, b, EO_F16, &h), what);
+            OT_OK(eo_cast(ot_ctx, h, EO_F32, &y), what);
+            ck_assert(b->dtype == EO_BF16 && h->dtype == EO_F16 && y->dtype == EO_F32);
+            ot_expect_shape(what, y, shapes[c].rank, shapes[c].s);
+            /* x -> bf16 (8 bits) -> f16 (11 bits: exact) -> f32 (exact) */
+            double *ref = ot_get(x);
+            int64_t n = numel_of(shapes[c]);
+            for (int64_t i = 0; i < n; i++)
+                ref[i] = ref[i] == 0 ? 0 : round_sig(ref[i], 8);
+            ot_expect_close(what, y, ref, 0, 0);
+        }
+}
+
+/* cast(cast(x, dt), f32) on values that are exact in both 16-bit formats
+ * at x and x ± h (multiples of 2^-7 in [0.5, 0.875], h = 2^-4): the
+ * function is then exactly the identity, so the central difference is
+ * exact, and the analytic gradient is the weight rounded to dt (within
+ * 2^-9 relative of it). */
+static eo_status gf_cast(eo_ctx *ctx, eo_tensor *const *in, void *user, eo_tensor **out)
+{
+    eo_tensor *t;
+    eo_status s = eo_cast(ctx, in[0], *(const eo_dtype *)user, &t);
+    return s ? s : eo_cast(ctx, t, EO_F32, out);
+}
+
+static void grad_cast(int id)
+{
+    int64_t s[2] = { 5, 7 };
+    char what[64];
+    eo_gradcheck_opts opts = { 0.0625, 5e-3, 1e-6 };
+    for (int k = 0; k < 2; k++) {
+        eo_dtype dt = k ? EO_F16 : EO_BF16;
+        eo_tensor *x = grad_input(2, s, 0.5f, 0.875f, 401u + (unsigned)k);
+        float *v = x->data;
+        for (int i = 0; i < 35; i++)
+            v[i] = floorf(v[i] * 128.0f) / 128.0f;
+        snprintf(what, sizeof what, "%s to %s and back", eo_op_names[id], eo_dtype_name(dt));
+        ot_gradcheck(what, gf_cast, &x, 1, &dt, &opts);
+    }
+}
+
+/* ======================================================================
  * The table, driven by ops.def
  * ==================================================================== */
 
@@ -1955,6 +2022,7 @@ static const op_tests harness[EO_OP_COUNT] = {
     [EO_OP_IM2COL] = { fwd_im2col, grad_im2col },
     [EO_OP_MAXPOOL2D] = { fwd_maxpool2d, grad_maxpool2d },
     [EO_OP_ATTENTION] = { fwd_attention, grad_attention },
+    [EO_OP_CAST] = { fwd_cast, grad_cast },
 };
 
 START_TEST(every_op_has_a_forward_test_and_a_gradcheck)

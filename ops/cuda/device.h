@@ -173,44 +173,27 @@ eo_k_attention_backward_fn eo_cuda_k_attention_backward;
 eo_k_attention_ws_fn eo_cuda_k_attention_ws;
 eo_k_sgd_fn eo_cuda_k_sgd;
 eo_k_adamw_fn eo_cuda_k_adamw;
+eo_k_cast_fn eo_cuda_k_cast; /* ops/cuda/cast.c: 16-bit casts and copies */
 
 /* ---- 16-bit storage launchers (ptx/<family>16.ptx, ops/cuda/<family>16.c) -----------------
  * The contracts of the 16-bit slots (ops/kernels.h, "16-bit storage"):
  * bf16 or f16 storage (dt: 2 bf16, 3 f16), f32 arithmetic, one rounding
  * to nearest even per stored value. A dtype they have no kernel for
  * records EO_ERR_UNSUPPORTED. The ws arguments are unused. */
-void eo_cuda_k_unary16(eo_unop op, int dt, int64_t n, const void *x, void *y, float alpha,
-                       const eo_exec *ex);
-void eo_cuda_k_unary_backward16(eo_unop op, int dt, int64_t n, const void *x, const void *y,
-                                const void *dy, void *dx, float alpha, const eo_exec *ex);
-void eo_cuda_k_binary16(eo_binop op, int dt, const int64_t shape[4], void *out,
-                        const int64_t so[4], const void *a, const int64_t sa[4], const void *b,
-                        const int64_t sb[4], const eo_exec *ex);
+eo_k_unary16_fn eo_cuda_k_unary16;
+eo_k_unary_backward16_fn eo_cuda_k_unary_backward16;
+eo_k_binary16_fn eo_cuda_k_binary16; /* contiguous: 16-byte groups; strided: 4-D */
 /* dst[0..n) = src converted (dd, sdt each f32, bf16 or f16; the same type:
  * a copy), contiguous: the fast path of a cast (16-byte accesses when
  * aligned). Returns 0, launching nothing, for a pair it has no kernel for
  * (f32 to f32, bf16 <-> f16), so the caller takes its general path. */
 int eo_cuda_cast_flat(int dd, void *dst, int sdt, const void *src, int64_t n, const eo_exec *ex);
-void eo_cuda_k_softmax16(int log, int dt, int64_t rows, int64_t cols, const void *x, void *y,
-                         void *ws, const eo_exec *ex);
-void eo_cuda_k_softmax_backward16(int log, int dt, int64_t rows, int64_t cols, const void *y,
-                                  const void *dy, void *dx, void *ws, const eo_exec *ex);
-void eo_cuda_k_layernorm16(int dt, int64_t rows, int64_t cols, const void *x, const void *w,
-                           const void *b, float eps, void *y, float *mean, float *rstd, void *ws,
-                           const eo_exec *ex);
-void eo_cuda_k_cross_entropy16(int dt, int64_t rows, int64_t cols, const void *logits,
-                               const int32_t *target, int32_t ignore_index,
-                               eo_ce_reduction reduction, float *stats, void *loss, void *ws,
-                               const eo_exec *ex);
-void eo_cuda_k_cross_entropy_backward16(int dt, int64_t rows, int64_t cols, const void *logits,
-                                        const int32_t *target, int32_t ignore_index,
-                                        eo_ce_reduction reduction, const float *stats,
-                                        const void *dloss, void *dlogits, void *ws,
-                                        const eo_exec *ex);
-void eo_cuda_k_embedding16(int dt, int64_t n, int64_t dim, const void *table, const int32_t *idx,
-                           void *out, const eo_exec *ex);
-void eo_cuda_k_adamw16(int64_t n, float *w, int gdt, const void *g, float gscale, float *m,
-                       float *v, float lr, float beta1, float beta2, float eps, float wd,
-                       int64_t step, int dt16, void *w16, const eo_exec *ex);
+eo_k_softmax16_fn eo_cuda_k_softmax16;
+eo_k_softmax_backward16_fn eo_cuda_k_softmax_backward16;
+eo_k_layernorm16_fn eo_cuda_k_layernorm16;
+eo_k_cross_entropy16_fn eo_cuda_k_cross_entropy16;
+eo_k_cross_entropy_backward16_fn eo_cuda_k_cross_entropy_backward16;
+eo_k_embedding16_fn eo_cuda_k_embedding16;
+eo_k_adamw16_fn eo_cuda_k_adamw16;
 
 #endif
