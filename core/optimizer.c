@@ -206,6 +206,16 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     /* A schedule sets lr before every step: check it where it is used. */
     EO_CHECK(eo_need(ctx, o->lr >= 0 && o->lr < INFINITY, "optimizer_step: lr",
                      "finite and >= 0", (double)o->lr));
+    /* f32 parameters and gradients only: a bf16/f16 model keeps f32
+     * master weights here (the 16-bit update kernels are sgd16/adamw16,
+     * ops/kernels.h). Checked before anything changes. */
+    for (int i = 0; i < o->params->count; i++) {
+        const eo_tensor *p = o->params->items[i];
+        if (p->dtype != EO_F32 || !p->grad || p->grad->dtype != EO_F32)
+            return eo_fail(ctx, EO_ERR_DTYPE,
+                           "optimizer_step: parameter %d is %T with gradient %T; expected f32 "
+                           "(keep f32 master weights)", i, p, p->grad);
+    }
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;
@@ -256,6 +266,9 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
         EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
+        if (!g || g->dtype != EO_F32)
+            return eo_fail(ctx, EO_ERR_DTYPE, "clip_grad_norm: gradient %d is %T; expected f32",
+                           i, g);
         const eo_backend *be = eo_backend_of(ctx, g);
         EO_NEED_KERNEL(ctx, "clip_grad_norm", be, sumsq);
         /* The kernel writes one float on the device; bring it home. */

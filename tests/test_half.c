@@ -27,6 +27,7 @@
 #include "ops/cpu/half.h"
 #include "tests/fixtures/half.h"
 #include "tests/gradcheck.h"
+#include "core/nn.h"
 #include "tests/optest.h"
 
 static int is_nan16(int dt, uint16_t h)
@@ -594,6 +595,25 @@ START_TEST(optimizers_with_master_weights)
 }
 END_TEST
 
+/* The f32 optimizers refuse 16-bit parameters (keep f32 master weights)
+ * before changing anything. */
+START_TEST(f32_optimizers_refuse_16bit_parameters)
+{
+    int64_t s[1] = { 8 };
+    eo_params ps;
+    eo_optimizer o;
+    eo_tensor *w = leaf(half_rand(EO_BF16, 1, s, -1, 1, 3));
+    OT_OK(eo_tensor_zeros(ot_ctx, EO_STEP, EO_CPU, EO_BF16, 1, s, &w->grad), "grad");
+    OT_OK(eo_params_init(ot_ctx, &ps, 2), "params");
+    OT_OK(eo_params_add(ot_ctx, &ps, w), "add");
+    OT_OK(eo_sgd_init(ot_ctx, &o, &ps, 0.1f, 0.0f, 0.0f, 0), "sgd");
+    ck_assert_int_eq(eo_optimizer_step(ot_ctx, &o), EO_ERR_DTYPE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ot_ctx), "master weights"));
+    float norm;
+    ck_assert_int_eq(eo_clip_grad_norm(ot_ctx, &ps, 1.0f, &norm), EO_ERR_DTYPE);
+}
+END_TEST
+
 Suite *eo_suite_half(void)
 {
     Suite *s = suite_create("half");
@@ -610,6 +630,7 @@ Suite *eo_suite_half(void)
     tcase_add_test(tc, mixed_dtypes_promote_or_refuse);
     tcase_add_test(tc, backward_from_a_16bit_loss);
     tcase_add_test(tc, native_16bit_kernels_are_used);
+    tcase_add_test(tc, f32_optimizers_refuse_16bit_parameters);
     tcase_add_loop_test(tc, each_op_on_16bit_inputs, 0, 2 * N_OP16);
     tcase_add_loop_test(tc, each_op_on_16bit_inputs_fallback_only, 0, 2 * N_OP16);
     suite_add_tcase(s, tc);
