@@ -101,6 +101,20 @@ const eo_backend eo_backend_cuda = {
     .adamw = eo_cuda_k_adamw,
     .unscale_check = eo_cuda_k_unscale_check,
     .cast = eo_cuda_k_cast,
+    /* 16-bit storage (ptx/matmul_tc.ptx, ptx/<family>16.ptx); the slots left
+     * out (fill16, the binary backward, layernorm backward, the embedding
+     * backward, sgd16) run over f32 copies (core/op_cast.c) */
+    .matmul16 = eo_cuda_k_matmul16,
+    .binary16 = eo_cuda_k_binary16,
+    .unary16 = eo_cuda_k_unary16,
+    .unary_backward16 = eo_cuda_k_unary_backward16,
+    .softmax16 = eo_cuda_k_softmax16,
+    .softmax_backward16 = eo_cuda_k_softmax_backward16,
+    .layernorm16 = eo_cuda_k_layernorm16,
+    .cross_entropy16 = eo_cuda_k_cross_entropy16,
+    .cross_entropy_backward16 = eo_cuda_k_cross_entropy_backward16,
+    .embedding16 = eo_cuda_k_embedding16,
+    .adamw16 = eo_cuda_k_adamw16,
 };
 
 EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,

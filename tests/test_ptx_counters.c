@@ -265,6 +265,41 @@ static void run(const char *name)
         float *q = fb(n, 0.1f), *k = fb(n, 0.1f), *v = fb(n, 0.5f), *o = fb(n, 0);
         float *lse = fb(128, 0);
         eo_cuda_k_attention(1, 1, 128, 128, D, q, k, v, NULL, NULL, 1, 0.125f, o, lse, NULL, &EX);
+    } else if (!strcmp(name, "cast16")) { /* bf16 <- f32, 8192 values */
+        float *x = fb(8192, 0.5f), *y = fb(4096, 0);
+        eo_cuda_cast_flat(2 /* EO_BF16 */, y, 0 /* EO_F32 */, x, 8192, &EX);
+    } else if (!strcmp(name, "gelu16")) { /* 16-bit cases: f32 buffers of n/2 words hold n halves */
+        float *x = fb(4096, 0.5f), *y = fb(4096, 0);
+        eo_cuda_k_unary16(EO_UN_GELU_TANH, 2, 8192, x, y, 0, &EX);
+    } else if (!strcmp(name, "add16")) {
+        float *a = fb(4096, 0.5f), *b = fb(4096, 0.5f), *o = fb(4096, 0);
+        const int64_t sh[4] = {1, 1, 1, 8192}, st[4] = {8192, 8192, 8192, 1};
+        eo_cuda_k_binary16(EO_BIN_ADD, 2, sh, o, st, a, st, b, st, &EX);
+    } else if (!strcmp(name, "softmax16")) {
+        float *x = fb(4 * 1024, 0.5f), *y = fb(4 * 1024, 0);
+        eo_cuda_k_softmax16(0, 2, 8, 1024, x, y, NULL, &EX);
+    } else if (!strcmp(name, "layernorm16")) {
+        float *x = fb(4 * 1024, 0.5f), *w = fb(512, 0.5f), *b = fb(512, 0), *y = fb(4 * 1024, 0);
+        float *m = fb(8, 0), *r = fb(8, 0);
+        eo_cuda_k_layernorm16(2, 8, 1024, x, w, b, 1e-5f, y, m, r, NULL, &EX);
+    } else if (!strcmp(name, "cross_entropy16")) {
+        float *x = fb(4 * 1024, 0.5f), *st = fb(2 * 8, 0), *loss = fb(1, 0);
+        int32_t *t = (int32_t *)fb(8, 0);
+        eo_cuda_k_cross_entropy16(2, 8, 1024, x, t, -100, EO_CE_MEAN, st, loss, NULL, &EX);
+    } else if (!strcmp(name, "cross_entropy16 bwd")) {
+        float *x = fb(4 * 1024, 0.5f), *st = fb(2 * 8, 0), *dl = fb(1, 0), *dx = fb(4 * 1024, 0);
+        int32_t *t = (int32_t *)fb(8, 0);
+        eo_cuda_k_cross_entropy_backward16(2, 8, 1024, x, t, -100, EO_CE_MEAN, st, dl, dx, NULL,
+                                           &EX);
+    } else if (!strcmp(name, "embedding16")) { /* 64 rows of 1024 bf16 */
+        float *tab = fb(16 * 512, 0.5f), *o = fb(64 * 512, 0);
+        int32_t *ids = (int32_t *)fb(64, 0);
+        eo_cuda_k_embedding16(2, 64, 1024, tab, ids, o, &EX);
+    } else if (!strcmp(name, "adamw16")) { /* bf16 gradient and weight copy */
+        float *w = fb(8192, 0.5f), *g = fb(4096, 0.01f), *m = fb(8192, 0), *v = fb(8192, 0);
+        float *w16 = fb(4096, 0);
+        eo_cuda_k_adamw16(8192, w, 2, g, 1.0f, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 2, w16,
+                          &EX);
     } else {
         ck_abort_msg("no case '%s'", name);
     }
@@ -327,6 +362,26 @@ static const struct expected {
     /* 64 < D <= 128: the older kernel, a query row per 4 lanes (its
      * 16-byte loads of 4 rows a warp: 3.78 wavefronts, no conflict) */
     {"attention96", "eo_attn_fwd", 16.00, 100.0, 100.0, 3.78, 2.93, 42.8, 97.9},
+    /* 16-bit kernels (ptx/<family>16.ptx): 16-byte loads and stores of 8
+     * halves (16 sectors a request, every byte used); f32 sides (cast's
+     * source, AdamW's master weights and state) are 16-byte loads too */
+    {"cast16", "eo_f32_to_bf16", 16.00, 100.0, 100.0, -1, -1, -1, -1},
+    {"gelu16", "eo_unary16_bf16", 16.00, 100.0, 100.0, -1, -1, -1, -1},
+    {"add16", "eo_binary16_bf16", 16.00, 100.0, 100.0, -1, -1, -1, -1},
+    /* the row kernels: v4 shared reads of the 8 warp results */
+    {"softmax16", "eo_softmax16_bf16", 16.00, 100.0, 100.0, 4.00, 1.00, -1, -1},
+    /* the per-row mean and rstd stores are single sectors */
+    {"layernorm16", "eo_layernorm16_bf16", 16.00, 100.0, 97.3, 4.00, 1.00, -1, -1},
+    /* per row, thread 0 alone reads x[target] and writes M, L and the loss:
+     * single sectors beside the 16-byte row reads (1024 columns here) */
+    {"cross_entropy16", "eo_ce16_fwd_bf16", 11.00, 97.3, 18.75, 4.00, 1.00, -1, -1},
+    /* 128 groups of a 1024-column row for 256 threads: 4 warps read x and
+     * dx, all 8 the row's target and stats (broadcasts) */
+    {"cross_entropy16 bwd", "eo_ce16_bwd_bf16", 4.75, 86.8, 100.0, -1, -1, -1, -1},
+    /* the same: 4 warps copy a 1024-value row, 8 read its id */
+    {"embedding16", "eo_embedding16", 6.00, 90.3, 100.0, -1, -1, -1, -1},
+    /* f32 w, m, v in 16 bytes (16 sectors), the bf16 gradient in 8 (8) */
+    {"adamw16", "eo_adamw16_bf16", 14.00, 100.0, 100.0, -1, -1, -1, -1},
 };
 
 static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
@@ -355,6 +410,17 @@ START_TEST(production_kernel_counters)
         ck_assert_uint_eq(c.tensor_flops, 2ull * 128 * 128 * 64);
         ck_assert_uint_eq(c.warp_inst[EO_PX_C_MMA] * 4096, c.tensor_flops);
     }
+    /* 16-bit traffic is counted in bytes moved: 2 per value */
+    if (!strcmp(e->cas, "gelu16") || !strcmp(e->cas, "add16")) {
+        ck_assert_uint_eq(c.gld.bytes, (e->cas[0] == 'a' ? 2u : 1u) * 8192 * 2);
+        ck_assert_uint_eq(c.gst.bytes, 8192 * 2);
+    }
+    if (!strcmp(e->cas, "cast16")) {
+        ck_assert_uint_eq(c.gld.bytes, 8192 * 4);
+        ck_assert_uint_eq(c.gst.bytes, 8192 * 2);
+    }
+    if (getenv("EO_COUNTERS_PRINT"))
+        printf("measured: %s\n", measured);
     for (int i = 0; i < 7; i++) {
         if (want[i] < 0)
             continue;

@@ -12,6 +12,11 @@ void eo_cuda_k_cast(const int64_t shape[4], int dd, void *dst, const int64_t sd[
     strides4 a, b;
     if (!cu || !eo_cuda_shape4(cu, "cast", shape, &sh) || sh.total == 0)
         return;
+    /* Contiguous conversions and 2-byte copies: the flat kernels of
+     * ptx/elementwise16.ptx, 16 bytes a thread (ops/cuda/elementwise16.c). */
+    if (!accumulate && eo_cuda_contiguous(shape, sd) && eo_cuda_contiguous(shape, ss) &&
+        eo_cuda_cast_flat(dd, dst, sdt, src, sh.total, ex))
+        return;
     if (!eo_cuda_strides4(cu, "cast", shape, sd, &a) || !eo_cuda_strides4(cu, "cast", shape, ss, &b))
         return;
     uint64_t d = eo_cuda_dp(dst), s = eo_cuda_dp(src);

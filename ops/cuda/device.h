@@ -52,7 +52,7 @@ typedef enum eo_cuda_kernel {
     EO_CUK_COUNT
 } eo_cuda_kernel;
 
-#define EO_CUDA_MAX_MODULES 16 /* PTX files; raise with the ptx/ folder */
+#define EO_CUDA_MAX_MODULES 24 /* PTX files; raise with the ptx/ folder */
 #define EO_CUDA_MSG_LEN 1024   /* room for a JIT log excerpt */
 
 typedef struct eo_cuda {
@@ -175,5 +175,26 @@ eo_k_sgd_fn eo_cuda_k_sgd;
 eo_k_adamw_fn eo_cuda_k_adamw;
 eo_k_unscale_check_fn eo_cuda_k_unscale_check; /* ops/cuda/grad_scaler.c */
 eo_k_cast_fn eo_cuda_k_cast; /* ops/cuda/cast.c: 16-bit casts and copies */
+
+/* ---- 16-bit storage launchers (ptx/<family>16.ptx, ops/cuda/<family>16.c) -----------------
+ * The contracts of the 16-bit slots (ops/kernels.h, "16-bit storage"):
+ * bf16 or f16 storage (dt: 2 bf16, 3 f16), f32 arithmetic, one rounding
+ * to nearest even per stored value. A dtype they have no kernel for
+ * records EO_ERR_UNSUPPORTED. The ws arguments are unused. */
+eo_k_unary16_fn eo_cuda_k_unary16;
+eo_k_unary_backward16_fn eo_cuda_k_unary_backward16;
+eo_k_binary16_fn eo_cuda_k_binary16; /* contiguous: 16-byte groups; strided: 4-D */
+/* dst[0..n) = src converted (dd, sdt each f32, bf16 or f16; the same type:
+ * a copy), contiguous: the fast path of a cast (16-byte accesses when
+ * aligned). Returns 0, launching nothing, for a pair it has no kernel for
+ * (f32 to f32, bf16 <-> f16), so the caller takes its general path. */
+int eo_cuda_cast_flat(int dd, void *dst, int sdt, const void *src, int64_t n, const eo_exec *ex);
+eo_k_softmax16_fn eo_cuda_k_softmax16;
+eo_k_softmax_backward16_fn eo_cuda_k_softmax_backward16;
+eo_k_layernorm16_fn eo_cuda_k_layernorm16;
+eo_k_cross_entropy16_fn eo_cuda_k_cross_entropy16;
+eo_k_cross_entropy_backward16_fn eo_cuda_k_cross_entropy_backward16;
+eo_k_embedding16_fn eo_cuda_k_embedding16;
+eo_k_adamw16_fn eo_cuda_k_adamw16;
 
 #endif

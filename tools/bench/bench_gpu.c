@@ -61,6 +61,7 @@ typedef struct {
     int64_t M, N, K, rows, cols;
     eo_cu_deviceptr a, b, c, d, e, f; /* enough buffers for any case */
     eo_cu_deviceptr i32;              /* targets */
+    eo_cu_deviceptr h1, h2, h3, hw;   /* bf16 copies: of a, b, c (the big ones) and d */
     void *cublas;                     /* handle, when cuBLAS was found */
     eo_exec ex;                       /* the launchers' device */
 } bufs;
@@ -84,6 +85,59 @@ static void run_matmul16(void *arg)
                        B.K, 0, (const void *)(uintptr_t)B.b, B.N, 0, 0.0f, 0 /* EO_F32 */,
                        (void *)(uintptr_t)B.c, B.N, 0, NULL, &B.ex);
 }
+
+/* bf16 in and out, against cublasGemmEx with a bf16 C. */
+static void run_matmul16_out16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_matmul16(0, 0, 1, B.M, B.N, B.K, 2 /* EO_BF16 */, (const void *)(uintptr_t)B.h1,
+                       B.K, 0, (const void *)(uintptr_t)B.h2, B.N, 0, 0.0f, 2,
+                       (void *)(uintptr_t)B.h3, B.N, 0, NULL, &B.ex);
+}
+
+/* ---- the 16-bit (bf16) kernels, on the bf16 copies h1..h3 and hw ---- */
+#define H(p) ((void *)(uintptr_t)(p))
+static void run_softmax16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_softmax16(0, 2, B.rows, B.cols, H(B.h1), H(B.h2), NULL, &B.ex);
+}
+static void run_layernorm16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_layernorm16(2, B.rows, B.cols, H(B.h1), H(B.hw), H(B.hw), 1e-5f, H(B.h2),
+                          (float *)(uintptr_t)B.c, (float *)(uintptr_t)B.f, NULL, &B.ex);
+}
+static void run_gelu16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_unary16(EO_UN_GELU_TANH, 2, B.rows * B.cols, H(B.h1), H(B.h2), 0.0f, &B.ex);
+}
+static void run_add16(void *arg)
+{
+    (void)arg;
+    const int64_t sh[4] = {1, 1, B.rows, B.cols}, st[4] = {0, 0, B.cols, 1};
+    eo_cuda_k_binary16(EO_BIN_ADD, 2, sh, H(B.h3), st, H(B.h1), st, H(B.h2), st, &B.ex);
+}
+static void run_xent16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_cross_entropy16(2, B.rows, B.cols, H(B.h1), (const int32_t *)(uintptr_t)B.i32, -100,
+                              EO_CE_MEAN, (float *)(uintptr_t)B.c, H(B.h3), NULL, &B.ex);
+}
+static void run_cast16(void *arg)
+{
+    (void)arg;
+    eo_cuda_cast_flat(2, H(B.h3), 0, H(B.a), B.rows * B.cols, &B.ex);
+}
+static void run_adamw16(void *arg)
+{
+    (void)arg;
+    eo_cuda_k_adamw16(B.rows * B.cols, (float *)(uintptr_t)B.a, 2, H(B.h1), 1.0f,
+                      (float *)(uintptr_t)B.c, (float *)(uintptr_t)B.e, 1e-3f, 0.9f, 0.999f,
+                      1e-8f, 0.01f, 3, 2, H(B.h3), &B.ex);
+}
+#undef H
 
 static void run_copy(void *arg)
 {
@@ -155,6 +209,15 @@ static void run_cublas_bf16(void *arg)
     gemmex(B.cublas, 0, 0, (int)B.N, (int)B.M, (int)B.K, &one, (const void *)(uintptr_t)B.b, 14,
            (int)B.N, (const void *)(uintptr_t)B.a, 14, (int)B.K, &zero, (void *)(uintptr_t)B.c, 0,
            (int)B.N, 68, -1);
+}
+
+static void run_cublas_bf16_out16(void *arg)
+{
+    (void)arg;
+    const float one = 1.0f, zero = 0.0f;
+    gemmex(B.cublas, 0, 0, (int)B.N, (int)B.M, (int)B.K, &one, (const void *)(uintptr_t)B.h2, 14,
+           (int)B.N, (const void *)(uintptr_t)B.h1, 14, (int)B.K, &zero,
+           (void *)(uintptr_t)B.h3, 14, (int)B.N, 68, -1);
 }
 
 static void run_cublas(void *arg)
@@ -266,11 +329,21 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
     eo_cuda_alloc_block(&cu, (size_t)rows * 4, &B.i32);
     eo_cuda_h2d(&cu, B.i32, t, (size_t)rows * 4);
     free(t);
-    if (!B.a || !B.b || !B.c || !B.e || !B.d || !B.f || !B.i32) {
+    B.ex.cuda = &cu;
+    /* bf16 copies of the random buffers (converted on the device) */
+    eo_cu_deviceptr *h16[4] = {&B.h1, &B.h2, &B.h3, &B.hw};
+    const eo_cu_deviceptr from[4] = {B.a, B.b, B.c, B.d};
+    for (int i = 0; i < 4; i++) {
+        size_t n = i < 3 ? big : (size_t)cols;
+        if (eo_cuda_alloc_block(&cu, n * 2 + 16, h16[i]) == EO_OK && from[i])
+            eo_cuda_cast_flat(2, (void *)(uintptr_t)*h16[i], 0, (void *)(uintptr_t)from[i],
+                              (int64_t)n, &B.ex);
+    }
+    if (!B.a || !B.b || !B.c || !B.e || !B.d || !B.f || !B.i32 || !B.h1 || !B.h2 || !B.h3 ||
+        !B.hw) {
         fprintf(stderr, "eo-bench --device cuda: cannot allocate the buffers\n");
         return 1;
     }
-    B.ex.cuda = &cu;
 
     double bytes = (double)rows * (double)cols * 4.0;
     double copy_ms = time_ms(&g, run_copy, &g, reps);
@@ -290,6 +363,15 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
         { "gelu", run_gelu, 2 * bytes },
         { "cross_entropy", run_xent, bytes },
         { "adamw", run_adamw, 7 * bytes },
+        /* bf16 storage: half the bytes per value (adamw: f32 w, m, v read and
+         * written, bf16 g read and w written: 28 bytes a parameter) */
+        { "softmax bf16", run_softmax16, bytes },
+        { "layernorm bf16", run_layernorm16, bytes },
+        { "gelu bf16", run_gelu16, bytes },
+        { "add bf16", run_add16, 1.5 * bytes },
+        { "cross_entropy bf16", run_xent16, 0.5 * bytes },
+        { "cast f32->bf16", run_cast16, 1.5 * bytes },
+        { "adamw bf16", run_adamw16, 7 * bytes },
     };
     char shape[32];
     double flops = 2.0 * (double)mm * (double)mm * (double)mm;
@@ -323,6 +405,21 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
         fprintf(csv, "matmul16 bf16,%s,%.4f,%.2f,GFLOP/s,,%.3f,%.4f,%.3f\n", shape, ms,
                 flops / (ms * 1e6), B.cublas && gemmex ? cms / ms : 0.0, est,
                 est > 0 ? ms / est : 0.0);
+    /* bf16 in and out against cublasGemmEx with a bf16 C */
+    ms = time_ms(&g, run_matmul16_out16, NULL, reps);
+    cms = B.cublas && gemmex ? time_ms(&g, run_cublas_bf16_out16, NULL, reps) : 0;
+    fprintf(out, "%-22s %-16s %10.3f %8.1f GF/s %10s ", "matmul16 bf16->bf16", shape, ms,
+            flops / (ms * 1e6), "-");
+    if (B.cublas && gemmex)
+        fprintf(out, "%9.2fx", cms / ms);
+    else
+        fprintf(out, "  skipped (%s)", B.cublas ? "no cublasGemmEx" : why);
+    est = eo_predicted_ms(cu.name, "matmul16 bf16->bf16", shape, NULL);
+    print_estimate(out, ms, est);
+    if (csv)
+        fprintf(csv, "matmul16 bf16->bf16,%s,%.4f,%.2f,GFLOP/s,,%.3f,%.4f,%.3f\n", shape, ms,
+                flops / (ms * 1e6), B.cublas && gemmex ? cms / ms : 0.0, est,
+                est > 0 ? ms / est : 0.0);
     snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
     for (size_t i = 0; i < sizeof mem / sizeof *mem; i++) {
         ms = time_ms(&g, mem[i].fn, NULL, reps);
@@ -342,8 +439,8 @@ int eo_bench_gpu(const struct eo_cuda_driver *drv, int scale, FILE *out, FILE *c
         if (destroy)
             destroy(B.cublas);
     }
-    eo_cu_deviceptr all[7] = { B.a, B.b, B.c, B.d, B.e, B.f, B.i32 };
-    for (int i = 0; i < 7; i++)
+    eo_cu_deviceptr all[11] = { B.a, B.b, B.c, B.d, B.e, B.f, B.i32, B.h1, B.h2, B.h3, B.hw };
+    for (int i = 0; i < 11; i++)
         eo_cuda_free_block(&cu, all[i]);
     drv->cuEventDestroy(g.start);
     drv->cuEventDestroy(g.stop);

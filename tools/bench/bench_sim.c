@@ -298,11 +298,141 @@ static void run_attention(sim *s, const bcase *c)
                                      o, lse, dout, dq, dk, dv, NULL, NULL, NULL, &s->ex);
 }
 
+/* ---- the 16-bit (bf16) kernels: buffers of n bf16 values, filled in pairs */
+
+static void *hbuf(sim *s, size_t n, float value)
+{
+    uint32_t u;
+    memcpy(&u, &value, 4);
+    uint32_t pair = (u >> 16) | (u & 0xffff0000u); /* value truncated to bf16, twice */
+    float fill;
+    memcpy(&fill, &pair, 4);
+    return dbuf(s, (n + 1) / 2, fill);
+}
+
+enum { BF16 = 2 };
+
+static void run_matmul16_out16(sim *s, const bcase *c)
+{
+    int64_t M = c->a, N = c->b, K = c->c;
+    int ta = c->variant & 1, tb = (c->variant >> 1) & 1;
+    void *A = hbuf(s, (size_t)(M * K), 0.5f), *B = hbuf(s, (size_t)(K * N), 0.5f);
+    void *C = hbuf(s, (size_t)(M * N), 0.0f);
+    if (!s->failed)
+        eo_cuda_k_matmul16(ta, tb, 1, M, N, K, BF16, A, ta ? M : K, 0, B, tb ? K : N, 0, 0.0f,
+                           BF16, C, N, 0, NULL, &s->ex);
+}
+
+static void run_softmax16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *x = hbuf(s, n, 0.5f), *y = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_softmax16(c->variant, BF16, c->a, c->b, x, y, NULL, &s->ex);
+}
+
+static void run_softmax16_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *y = hbuf(s, n, 0.001f), *dy = hbuf(s, n, 0.5f), *dx = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_softmax_backward16(c->variant, BF16, c->a, c->b, y, dy, dx, NULL, &s->ex);
+}
+
+static void run_layernorm16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *x = hbuf(s, n, 0.5f), *w = hbuf(s, (size_t)c->b, 1.0f), *b = hbuf(s, (size_t)c->b, 0.0f);
+    void *y = hbuf(s, n, 0.0f);
+    float *m = dbuf(s, (size_t)c->a, 0.0f), *r = dbuf(s, (size_t)c->a, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_layernorm16(BF16, c->a, c->b, x, w, b, 1e-5f, y, m, r, NULL, &s->ex);
+}
+
+static void run_xent16(sim *s, const bcase *c)
+{
+    void *x = hbuf(s, (size_t)(c->a * c->b), 0.5f), *loss = hbuf(s, 2, 0.0f);
+    float *st = dbuf(s, 2 * (size_t)c->a, 0.0f);
+    int32_t *t = ibuf(s, (size_t)c->a, 1);
+    if (!s->failed)
+        eo_cuda_k_cross_entropy16(BF16, c->a, c->b, x, t, -100, EO_CE_MEAN, st, loss, NULL,
+                                  &s->ex);
+}
+
+static void run_xent16_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *x = hbuf(s, n, 0.5f), *dl = hbuf(s, 2, 1.0f), *dx = hbuf(s, n, 0.0f);
+    float *st = dbuf(s, 2 * (size_t)c->a, 1.0f);
+    int32_t *t = ibuf(s, (size_t)c->a, 1);
+    if (!s->failed)
+        eo_cuda_k_cross_entropy_backward16(BF16, c->a, c->b, x, t, -100, EO_CE_MEAN, st, dl, dx,
+                                           NULL, &s->ex);
+}
+
+static void run_gelu16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *x = hbuf(s, n, 0.5f), *y = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_unary16(EO_UN_GELU_TANH, BF16, (int64_t)n, x, y, 0.0f, &s->ex);
+}
+
+static void run_add16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *a = hbuf(s, n, 0.5f), *b = hbuf(s, n, 0.5f), *o = hbuf(s, n, 0.0f);
+    const int64_t sh[4] = {1, 1, c->a, c->b}, st[4] = {0, 0, c->b, 1};
+    if (!s->failed)
+        eo_cuda_k_binary16(EO_BIN_ADD, BF16, sh, o, st, a, st, b, st, &s->ex);
+}
+
+static void run_cast16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *x = dbuf(s, n, 0.5f);
+    void *y = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_cast_flat(BF16, y, 0 /* EO_F32 */, x, (int64_t)n, &s->ex);
+}
+
+/* a [rows, dim] gather of distinct rows (id 7 i mod rows) from a table of
+ * as many rows, so every row read is a different one, as in a batch */
+static void run_embedding16(sim *s, const bcase *c)
+{
+    static int32_t ids[4096];
+    void *tab = hbuf(s, (size_t)(c->a * c->b), 0.5f);
+    void *o = hbuf(s, (size_t)(c->a * c->b), 0.0f);
+    int32_t *idx = ibuf(s, (size_t)c->a, 0);
+    if (s->failed || c->a > 4096)
+        return;
+    for (int64_t i = 0; i < c->a; i++)
+        ids[i] = (int32_t)((7 * i) % c->a);
+    if (eo_cuda_h2d(&s->cu, (eo_cu_deviceptr)(uintptr_t)idx, ids, (size_t)c->a * 4) != EO_OK) {
+        s->failed = 1;
+        return;
+    }
+    eo_cuda_k_embedding16(BF16, c->a, c->b, tab, idx, o, &s->ex);
+}
+
+static void run_adamw16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *w = dbuf(s, n, 0.5f), *m = dbuf(s, n, 0.0f), *v = dbuf(s, n, 0.0f);
+    void *g = hbuf(s, n, 0.01f), *w16 = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_adamw16((int64_t)n, w, BF16, g, 1.0f, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                          3, BF16, w16, &s->ex);
+}
+
 #define MM(shape, M, N, K, v, samp) \
     {v == 0 ? "matmul nn" : v == 1 ? "matmul tn" : "matmul nt", shape, M, N, K, 0, v, \
      2.0 * M * N * K, 1, samp, run_matmul}
 #define ROWS(name, shape, r, c, v, passes, fn) \
     {name, shape, r, c, 0, 0, v, (passes) * 4.0 * (r) * (c), 0, 8, fn}
+/* the same with 2-byte values: `bytes` per element the contract forces */
+#define ROWS16(name, shape, r, c, v, bytes, fn) \
+    {name, shape, r, c, 0, 0, v, (bytes) * (double)(r) * (c), 0, 8, fn}
 
 /* Variant of matmul: bit 0 A transposed, bit 1 B transposed (nn, tn, nt). */
 static const bcase cases[] = {
@@ -314,6 +444,13 @@ static const bcase cases[] = {
      run_matmul16},
     {"matmul16 f16", "4096x4096x4096", 4096, 4096, 4096, 0, 1, 2.0 * 4096 * 4096 * 4096.0, 1, 2,
      run_matmul16},
+    /* bf16 in and out (the 16-bit model's activations), and the backward's transposes */
+    {"matmul16 bf16->bf16", "4096x4096x4096", 4096, 4096, 4096, 0, 0, 2.0 * 4096 * 4096 * 4096.0,
+     1, 2, run_matmul16_out16},
+    {"matmul16 tn bf16", "4096x4096x4096", 4096, 4096, 4096, 0, 1, 2.0 * 4096 * 4096 * 4096.0,
+     1, 2, run_matmul16_out16},
+    {"matmul16 nt bf16", "4096x4096x4096", 4096, 4096, 4096, 0, 2, 2.0 * 4096 * 4096 * 4096.0,
+     1, 2, run_matmul16_out16},
     /* the MLP on Fashion-MNIST, batch 128: 784 -> 256 -> 10, and the dW of layer 0 */
     MM("128x256x784", 128, 256, 784, 0, 4),
     MM("128x10x256", 128, 10, 256, 0, 4),
@@ -324,14 +461,23 @@ static const bcase cases[] = {
     MM("2048x512x128", 2048, 512, 128, 0, 4),
     MM("2048x128x512", 2048, 128, 512, 0, 4),
     ROWS("softmax", "4096x1024", 4096, 1024, 0, 2, run_softmax),
+    ROWS16("softmax bf16", "4096x1024", 4096, 1024, 0, 4, run_softmax16),
     ROWS("softmax", "512x50257", 512, 50257, 0, 2, run_softmax),
+    ROWS16("softmax bf16", "512x50257", 512, 50257, 0, 4, run_softmax16),
     ROWS("softmax_bwd", "4096x1024", 4096, 1024, 0, 3, run_softmax_bwd),
+    ROWS16("softmax_bwd bf16", "4096x1024", 4096, 1024, 0, 8, run_softmax16_bwd),
     ROWS("log_softmax", "512x50257", 512, 50257, 1, 2, run_softmax),
+    ROWS16("log_softmax bf16", "512x50257", 512, 50257, 1, 4, run_softmax16),
     ROWS("layernorm", "4096x1024", 4096, 1024, 0, 2, run_layernorm),
+    ROWS16("layernorm bf16", "4096x1024", 4096, 1024, 0, 4, run_layernorm16),
     ROWS("layernorm_bwd", "4096x1024", 4096, 1024, 0, 3, run_layernorm_bwd),
     ROWS("cross_entropy", "4096x1024", 4096, 1024, 0, 1, run_xent),
+    ROWS16("cross_entropy bf16", "4096x1024", 4096, 1024, 0, 2, run_xent16),
     ROWS("cross_entropy", "512x50257", 512, 50257, 0, 1, run_xent),
+    ROWS16("cross_entropy bf16", "512x50257", 512, 50257, 0, 2, run_xent16),
     ROWS("cross_entropy_bwd", "512x50257", 512, 50257, 0, 2, run_xent_bwd),
+    /* dlogits += ...: x read, dx read and written */
+    ROWS16("cross_entropy_bwd bf16", "512x50257", 512, 50257, 0, 6, run_xent16_bwd),
     ROWS("gelu", "4096x1024", 4096, 1024, 0, 2, run_gelu),
     /* the elementwise family and the optimizers; passes: the arrays of
      * rows x cols floats the contract reads or writes (an update in place
@@ -350,7 +496,13 @@ static const bcase cases[] = {
     ROWS("embedding", "4096x1024", 4096, 1024, 0, 2, run_embedding),
     ROWS("embedding_bwd", "4096x1024", 4096, 1024, 1, 2, run_embedding),
     ROWS("sgd", "4096x1024", 4096, 1024, 0, 5, run_sgd),
+    ROWS16("gelu bf16", "4096x1024", 4096, 1024, 0, 4, run_gelu16),
+    ROWS16("add bf16", "4096x1024", 4096, 1024, 0, 6, run_add16),
+    ROWS16("cast f32->bf16", "4096x1024", 4096, 1024, 0, 6, run_cast16),
+    ROWS16("embedding bf16", "4096x1024", 4096, 1024, 0, 4, run_embedding16),
     ROWS("adamw", "4096x1024", 4096, 1024, 0, 7, run_adamw),
+    /* f32 w, m, v read and written (24 bytes), bf16 g read and bf16 w written (4) */
+    ROWS16("adamw bf16", "4096x1024", 4096, 1024, 0, 28, run_adamw16),
     /* GPT-2-small attention heads (H 12, D 64) at T = 1024, batch 8, causal:
      * forward 4*B*T^2*H*D / 2 flops, backward 2.5x that. */
     {"attention", "8x12x1024x64", 8, 12, 1024, 64, 0, 2.0 * 8 * 12 * 1024.0 * 1024 * 64, 1, 6,
@@ -461,7 +613,7 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
                  "turns the counts into a time;\nat large shapes only the blocks shown ran and "
                  "per-block counts are scaled to the grid.\nColumns per GPU: estimated ms, the "
                  "limiting resource, %% of that resource's peak.\n\n");
-    fprintf(out, "%-18s %-15s %-11s", "kernel", "shape", "blocks run");
+    fprintf(out, "%-22s %-15s %-11s", "kernel", "shape", "blocks run");
     for (int i = 0; i < eo_gpu_count(); i++)
         if (only ? only == eo_gpu_at(i) : eo_gpu_at(i)->in_table)
             fprintf(out, " | %-8s est. ms  limit   %%", eo_gpu_at(i)->name);
@@ -484,7 +636,7 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
         eo_ptxsim_set_sample(0);
         char msg[300];
         if (s.failed || eo_cuda_take_error(&s.cu, msg, sizeof msg) != EO_OK) {
-            fprintf(out, "%-18s %-15s failed: %s\n", c->kernel, c->shape,
+            fprintf(out, "%-22s %-15s failed: %s\n", c->kernel, c->shape,
                     s.failed ? "cannot allocate its buffers" : msg);
             s.failed = 0;
             free_all(&s);
@@ -496,7 +648,7 @@ int eo_bench_sim(const char *gpu, const char *filter, int verbose, FILE *out, FI
             run += pc.blocks_run, blocks += pc.blocks;
         char br[32];
         snprintf(br, sizeof br, "%llu/%llu", (unsigned long long)run, (unsigned long long)blocks);
-        fprintf(out, "%-18s %-15s %-11s", c->kernel, c->shape, br);
+        fprintf(out, "%-22s %-15s %-11s", c->kernel, c->shape, br);
         for (int i = 0; i < eo_gpu_count(); i++) {
             const eo_gpu_spec *g = eo_gpu_at(i);
             if (only ? only != g : !g->in_table)

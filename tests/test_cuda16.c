@@ -1,0 +1,745 @@
+/* tests/test_cuda16.c — the 16-bit PTX kernels (ptx/elementwise16.ptx,
+ * rows16.ptx, embedding16.ptx, optim16.ptx through their launchers in
+ * ops/cuda/) on the PTX interpreter's driver double, element by element
+ * against the CPU's f32 kernels.
+ *
+ * The reference: the 16-bit inputs widened to f32 (exact), the f32 CPU
+ * kernel run on them, its outputs rounded to nearest even to 16 bits by
+ * this file's own conversion. The device computes in f32 too, so the two
+ * agree exactly except where an f32 result lies within a few f32 ulps of
+ * a 16-bit rounding boundary (different but equally valid f32 operation
+ * orders or exp/log approximations): one 16-bit ulp is allowed, and a
+ * small absolute slack for results that cancel to near zero. NaN must
+ * meet NaN and an infinity the same infinity. Shapes are odd (1037
+ * values, 1003 columns) and, in a second run, offset by one element, so
+ * both the 16-byte path and the one-value path are taken. Both bf16 and
+ * f16. With EO_TEST_CUDA=real it runs on the machine's GPU. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/everyo.h"
+#include "ops/cuda/device.h"
+#include "ops/kernels.h"
+#include "tools/ptxsim/driver.h"
+#include "tests/gradcheck.h"
+
+static eo_cuda_driver D;
+static eo_cuda CU;
+static eo_exec EX;
+static int real_gpu;
+
+static void setup(void)
+{
+    char err[2048] = "";
+    const char *mode = getenv("EO_TEST_CUDA");
+    real_gpu = mode && strcmp(mode, "real") == 0;
+    if (real_gpu) {
+        ck_assert_msg(eo_cuda_driver_load(&D, err, sizeof err) == EO_OK, "%s", err);
+    } else {
+        eo_ptxsim_driver_reset();
+        eo_ptxsim_driver(&D);
+    }
+    ck_assert_msg(eo_cuda_open(&CU, &D, 0, err, sizeof err) == EO_OK, "eo_cuda_open: %s", err);
+    EX.cuda = &CU;
+}
+
+static void teardown(void)
+{
+    eo_cuda_close(&CU);
+    if (real_gpu) {
+        eo_cuda_driver_unload(&D);
+        return;
+    }
+    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
+    eo_ptxsim_driver_reset();
+}
+
+/* ---- 16-bit values on the host ------------------------------------------ */
+
+static float bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint32_t f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float h2f(uint16_t h, int dt)
+{
+    if (dt == EO_BF16)
+        return bits_f((uint32_t)h << 16);
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 31 ? (m ? NAN : INFINITY) : e ? ldexpf((float)(1024 + m), e - 25)
+                                                 : ldexpf((float)m, -24);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Round to nearest even (written independently of the kernels' cvt.rn). */
+static uint16_t f2h(float f, int dt)
+{
+    uint32_t u = f_bits(f);
+    if (dt == EO_BF16) {
+        if (isnan(f))
+            return (uint16_t)((u >> 16) | 0x40);
+        return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    }
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    float a = fabsf(f);
+    if (isnan(f))
+        return 0x7e00;
+    if (a >= 65520.0f) /* rounds past the largest f16, 65504 */
+        return sign | 0x7c00;
+    if (a < ldexpf(1, -14)) { /* subnormal: units of 2^-24, rint rounds to even */
+        return sign | (uint16_t)rintf(a * ldexpf(1, 24));
+    }
+    int e;
+    float m = frexpf(a, &e); /* a = m 2^e, m in [0.5, 1) */
+    float q = rintf(ldexpf(m, 11)); /* 11 significant bits */
+    if (q >= 2048.0f) {
+        q /= 2;
+        e++;
+    }
+    return sign | (uint16_t)(((e + 14) << 10) | ((int)q - 1024));
+}
+
+static float ulp16(float a, int dt)
+{
+    a = fabsf(a);
+    int e;
+    frexpf(a > 0 ? a : 1e-30f, &e);
+    int mant = dt == EO_BF16 ? 8 : 11;
+    float u = ldexpf(1, e - mant);
+    float tiny = dt == EO_BF16 ? ldexpf(1, -133) : ldexpf(1, -24);
+    return u > tiny ? u : tiny;
+}
+
+/* Device value (16-bit) against the reference f32 result. */
+static int close16(uint16_t got, float ref, int dt, float atol)
+{
+    float g = h2f(got, dt), r = h2f(f2h(ref, dt), dt);
+    if (isnan(ref) || isnan(g))
+        return isnan(ref) && isnan(g);
+    if (isinf(r) || isinf(g))
+        return g == r;
+    float d = fabsf(g - r);
+    return d <= ulp16(fmaxf(fabsf(g), fabsf(r)), dt) * 1.001f || d <= atol;
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float frand(float lo, float hi)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) / 16777216.0);
+}
+
+/* ---- device buffers: 8 spare bytes in front, so an offset start is possible */
+
+typedef struct dbuf {
+    eo_cu_deviceptr base;
+    void *p;
+} dbuf;
+
+static dbuf dup_(const void *host, size_t bytes, size_t off)
+{
+    dbuf b;
+    ck_assert_int_eq(eo_cuda_alloc_block(&CU, bytes + 16, &b.base), EO_OK);
+    b.p = (void *)(uintptr_t)(b.base + off);
+    if (host)
+        ck_assert_int_eq(eo_cuda_h2d(&CU, b.base + off, host, bytes), EO_OK);
+    return b;
+}
+static void ddown(void *host, dbuf b, size_t bytes)
+{
+    char msg[1024] = "";
+    eo_status s = eo_cuda_sync(&CU);
+    if (s == EO_OK)
+        s = eo_cuda_d2h(&CU, host, (eo_cu_deviceptr)(uintptr_t)b.p, bytes);
+    eo_status e = eo_cuda_take_error(&CU, msg, sizeof msg);
+    const eo_px_fault *f = real_gpu ? NULL : eo_ptxsim_last_fault();
+    ck_assert_msg(s == EO_OK && e == EO_OK, "device error: %s (fault: %s)", msg, f ? f->msg : "");
+}
+static void dfree(dbuf b) { eo_cuda_free_block(&CU, b.base); }
+
+/* n random 16-bit values in [lo, hi], and their f32 values. */
+static void rand16(uint16_t *h, float *f, size_t n, int dt, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) {
+        h[i] = f2h(frand(lo, hi), dt);
+        f[i] = h2f(h[i], dt);
+    }
+}
+
+static void check16(const char *what, const uint16_t *got, const float *ref, size_t n, int dt,
+                    float atol)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(close16(got[i], ref[i], dt, atol), "%s (%s) [%zu]: device %.9g (0x%04x), "
+                      "reference %.9g", what, dt == EO_BF16 ? "bf16" : "f16", i,
+                      (double)h2f(got[i], dt), got[i], (double)ref[i]);
+}
+
+enum { N = 1037 };
+
+/* ---- conversions and the copy ---------------------------------------------- */
+
+START_TEST(cast_and_copy)
+{
+    static float f[N], back[N];
+    static uint16_t h[N], h2[N];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (size_t off = 0; off <= 2; off += 2) {
+            for (int i = 0; i < N; i++)
+                f[i] = frand(-70000, 70000) * (i % 3 ? 1e-4f : 1);
+            f[5] = NAN;
+            f[6] = INFINITY;
+            f[7] = -INFINITY;
+            f[8] = 1e-7f; /* an f16 subnormal */
+            f[9] = 1.00390625f; /* bf16 tie: 1 + 2^-8, rounds to even (1) */
+            dbuf df = dup_(f, sizeof f, off * 2), dh = dup_(NULL, sizeof h, off);
+            ck_assert(eo_cuda_cast_flat(dt, dh.p, EO_F32, df.p, N, &EX));
+            ddown(h, dh, sizeof h);
+            for (int i = 0; i < N; i++) {
+                uint16_t want = f2h(f[i], dt);
+                ck_assert_msg(h[i] == want || (isnan(f[i]) && isnan(h2f(h[i], dt))),
+                              "to %d [%d] of %.9g: 0x%04x, want 0x%04x", dt, i, (double)f[i], h[i],
+                              want);
+            }
+            dbuf dg = dup_(NULL, sizeof back, off * 2);
+            ck_assert(eo_cuda_cast_flat(EO_F32, dg.p, dt, dh.p, N, &EX));
+            ddown(back, dg, sizeof back);
+            for (int i = 0; i < N; i++)
+                ck_assert(f_bits(back[i]) == f_bits(h2f(h[i], dt)) || isnan(back[i]));
+            dbuf dc = dup_(NULL, sizeof h2, off ? 0 : 2); /* copy across alignments too */
+            ck_assert(eo_cuda_cast_flat(dt, dc.p, dt, dh.p, N, &EX));
+            ddown(h2, dc, sizeof h2);
+            ck_assert(memcmp(h, h2, sizeof h) == 0);
+            dfree(df);
+            dfree(dh);
+            dfree(dg);
+            dfree(dc);
+        }
+    ck_assert(!eo_cuda_cast_flat(EO_BF16, NULL, EO_F16, NULL, 1, &EX)); /* no kernel: caller's path */
+}
+END_TEST
+
+/* ---- unary forward and backward --------------------------------------------- */
+
+START_TEST(unary_ops)
+{
+    static uint16_t hx[N], hy[N], hdy[N], hdx[N], got[N];
+    static float x[N], dy[N], dx[N], ref[N], yr[N];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int op = 0; op < EO_UN_COUNT; op++)
+            for (size_t off = 0; off <= 2; off += 2) {
+                float lo = op == EO_UN_LOG ? 0.01f : -6, hi = 6;
+                rand16(hx, x, N, dt, lo, hi);
+                hx[3] = f2h(NAN, dt), x[3] = NAN;
+                hx[4] = f2h(0.2f, dt), x[4] = h2f(hx[4], dt); /* tanh/erf's small-x branch */
+                eo_k_unary((eo_unop)op, N, x, ref, 0.75f, NULL);
+                dbuf dxb = dup_(hx, sizeof hx, off), dyb = dup_(NULL, sizeof hy, off);
+                eo_cuda_k_unary16((eo_unop)op, dt, N, dxb.p, dyb.p, 0.75f, &EX);
+                ddown(got, dyb, sizeof got);
+                /* 1e-6: gelu of x near -6 is x (1 + tanh u) with tanh u within
+                 * an ulp of -1: one f32 ulp of tanh moves it by 1.8e-7 */
+                check16("unary16", got, ref, N, dt, 1e-6f);
+                /* backward from the device's own y (as the core would) */
+                memcpy(hy, got, sizeof hy);
+                for (int i = 0; i < N; i++)
+                    yr[i] = h2f(hy[i], dt);
+                rand16(hdy, dy, N, dt, -2, 2);
+                rand16(hdx, dx, N, dt, -1, 1);
+                memcpy(ref, dx, sizeof ref);
+                eo_k_unary_backward((eo_unop)op, N, x, yr, dy, ref, 0.75f, NULL);
+                dbuf ddy = dup_(hdy, sizeof hdy, off), ddx = dup_(hdx, sizeof hdx, off);
+                eo_cuda_k_unary_backward16((eo_unop)op, dt, N, dxb.p, dyb.p, ddy.p, ddx.p, 0.75f,
+                                           &EX);
+                ddown(got, ddx, sizeof got);
+                check16("unary16 backward", got, ref, N, dt, 1e-6f);
+                dfree(dxb);
+                dfree(dyb);
+                dfree(ddy);
+                dfree(ddx);
+            }
+}
+END_TEST
+
+/* ---- binary: contiguous and broadcast -------------------------------------- */
+
+START_TEST(binary_ops)
+{
+    static uint16_t ha[N], hb[N], got[N];
+    static float a[N], b[N], ref[N];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int op = 0; op < EO_BIN_COUNT; op++) {
+            rand16(ha, a, N, dt, -3, 3);
+            rand16(hb, b, N, dt, 0.5f, 3);
+            ha[10] = f2h(NAN, dt), a[10] = NAN;   /* max/min keep a NaN */
+            hb[11] = f2h(NAN, dt), b[11] = NAN;
+            for (size_t off = 0; off <= 2; off += 2) {
+                const int64_t sh[4] = {1, 1, 1, N}, st[4] = {N, N, N, 1};
+                eo_k_binary((eo_binop)op, sh, ref, st, a, st, b, st, NULL);
+                dbuf da = dup_(ha, sizeof ha, off), db = dup_(hb, sizeof hb, off);
+                dbuf dout = dup_(NULL, sizeof got, off);
+                eo_cuda_k_binary16((eo_binop)op, dt, sh, dout.p, st, da.p, st, db.p, st, &EX);
+                ddown(got, dout, sizeof got);
+                check16("binary16", got, ref, N, dt, 0);
+                dfree(da);
+                dfree(db);
+                dfree(dout);
+            }
+            /* [3, 5, 7, 9] = a [3, 5, 7, 9] op b [1, 5, 1, 9] (broadcast) */
+            const int64_t sh[4] = {3, 5, 7, 9}, sa[4] = {315, 63, 9, 1}, sb[4] = {0, 9, 0, 1};
+            eo_k_binary((eo_binop)op, sh, ref, sa, a, sa, b, sb, NULL);
+            dbuf da = dup_(ha, sizeof ha, 0), db = dup_(hb, sizeof hb, 0);
+            dbuf dout = dup_(NULL, sizeof got, 0);
+            eo_cuda_k_binary16((eo_binop)op, dt, sh, dout.p, sa, da.p, sa, db.p, sb, &EX);
+            ddown(got, dout, 945 * 2);
+            check16("binary16 broadcast", got, ref, 945, dt, 0);
+            dfree(da);
+            dfree(db);
+            dfree(dout);
+        }
+}
+END_TEST
+
+/* ---- softmax / log_softmax -------------------------------------------------- */
+
+enum { R = 5 };
+
+/* Rows of special values: NaN, all -inf, a +inf, large logits. */
+static void special_rows(uint16_t *h, float *f, int C, int dt)
+{
+    rand16(h, f, (size_t)R * C, dt, -8, 8);
+    h[1 * C + 7] = f2h(NAN, dt);
+    for (int c = 0; c < C; c++)
+        h[2 * C + c] = f2h(-INFINITY, dt);
+    h[3 * C + 2] = f2h(INFINITY, dt);
+    for (int c = 0; c < C; c++)
+        h[4 * C + c] = f2h(frand(200, 240), dt); /* e^x overflows f16 and f32: max-subtracted */
+    for (int i = 0; i < R * C; i++)
+        f[i] = h2f(h[i], dt);
+}
+
+START_TEST(softmax_rows)
+{
+    /* 8200 columns: 1025 groups of 8, so the loops that take 4 (or 2)
+     * groups at a time run too, and one group is left for a single thread */
+    enum { CM = 8201 };
+    static uint16_t hx[R * CM], hy[R * CM], hdy[R * CM], hdx[R * CM], got[R * CM];
+    static float x[R * CM], y[R * CM], dy[R * CM], ref[R * CM];
+    /* 1003 columns: rows start anywhere mod 16 (a head before the first
+     * 16-byte group); the second 1003 starts every buffer 2 bytes off, so
+     * no 16-byte access is possible at all */
+    static const int cols[] = {1003, 1003, 1024, CM};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int ci = 0; ci < 4; ci++)
+            for (int log = 0; log <= 1; log++) {
+                int C = cols[ci];
+                size_t off = ci == 1 ? 2 : 0;
+                size_t n = (size_t)R * C;
+                special_rows(hx, x, C, dt);
+                eo_k_softmax(log, R, C, x, ref, NULL, NULL);
+                dbuf dx = dup_(hx, n * 2, off), dyb = dup_(NULL, n * 2, off);
+                eo_cuda_k_softmax16(log, dt, R, C, dx.p, dyb.p, NULL, &EX);
+                ddown(got, dyb, n * 2);
+                check16("softmax16", got, ref, n, dt, 0);
+                /* backward on the finite rows 0 and 4 */
+                memcpy(hy, got, n * 2);
+                for (size_t i = 0; i < n; i++)
+                    y[i] = h2f(hy[i], dt);
+                rand16(hdy, dy, n, dt, -1, 1);
+                rand16(hdx, ref, n, dt, -1, 1);
+                eo_k_softmax_backward(log, 1, C, y, dy, ref, NULL);
+                eo_k_softmax_backward(log, 1, C, y + 4 * C, dy + 4 * C, ref + 4 * C, NULL);
+                dbuf ddy = dup_(hdy, n * 2, off), ddx = dup_(hdx, n * 2, off);
+                eo_cuda_k_softmax_backward16(log, dt, R, C, dyb.p, ddy.p, ddx.p, NULL, &EX);
+                ddown(got, ddx, n * 2);
+                check16("softmax16 backward row 0", got, ref, (size_t)C, dt, 1e-5f);
+                check16("softmax16 backward row 4", got + 4 * C, ref + 4 * C, (size_t)C, dt, 1e-5f);
+                dfree(dx);
+                dfree(dyb);
+                dfree(ddy);
+                dfree(ddx);
+            }
+}
+END_TEST
+
+/* ---- layernorm forward ------------------------------------------------------ */
+
+START_TEST(layernorm_rows)
+{
+    enum { CM = 8200 };
+    static uint16_t hx[4 * CM], hw[CM], hb[CM], got[4 * CM];
+    /* 777: with w and b one value a thread, without them heads and groups */
+    static float x[4 * CM], w[CM], b[CM], ref[4 * CM], mean[4], rstd[4], gm[4], gr[4];
+    static const int cols[] = {777, 1000, CM};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int ci = 0; ci < 3; ci++)
+            for (int affine = 0; affine <= 1; affine++) {
+                int C = cols[ci];
+                size_t n = (size_t)4 * C;
+                rand16(hx, x, n, dt, -3, 3);
+                for (int c = 0; c < C; c++) /* row 2: 300 + small noise (the mean cancels) */
+                    hx[2 * C + c] = f2h(300 + frand(-1, 1), dt), x[2 * C + c] = h2f(hx[2 * C + c], dt);
+                hx[3 * C + 5] = f2h(NAN, dt), x[3 * C + 5] = NAN;
+                rand16(hw, w, (size_t)C, dt, 0.5f, 1.5f);
+                rand16(hb, b, (size_t)C, dt, -0.5f, 0.5f);
+                eo_k_layernorm(4, C, x, affine ? w : NULL, affine ? b : NULL, 1e-5f, ref, mean,
+                               rstd, NULL);
+                dbuf dx = dup_(hx, n * 2, 0), dw = dup_(hw, (size_t)C * 2, 0),
+                     db = dup_(hb, (size_t)C * 2, 0), dy = dup_(NULL, n * 2, 0),
+                     dm = dup_(NULL, 16, 0), dr = dup_(NULL, 16, 0);
+                eo_cuda_k_layernorm16(dt, 4, C, dx.p, affine ? dw.p : NULL, affine ? db.p : NULL,
+                                      1e-5f, dy.p, dm.p, dr.p, NULL, &EX);
+                ddown(got, dy, n * 2);
+                ddown(gm, dm, 16);
+                ddown(gr, dr, 16);
+                check16("layernorm16", got, ref, n, dt, 2e-3f);
+                for (int r = 0; r < 3; r++)
+                    ck_assert_msg(fabsf(gm[r] - mean[r]) <= 1e-5f * (1 + fabsf(mean[r])) &&
+                                      fabsf(gr[r] - rstd[r]) <= 1e-4f * rstd[r],
+                                  "row %d: mean %g rstd %g, reference %g %g", r, (double)gm[r],
+                                  (double)gr[r], (double)mean[r], (double)rstd[r]);
+                ck_assert(isnan(gm[3]) && isnan(gr[3]));
+                dfree(dx);
+                dfree(dw);
+                dfree(db);
+                dfree(dy);
+                dfree(dm);
+                dfree(dr);
+            }
+}
+END_TEST
+
+/* ---- cross-entropy forward and backward ------------------------------------------ */
+
+START_TEST(cross_entropy_rows)
+{
+    enum { RC = 6, CM = 8201 };
+    static uint16_t hx[RC * CM], hdx[RC * CM], got[RC * CM], hl[RC], hdl[RC];
+    static float x[RC * CM], ref[RC * CM], st[2 * RC], gst[2 * RC], loss[RC], dl[RC];
+    static const int cols[] = {1003, 1003, 1024, CM}; /* the second 1003: 2 bytes off */
+    int32_t tgt[RC] = {3, -100, 1000, 0, 17, 999};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int ci = 0; ci < 4; ci++)
+            for (int red = 0; red < 3; red++) {
+                int C = cols[ci];
+                size_t off = ci == 1 ? 2 : 0;
+                /* targets in the 4-group loop's later groups too */
+                int32_t big[RC] = {3, -100, 6001, 0, 2049, 8199}, small[RC] = {3, -100, 1000, 0, 17, 999};
+                memcpy(tgt, C == CM ? big : small, sizeof tgt);
+                size_t n = (size_t)RC * C;
+                rand16(hx, x, n, dt, -10, 10);
+                if (red == 1) /* one NaN row: a NaN sum */
+                    hx[4 * C + 9] = f2h(NAN, dt), x[4 * C + 9] = NAN;
+                eo_k_cross_entropy(RC, C, x, tgt, -100, (eo_ce_reduction)red, st, loss, NULL);
+                dbuf dx = dup_(hx, n * 2, off), dt_ = dup_(tgt, sizeof tgt, 0),
+                     ds = dup_(NULL, sizeof gst, 0), dlo = dup_(NULL, sizeof hl, 0);
+                eo_cuda_k_cross_entropy16(dt, RC, C, dx.p, dt_.p, -100, (eo_ce_reduction)red,
+                                          ds.p, dlo.p, NULL, &EX);
+                size_t nl = red == EO_CE_NONE ? RC : 1;
+                ddown(hl, dlo, nl * 2);
+                ddown(gst, ds, sizeof gst);
+                check16("cross_entropy16 loss", hl, loss, nl, dt, 1e-5f);
+                for (int r = 0; r < RC; r++)
+                    if (tgt[r] != -100 && !(red == 1 && r == 4))
+                        ck_assert_msg(fabsf(gst[2 * r] - st[2 * r]) == 0 &&
+                                          fabsf(gst[2 * r + 1] - st[2 * r + 1]) <= 1e-4f,
+                                      "stats of row %d: %g %g, reference %g %g", r,
+                                      (double)gst[2 * r], (double)gst[2 * r + 1],
+                                      (double)st[2 * r], (double)st[2 * r + 1]);
+                if (red == 1)
+                    continue;
+                /* backward */
+                rand16(hdl, dl, RC, dt, 0.5f, 2);
+                rand16(hdx, ref, n, dt, -0.01f, 0.01f);
+                eo_k_cross_entropy_backward(RC, C, x, tgt, -100, (eo_ce_reduction)red, st, dl,
+                                            ref, NULL);
+                dbuf ddl = dup_(hdl, sizeof hdl, 0), ddx = dup_(hdx, n * 2, off);
+                eo_cuda_k_cross_entropy_backward16(dt, RC, C, dx.p, dt_.p, -100,
+                                                   (eo_ce_reduction)red, ds.p, ddl.p, ddx.p, NULL,
+                                                   &EX);
+                ddown(got, ddx, n * 2);
+                check16("cross_entropy16 backward", got, ref, n, dt, 1e-6f);
+                dfree(ddl);
+                dfree(ddx);
+                dfree(dx);
+                dfree(dt_);
+                dfree(ds);
+                dfree(dlo);
+            }
+}
+END_TEST
+
+/* Many short rows: the loss and scale kernels (one block) take 4 rows a
+ * turn per thread, then one. */
+START_TEST(cross_entropy_many_rows)
+{
+    enum { RM = 1100, CC = 3 };
+    static uint16_t hx[RM * CC], hl[1];
+    static float x[RM * CC], st[2 * RM], loss[1];
+    static int32_t tgt[RM];
+    for (int r = 0; r < RM; r++)
+        tgt[r] = r % 7 == 0 ? -100 : r % CC;
+    for (int red = 0; red < 2; red++) {
+        rand16(hx, x, RM * CC, EO_BF16, -4, 4);
+        eo_k_cross_entropy(RM, CC, x, tgt, -100, (eo_ce_reduction)red, st, loss, NULL);
+        dbuf dx = dup_(hx, sizeof hx, 0), dt_ = dup_(tgt, sizeof tgt, 0),
+             ds = dup_(NULL, sizeof st, 0), dlo = dup_(NULL, 4, 0);
+        eo_cuda_k_cross_entropy16(EO_BF16, RM, CC, dx.p, dt_.p, -100, (eo_ce_reduction)red, ds.p,
+                                  dlo.p, NULL, &EX);
+        ddown(hl, dlo, 2);
+        check16("cross_entropy16 loss, 1100 rows", hl, loss, 1, EO_BF16, 0);
+        dfree(dx);
+        dfree(dt_);
+        dfree(ds);
+        dfree(dlo);
+    }
+}
+END_TEST
+
+/* ---- embedding gather ------------------------------------------------------ */
+
+START_TEST(embedding_rows)
+{
+    static uint16_t table[11 * 24], out[7 * 24];
+    int32_t idx[7] = {3, 0, 10, 3, 7, 1, 9};
+    for (int dim = 13; dim <= 24; dim += 11) {
+        for (int i = 0; i < 11 * dim; i++)
+            table[i] = (uint16_t)(i * 2654435761u >> 16);
+        dbuf dt = dup_(table, (size_t)11 * dim * 2, 0), di = dup_(idx, sizeof idx, 0),
+             dout = dup_(NULL, (size_t)7 * dim * 2, 0);
+        eo_cuda_k_embedding16(EO_BF16, 7, dim, dt.p, di.p, dout.p, &EX);
+        ddown(out, dout, (size_t)7 * dim * 2);
+        for (int i = 0; i < 7; i++)
+            ck_assert(memcmp(out + i * dim, table + idx[i] * dim, (size_t)dim * 2) == 0);
+        dfree(dt);
+        dfree(di);
+        dfree(dout);
+    }
+}
+END_TEST
+
+/* ---- AdamW on master weights ---------------------------------------------------- */
+
+START_TEST(adamw_master)
+{
+    enum { NA = 1030 };
+    static float w[NA], g[NA], m[NA], v[NA], rw[NA], rg[NA], rm[NA], rv[NA], gw[NA], gm[NA],
+        gv[NA];
+    static uint16_t hg[NA], h16[NA];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int gdt = 0; gdt <= 1; gdt++) { /* f32 gradient, then a 16-bit one */
+            for (int i = 0; i < NA; i++) {
+                w[i] = frand(-1, 1);
+                m[i] = frand(-0.1f, 0.1f);
+                v[i] = frand(0, 0.01f);
+                g[i] = frand(-512, 512);
+                hg[i] = f2h(g[i], dt);
+                rg[i] = (gdt ? h2f(hg[i], dt) : g[i]) * (1.0f / 256); /* unscaled first */
+            }
+            memcpy(rw, w, sizeof w);
+            memcpy(rm, m, sizeof m);
+            memcpy(rv, v, sizeof v);
+            eo_k_adamw(NA, rw, rg, rm, rv, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7, NULL);
+            dbuf dw = dup_(w, sizeof w, 0), dm = dup_(m, sizeof m, 0), dv = dup_(v, sizeof v, 0);
+            dbuf dg = gdt ? dup_(hg, sizeof hg, 0) : dup_(g, sizeof g, 0);
+            dbuf dh = dup_(NULL, sizeof h16, 0);
+            eo_cuda_k_adamw16(NA, dw.p, gdt ? dt : EO_F32, dg.p, 1.0f / 256, dm.p, dv.p, 1e-3f,
+                              0.9f, 0.999f, 1e-8f, 0.01f, 7, dt, dh.p, &EX);
+            ddown(gw, dw, sizeof gw);
+            ddown(gm, dm, sizeof gm);
+            ddown(gv, dv, sizeof gv);
+            ddown(h16, dh, sizeof h16);
+            for (int i = 0; i < NA; i++) {
+                ck_assert_msg(f_bits(gw[i]) == f_bits(rw[i]) && f_bits(gm[i]) == f_bits(rm[i]) &&
+                                  f_bits(gv[i]) == f_bits(rv[i]),
+                              "adamw16 [%d]: w %.9g m %.9g v %.9g, reference %.9g %.9g %.9g", i,
+                              (double)gw[i], (double)gm[i], (double)gv[i], (double)rw[i],
+                              (double)rm[i], (double)rv[i]);
+                ck_assert_uint_eq(h16[i], f2h(rw[i], dt));
+            }
+            dfree(dw);
+            dfree(dm);
+            dfree(dv);
+            dfree(dg);
+            dfree(dh);
+        }
+}
+END_TEST
+
+START_TEST(refused_dtypes)
+{
+    char msg[256];
+    eo_cuda_k_unary16(EO_UN_RELU, EO_F32, 4, NULL, NULL, 0, &EX);
+    ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_ERR_UNSUPPORTED);
+    /* an f16 gradient with a bf16 copy: no kernel (nothing is launched) */
+    eo_cuda_k_adamw16(4, NULL, EO_F16, NULL, 1, NULL, NULL, 0, 0, 0, 0, 0, 1, EO_BF16,
+                      (void *)(uintptr_t)256, &EX);
+    ck_assert_int_eq(eo_cuda_take_error(&CU, msg, sizeof msg), EO_ERR_UNSUPPORTED);
+}
+END_TEST
+
+/* ---- the core's matmul on 16-bit tensors: CUDA (matmul_tc) vs CPU ------------ */
+
+/* x (any dtype, CPU or CUDA) as f32 host values. */
+static float *host_f32(eo_ctx *ctx, eo_tensor *x)
+{
+    eo_tensor *f;
+    ck_assert_msg(eo_cast(ctx, x, EO_F32, &f) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_int_eq(eo_contiguous(ctx, f, &f), EO_OK);
+    int64_t n = eo_numel(f);
+    float *h = malloc((size_t)(n ? n : 1) * 4);
+    ck_assert_msg(eo_read(ctx, f, h, (size_t)n * 4) == EO_OK, "%s", eo_last_error(ctx));
+    return h;
+}
+
+/* 16-bit results of two f32 summation orders: within one ulp of the
+ * dtype, relative to the size of the terms (|r| + 0.05). */
+static void expect_close16(eo_ctx *ctx, const char *what, eo_tensor *cpu, eo_tensor *dev, int dt)
+{
+    ck_assert_int_eq(cpu->dtype, dt);
+    ck_assert_int_eq(dev->dtype, dt);
+    ck_assert_int_eq(dev->device, EO_CUDA);
+    float *r = host_f32(ctx, cpu), *g = host_f32(ctx, dev);
+    double ulp = dt == EO_BF16 ? 1.0 / 128 : 1.0 / 1024;
+    for (int64_t i = 0; i < eo_numel(cpu); i++)
+        ck_assert_msg(fabs((double)g[i] - r[i]) <= ulp * (fabs(r[i]) + 0.05), "%s [%lld]: cuda "
+                      "%.7g vs cpu %.7g", what, (long long)i, (double)g[i], (double)r[i]);
+    free(r);
+    free(g);
+}
+
+static eo_tensor *rand16_tensor(eo_ctx *ctx, int rank, const int64_t *shape, int dt, unsigned seed)
+{
+    eo_tensor *x = eo_test_rand(ctx, rank, shape, -2, 2, seed, 0), *h;
+    ck_assert_int_eq(eo_cast(ctx, x, (eo_dtype)dt, &h), EO_OK);
+    h->requires_grad = 1;
+    return h;
+}
+
+static eo_tensor *on_cuda(eo_ctx *ctx, eo_tensor *x)
+{
+    eo_tensor *y;
+    ck_assert_msg(eo_to_device(ctx, x, EO_CUDA, EO_STEP, &y) == EO_OK, "%s", eo_last_error(ctx));
+    y->requires_grad = x->requires_grad;
+    return y;
+}
+
+/* y = op(a) op(b) with a [B, M, K] (or its transpose's storage), b [B, K, N]
+ * or a shared 2-D weight; L = sum(f32(y) * w); y, da, db compared. */
+static void core_matmul(int dt, int ta, int tb, int64_t B, int64_t M, int64_t N, int64_t K,
+                        int shared_b)
+{
+    eo_ctx *ctx = eo_test_cuda_ctx(8, 32);
+    int64_t sa[3] = {B, ta ? K : M, ta ? M : K}, sb[3] = {B, tb ? N : K, tb ? K : N};
+    eo_tensor *a = rand16_tensor(ctx, 3, sa, dt, 21), *b;
+    b = shared_b ? rand16_tensor(ctx, 2, sb + 1, dt, 22) : rand16_tensor(ctx, 3, sb, dt, 22);
+    eo_tensor *da = on_cuda(ctx, a), *db = on_cuda(ctx, b), *y, *dy;
+    ck_assert_msg(eo_matmul(ctx, a, b, ta, tb, &y) == EO_OK, "cpu: %s", eo_last_error(ctx));
+    ck_assert_msg(eo_matmul(ctx, da, db, ta, tb, &dy) == EO_OK, "cuda: %s", eo_last_error(ctx));
+    char what[96];
+    snprintf(what, sizeof what, "matmul %s%s %s B%lld %lldx%lldx%lld%s", ta ? "t" : "n",
+             tb ? "t" : "n", dt == EO_BF16 ? "bf16" : "f16", (long long)B, (long long)M,
+             (long long)N, (long long)K, shared_b ? " shared b" : "");
+    expect_close16(ctx, what, y, dy, dt);
+    if (!getenv("EO_TEST_CUDA")) { /* on the interpreter: it was the tensor-core kernel */
+        eo_px_counters pc;
+        ck_assert_msg(eo_ptxsim_counters_of(dt == EO_BF16 ? "eo_matmul_tc_bf16" : "eo_matmul_tc_f16",
+                                            &pc) && pc.launches > 0 && pc.tensor_flops > 0,
+                      "%s: no tensor-core launch", what);
+    }
+    /* backward: every output element weighted differently */
+    eo_tensor *w = eo_test_rand(ctx, 3, y->shape, 0.5f, 1.5f, 23, 0), *dw = on_cuda(ctx, w);
+    eo_tensor *y32, *dy32, *p, *dp, *L, *dL;
+    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, y32, w, &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, dy32, dw, &dp), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
+    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
+    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward: %s", eo_last_error(ctx));
+    ck_assert(a->grad && da->grad && b->grad && db->grad);
+    char g[128];
+    snprintf(g, sizeof g, "%s da", what);
+    expect_close16(ctx, g, a->grad, da->grad, dt);
+    snprintf(g, sizeof g, "%s db", what);
+    expect_close16(ctx, g, b->grad, db->grad, dt);
+    eo_test_cuda_ctx_free(ctx);
+}
+
+START_TEST(core_matmul_on_tensor_cores)
+{
+    int dt = _i & 1 ? EO_F16 : EO_BF16, ta = (_i >> 1) & 1, tb = (_i >> 2) & 1;
+    /* odd sizes, one just past a 128 x 128 tile (edges in M and N), K not
+     * a multiple of 32; a batch of 2, and a weight shared by the batch */
+    core_matmul(dt, ta, tb, 2, 37, 29, 45, 0);
+    core_matmul(dt, ta, tb, 2, 130, 131, 67, 1);
+}
+END_TEST
+
+/* eo_linear_init's forward (core/nn.c): x wᵀ + b */
+static eo_status linear(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, eo_tensor **y)
+{
+    eo_status s = eo_matmul(ctx, x, w, 0, 1, y);
+    return s ? s : eo_add(ctx, *y, b, y);
+}
+
+/* linear on bf16: the forward and both gradients through the tensor cores */
+START_TEST(core_linear_bf16)
+{
+    eo_ctx *ctx = eo_test_cuda_ctx(8, 32);
+    int64_t sx[2] = {19, 40}, sw[2] = {23, 40}, sbias[1] = {23};
+    eo_tensor *x = rand16_tensor(ctx, 2, sx, EO_BF16, 31), *w = rand16_tensor(ctx, 2, sw, EO_BF16, 32);
+    eo_tensor *bias = rand16_tensor(ctx, 1, sbias, EO_BF16, 33);
+    eo_tensor *dx = on_cuda(ctx, x), *dw = on_cuda(ctx, w), *dbias = on_cuda(ctx, bias), *y, *dy;
+    ck_assert_msg(linear(ctx, x, w, bias, &y) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_msg(linear(ctx, dx, dw, dbias, &dy) == EO_OK, "%s", eo_last_error(ctx));
+    expect_close16(ctx, "linear bf16", y, dy, EO_BF16);
+    eo_tensor *y32, *dy32, *L, *dL;
+    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, y32, &L), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, dy32, &dL), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "%s", eo_last_error(ctx));
+    expect_close16(ctx, "linear bf16 dx", x->grad, dx->grad, EO_BF16);
+    expect_close16(ctx, "linear bf16 dw", w->grad, dw->grad, EO_BF16);
+    eo_test_cuda_ctx_free(ctx);
+}
+END_TEST
+
+Suite *eo_suite_cuda16(void)
+{
+    Suite *s = suite_create("cuda16");
+    TCase *t = tcase_create("kernels");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, cast_and_copy);
+    tcase_add_test(t, unary_ops);
+    tcase_add_test(t, binary_ops);
+    tcase_add_test(t, softmax_rows);
+    tcase_add_test(t, layernorm_rows);
+    tcase_add_test(t, cross_entropy_rows);
+    tcase_add_test(t, cross_entropy_many_rows);
+    tcase_add_test(t, embedding_rows);
+    tcase_add_test(t, adamw_master);
+    tcase_add_test(t, refused_dtypes);
+    suite_add_tcase(s, t);
+    TCase *c = tcase_create("core");
+    tcase_set_timeout(c, 120);
+    tcase_add_loop_test(c, core_matmul_on_tensor_cores, 0, 8);
+    tcase_add_test(c, core_linear_bf16);
+    suite_add_tcase(s, c);
+    return s;
+}

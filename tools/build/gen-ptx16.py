@@ -1,0 +1,1751 @@
+#!/usr/bin/env python3
+"""tools/build/gen-ptx16.py - writes the 16-bit (bf16 / f16 storage) PTX modules.
+
+    python3 tools/build/gen-ptx16.py elementwise16 > ptx/elementwise16.ptx
+    python3 tools/build/gen-ptx16.py rows16        > ptx/rows16.ptx
+    python3 tools/build/gen-ptx16.py embedding16   > ptx/embedding16.ptx
+    python3 tools/build/gen-ptx16.py optim16       > ptx/optim16.ptx
+    python3 tools/build/gen-ptx16.py all           # all four, into ptx/
+
+Every kernel here stores its tensors as 16-bit values and computes in f32
+("16-bit storage, f32 arithmetic"): a value is widened to f32 when it is
+loaded and rounded to nearest even once when it is stored. Each kernel
+exists twice, for bf16 and for f16, and the two differ only in those
+conversions, which is why a script writes them: the kernel bodies are
+written once below, the conversions come from `Ty`. The build does not run
+this script; its output is committed and checked like hand-written PTX
+(`make ptx-check`, the cuda16 suite). Regenerate after editing and commit
+both. The comments the script emits are the kernels' documentation.
+"""
+
+import sys
+
+# ---------------------------------------------------------------- emitter --
+
+
+class K:
+    """One kernel: a parameter list, registers declared on first use, a body."""
+
+    def __init__(self, name, params, doc):
+        self.name, self.params, self.doc = name, params, doc
+        self.regs = {}
+        self.order = []
+        self.body = []
+        self.shared = []
+        self.n = 0
+
+    def r(self, ty, *names):
+        for nm in names:
+            for one in nm.split():
+                if one not in self.regs:
+                    self.regs[one] = ty
+                    self.order.append(one)
+        return self
+
+    def o(self, text, comment=None):
+        if comment:
+            text = text.ljust(44) + "// " + comment
+        self.body.append("    " + text)
+
+    def c(self, text):
+        self.body.append("    // " + text)
+
+    def label(self, name):
+        self.body.append(name + ":")
+
+    def uniq_label(self, stem):
+        self.n += 1
+        self.last_label = "%s_%d" % (stem, self.n)
+        return self.last_label
+
+    def uniq(self, stem):
+        self.n += 1
+        return "%s_%d" % (stem, self.n)
+
+    def text(self):
+        out = []
+        for line in self.doc.strip("\n").split("\n"):
+            out.append("// " + line if line else "//")
+        out.append(".visible .entry %s(" % self.name)
+        ps = []
+        for ty, nm, cm in self.params:
+            ps.append(("    .param .%s p_%s" % (ty, nm), cm))
+        for i, (t, cm) in enumerate(ps):
+            sep = "," if i + 1 < len(ps) else ")"
+            out.append((t + sep).ljust(36) + "// " + cm)
+        out.append("{")
+        for s in self.shared:
+            out.append("    " + s)
+        bytype = {}
+        for nm in self.order:
+            bytype.setdefault(self.regs[nm], []).append("%" + nm)
+        for ty in bytype:
+            names = bytype[ty]
+            for i in range(0, len(names), 10):
+                out.append("    .reg .%s %s;" % (ty, ", ".join(names[i:i + 10])))
+        for ty, nm, _ in self.params:
+            pty = {"u32": "u32", "s32": "s32", "u64": "u64", "s64": "s64", "f32": "f32"}[ty]
+            rty = {"u32": "b32", "s32": "b32", "u64": "b64", "s64": "b64", "f32": "f32"}[ty]
+            self.regs.setdefault(nm, rty)
+            out.append("    ld.param.%s %%%s, [p_%s];" % (pty, nm, nm))
+        # parameter registers are declared with the others (added above)
+        decl = []
+        for ty, nm, _ in self.params:
+            rty = {"u32": "b32", "s32": "b32", "u64": "b64", "s64": "b64", "f32": "f32"}[ty]
+            decl.append("    .reg .%s %%%s;" % (rty, nm))
+        i = out.index("{") + 1 + len(self.shared)
+        out[i:i] = decl
+        out.extend(self.body)
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+class Ty:
+    """The 16-bit storage type's conversions, f32 arithmetic around them."""
+
+    def __init__(self, name):
+        self.name = name  # "bf16" or "f16"
+
+    def unpack(self, k, w, lo, hi):
+        """Two 16-bit values packed in the b32 register w -> f32 lo, hi."""
+        k.r("b32", "cv_t").r("b16", "cv_h")
+        if self.name == "bf16":
+            # a bf16 is the top half of an f32: move it there, no rounding
+            k.o("shl.b32 %%cv_t, %s, 16;" % w, "bf16 -> f32: the low half moved up")
+            k.o("mov.b32 %s, %%cv_t;" % lo)
+            k.o("and.b32 %%cv_t, %s, -65536;" % w, "the high half, low bits cleared")
+            k.o("mov.b32 %s, %%cv_t;" % hi)
+        else:
+            k.o("cvt.u16.u32 %%cv_h, %s;" % w, "low half")
+            k.o("cvt.f32.f16 %s, %%cv_h;" % lo, "f16 -> f32 (exact)")
+            k.o("shr.u32 %%cv_t, %s, 16;" % w)
+            k.o("cvt.u16.u32 %cv_h, %cv_t;", "high half")
+            k.o("cvt.f32.f16 %s, %%cv_h;" % hi)
+
+    def pack(self, k, w, lo, hi):
+        """f32 lo, hi -> one b32 of two 16-bit values, each rounded to nearest even."""
+        k.o("cvt.rn.%sx2.f32 %s, %s, %s;" % (self.name, w, hi, lo), "lo in the low half")
+
+    def load1(self, k, f, addr):
+        """One 16-bit value at [addr] -> f32 f."""
+        k.r("b16", "cv_h").r("b32", "cv_t")
+        k.o("ld.global.u16 %%cv_h, [%s];" % addr)
+        self.widen(k, f)
+
+    def widen(self, k, f):
+        if self.name == "bf16":
+            k.o("cvt.u32.u16 %cv_t, %cv_h;")
+            k.o("shl.b32 %cv_t, %cv_t, 16;", "bf16 -> f32")
+            k.o("mov.b32 %s, %%cv_t;" % f)
+        else:
+            k.o("cvt.f32.f16 %s, %%cv_h;" % f)
+
+    def store1(self, k, addr, f):
+        k.r("b16", "cv_h")
+        k.o("cvt.rn.%s.f32 %%cv_h, %s;" % (self.name, f), "round to nearest even")
+        k.o("st.global.b16 [%s], %%cv_h;" % addr)
+
+
+TYPES = [Ty("bf16"), Ty("f16")]
+
+# ------------------------------------------------------------- math blocks --
+# The accurate exp/log/tanh/erf of ptx/elementwise.ptx (same sequences, same
+# constants: ~2 ulp in f32), for the unary ops, whose f32 result must match
+# the f32 kernels' before it is rounded to 16 bits.
+
+
+def exp_acc(k, dst, src):
+    k.r("f32", "ex_a ex_t ex_n ex_r ex_p ex_s1 ex_s2").r("b32", "ex_k ex_k1 ex_k2")
+    k.c("%s = exp(%s): x = k*ln2 + r, e^x = 2^(r*log2e) * 2^k1 * 2^k2" % (dst, src))
+    k.o("max.f32 %%ex_a, %s, 0fC2DC0000;" % src, "clamp below at -110 (e^-110 rounds to 0)")
+    k.o("min.f32 %ex_a, %ex_a, 0f42B20000;", "clamp above at 89 (e^89 overflows to inf)")
+    k.o("mul.rn.f32 %ex_t, %ex_a, 0f3FB8AA3B;", "x * log2(e)")
+    k.o("cvt.rni.s32.f32 %ex_k, %ex_t;", "k = nearest integer")
+    k.o("cvt.rn.f32.s32 %ex_n, %ex_k;")
+    k.o("fma.rn.f32 %ex_r, %ex_n, 0fBF317200, %ex_a;", "r = x - k*ln2_hi (exact)")
+    k.o("fma.rn.f32 %ex_r, %ex_n, 0fB5BFBE8E, %ex_r;", "r = r - k*ln2_lo")
+    k.o("mul.rn.f32 %ex_r, %ex_r, 0f3FB8AA3B;", "r in log2 units, |r| <= 0.5")
+    k.o("ex2.approx.f32 %ex_p, %ex_r;", "2^r (relative error ~2^-22)")
+    k.o("shr.s32 %ex_k1, %ex_k, 1;", "k1 = floor(k/2), k2 = k - k1")
+    k.o("sub.s32 %ex_k2, %ex_k, %ex_k1;")
+    k.o("add.s32 %ex_k1, %ex_k1, 127;")
+    k.o("shl.b32 %ex_k1, %ex_k1, 23;")
+    k.o("mov.b32 %ex_s1, %ex_k1;", "2^k1 exactly")
+    k.o("add.s32 %ex_k2, %ex_k2, 127;")
+    k.o("shl.b32 %ex_k2, %ex_k2, 23;")
+    k.o("mov.b32 %ex_s2, %ex_k2;", "2^k2 exactly")
+    k.o("mul.rn.f32 %ex_p, %ex_p, %ex_s1;")
+    k.o("mul.rn.f32 %s, %%ex_p, %%ex_s2;" % dst, "e^x")
+
+
+def tanh_acc(k, dst, src):
+    k.r("f32", "th_a th_x2 th_p th_s th_l th_e th_d").r("pred", "th_q")
+    k.c("%s = tanh(%s): Taylor to x^9 below |x| = 0.3, (1 - e^-2|x|)/(1 + e^-2|x|) above" % (dst, src))
+    k.o("abs.f32 %%th_a, %s;" % src)
+    k.o("mul.rn.f32 %%th_x2, %s, %s;" % (src, src))
+    k.o("fma.rn.f32 %th_p, %th_x2, 0f3CB327A4, 0fBD5D0DD1;", "-17/315 + x2*62/2835")
+    k.o("fma.rn.f32 %th_p, %th_p, %th_x2, 0f3E088889;", "2/15 + x2(...)")
+    k.o("fma.rn.f32 %th_p, %th_p, %th_x2, 0fBEAAAAAB;", "-1/3 + x2(...)")
+    k.o("mul.rn.f32 %th_p, %th_p, %th_x2;")
+    k.o("fma.rn.f32 %%th_s, %%th_p, %s, %s;" % (src, src), "small |x|: x + x^3 P")
+    k.o("mul.rn.f32 %th_e, %th_a, 0fC0000000;", "-2|x|")
+    exp_acc(k, "%th_e", "%th_e")
+    k.o("add.rn.f32 %th_d, %th_e, 0f3F800000;")
+    k.o("sub.rn.f32 %th_l, 0f3F800000, %th_e;")
+    k.o("div.rn.f32 %th_l, %th_l, %th_d;", "tanh|x|")
+    k.o("setp.lt.f32 %%th_q, %s, 0f00000000;" % src)
+    k.o("@%th_q neg.f32 %th_l, %th_l;", "odd function")
+    k.o("setp.lt.f32 %th_q, %th_a, 0f3E99999A;", "|x| < 0.3?")
+    k.o("selp.f32 %th_l, %th_s, %th_l, %th_q;")
+    k.o("setp.nan.f32 %%th_q, %s, %s;" % (src, src))
+    k.o("selp.f32 %s, %s, %%th_l, %%th_q;" % (dst, src), "NaN in, NaN out")
+
+
+def erf_acc(k, dst, src, expdst):
+    """dst = erf(src); expdst = exp(-src^2) (the backward of gelu_erf uses it)."""
+    k.r("f32", "ef_a ef_t ef_p ef_e ef_r").r("pred", "ef_q")
+    k.c("%s = erf(%s): Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), Taylor below 0.3" % (dst, src))
+    k.o("abs.f32 %%ef_a, %s;" % src)
+    k.o("fma.rn.f32 %ef_t, %ef_a, 0f3EA7BA05, 0f3F800000;", "1 + p|x|, p = 0.3275911")
+    k.o("rcp.rn.f32 %ef_t, %ef_t;", "t")
+    k.o("fma.rn.f32 %ef_p, %ef_t, 0f3F87DC22, 0fBFBA00E3;", "a4 + t a5")
+    k.o("fma.rn.f32 %ef_p, %ef_p, %ef_t, 0f3FB5F0E3;", "a3 + t(...)")
+    k.o("fma.rn.f32 %ef_p, %ef_p, %ef_t, 0fBE91A98E;", "a2 + t(...)")
+    k.o("fma.rn.f32 %ef_p, %ef_p, %ef_t, 0f3E827906;", "a1 + t(...)")
+    k.o("mul.rn.f32 %ef_p, %ef_p, %ef_t;")
+    k.o("mul.rn.f32 %ef_e, %ef_a, %ef_a;")
+    k.o("neg.f32 %ef_e, %ef_e;", "-x^2")
+    exp_acc(k, expdst, "%ef_e")
+    k.o("mul.rn.f32 %%ef_p, %%ef_p, %s;" % expdst)
+    k.o("sub.rn.f32 %ef_r, 0f3F800000, %ef_p;", "erf|x|")
+    k.o("setp.lt.f32 %%ef_q, %s, 0f00000000;" % src)
+    k.o("@%ef_q neg.f32 %ef_r, %ef_r;", "erf is odd")
+    k.o("mul.rn.f32 %%ef_e, %s, %s;" % (src, src), "Taylor: 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216)")
+    k.o("fma.rn.f32 %ef_p, %ef_e, 0f3B97B426, 0fBCC30C31;")
+    k.o("fma.rn.f32 %ef_p, %ef_p, %ef_e, 0f3DCCCCCD;")
+    k.o("fma.rn.f32 %ef_p, %ef_p, %ef_e, 0fBEAAAAAB;")
+    k.o("mul.rn.f32 %ef_p, %ef_p, %ef_e;")
+    k.o("fma.rn.f32 %%ef_p, %%ef_p, %s, %s;" % (src, src))
+    k.o("mul.rn.f32 %ef_p, %ef_p, 0f3F906EBB;", "* 2/sqrt(pi)")
+    k.o("setp.lt.f32 %ef_q, %ef_a, 0f3E99999A;", "|x| < 0.3?")
+    k.o("selp.f32 %s, %%ef_p, %%ef_r, %%ef_q;" % dst)
+
+
+def log_acc(k, dst, src):
+    k.r("f32", "lg_x lg_m lg_s lg_s2 lg_p lg_r lg_e lg_sp").r("b32", "lg_b lg_k lg_t").r("pred", "lg_q")
+    k.c("%s = log(%s): x = m 2^k, log m = 2 atanh((m-1)/(m+1)) by its series" % (dst, src))
+    k.o("setp.lt.f32 %%lg_q, %s, 0f00800000;" % src, "subnormal: scale by 2^23 first")
+    k.o("mul.rn.f32 %%lg_x, %s, 0f4B000000;" % src)
+    k.o("selp.f32 %%lg_x, %%lg_x, %s, %%lg_q;" % src)
+    k.o("selp.s32 %lg_k, -23, 0, %lg_q;")
+    k.o("mov.b32 %lg_b, %lg_x;")
+    k.o("shr.u32 %lg_t, %lg_b, 23;")
+    k.o("add.s32 %lg_t, %lg_t, -127;")
+    k.o("add.s32 %lg_k, %lg_k, %lg_t;", "k")
+    k.o("and.b32 %lg_b, %lg_b, 8388607;")
+    k.o("or.b32 %lg_b, %lg_b, 1065353216;", "m in [1, 2)")
+    k.o("mov.b32 %lg_m, %lg_b;")
+    k.o("setp.gt.f32 %lg_q, %lg_m, 0f3FB504F3;", "m > sqrt(2): halve it")
+    k.o("@%lg_q mul.rn.f32 %lg_m, %lg_m, 0f3F000000;")
+    k.o("@%lg_q add.s32 %lg_k, %lg_k, 1;")
+    k.o("add.rn.f32 %lg_s, %lg_m, 0fBF800000;")
+    k.o("add.rn.f32 %lg_p, %lg_m, 0f3F800000;")
+    k.o("div.rn.f32 %lg_s, %lg_s, %lg_p;", "s = (m-1)/(m+1)")
+    k.o("mul.rn.f32 %lg_s2, %lg_s, %lg_s;")
+    k.o("fma.rn.f32 %lg_p, %lg_s2, 0f3DE38E39, 0f3E124925;")
+    k.o("fma.rn.f32 %lg_p, %lg_p, %lg_s2, 0f3E4CCCCD;")
+    k.o("fma.rn.f32 %lg_p, %lg_p, %lg_s2, 0f3EAAAAAB;")
+    k.o("mul.rn.f32 %lg_p, %lg_p, %lg_s2;")
+    k.o("add.rn.f32 %lg_r, %lg_s, %lg_s;")
+    k.o("fma.rn.f32 %lg_r, %lg_r, %lg_p, %lg_r;", "log m")
+    k.o("cvt.rn.f32.s32 %lg_e, %lg_k;")
+    k.o("fma.rn.f32 %lg_r, %lg_e, 0f35BFBE8E, %lg_r;")
+    k.o("fma.rn.f32 %lg_r, %lg_e, 0f3F317200, %lg_r;", "+ k ln2")
+    k.o("lg2.approx.f32 %%lg_sp, %s;" % src, "special inputs: 0, < 0, inf, NaN")
+    k.o("mul.rn.f32 %lg_sp, %lg_sp, 0f3F317218;")
+    k.o("mov.b32 %%lg_b, %s;" % src)
+    k.o("add.s32 %lg_b, %lg_b, -1;", "0 < x < inf exactly when bits-1 < 0x7f7fffff")
+    k.o("setp.lt.u32 %lg_q, %lg_b, 2139095039;")
+    k.o("selp.f32 %s, %%lg_r, %%lg_sp, %%lg_q;" % dst)
+
+
+def exp_fast(k, dst, src):
+    """e^x as 2^(x log2 e) with ex2.approx: relative error about 2^-18 for
+    |x| < 100 (the rounding of x log2 e), far below half an ulp of a 16-bit
+    result (2^-9 bf16, 2^-12 f16). -inf gives 0, NaN gives NaN."""
+    k.o("mul.rn.f32 %s, %s, 0f3FB8AA3B;" % (dst, src), "x log2(e)")
+    k.o("ex2.approx.f32 %s, %s;" % (dst, dst), "2^(x log2 e) = e^x")
+
+
+# -------------------------------------------------------- shared pieces --
+
+
+def grid_stride(k, i="i", step="step"):
+    k.r("b32", "gs_t gs_u", i, step)
+    k.c("grid-stride: %s = ctaid.x*ntid.x + tid.x, %s = nctaid.x*ntid.x" % (i, step))
+    k.o("mov.u32 %%%s, %%ctaid.x;" % i)
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %%%s, %%nctaid.x;" % step)
+    k.o("mul.lo.u32 %%%s, %%%s, %%gs_t;" % (step, step))
+    k.o("mov.u32 %gs_u, %tid.x;")
+    k.o("mad.lo.u32 %%%s, %%%s, %%gs_t, %%gs_u;" % (i, i))
+
+
+def addr(k, dst, base, idx, size):
+    k.r("b64", dst)
+    k.o("mul.wide.u32 %%%s, %%%s, %d;" % (dst, idx, size))
+    k.o("add.u64 %%%s, %%%s, %%%s;" % (dst, base, dst))
+
+
+VEC_NOTE = """Elements [0, 8 nvec) go 8 per thread: one 16-byte load of 8 halves
+(ld.global.v4.b32), unpacked to f32; [8 nvec, n) one per thread. The
+launcher passes nvec = n/8 when every pointer is 16-byte aligned, else 0,
+so the vector path never needs a division or a bounds test per element."""
+
+
+# =========================================================== elementwise16 --
+
+UNARY_OPS = """op codes (eo_unop): 0 relu, 1 gelu_tanh, 2 gelu_erf, 3 tanh, 4 sigmoid,
+5 exp, 6 log, 7 scale; the op is uniform over the launch."""
+
+
+def unary_f(k, lab, v, r):
+    """r = f(v) by op (predicates %p0..%p6), then bra lab_DONE."""
+    done = lab + "_DONE"
+    for i, name in enumerate(["RELU", "GELU_TANH", "GELU_ERF", "TANH", "SIGMOID", "EXP", "LOG"]):
+        k.o("@%%p%d bra %s_%s;" % (i, lab, name))
+    k.o("mul.rn.f32 %s, %%alpha, %s;" % (r, v), "scale: alpha x")
+    k.o("bra %s;" % done)
+    k.r("f32", "u t e").r("pred", "pnan")
+    k.label(lab + "_RELU")
+    k.o("setp.lt.f32 %%pnan, %s, 0f00000000;" % v, "x < 0 (false for NaN) gives 0")
+    k.o("selp.f32 %s, 0f00000000, %s, %%pnan;" % (r, v))
+    k.o("bra %s;" % done)
+    k.label(lab + "_GELU_TANH")
+    k.o("mul.rn.f32 %%t, %s, %s;" % (v, v))
+    k.o("mul.rn.f32 %%t, %%t, %s;" % v, "x^3")
+    k.o("fma.rn.f32 %%u, %%t, 0f3D372713, %s;" % v, "x + 0.044715 x^3")
+    k.o("mul.rn.f32 %u, %u, 0f3F4C422A;", "u = sqrt(2/pi) (...)")
+    tanh_acc(k, "%t", "%u")
+    k.o("add.rn.f32 %t, %t, 0f3F800000;")
+    k.o("mul.rn.f32 %s, %s, 0f3F000000;" % (r, v))
+    k.o("mul.rn.f32 %s, %s, %%t;" % (r, r), "x/2 (1 + tanh u)")
+    k.o("bra %s_NAN;" % lab)
+    k.label(lab + "_GELU_ERF")
+    k.o("mul.rn.f32 %%u, %s, 0f3F3504F3;" % v, "x / sqrt 2")
+    erf_acc(k, "%t", "%u", "%e")
+    k.o("add.rn.f32 %t, %t, 0f3F800000;")
+    k.o("mul.rn.f32 %s, %s, 0f3F000000;" % (r, v))
+    k.o("mul.rn.f32 %s, %s, %%t;" % (r, r), "x/2 (1 + erf)")
+    k.o("bra %s_NAN;" % lab)
+    k.label(lab + "_TANH")
+    tanh_acc(k, r, v)
+    k.o("bra %s;" % done)
+    k.label(lab + "_SIGMOID")
+    k.o("neg.f32 %%u, %s;" % v)
+    exp_acc(k, "%e", "%u")
+    k.o("add.rn.f32 %e, %e, 0f3F800000;")
+    k.o("rcp.rn.f32 %s, %%e;" % r, "1 / (1 + e^-x)")
+    k.o("bra %s_NAN;" % lab)
+    k.label(lab + "_EXP")
+    exp_acc(k, r, v)
+    k.o("bra %s_NAN;" % lab)
+    k.label(lab + "_LOG")
+    log_acc(k, r, v)
+    k.o("bra %s;" % done)
+    k.label(lab + "_NAN")
+    k.o("setp.nan.f32 %%pnan, %s, %s;" % (v, v))
+    k.o("selp.f32 %s, %s, %s, %%pnan;" % (r, v, r), "NaN in, NaN out")
+    k.label(done)
+
+
+def unary_df(k, lab, v, r):
+    """r = f'(v) by op, where v is x for relu/gelu/log and y for tanh/sigmoid/exp."""
+    done = lab + "_DONE"
+    for i, name in enumerate(["RELU", "GELU_TANH", "GELU_ERF", "TANH", "SIGMOID", "EXP", "LOG"]):
+        k.o("@%%p%d bra %s_%s;" % (i, lab, name))
+    k.o("mov.f32 %s, %%alpha;" % r, "scale: alpha")
+    k.o("bra %s;" % done)
+    k.r("f32", "u t e s w").r("pred", "pp")
+    k.label(lab + "_RELU")
+    k.o("setp.gt.f32 %%pp, %s, 0f00000000;" % v)
+    k.o("selp.f32 %s, 0f3F800000, 0f00000000, %%pp;" % r)
+    k.o("bra %s;" % done)
+    k.label(lab + "_GELU_TANH")
+    k.o("mul.rn.f32 %%s, %s, %s;" % (v, v), "x^2")
+    k.o("mul.rn.f32 %%t, %%s, %s;" % v)
+    k.o("fma.rn.f32 %%u, %%t, 0f3D372713, %s;" % v)
+    k.o("mul.rn.f32 %u, %u, 0f3F4C422A;", "u")
+    tanh_acc(k, "%t", "%u")
+    k.o("fma.rn.f32 %s, %s, 0f3E095D4F, 0f3F800000;", "1 + 3*0.044715 x^2")
+    k.o("mul.rn.f32 %s, %s, 0f3F4C422A;", "du/dx")
+    k.o("mul.rn.f32 %w, %t, %t;")
+    k.o("sub.rn.f32 %w, 0f3F800000, %w;", "1 - t^2")
+    k.o("mul.rn.f32 %w, %w, %s;")
+    k.o("mul.rn.f32 %%w, %%w, %s;" % v)
+    k.o("mul.rn.f32 %w, %w, 0f3F000000;", "0.5 x (1 - t^2) du/dx")
+    k.o("add.rn.f32 %t, %t, 0f3F800000;")
+    k.o("mul.rn.f32 %t, %t, 0f3F000000;", "0.5 (1 + t)")
+    k.o("add.rn.f32 %s, %%t, %%w;" % r)
+    k.o("bra %s;" % done)
+    k.label(lab + "_GELU_ERF")
+    k.o("mul.rn.f32 %%u, %s, 0f3F3504F3;" % v)
+    erf_acc(k, "%t", "%u", "%e")
+    k.o("add.rn.f32 %t, %t, 0f3F800000;")
+    k.o("mul.rn.f32 %t, %t, 0f3F000000;", "Phi(x)")
+    k.o("mul.rn.f32 %%w, %s, %%e;" % v, "x e^(-x^2/2)")
+    k.o("mul.rn.f32 %w, %w, 0f3ECC422A;", "/ sqrt(2 pi)")
+    k.o("add.rn.f32 %s, %%t, %%w;" % r)
+    k.o("bra %s;" % done)
+    k.label(lab + "_TANH")
+    k.o("mul.rn.f32 %s, %s, %s;" % (r, v, v))
+    k.o("sub.rn.f32 %s, 0f3F800000, %s;" % (r, r), "1 - y^2")
+    k.o("bra %s;" % done)
+    k.label(lab + "_SIGMOID")
+    k.o("sub.rn.f32 %s, 0f3F800000, %s;" % (r, v))
+    k.o("mul.rn.f32 %s, %s, %s;" % (r, v, r), "y (1 - y)")
+    k.o("bra %s;" % done)
+    k.label(lab + "_EXP")
+    k.o("mov.f32 %s, %s;" % (r, v), "y")
+    k.o("bra %s;" % done)
+    k.label(lab + "_LOG")
+    k.o("rcp.rn.f32 %s, %s;" % (r, v), "1/x")
+    k.label(done)
+
+
+def op_preds(k):
+    k.r("pred", "p0 p1 p2 p3 p4 p5 p6")
+    for i in range(7):
+        k.o("setp.eq.u32 %%p%d, %%op, %d;" % (i, i))
+
+
+def load8(k, t, base_addr, q):
+    """8 values at [base_addr] (16-byte aligned) -> f32 registers q[0..7]."""
+    k.r("b32", "w0 w1 w2 w3")
+    k.o("ld.global.v4.b32 {%%w0, %%w1, %%w2, %%w3}, [%s];" % base_addr, "8 halves, one 16-byte load")
+    for j in range(4):
+        t.unpack(k, "%%w%d" % j, q[2 * j], q[2 * j + 1])
+
+
+def store8(k, t, base_addr, q):
+    k.r("b32", "w0 w1 w2 w3")
+    for j in range(4):
+        t.pack(k, "%%w%d" % j, q[2 * j], q[2 * j + 1])
+    k.o("st.global.v4.b32 [%s], {%%w0, %%w1, %%w2, %%w3};" % base_addr, "8 halves, one 16-byte store")
+
+
+def rotate(k, q, r):
+    """q0 <- q1 <- ... <- q7 <- r: the next element moves to the front."""
+    for j in range(7):
+        k.o("mov.f32 %s, %s;" % (q[j], q[j + 1]))
+    k.o("mov.f32 %s, %s;" % (q[7], r))
+
+
+Q = ["%%q%d" % j for j in range(8)]
+QUEUE_NOTE = """The 8 values of a group are processed by one copy of the op's code, not
+eight: they sit in a queue q0..q7; each turn computes r = f(q0), shifts
+the queue by one and puts r at the back, so after 8 turns q0..q7 hold the
+8 results in order (7 register moves a turn, which ptxas mostly renames
+away; the op's code is written once)."""
+
+
+def k_unary(t):
+    k = K("eo_unary16_" + t.name, [
+        ("u32", "op", "eo_unop"), ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u64", "x", "const %s *x" % t.name), ("u64", "y", "%s *y" % t.name),
+        ("f32", "alpha", "scale factor (SCALE only)")],
+        "eo_unary16_%s(op, n, nvec, x, y, alpha): y[i] = f(x[i]) in f32, rounded to %s.\n"
+        "%s\nThe f32 math is ptx/elementwise.ptx's (exp, log, tanh, erf to ~2 ulp).\n%s\n%s"
+        % (t.name, t.name, UNARY_OPS, VEC_NOTE, QUEUE_NOTE))
+    k.r("f32", *["q%d" % j for j in range(8)]).r("f32", "r v").r("b32", "j").r("pred", "pg pscal")
+    op_preds(k)
+    grid_stride(k)
+    k.o("setp.ne.u32 %pscal, 0, 0;", "vector phase first")
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %i, %nvec;")
+    k.o("@%pg bra TAIL;")
+    addr(k, "ax", "x", "i", 16)
+    load8(k, t, "%ax", Q)
+    k.o("mov.u32 %j, 0;")
+    k.label("TURN")
+    k.o("mov.f32 %v, %q0;")
+    unary_f(k, "F", "%v", "%r")
+    k.o("@%pscal bra TAIL_STORE;")
+    rotate(k, Q, "%r")
+    k.o("add.u32 %j, %j, 1;")
+    k.o("setp.lt.u32 %pg, %j, 8;")
+    k.o("@%pg bra TURN;")
+    addr(k, "ay", "y", "i", 16)
+    store8(k, t, "%ay", Q)
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra VEC;")
+    k.label("TAIL")
+    k.c("the elements past the groups: one per thread, same code for f")
+    k.r("b32", "e0")
+    k.o("setp.ne.u32 %pscal, 0, 1;")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %e0, %nvec, 3;")
+    k.o("add.u32 %i, %i, %e0;", "first element past the groups")
+    k.label("TAIL_LOOP")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    addr(k, "ax", "x", "i", 2)
+    t.load1(k, "%q0", "%ax")
+    k.o("bra TURN;")
+    k.label("TAIL_STORE")
+    addr(k, "ay", "y", "i", 2)
+    t.store1(k, "%ay", "%r")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra TAIL_LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def k_unary_bwd(t):
+    k = K("eo_unary16_bwd_" + t.name, [
+        ("u32", "op", "eo_unop"), ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u64", "x", "const %s *x (forward input)" % t.name),
+        ("u64", "y", "const %s *y (forward output)" % t.name),
+        ("u64", "dy", "const %s *dy" % t.name), ("u64", "dx", "%s *dx (accumulated)" % t.name),
+        ("f32", "alpha", "scale factor (SCALE only)")],
+        "eo_unary16_bwd_%s(op, n, nvec, x, y, dy, dx, alpha): dx[i] += dy[i] f'(x[i]),\n"
+        "the sum in f32, rounded to %s once.\n%s\n"
+        "f' is computed from x (relu, gelu, log: 1/x) or from y (tanh 1 - y^2,\n"
+        "sigmoid y (1 - y), exp y), whichever the op needs: only that one is read\n"
+        "(src = x or y, chosen once), and scale reads neither.\n%s\n%s"
+        % (t.name, t.name, UNARY_OPS, VEC_NOTE, QUEUE_NOTE))
+    k.r("f32", *["q%d" % j for j in range(8)]).r("f32", "r v a g").r("b32", "j")
+    k.r("pred", "pg pscal puse_y pnone").r("b64", "src")
+    op_preds(k)
+    k.o("setp.ge.u32 %puse_y, %op, 3;", "tanh, sigmoid, exp read y ...")
+    k.o("setp.eq.u32 %pg, %op, 6;")
+    k.o("@%pg setp.ne.u32 %puse_y, 0, 0;", "... log reads x")
+    k.o("setp.eq.u32 %pnone, %op, 7;", "scale reads neither")
+    k.o("selp.b64 %src, %y, %x, %puse_y;")
+    for j in range(8):
+        k.o("mov.f32 %%q%d, 0f00000000;" % j, "scale reads no input: f' needs none" if j == 0 else None)
+    grid_stride(k)
+    k.o("setp.ne.u32 %pscal, 0, 0;")
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %i, %nvec;")
+    k.o("@%pg bra TAIL;")
+    addr(k, "ax", "src", "i", 16)
+    k.o("@%pnone bra VEC_SKIP;")
+    load8(k, t, "%ax", Q)
+    k.label("VEC_SKIP")
+    k.o("mov.u32 %j, 0;")
+    k.label("TURN")
+    k.o("mov.f32 %v, %q0;")
+    unary_df(k, "D", "%v", "%r")
+    k.o("@%pscal bra TAIL_STORE;")
+    rotate(k, Q, "%r")
+    k.o("add.u32 %j, %j, 1;")
+    k.o("setp.lt.u32 %pg, %j, 8;")
+    k.o("@%pg bra TURN;")
+    k.c("q0..q7 = f' of the group; dx += dy f' with the sums rounded once")
+    G = ["%%g%d" % j for j in range(8)]
+    A = ["%%a%d" % j for j in range(8)]
+    k.r("f32", *["g%d a%d" % (j, j) for j in range(8)])
+    addr(k, "ady", "dy", "i", 16)
+    load8(k, t, "%ady", G)
+    addr(k, "adx", "dx", "i", 16)
+    load8(k, t, "%adx", A)
+    for j in range(8):
+        k.o("mul.rn.f32 %s, %s, %s;" % (G[j], G[j], Q[j]))
+        k.o("add.rn.f32 %s, %s, %s;" % (A[j], A[j], G[j]))
+    store8(k, t, "%adx", A)
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra VEC;")
+    k.label("TAIL")
+    k.r("b32", "e0")
+    k.o("setp.ne.u32 %pscal, 0, 1;")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %e0, %nvec, 3;")
+    k.o("add.u32 %i, %i, %e0;")
+    k.label("TAIL_LOOP")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    addr(k, "ax", "src", "i", 2)
+    k.o("@%pnone bra TURN;")
+    t.load1(k, "%q0", "%ax")
+    k.o("bra TURN;")
+    k.label("TAIL_STORE")
+    addr(k, "ady", "dy", "i", 2)
+    t.load1(k, "%g", "%ady")
+    addr(k, "adx", "dx", "i", 2)
+    t.load1(k, "%a", "%adx")
+    k.o("mul.rn.f32 %g, %g, %r;")
+    k.o("add.rn.f32 %a, %a, %g;")
+    t.store1(k, "%adx", "%a")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra TAIL_LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+BIN_NOTE = """op codes (eo_binop): 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min (torch.maximum /
+minimum: NaN if either input is NaN; PTX max/min would drop it)."""
+
+
+def binop(k, r, a, b, lab):
+    """r = a op b, the op in %op (uniform); each op block ends at lab_DONE."""
+    done = lab + "_DONE"
+    k.r("pred", "pn")
+    for i, name in enumerate(["ADD", "SUB", "MUL", "DIV", "MAX"]):
+        k.o("@%%b%d bra %s_%s;" % (i, lab, name))
+    k.o("min.f32 %s, %s, %s;" % (r, a, b), "min")
+    k.o("bra %s_NAN;" % lab)
+    k.label(lab + "_ADD")
+    k.o("add.rn.f32 %s, %s, %s;" % (r, a, b))
+    k.o("bra %s;" % done)
+    k.label(lab + "_SUB")
+    k.o("sub.rn.f32 %s, %s, %s;" % (r, a, b))
+    k.o("bra %s;" % done)
+    k.label(lab + "_MUL")
+    k.o("mul.rn.f32 %s, %s, %s;" % (r, a, b))
+    k.o("bra %s;" % done)
+    k.label(lab + "_DIV")
+    k.o("div.rn.f32 %s, %s, %s;" % (r, a, b))
+    k.o("bra %s;" % done)
+    k.label(lab + "_MAX")
+    k.o("max.f32 %s, %s, %s;" % (r, a, b))
+    k.label(lab + "_NAN")
+    k.o("setp.nan.f32 %%pn, %s, %s;" % (a, b), "either NaN?")
+    k.o("@%%pn add.rn.f32 %s, %s, %s;" % (r, a, b), "then NaN")
+    k.label(done)
+
+
+def k_binary(t):
+    k = K("eo_binary16_" + t.name, [
+        ("u32", "op", "eo_binop"), ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u64", "out", "%s *out" % t.name), ("u64", "a", "const %s *a" % t.name),
+        ("u64", "b", "const %s *b" % t.name)],
+        "eo_binary16_%s(op, n, nvec, out, a, b): out[i] = a[i] op b[i], three contiguous\n"
+        "arrays of one shape (the common case: residual adds, gates); other\n"
+        "layouts take eo_binary16_4d_%s.\n%s\n%s\n%s"
+        % (t.name, t.name, BIN_NOTE, VEC_NOTE, QUEUE_NOTE))
+    k.r("f32", *["q%d" % j for j in range(8)]).r("f32", *["c%d" % j for j in range(8)])
+    k.r("f32", "r va vb").r("b32", "j").r("pred", "pg pscal b0 b1 b2 b3 b4")
+    for i in range(5):
+        k.o("setp.eq.u32 %%b%d, %%op, %d;" % (i, i))
+    C = ["%%c%d" % j for j in range(8)]
+    grid_stride(k)
+    k.o("setp.ne.u32 %pscal, 0, 0;")
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %i, %nvec;")
+    k.o("@%pg bra TAIL;")
+    addr(k, "aa", "a", "i", 16)
+    load8(k, t, "%aa", Q)
+    addr(k, "ab", "b", "i", 16)
+    load8(k, t, "%ab", C)
+    k.o("mov.u32 %j, 0;")
+    k.label("TURN")
+    k.o("mov.f32 %va, %q0;")
+    k.o("mov.f32 %vb, %c0;")
+    binop(k, "%r", "%va", "%vb", "B")
+    k.o("@%pscal bra TAIL_STORE;")
+    rotate(k, Q, "%r")
+    for j in range(7):
+        k.o("mov.f32 %s, %s;" % (C[j], C[j + 1]))
+    k.o("add.u32 %j, %j, 1;")
+    k.o("setp.lt.u32 %pg, %j, 8;")
+    k.o("@%pg bra TURN;")
+    addr(k, "ao", "out", "i", 16)
+    store8(k, t, "%ao", Q)
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra VEC;")
+    k.label("TAIL")
+    k.r("b32", "e0")
+    k.o("setp.ne.u32 %pscal, 0, 1;")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %e0, %nvec, 3;")
+    k.o("add.u32 %i, %i, %e0;")
+    k.label("TAIL_LOOP")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    addr(k, "aa", "a", "i", 2)
+    t.load1(k, "%q0", "%aa")
+    addr(k, "ab", "b", "i", 2)
+    t.load1(k, "%c0", "%ab")
+    k.o("bra TURN;")
+    k.label("TAIL_STORE")
+    addr(k, "ao", "out", "i", 2)
+    t.store1(k, "%ao", "%r")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra TAIL_LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def k_binary_4d(t):
+    ps = [("u32", "op", "eo_binop")] + [("u32", "n%d" % d, "extent of axis %d" % d) for d in range(4)]
+    for nm in ("o", "a", "b"):
+        ps.append(("u64", nm, "%s%s *%s" % ("" if nm == "o" else "const ", t.name, nm)))
+        ps += [("s32", "s%s%d" % (nm, d), "%s's stride on axis %d (elements; 0 broadcasts)" % (nm, d))
+               for d in range(4)]
+    k = K("eo_binary16_4d_%s" % t.name, ps,
+          "eo_binary16_4d_%s(op, n0..n3, o, so0..3, a, sa0..3, b, sb0..3): out = a op b over\n"
+          "a 4-D index space with any strides (stride 0 broadcasts an input), one\n"
+          "element per thread per turn of a grid-stride loop. The strided path needs\n"
+          "the 4-D index of each element: three div/rem by the inner extents, which\n"
+          "the contiguous kernel above avoids.\n%s" % (t.name, BIN_NOTE))
+    k.r("b32", "total i0 i1 i2 i3 rest oo oa ob").r("pred", "pg b0 b1 b2 b3 b4").r("f32", "va vb r")
+    for i in range(5):
+        k.o("setp.eq.u32 %%b%d, %%op, %d;" % (i, i))
+    k.o("mul.lo.u32 %total, %n0, %n1;")
+    k.o("mul.lo.u32 %total, %total, %n2;")
+    k.o("mul.lo.u32 %total, %total, %n3;")
+    grid_stride(k)
+    k.label("LOOP")
+    k.o("setp.ge.u32 %pg, %i, %total;")
+    k.o("@%pg bra DONE;")
+    k.o("rem.u32 %i3, %i, %n3;", "(i0, i1, i2, i3) from the flat index")
+    k.o("div.u32 %rest, %i, %n3;")
+    k.o("rem.u32 %i2, %rest, %n2;")
+    k.o("div.u32 %rest, %rest, %n2;")
+    k.o("rem.u32 %i1, %rest, %n1;")
+    k.o("div.u32 %i0, %rest, %n1;")
+    for nm in ("o", "a", "b"):
+        k.o("mul.lo.s32 %%o%s, %%i0, %%s%s0;" % (nm, nm))
+        for d in (1, 2, 3):
+            k.o("mad.lo.s32 %%o%s, %%i%d, %%s%s%d, %%o%s;" % (nm, d, nm, d, nm))
+    k.r("b64", "pa pb po")
+    k.o("mul.wide.s32 %pa, %oa, 2;")
+    k.o("add.u64 %pa, %a, %pa;")
+    k.o("mul.wide.s32 %pb, %ob, 2;")
+    k.o("add.u64 %pb, %b, %pb;")
+    t.load1(k, "%va", "%pa")
+    t.load1(k, "%vb", "%pb")
+    binop(k, "%r", "%va", "%vb", "B")
+    k.o("mul.wide.s32 %po, %oo, 2;")
+    k.o("add.u64 %po, %o, %po;")
+    t.store1(k, "%po", "%r")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def k_convert(t, to16):
+    if to16:
+        name, doc = "eo_f32_to_" + t.name, "dst[i] = %s(src[i]), f32 -> %s rounded to nearest even" % (t.name, t.name)
+        ps = [("u32", "n", "element count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
+              ("u64", "dst", "%s *dst" % t.name), ("u64", "src", "const float *src")]
+    else:
+        name, doc = "eo_%s_to_f32" % t.name, "dst[i] = src[i] widened to f32 (exact)"
+        ps = [("u32", "n", "element count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
+              ("u64", "dst", "float *dst"), ("u64", "src", "const %s *src" % t.name)]
+    k = K(name, ps, "%s(n, nvec, dst, src): %s, contiguous.\n"
+          "A thread takes groups of 4 values: one 16-byte access of f32 and one\n"
+          "8-byte access of 16-bit values, so that across a warp both sides are\n"
+          "contiguous (512 and 256 bytes, every sector used in full; groups of 8\n"
+          "would make each f32 access touch every other 16 bytes). The launcher\n"
+          "passes nvec = n/4 when the f32 side is 16-byte and the 16-bit side\n"
+          "8-byte aligned, else 0; the tail [4 nvec, n) goes one value a thread.\n"
+          "cvt.rn to bf16/f16 rounds to nearest even; NaN stays NaN (quiet), values\n"
+          "past the 16-bit range become inf." % (name, doc))
+    k.r("f32", *["q%d" % j for j in range(4)]).r("pred", "pg").r("b32", "e0 w0 w1")
+    grid_stride(k)
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %i, %nvec;")
+    k.o("@%pg bra TAIL;")
+    if to16:
+        addr(k, "as", "src", "i", 16)
+        k.o("ld.global.v4.f32 {%q0, %q1, %q2, %q3}, [%as];")
+        t.pack(k, "%w0", "%q0", "%q1")
+        t.pack(k, "%w1", "%q2", "%q3")
+        addr(k, "ad", "dst", "i", 8)
+        k.o("st.global.v2.b32 [%ad], {%w0, %w1};", "4 halves, one 8-byte store")
+    else:
+        addr(k, "as", "src", "i", 8)
+        k.o("ld.global.v2.b32 {%w0, %w1}, [%as];", "4 halves, one 8-byte load")
+        t.unpack(k, "%w0", "%q0", "%q1")
+        t.unpack(k, "%w1", "%q2", "%q3")
+        addr(k, "ad", "dst", "i", 16)
+        k.o("st.global.v4.f32 [%ad], {%q0, %q1, %q2, %q3};")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra VEC;")
+    k.label("TAIL")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %e0, %nvec, 2;")
+    k.o("add.u32 %i, %i, %e0;")
+    k.label("TAIL_LOOP")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    if to16:
+        addr(k, "as", "src", "i", 4)
+        k.o("ld.global.f32 %q0, [%as];")
+        addr(k, "ad", "dst", "i", 2)
+        t.store1(k, "%ad", "%q0")
+    else:
+        addr(k, "as", "src", "i", 2)
+        t.load1(k, "%q0", "%as")
+        addr(k, "ad", "dst", "i", 4)
+        k.o("st.global.f32 [%ad], %q0;")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra TAIL_LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def k_copy16():
+    k = K("eo_copy16_flat", [("u32", "n", "element count"), ("u32", "nvec", "groups of 8 (n/8 when aligned, else 0)"),
+                             ("u64", "dst", "16-bit *dst"), ("u64", "src", "const 16-bit *src")],
+          "eo_copy16_flat(n, nvec, dst, src): dst[i] = src[i] for 16-bit values of\n"
+          "either type (bits are copied, nothing is converted): 16 bytes a thread on\n"
+          "the aligned part, 2 bytes on the tail.")
+    k.r("b32", "w0 w1 w2 w3 e0").r("b16", "h").r("pred", "pg")
+    grid_stride(k)
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %i, %nvec;")
+    k.o("@%pg bra TAIL;")
+    addr(k, "as", "src", "i", 16)
+    k.o("ld.global.v4.b32 {%w0, %w1, %w2, %w3}, [%as];")
+    addr(k, "ad", "dst", "i", 16)
+    k.o("st.global.v4.b32 [%ad], {%w0, %w1, %w2, %w3};")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra VEC;")
+    k.label("TAIL")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %e0, %nvec, 3;")
+    k.o("add.u32 %i, %i, %e0;")
+    k.label("TAIL_LOOP")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    addr(k, "as", "src", "i", 2)
+    k.o("ld.global.u16 %h, [%as];")
+    addr(k, "ad", "dst", "i", 2)
+    k.o("st.global.b16 [%ad], %h;")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra TAIL_LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def module_elementwise16():
+    head = """// ptx/elementwise16.ptx - elementwise kernels on 16-bit tensors (bf16, f16):
+// conversions to and from f32, a 16-bit copy, unary ops forward and
+// backward, binary ops forward (launchers: ops/cuda/elementwise16.c).
+// GENERATED by tools/build/gen-ptx16.py (edit that, then regenerate).
+//
+// 16-bit storage, f32 arithmetic: each value is widened to f32 when it is
+// loaded (bf16: its bits moved to the top of an f32; f16: cvt.f32.f16, both
+// exact), the op runs in f32 exactly as the f32 kernel's, and the result is
+// rounded to nearest even once, when it is stored (cvt.rn.{bf16,f16}x2.f32
+// packs two at a time). The results are therefore the f32 kernels' results
+// rounded to 16 bits: the tests compare them with the CPU's f32 kernel on the
+// widened inputs, rounded the same way.
+//
+// Launch contract (every kernel): grid-stride over the work, block (256, 1, 1)
+// and grid min(ceil(work / 256), 65535); any grid size is correct. The
+// contiguous kernels take nvec = n/8 when every pointer is 16-byte aligned
+// (else 0): the first 8 nvec elements go 8 per thread with 16-byte accesses,
+// the rest one per thread (the f32 <-> 16-bit conversions: groups of 4).
+.version 7.0
+.target sm_80
+.address_size 64
+"""
+    ks = []
+    for t in TYPES:
+        ks += [k_convert(t, True), k_convert(t, False)]
+    ks.append(k_copy16())
+    for t in TYPES:
+        ks += [k_unary(t), k_unary_bwd(t), k_binary(t), k_binary_4d(t)]
+    return head + "".join("\n" + k.text() for k in ks)
+
+
+
+# ================================================================= rows16 --
+
+ROW_NOTE = """One block of 256 threads per row (grid = rows). With vec (every base pointer
+16-byte aligned, so all rows of a call share one misalignment) a row is
+walked as a head of up to 7 values before its first 16-byte boundary, then
+16-byte groups of 8 values (group g = tid.x, tid.x + 256, ..., 4 or 2 of
+them loaded together), then a tail; without, one value per thread, column
+c = tid.x, tid.x + 256, ... The block's
+sums and maxima: a butterfly of shfl.sync.bfly within each warp, the 8 warp
+results through shared memory, combined by every thread in warp order 0..7,
+so results do not vary from run to run."""
+
+
+def row_setup(k, ptrs):
+    """%row = ctaid.x; %<p>r = row start of each pointer p (16-bit elements)."""
+    k.r("b32", "row tx lane warp").r("b64", "roff slot").r("pred", "lead")
+    k.o("mov.u32 %row, %ctaid.x;")
+    k.o("mov.u32 %tx, %tid.x;")
+    k.o("and.b32 %lane, %tx, 31;")
+    k.o("shr.u32 %warp, %tx, 5;")
+    k.o("setp.eq.u32 %lead, %lane, 0;", "lane 0 writes its warp's result")
+    k.o("mov.u64 %slot, s_red;")
+    k.o("mul.wide.u32 %roff, %warp, 4;")
+    k.o("add.u64 %slot, %slot, %roff;", "&s_red[warp]")
+    k.o("mul.wide.u32 %roff, %row, %cols;")
+    k.o("shl.b64 %roff, %roff, 1;", "byte offset of the row (2 bytes a value)")
+    for p in ptrs:
+        k.r("b64", p + "r")
+        k.o("add.u64 %%%sr, %%%s, %%roff;" % (p, p))
+    k.shared.append(".shared .align 16 .f32 s_red[8];      // one slot per warp")
+
+
+def block_reduce(k, v, op):
+    """v = op over the block (add or max), in every thread."""
+    k.r("f32", "br_t br0 br1 br2 br3 br4 br5 br6 br7")
+    k.c("%s = block-wide %s of %s" % (v, op, v))
+    ins = "add.rn.f32" if op == "add" else "max.f32"
+    for d in (16, 8, 4, 2, 1):
+        k.o("shfl.sync.bfly.b32 %%br_t, %s, %d, 31, 0xffffffff;" % (v, d))
+        k.o("%s %s, %s, %%br_t;" % (ins, v, v))
+    k.o("@%%lead st.shared.f32 [%%slot], %s;" % v)
+    k.o("bar.sync 0;")
+    k.o("ld.shared.v4.f32 {%br0, %br1, %br2, %br3}, [s_red];", "the 8 warp results")
+    k.o("ld.shared.v4.f32 {%br4, %br5, %br6, %br7}, [s_red+16];")
+    k.o("%s %s, %%br0, %%br1;" % (ins, v))
+    for j in range(2, 8):
+        k.o("%s %s, %s, %%br%d;" % (ins, v, v, j))
+    k.o("bar.sync 0;", "the slots may be reused after this")
+
+
+def row_split(k, rowptr):
+    """Split the row into a head, 16-byte groups and a tail. With vec set,
+    the head is the values before the first 16-byte boundary of the row
+    (0..7: a row of 50257 bf16 values starts anywhere mod 16), %ng the whole
+    groups after it, %tail0 the first column after them; without, the whole
+    row is tail (one value a thread). Once per row: no division."""
+    k.r("b32", "hd ng tail0 lo").r("pred", "pvec")
+    k.o("setp.ne.u32 %pvec, %vec, 0;")
+    k.o("cvt.u32.u64 %%lo, %s;" % rowptr)
+    k.o("neg.s32 %lo, %lo;")
+    k.o("and.b32 %lo, %lo, 15;", "bytes to the next 16-byte boundary")
+    k.o("shr.u32 %hd, %lo, 1;", "... in values")
+    k.o("min.u32 %hd, %hd, %cols;")
+    k.o("sub.u32 %ng, %cols, %hd;")
+    k.o("shr.u32 %ng, %ng, 3;", "whole groups of 8 after the head")
+    k.o("@!%pvec mov.u32 %hd, 0;")
+    k.o("@!%pvec mov.u32 %ng, 0;")
+    k.o("shl.b32 %tail0, %ng, 3;")
+    k.o("add.u32 %tail0, %tail0, %hd;")
+
+
+def walk(k, lab, body, U=1):
+    """Run body(nv) over this thread's part of the row (row_split's pieces):
+    the head, one value a thread (nv = 1, %off = 2 c, %col0 = c); U groups
+    at a time while they last (nv = 8 U: groups g, g + 256, ..., their U
+    16-byte loads issued together, so that a long row is not latency-bound
+    on one load per round); single groups (nv = 8, %off = 2 hd + 16 g,
+    %col0 = hd + 8 g); the tail, one value a thread."""
+    k.r("b32", "g col0 glast").r("b64", "off").r("pred", "pw")
+
+    def singles(tag, start, end):
+        k.o("add.u32 %%col0, %s, %%tx;" % start)
+        k.label(lab + tag)
+        k.o("setp.ge.u32 %%pw, %%col0, %s;" % end)
+        k.o("@%%pw bra %s%s_E;" % (lab, tag))
+        k.o("mul.wide.u32 %off, %col0, 2;")
+        body(1)
+        k.o("add.u32 %col0, %col0, 256;")
+        k.o("bra %s%s;" % (lab, tag))
+        k.label(lab + tag + "_E")
+
+    def group_offset():
+        k.o("shl.b32 %col0, %g, 3;")
+        k.o("add.u32 %col0, %col0, %hd;")
+        k.o("mul.wide.u32 %off, %col0, 2;", "2 hd + 16 g")
+
+    k.r("b32", "zero")
+    k.o("mov.u32 %zero, 0;")
+    singles("_H", "%zero", "%hd")
+    k.o("mov.u32 %g, %tx;")
+    if U > 1:
+        k.o("add.u32 %%glast, %%g, %d;" % (256 * (U - 1)))
+        k.label(lab + "_U")
+        k.o("setp.ge.u32 %pw, %glast, %ng;", "the last of the U groups past the row?")
+        k.o("@%%pw bra %s_V;" % lab)
+        group_offset()
+        body(8 * U)
+        k.o("add.u32 %%g, %%g, %d;" % (256 * U))
+        k.o("add.u32 %%glast, %%glast, %d;" % (256 * U))
+        k.o("bra %s_U;" % lab)
+    k.label(lab + "_V")
+    k.o("setp.ge.u32 %pw, %g, %ng;")
+    k.o("@%%pw bra %s_T;" % lab)
+    group_offset()
+    body(8)
+    k.o("add.u32 %g, %g, 256;")
+    k.o("bra %s_V;" % lab)
+    k.label(lab + "_T")
+    singles("_S", "%tail0", "%cols")
+
+
+def col_of(j):
+    """Column of value j of a body, relative to %col0 (groups 256 apart)."""
+    return (j // 8) * 2048 + j % 8
+
+
+def ld(k, t, nv, base, regs):
+    """nv values at [base + %off] (groups 4096 bytes apart) into regs (f32)."""
+    k.r("b64", "ap")
+    k.o("add.u64 %%ap, %s, %%off;" % base)
+    if nv == 1:
+        t.load1(k, regs[0], "%ap")
+        return
+    U = nv // 8
+    ws = ["%%w%d" % j for j in range(4 * U)]
+    k.r("b32", *[w[1:] for w in ws])
+    for u in range(U):
+        k.o("ld.global.v4.b32 {%s}, [%%ap+%d];" % (", ".join(ws[4 * u:4 * u + 4]), 4096 * u),
+            "8 halves, one 16-byte load" if u == 0 else None)
+    for j in range(4 * U):
+        t.unpack(k, ws[j], regs[2 * j], regs[2 * j + 1])
+
+
+def st(k, t, nv, base, regs):
+    k.r("b64", "ap")
+    k.o("add.u64 %%ap, %s, %%off;" % base)
+    if nv == 1:
+        t.store1(k, "%ap", regs[0])
+        return
+    U = nv // 8
+    ws = ["%%w%d" % j for j in range(4 * U)]
+    k.r("b32", *[w[1:] for w in ws])
+    for j in range(4 * U):
+        t.pack(k, ws[j], regs[2 * j], regs[2 * j + 1])
+    for u in range(U):
+        k.o("st.global.v4.b32 [%%ap+%d], {%s};" % (4096 * u, ", ".join(ws[4 * u:4 * u + 4])))
+
+
+V = ["%%v%d" % j for j in range(32)]
+W = ["%%u%d" % j for j in range(32)]
+Y = ["%%y%d" % j for j in range(32)]
+
+
+def online(k, t, lab, base):
+    """Running max %m and sum %s of exp(x - m) over this thread's columns."""
+    k.r("f32", "m s mc z f e", *[v[1:] for v in V]).r("pred", "pq")
+    k.o("mov.f32 %m, 0fFF800000;", "m = -inf")
+    k.o("mov.f32 %s, 0f00000000;")
+
+    def body(nv):
+        ld(k, t, nv, base, V)
+        k.o("mov.f32 %mc, %m;")
+        for j in range(nv):
+            k.o("max.f32 %%mc, %%mc, %s;" % V[j], "NaN dropped here; the sum carries it" if j == 0 else None)
+        k.o("setp.eq.f32 %pq, %mc, 0fFF800000;", "all -inf so far: subtract 0, not -inf")
+        k.o("selp.f32 %z, 0f00000000, %mc, %pq;")
+        k.o("sub.rn.f32 %f, %m, %z;")
+        exp_fast(k, "%f", "%f")
+        k.o("setp.eq.f32 %pq, %m, %mc;", "max unchanged (also -inf = -inf): scale 1")
+        k.o("selp.f32 %f, 0f3F800000, %f, %pq;")
+        k.o("mul.rn.f32 %s, %s, %f;", "the old sum rescaled to the new max")
+        k.o("mov.f32 %m, %mc;")
+        for j in range(nv):
+            k.o("sub.rn.f32 %%e, %s, %%z;" % V[j])
+            exp_fast(k, "%e", "%e")
+            k.o("add.rn.f32 %s, %s, %e;")
+    walk(k, lab, body, 4)
+
+
+def combine(k):
+    """Block (M, S) from every thread's (m, s); %Z = M, or 0 where M = -inf."""
+    k.r("f32", "M S Z")
+    k.o("mov.f32 %M, %m;")
+    block_reduce(k, "%M", "max")
+    k.o("setp.eq.f32 %pq, %M, 0fFF800000;")
+    k.o("selp.f32 %Z, 0f00000000, %M, %pq;", "Z: what exps were taken against")
+    k.o("sub.rn.f32 %f, %m, %Z;")
+    exp_fast(k, "%f", "%f")
+    k.o("setp.eq.f32 %pq, %m, %M;")
+    k.o("selp.f32 %f, 0f3F800000, %f, %pq;")
+    k.o("mul.rn.f32 %S, %s, %f;", "this thread's sum, against Z")
+    block_reduce(k, "%S", "add")
+
+
+EXP_NOTE = """exp is 2^(x log2 e) by ex2.approx (relative error about 2^-18 for the
+arguments met here, from rounding x log2 e), log S is lg2.approx(S) ln 2:
+the f32 values are then rounded to 16 bits, whose half-ulp (2^-9 bf16,
+2^-12 f16) is far above that error, so the full-accuracy sequences of the
+f32 kernels would buy nothing here but instructions."""
+
+
+def k_softmax(t):
+    k = K("eo_softmax16_" + t.name, [
+        ("u32", "log", "0 softmax, otherwise log_softmax"), ("u32", "rows", "rows"),
+        ("u32", "cols", "columns, >= 1"), ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
+        ("u64", "x", "const %s *x [rows, cols]" % t.name), ("u64", "y", "%s *y [rows, cols]" % t.name)],
+        "eo_softmax16_%s(log, rows, cols, nvec, x, y): softmax or log_softmax of each row\n"
+        "(eo_k_softmax16 in ops/kernels.h), 16-bit in and out, f32 inside.\n%s\n"
+        "Pass 1 reads the row once for the running max m and sum s of exp(x - m)\n"
+        "(online normalizer, Milakov & Gimelshein 2018: when a group raises m, s is\n"
+        "first scaled by exp(m_old - m_new)); the block combines them into M and S;\n"
+        "pass 2 reads the row again (from L2: a 50257-column bf16 row is 100 KB)\n"
+        "and writes exp(x - M) / S, or (x - M) - log S. A row of only -inf has S = 0\n"
+        "and is written directly (softmax 0, log_softmax -inf); a NaN or +inf makes\n"
+        "S NaN and the whole row NaN, as the f32 kernel.\n%s" % (t.name, ROW_NOTE, EXP_NOTE))
+    row_setup(k, ["x", "y"])
+    row_split(k, "%xr")
+    online(k, t, "P1", "%xr")
+    combine(k)
+    k.r("f32", "R LS").r("pred", "plog pm")
+    k.o("setp.ne.u32 %plog, %log, 0;")
+    k.o("setp.eq.f32 %pm, %S, 0f00000000;", "(uniform) a row of only -inf")
+    k.o("@%pm bra MASKED;")
+    k.o("rcp.rn.f32 %R, %S;", "1/S: one reciprocal per row")
+    k.o("lg2.approx.f32 %LS, %S;")
+    k.o("mul.rn.f32 %LS, %LS, 0f3F317218;", "log S")
+
+    def body(nv):
+        ld(k, t, nv, "%xr", V)
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%Z;" % (V[j], V[j]))
+            k.o("@%%plog sub.rn.f32 %s, %s, %%LS;" % (W[j], V[j]))
+            k.o("@!%%plog mul.rn.f32 %s, %s, 0f3FB8AA3B;" % (W[j], V[j]))
+            k.o("@!%%plog ex2.approx.f32 %s, %s;" % (W[j], W[j]))
+            k.o("@!%%plog mul.rn.f32 %s, %s, %%R;" % (W[j], W[j]))
+        st(k, t, nv, "%yr", W)
+    k.r("f32", *[w[1:] for w in W])
+    walk(k, "P2", body, 4)
+    k.o("ret;")
+    k.label("MASKED")
+    k.o("selp.f32 %R, 0fFF800000, 0f00000000, %plog;", "log_softmax -inf, softmax 0")
+
+    def body_m(nv):
+        for j in range(nv):
+            k.o("mov.f32 %s, %%R;" % W[j])
+        st(k, t, nv, "%yr", W)
+    walk(k, "PM", body_m)
+    k.o("ret;")
+    return k
+
+
+def k_softmax_bwd(t):
+    k = K("eo_softmax16_bwd_" + t.name, [
+        ("u32", "log", "0 softmax, otherwise log_softmax"), ("u32", "rows", "rows"),
+        ("u32", "cols", "columns"), ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
+        ("u64", "y", "const %s *y (forward output)" % t.name), ("u64", "dy", "const %s *dy" % t.name),
+        ("u64", "dx", "%s *dx (accumulated)" % t.name)],
+        "eo_softmax16_bwd_%s(log, rows, cols, nvec, y, dy, dx), from the forward output:\n"
+        "  softmax:     dx += y (dy - sum_j dy_j y_j)\n"
+        "  log_softmax: dx += dy - exp(y) sum_j dy_j   (exp(-inf) = 0: no gradient)\n"
+        "Pass 1 forms the row's sum, pass 2 reads y, dy and dx again and writes dx\n"
+        "(the sum in f32, rounded once).\n%s" % (t.name, ROW_NOTE))
+    row_setup(k, ["y", "dy", "dx"])
+    row_split(k, "%yr")
+    k.r("f32", "acc", *[v[1:] for v in V + W + Y]).r("pred", "plog")
+    k.o("setp.ne.u32 %plog, %log, 0;")
+    k.o("mov.f32 %acc, 0f00000000;")
+
+    def body1(nv):
+        ld(k, t, nv, "%yr", V)
+        ld(k, t, nv, "%dyr", W)
+        for j in range(nv):
+            k.o("@%%plog add.rn.f32 %%acc, %%acc, %s;" % W[j])
+            k.o("@!%%plog fma.rn.f32 %%acc, %s, %s, %%acc;" % (W[j], V[j]))
+    walk(k, "P1", body1, 2)
+    block_reduce(k, "%acc", "add")
+
+    def body2(nv):
+        ld(k, t, nv, "%yr", V)
+        ld(k, t, nv, "%dyr", W)
+        ld(k, t, nv, "%dxr", Y)
+        for j in range(nv):
+            k.o("@!%%plog sub.rn.f32 %s, %s, %%acc;" % (W[j], W[j]))
+            k.o("@!%%plog mul.rn.f32 %s, %s, %s;" % (W[j], V[j], W[j]), "y (dy - sum)")
+            k.o("@%%plog mul.rn.f32 %s, %s, 0f3FB8AA3B;" % (V[j], V[j]))
+            k.o("@%%plog ex2.approx.f32 %s, %s;" % (V[j], V[j]), "exp(y)")
+            k.o("@%%plog mul.rn.f32 %s, %s, %%acc;" % (V[j], V[j]))
+            k.o("@%%plog sub.rn.f32 %s, %s, %s;" % (W[j], W[j], V[j]), "dy - exp(y) sum")
+            k.o("add.rn.f32 %s, %s, %s;" % (Y[j], Y[j], W[j]))
+        st(k, t, nv, "%dxr", Y)
+    walk(k, "P2", body2, 2)
+    k.o("ret;")
+    return k
+
+
+def k_layernorm(t):
+    k = K("eo_layernorm16_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "columns, >= 1"),
+        ("u32", "vec", "nonzero: 16-byte groups (bases aligned; cols % 8 = 0 with w, b)"),
+        ("u64", "x", "const %s *x [rows, cols]" % t.name), ("u64", "w", "const %s *w [cols] or 0" % t.name),
+        ("u64", "b", "const %s *b [cols] or 0" % t.name), ("f32", "eps", "eps"),
+        ("u64", "y", "%s *y [rows, cols]" % t.name), ("u64", "mean", "float *mean [rows]"),
+        ("u64", "rstd", "float *rstd [rows]")],
+        "eo_layernorm16_%s(rows, cols, nvec, x, w, b, eps, y, mean, rstd): layernorm of\n"
+        "each row (eo_k_layernorm16), 16-bit x, w, b, y; f32 mean and rstd.\n"
+        "Three reads of the row (the second and third from L1/L2): the mean; the\n"
+        "variance around it, sum (x - mean)^2 / C (never E[x^2] - E[x]^2, which\n"
+        "cancels; and in f32, so the sum of squares cannot overflow as it would in\n"
+        "f16); then y = (x - mean) rstd w + b with rstd = 1/sqrt(var + eps), the\n"
+        "order of the f32 kernel. w or b = 0: that step is left out.\n%s" % (t.name, ROW_NOTE))
+    row_setup(k, ["x", "y"])
+    row_split(k, "%xr")
+    k.r("f32", "acc mu var rs fc d", *[v[1:] for v in V + W + Y]).r("pred", "pwt pbs")
+    k.o("setp.ne.u64 %pwt, %w, 0;")
+    k.o("setp.ne.u64 %pbs, %b, 0;")
+    k.o("cvt.rn.f32.u32 %fc, %cols;")
+    k.o("mov.f32 %acc, 0f00000000;")
+
+    def body1(nv):
+        ld(k, t, nv, "%xr", V)
+        for j in range(nv):
+            k.o("add.rn.f32 %%acc, %%acc, %s;" % V[j])
+    walk(k, "P1", body1, 4)
+    block_reduce(k, "%acc", "add")
+    k.o("div.rn.f32 %mu, %acc, %fc;", "mean")
+    k.o("mov.f32 %acc, 0f00000000;")
+
+    def body2(nv):
+        ld(k, t, nv, "%xr", V)
+        for j in range(nv):
+            k.o("sub.rn.f32 %%d, %s, %%mu;" % V[j])
+            k.o("mul.rn.f32 %d, %d, %d;")
+            k.o("add.rn.f32 %acc, %acc, %d;")
+    walk(k, "P2", body2, 4)
+    block_reduce(k, "%acc", "add")
+    k.o("div.rn.f32 %var, %acc, %fc;", "biased variance, as PyTorch")
+    k.o("add.rn.f32 %var, %var, %eps;")
+    k.o("sqrt.rn.f32 %var, %var;")
+    k.o("rcp.rn.f32 %rs, %var;", "rstd = 1 / sqrt(var + eps)")
+    k.r("b64", "ms").r("pred", "p0")
+    k.o("setp.eq.u32 %p0, %tx, 0;")
+    k.o("mul.wide.u32 %ms, %row, 4;")
+    k.o("add.u64 %ms, %mean, %ms;")
+    k.o("@%p0 st.global.f32 [%ms], %mu;")
+    k.o("mul.wide.u32 %ms, %row, 4;")
+    k.o("add.u64 %ms, %rstd, %ms;")
+    k.o("@%p0 st.global.f32 [%ms], %rs;")
+
+    def body3(nv):
+        ld(k, t, nv, "%xr", V)
+        k.o("@!%%pwt bra %s;" % k.uniq_label("NOW"))
+        ld(k, t, nv, "%w", W)
+        k.label(k.last_label)
+        k.o("@!%%pbs bra %s;" % k.uniq_label("NOB"))
+        ld(k, t, nv, "%b", Y)
+        k.label(k.last_label)
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%mu;" % (V[j], V[j]))
+            k.o("mul.rn.f32 %s, %s, %%rs;" % (V[j], V[j]))
+            k.o("@%%pwt mul.rn.f32 %s, %s, %s;" % (V[j], V[j], W[j]))
+            k.o("@%%pbs add.rn.f32 %s, %s, %s;" % (V[j], V[j], Y[j]))
+        st(k, t, nv, "%yr", V)
+    walk(k, "P3", body3, 2)
+    k.o("ret;")
+    return k
+
+
+def k_ce_fwd(t):
+    k = K("eo_ce16_fwd_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "classes, >= 1"),
+        ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
+        ("u64", "x", "const %s *logits [rows, cols]" % t.name), ("u64", "target", "const int32 *target [rows]"),
+        ("s32", "ignore", "ignore_index"), ("u64", "stats", "float *stats [rows, 2]: M, L"),
+        ("u64", "rowloss", "float *rowloss [rows] (scratch)")],
+        "eo_ce16_fwd_%s(rows, cols, nvec, x, target, ignore, stats, rowloss): per row of\n"
+        "16-bit logits, M = max and L = log sum exp(x - M) from one read (online\n"
+        "normalizer, as eo_softmax16), saved as f32 stats for the backward, and\n"
+        "the row's loss (M - x[target]) + L in f32, 0 for an ignored row, into\n"
+        "rowloss for eo_ce16_loss. M and L stay apart (ops/kernels.h says why). A\n"
+        "NaN or +inf logit, or a row of only -inf, gives a NaN loss.\n%s\n%s" % (t.name, ROW_NOTE, EXP_NOTE))
+    row_setup(k, ["x"])
+    row_split(k, "%xr")
+    online(k, t, "P1", "%xr")
+    combine(k)
+    k.r("f32", "L xt loss").r("b64", "a8").r("b32", "tg").r("pred", "p0 pign")
+    k.o("lg2.approx.f32 %L, %S;")
+    k.o("mul.rn.f32 %L, %L, 0f3F317218;", "L = log S (against Z)")
+    k.o("setp.ne.u32 %p0, %tx, 0;")
+    k.o("@%p0 bra DONE;", "thread 0 writes the row's results")
+    k.o("mul.wide.u32 %a8, %row, 8;")
+    k.o("add.u64 %a8, %stats, %a8;")
+    k.o("st.global.v2.f32 [%a8], {%M, %L};", "M and L (against Z = M, or 0 for a row of -inf)")
+    k.o("mul.wide.u32 %a8, %row, 4;")
+    k.o("add.u64 %a8, %target, %a8;")
+    k.o("ld.global.s32 %tg, [%a8];")
+    k.o("mov.f32 %loss, 0f00000000;")
+    k.o("setp.eq.s32 %pign, %tg, %ignore;")
+    k.o("@%pign bra WRITE;")
+    k.o("mul.wide.u32 %a8, %tg, 2;")
+    k.o("add.u64 %a8, %xr, %a8;")
+    t.load1(k, "%xt", "%a8")
+    k.o("sub.rn.f32 %loss, %Z, %xt;")
+    k.o("add.rn.f32 %loss, %loss, %L;", "(M - x[t]) + L")
+    k.o("setp.eq.f32 %pq, %M, 0fFF800000;", "a row of only -inf: NaN, as PyTorch")
+    k.o("@%pq mov.f32 %loss, 0f7FFFFFFF;")
+    k.label("WRITE")
+    k.o("mul.wide.u32 %a8, %row, 4;")
+    k.o("add.u64 %a8, %rowloss, %a8;")
+    k.o("st.global.f32 [%a8], %loss;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def one_block_count(k, with_sum):
+    """Over rows r = tid.x, tid.x + 256, ...: %cnt = kept rows, %sum = their
+    rowloss. Four rows a turn (r, r + 256, r + 512, r + 768), their loads
+    issued together: one block walks every row, so with one load in flight
+    per thread 4096 rows would be 16 dependent memory rounds."""
+    k.r("b32", "r tg").r("b64", "a8").r("f32", "cnt sum v").r("pred", "pg pk")
+    k.r("b32", "t0 t1 t2 t3 rl").r("f32", "l0 l1 l2 l3").r("pred", "q1 q2 q3")
+    k.o("mov.f32 %cnt, 0f00000000;")
+    k.o("mov.f32 %sum, 0f00000000;")
+    k.o("mov.u32 %r, %tx;")
+    k.label("COUNT4")
+    k.o("add.u32 %rl, %r, 768;")
+    k.o("setp.ge.u32 %pg, %rl, %rows;", "all four rows there?")
+    k.o("@%pg bra COUNT;")
+    k.o("mul.wide.u32 %a8, %r, 4;")
+    k.o("add.u64 %a8, %target, %a8;")
+    for j in range(4):
+        k.o("ld.global.s32 %%t%d, [%%a8+%d];" % (j, 1024 * j))
+    if with_sum:
+        k.o("mul.wide.u32 %a8, %r, 4;")
+        k.o("add.u64 %a8, %rowloss, %a8;")
+        for j in range(4):
+            k.o("ld.global.f32 %%l%d, [%%a8+%d];" % (j, 1024 * j))
+    for j in range(4):
+        k.o("setp.ne.s32 %%pk, %%t%d, %%ignore;" % j)
+        k.o("@%pk add.rn.f32 %cnt, %cnt, 0f3F800000;", "exact below 2^24 rows" if j == 0 else None)
+        if with_sum:
+            k.o("add.rn.f32 %%sum, %%sum, %%l%d;" % j, "ignored rows hold 0" if j == 0 else None)
+    k.o("add.u32 %r, %r, 1024;")
+    k.o("bra COUNT4;")
+    k.label("COUNT")
+    k.o("setp.ge.u32 %pg, %r, %rows;")
+    k.o("@%pg bra COUNTED;")
+    k.o("mul.wide.u32 %a8, %r, 4;")
+    k.o("add.u64 %a8, %target, %a8;")
+    k.o("ld.global.s32 %tg, [%a8];")
+    k.o("setp.ne.s32 %pk, %tg, %ignore;")
+    k.o("@%pk add.rn.f32 %cnt, %cnt, 0f3F800000;")
+    if with_sum:
+        k.o("mul.wide.u32 %a8, %r, 4;")
+        k.o("add.u64 %a8, %rowloss, %a8;")
+        k.o("ld.global.f32 %v, [%a8];")
+        k.o("add.rn.f32 %sum, %sum, %v;")
+    k.o("add.u32 %r, %r, 256;")
+    k.o("bra COUNT;")
+    k.label("COUNTED")
+    block_reduce(k, "%cnt", "add")
+    if with_sum:
+        block_reduce(k, "%sum", "add")
+
+
+def block_setup(k):
+    k.r("b32", "tx lane warp").r("b64", "roff slot").r("pred", "lead")
+    k.o("mov.u32 %tx, %tid.x;")
+    k.o("and.b32 %lane, %tx, 31;")
+    k.o("shr.u32 %warp, %tx, 5;")
+    k.o("setp.eq.u32 %lead, %lane, 0;")
+    k.o("mov.u64 %slot, s_red;")
+    k.o("mul.wide.u32 %roff, %warp, 4;")
+    k.o("add.u64 %slot, %slot, %roff;")
+    k.shared.append(".shared .align 16 .f32 s_red[8];      // one slot per warp")
+
+
+def k_ce_loss(t):
+    k = K("eo_ce16_loss_" + t.name, [
+        ("u32", "rows", "rows"), ("u64", "target", "const int32 *target"), ("s32", "ignore", "ignore_index"),
+        ("u32", "reduction", "0 mean, 1 sum, 2 none"), ("u64", "rowloss", "const float *rowloss [rows]"),
+        ("u64", "loss", "%s *loss: [1], or [rows] for none" % t.name)],
+        "eo_ce16_loss_%s(rows, target, ignore, reduction, rowloss, loss): one block of\n"
+        "256 threads. none: loss[r] = rowloss[r] rounded to %s; mean and sum: the\n"
+        "kept rows' sum in f32 (per thread, then the block in a fixed order),\n"
+        "divided by their count for mean (0 when no row is kept), rounded once." % (t.name, t.name))
+    block_setup(k)
+    k.r("pred", "pnone p0").r("b32", "r").r("b64", "a8").r("f32", "v")
+    k.o("setp.eq.u32 %pnone, %reduction, 2;")
+    k.o("@!%pnone bra REDUCE;")
+    k.o("mov.u32 %r, %tx;")
+    k.label("NONE")
+    k.r("pred", "pg")
+    k.o("setp.ge.u32 %pg, %r, %rows;")
+    k.o("@%pg bra DONE;")
+    k.o("mul.wide.u32 %a8, %r, 4;")
+    k.o("add.u64 %a8, %rowloss, %a8;")
+    k.o("ld.global.f32 %v, [%a8];")
+    k.o("mul.wide.u32 %a8, %r, 2;")
+    k.o("add.u64 %a8, %loss, %a8;")
+    t.store1(k, "%a8", "%v")
+    k.o("add.u32 %r, %r, 256;")
+    k.o("bra NONE;")
+    k.label("REDUCE")
+    one_block_count(k, True)
+    k.o("setp.ne.u32 %p0, %tx, 0;")
+    k.o("@%p0 bra DONE;")
+    k.r("pred", "pz")
+    k.o("setp.eq.u32 %pg, %reduction, 0;", "mean:")
+    k.o("setp.eq.f32 %pz, %cnt, 0f00000000;")
+    k.o("@%pg div.rn.f32 %sum, %sum, %cnt;", "sum / count ...")
+    k.o("and.pred %pz, %pz, %pg;")
+    k.o("@%pz mov.f32 %sum, 0f00000000;", "... 0 when no row is kept")
+    t.store1(k, "%loss", "%sum")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def k_ce_scale(t):
+    k = K("eo_ce16_scale_" + t.name, [
+        ("u32", "rows", "rows"), ("u64", "target", "const int32 *target"), ("s32", "ignore", "ignore_index"),
+        ("u32", "reduction", "0 mean, 1 sum"), ("u64", "dloss", "const %s *dloss [1]" % t.name),
+        ("u64", "scale", "float *scale [1] (scratch)")],
+        "eo_ce16_scale_%s(rows, target, ignore, reduction, dloss, scale): one block of 256;\n"
+        "scale[0] = dloss[0] / kept rows (mean; 0 when none is kept) or dloss[0]\n"
+        "(sum), for eo_ce16_bwd." % t.name)
+    block_setup(k)
+    k.r("b64", "rowloss")
+    one_block_count(k, False)
+    k.r("pred", "p0 pz").r("f32", "d")
+    k.o("setp.ne.u32 %p0, %tx, 0;")
+    k.o("@%p0 bra DONE;")
+    t.load1(k, "%d", "%dloss")
+    k.o("setp.eq.u32 %pg, %reduction, 0;")
+    k.o("@%pg div.rn.f32 %d, %d, %cnt;")
+    k.o("setp.eq.f32 %pz, %cnt, 0f00000000;")
+    k.o("and.pred %pz, %pz, %pg;")
+    k.o("@%pz mov.f32 %d, 0f00000000;")
+    k.o("st.global.f32 [%scale], %d;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def k_ce_bwd(t):
+    k = K("eo_ce16_bwd_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "classes"),
+        ("u32", "vec", "nonzero: 16-byte groups (every base pointer 16-byte aligned)"),
+        ("u64", "x", "const %s *logits" % t.name), ("u64", "target", "const int32 *target"),
+        ("s32", "ignore", "ignore_index"), ("u64", "stats", "const float *stats [rows, 2]"),
+        ("u64", "scale", "const float *scale [1] (mean, sum) or 0"),
+        ("u64", "dloss", "const %s *dloss [rows] (none) or 0" % t.name),
+        ("u64", "dx", "%s *dlogits (accumulated)" % t.name)],
+        "eo_ce16_bwd_%s(rows, cols, nvec, x, target, ignore, stats, scale, dloss, dx):\n"
+        "dx[r, c] += s_r (exp((x - M) - L) - [c == target[r]]) for kept rows, with\n"
+        "s_r = scale[0] (mean, sum: eo_ce16_scale) or dloss[r] (none); an ignored\n"
+        "row is left alone (the whole block returns).\n%s\n%s" % (t.name, ROW_NOTE, EXP_NOTE))
+    row_setup(k, ["x", "dx"])
+    row_split(k, "%xr")
+    k.r("b64", "a8").r("b32", "tg tc").r("f32", "M L sr", *[v[1:] for v in V + W]).r("pred", "pq pt")
+    k.o("mul.wide.u32 %a8, %row, 4;")
+    k.o("add.u64 %a8, %target, %a8;")
+    k.o("ld.global.s32 %tg, [%a8];")
+    k.o("setp.eq.s32 %pq, %tg, %ignore;")
+    k.o("@%pq bra DONE;", "(uniform) ignored row")
+    k.o("mul.wide.u32 %a8, %row, 8;")
+    k.o("add.u64 %a8, %stats, %a8;")
+    k.o("ld.global.v2.f32 {%M, %L}, [%a8];")
+    k.o("setp.eq.f32 %pq, %M, 0fFF800000;", "the forward took exps against 0 then")
+    k.o("@%pq mov.f32 %M, 0f00000000;")
+    k.o("setp.eq.u64 %pq, %scale, 0;")
+    k.o("@!%pq ld.global.f32 %sr, [%scale];")
+    k.o("@%pq bra PER_ROW;")
+    k.o("bra SCALED;")
+    k.label("PER_ROW")
+    k.o("mul.wide.u32 %a8, %row, 2;")
+    k.o("add.u64 %a8, %dloss, %a8;")
+    t.load1(k, "%sr", "%a8")
+    k.label("SCALED")
+
+    def body(nv):
+        ld(k, t, nv, "%xr", V)
+        ld(k, t, nv, "%dxr", W)
+        k.o("sub.u32 %tc, %tg, %col0;", "target's place in this group (any u32)")
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%M;" % (V[j], V[j]))
+            k.o("sub.rn.f32 %s, %s, %%L;" % (V[j], V[j]))
+            exp_fast(k, V[j], V[j])
+            k.o("setp.eq.u32 %%pt, %%tc, %d;" % col_of(j))
+            k.o("@%%pt sub.rn.f32 %s, %s, 0f3F800000;" % (V[j], V[j]), "p - 1 at the target")
+            k.o("fma.rn.f32 %s, %%sr, %s, %s;" % (W[j], V[j], W[j]))
+        st(k, t, nv, "%dxr", W)
+    walk(k, "P", body, 2)
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def module_rows16():
+    head = """// ptx/rows16.ptx - row kernels on 16-bit tensors (bf16, f16): softmax and
+// log_softmax forward and backward, layernorm forward, cross-entropy forward
+// (row statistics, then the loss) and backward (launchers: ops/cuda/rows16.c).
+// GENERATED by tools/build/gen-ptx16.py (edit that, then regenerate).
+//
+// 16-bit storage, f32 arithmetic: values are widened to f32 as they are
+// read, every sum and maximum runs in f32 (so an f16 row's sum of squares or
+// of exps cannot overflow 65504), and each result is rounded to nearest even
+// once, when written. Statistics (mean, rstd, cross-entropy's M and L) stay
+// f32, as in the f32 kernels.
+//
+// Launch contract: a block of exactly 256 threads per row, grid (rows, 1, 1),
+// 32 bytes of static shared memory (one f32 per warp); eo_ce16_loss and
+// eo_ce16_scale are one block of 256.
+.version 7.0
+.target sm_80
+.address_size 64
+"""
+    ks = []
+    for t in TYPES:
+        ks += [k_softmax(t), k_softmax_bwd(t), k_layernorm(t), k_ce_fwd(t), k_ce_loss(t), k_ce_scale(t),
+               k_ce_bwd(t)]
+    return head + "".join("\n" + k.text() for k in ks)
+
+
+# ============================================================ embedding16 --
+
+def k_embedding():
+    k = K("eo_embedding16", [
+        ("u32", "n", "rows to gather"), ("u32", "dim", "row length"),
+        ("u32", "nvec", "dim/8 when 16-byte groups fit, else 0"),
+        ("u64", "table", "const 16-bit *table [vocab, dim]"), ("u64", "idx", "const int32 *idx [n]"),
+        ("u64", "out", "16-bit *out [n, dim]")],
+        "eo_embedding16(n, dim, nvec, table, idx, out): out[i, :] = table[idx[i], :] for\n"
+        "16-bit values of either type (a copy of bits: nothing is converted).\n"
+        "Grid (x: ceil(work/256) capped at 65535, y: min(n, 65535)), block 256: block\n"
+        "row y walks rows i = ctaid.y, ctaid.y + nctaid.y, ...; within a row, x\n"
+        "threads take 16-byte groups (nvec > 0: dim a multiple of 8 and every row\n"
+        "16-byte aligned) or single values. No division anywhere: the row comes\n"
+        "from the grid's y, the column from x.")
+    k.r("b32", "i id c st0 cstep nt").r("b64", "src dst a").r("b32", "w0 w1 w2 w3").r("b16", "h").r("pred", "pg pv")
+    k.o("setp.ne.u32 %pv, %nvec, 0;")
+    k.o("mov.u32 %nt, %ntid.x;")
+    k.o("mov.u32 %st0, %ctaid.x;")
+    k.o("mov.u32 %c, %tid.x;")
+    k.o("mad.lo.u32 %st0, %st0, %nt, %c;", "this thread's first column (or group)")
+    k.o("mov.u32 %cstep, %nctaid.x;")
+    k.o("mul.lo.u32 %cstep, %cstep, %nt;")
+    k.o("mov.u32 %i, %ctaid.y;")
+    k.label("ROW")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    k.o("mul.wide.u32 %a, %i, 4;")
+    k.o("add.u64 %a, %idx, %a;")
+    k.o("ld.global.s32 %id, [%a];")
+    k.o("mul.wide.u32 %src, %id, %dim;")
+    k.o("shl.b64 %src, %src, 1;")
+    k.o("add.u64 %src, %table, %src;", "&table[id, 0]")
+    k.o("mul.wide.u32 %dst, %i, %dim;")
+    k.o("shl.b64 %dst, %dst, 1;")
+    k.o("add.u64 %dst, %out, %dst;", "&out[i, 0]")
+    k.o("mov.u32 %c, %st0;")
+    k.o("@!%pv bra ONE;")
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %c, %nvec;")
+    k.o("@%pg bra NEXT;")
+    k.r("b64", "o")
+    k.o("mul.wide.u32 %o, %c, 16;")
+    k.o("add.u64 %a, %src, %o;")
+    k.o("ld.global.v4.b32 {%w0, %w1, %w2, %w3}, [%a];")
+    k.o("add.u64 %a, %dst, %o;")
+    k.o("st.global.v4.b32 [%a], {%w0, %w1, %w2, %w3};")
+    k.o("add.u32 %c, %c, %cstep;")
+    k.o("bra VEC;")
+    k.label("ONE")
+    k.o("setp.ge.u32 %pg, %c, %dim;")
+    k.o("@%pg bra NEXT;")
+    k.o("mul.wide.u32 %o, %c, 2;")
+    k.o("add.u64 %a, %src, %o;")
+    k.o("ld.global.u16 %h, [%a];")
+    k.o("add.u64 %a, %dst, %o;")
+    k.o("st.global.b16 [%a], %h;")
+    k.o("add.u32 %c, %c, %cstep;")
+    k.o("bra ONE;")
+    k.label("NEXT")
+    k.r("b32", "ny")
+    k.o("mov.u32 %ny, %nctaid.y;")
+    k.o("add.u32 %i, %i, %ny;")
+    k.o("bra ROW;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def module_embedding16():
+    head = """// ptx/embedding16.ptx - the embedding gather for 16-bit tables (bf16 or f16:
+// the bits are copied, so one kernel serves both); launcher
+// ops/cuda/embedding16.c. GENERATED by tools/build/gen-ptx16.py.
+// The backward (16-bit rows added in index order, each sum rounded to 16
+// bits, as the core's contract asks) has no native kernel: the core runs it
+// over f32 copies (core/op_cast.c).
+.version 7.0
+.target sm_80
+.address_size 64
+"""
+    return head + "\n" + k_embedding().text()
+
+
+# ================================================================ optim16 --
+
+def k_adamw(t):
+    k = K("eo_adamw16_" + t.name, [
+        ("u32", "n", "parameter count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
+        ("u64", "w", "float *w (f32 master weights), updated"),
+        ("u64", "g", "const gradient: float or %s (g16)" % t.name), ("u32", "g16", "nonzero: g is %s" % t.name),
+        ("f32", "gscale", "g' = gscale g (1 / loss scale)"),
+        ("u64", "m", "float *m"), ("u64", "v", "float *v"),
+        ("f32", "lr", "learning rate"), ("f32", "b1", "beta1"), ("f32", "b2", "beta2"), ("f32", "eps", "eps"),
+        ("f32", "wd", "decoupled weight decay"), ("f32", "ss", "step size lr / (1 - beta1^t)"),
+        ("f32", "sq", "sqrt(1 - beta2^t)"),
+        ("u64", "w16", "%s *w16: the updated weights rounded, or 0" % t.name)],
+        "eo_adamw16_%s(n, nvec, w, g, g16, gscale, m, v, lr, b1, b2, eps, wd, ss, sq, w16):\n"
+        "AdamW on f32 master weights and f32 state (eo_k_adamw16 in ops/kernels.h;\n"
+        "Micikevicius et al. 2018), from a gradient stored as f32 or %s, unscaled\n"
+        "first (g' = gscale g), then exactly the CPU kernel's arithmetic\n"
+        "(ops/cpu/optim.c: every step rounded, in torch.optim.AdamW's order):\n"
+        "  w = w (1 - lr wd); m = b1 m + (1 - b1) g'; v = b2 v + ((1 - b2) g') g';\n"
+        "  w = w - ss (m / (sqrt(v) / sq + eps))\n"
+        "with ss = lr / (1 - b1^t) and sq = sqrt(1 - b2^t) formed in double on the\n"
+        "host, as the CPU kernel forms them, so the two give the same bits.\n"
+        "and, in the same pass, w16 = w rounded to %s (the copy the 16-bit\n"
+        "forward reads). Groups of 4: 16-byte loads and stores of w, m, v (and g\n"
+        "when f32), 8-byte ones of a 16-bit g and of w16; the launcher passes\n"
+        "nvec = n/4 when all of them are aligned for that, else 0; the rest goes\n"
+        "one per thread. Grid-stride over the work, block 256." % (t.name, t.name, t.name))
+    k.r("f32", "decay c1 c2 x gr mo ve tt den").r("pred", "pg pg16 pw16").r("b32", "e0 h01 h23")
+    k.o("setp.ne.u32 %pg16, %g16, 0;")
+    k.o("setp.ne.u64 %pw16, %w16, 0;")
+    k.o("mul.rn.f32 %decay, %lr, %wd;")
+    k.o("sub.rn.f32 %decay, 0f3F800000, %decay;", "1 - lr wd")
+    k.o("sub.rn.f32 %c1, 0f3F800000, %b1;")
+    k.o("sub.rn.f32 %c2, 0f3F800000, %b2;")
+    X = ["%%x%d" % j for j in range(4)]
+    G = ["%%g%d" % j for j in range(4)]
+    M = ["%%m%d" % j for j in range(4)]
+    Vv = ["%%v%d" % j for j in range(4)]
+    k.r("f32", *[r[1:] for r in X + G + M + Vv])
+
+    def update(x, g, m, v):
+        k.o("mul.rn.f32 %s, %s, %%gscale;" % (g, g), "unscale")
+        k.o("mul.rn.f32 %s, %s, %%decay;" % (x, x), "decoupled weight decay")
+        k.o("mul.rn.f32 %s, %%b1, %s;" % (m, m))
+        k.o("mul.rn.f32 %%tt, %%c1, %s;" % g)
+        k.o("add.rn.f32 %s, %s, %%tt;" % (m, m), "m")
+        k.o("mul.rn.f32 %s, %%b2, %s;" % (v, v))
+        k.o("mul.rn.f32 %%tt, %%c2, %s;" % g)
+        k.o("mul.rn.f32 %%tt, %%tt, %s;" % g, "((1 - b2) g) g, the CPU's order")
+        k.o("add.rn.f32 %s, %s, %%tt;" % (v, v), "v")
+        k.o("sqrt.rn.f32 %%den, %s;" % v)
+        k.o("div.rn.f32 %den, %den, %sq;")
+        k.o("add.rn.f32 %den, %den, %eps;")
+        k.o("div.rn.f32 %%tt, %s, %%den;" % m)
+        k.o("mul.rn.f32 %tt, %ss, %tt;")
+        k.o("sub.rn.f32 %s, %s, %%tt;" % (x, x), "w")
+
+    grid_stride(k)
+    k.label("VEC")
+    k.o("setp.ge.u32 %pg, %i, %nvec;")
+    k.o("@%pg bra TAIL;")
+    addr(k, "aw", "w", "i", 16)
+    addr(k, "am", "m", "i", 16)
+    addr(k, "av", "v", "i", 16)
+    k.o("ld.global.v4.f32 {%x0, %x1, %x2, %x3}, [%aw];")
+    k.o("ld.global.v4.f32 {%m0, %m1, %m2, %m3}, [%am];")
+    k.o("ld.global.v4.f32 {%v0, %v1, %v2, %v3}, [%av];")
+    k.o("@%pg16 bra G16;")
+    addr(k, "ag", "g", "i", 16)
+    k.o("ld.global.v4.f32 {%g0, %g1, %g2, %g3}, [%ag];")
+    k.o("bra GOT;")
+    k.label("G16")
+    addr(k, "ag", "g", "i", 8)
+    k.o("ld.global.v2.b32 {%h01, %h23}, [%ag];", "4 halves, one 8-byte load")
+    t.unpack(k, "%h01", "%g0", "%g1")
+    t.unpack(k, "%h23", "%g2", "%g3")
+    k.label("GOT")
+    for j in range(4):
+        update(X[j], G[j], M[j], Vv[j])
+    k.o("st.global.v4.f32 [%aw], {%x0, %x1, %x2, %x3};")
+    k.o("st.global.v4.f32 [%am], {%m0, %m1, %m2, %m3};")
+    k.o("st.global.v4.f32 [%av], {%v0, %v1, %v2, %v3};")
+    k.o("@!%pw16 bra VNEXT;")
+    t.pack(k, "%h01", "%x0", "%x1")
+    t.pack(k, "%h23", "%x2", "%x3")
+    addr(k, "ah", "w16", "i", 8)
+    k.o("st.global.v2.b32 [%ah], {%h01, %h23};")
+    k.label("VNEXT")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra VEC;")
+    k.label("TAIL")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %e0, %nvec, 2;")
+    k.o("add.u32 %i, %i, %e0;")
+    k.label("TAIL_LOOP")
+    k.o("setp.ge.u32 %pg, %i, %n;")
+    k.o("@%pg bra DONE;")
+    addr(k, "aw", "w", "i", 4)
+    addr(k, "am", "m", "i", 4)
+    addr(k, "av", "v", "i", 4)
+    k.o("ld.global.f32 %x, [%aw];")
+    k.o("ld.global.f32 %mo, [%am];")
+    k.o("ld.global.f32 %ve, [%av];")
+    k.o("@%pg16 bra T16;")
+    addr(k, "ag", "g", "i", 4)
+    k.o("ld.global.f32 %gr, [%ag];")
+    k.o("bra TGOT;")
+    k.label("T16")
+    addr(k, "ag", "g", "i", 2)
+    t.load1(k, "%gr", "%ag")
+    k.label("TGOT")
+    update("%x", "%gr", "%mo", "%ve")
+    k.o("st.global.f32 [%aw], %x;")
+    k.o("st.global.f32 [%am], %mo;")
+    k.o("st.global.f32 [%av], %ve;")
+    k.o("@!%pw16 bra TNEXT;")
+    addr(k, "ah", "w16", "i", 2)
+    t.store1(k, "%ah", "%x")
+    k.label("TNEXT")
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra TAIL_LOOP;")
+    k.label("DONE")
+    k.o("ret;")
+    return k
+
+
+def module_optim16():
+    head = """// ptx/optim16.ptx - AdamW for mixed precision: f32 master weights and state,
+// a 16-bit (or f32) gradient, the 16-bit weight copy written in the same
+// pass (launcher ops/cuda/optim16.c). GENERATED by tools/build/gen-ptx16.py.
+.version 7.0
+.target sm_80
+.address_size 64
+"""
+    return head + "".join("\n" + k_adamw(t).text() for t in TYPES)
+
+
+MODULES = {"elementwise16": module_elementwise16, "rows16": module_rows16,
+           "embedding16": module_embedding16, "optim16": module_optim16}
+
+
+def main():
+    which = sys.argv[1] if len(sys.argv) > 1 else ""
+    if which == "all":
+        for name, fn in MODULES.items():
+            with open("ptx/%s.ptx" % name, "w") as f:
+                f.write(fn())
+        return
+    if which not in MODULES:
+        sys.exit("usage: gen-ptx16.py {%s|all}" % "|".join(MODULES))
+    sys.stdout.write(MODULES[which]())
+
+
+if __name__ == "__main__":
+    main()
