@@ -42,15 +42,15 @@ endif
 # builds the AVX2 paths without AVX-512 (what an AVX2-only CPU runs, and
 # how a machine with AVX-512 tests them), NATIVE=0 the portable paths only.
 ifeq ($(NATIVE),1)
-ARCH := -march=native
+MARCH := -march=native
 endif
 ifeq ($(NATIVE),avx2)
-ARCH := -march=native -mno-avx512f
+MARCH := -march=native -mno-avx512f
 endif
 
 WARN   := -Wall -Wextra -Wpedantic -Werror
 OPT    := -O2 -g
-CFLAGS_BASE := -std=c11 $(OPT) $(ARCH) $(WARN) -I. -fno-math-errno
+CFLAGS_BASE := -std=c11 $(OPT) $(MARCH) $(WARN) -I. -fno-math-errno
 ifeq ($(SANITIZE),1)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT := -O1 -g
@@ -239,7 +239,7 @@ test-install:
 # must equal the one eo-train reported. readme-check.sh keeps the READMEs'
 # copies of the examples identical to the files.
 EX_DIR    := $(BUILD)/examples
-EX_CFLAGS := -std=c11 $(OPT) $(ARCH) $(WARN) $(SAN) -I$(STAGE_INC)
+EX_CFLAGS := -std=c11 $(OPT) $(MARCH) $(WARN) $(SAN) -I$(STAGE_INC)
 EX_MLP_ARGS := --subset 2048 --test-subset 1000 --epochs 1 --quiet
 $(EX_DIR)/train_xor: tools/examples/train_xor.c $(LIB) $(STAGED_HEADERS)
 	@mkdir -p $(dir $@)
@@ -304,6 +304,18 @@ test: deps
 	./$(BUILD)/eo-tests
 	@$(MAKE) --no-print-directory test-install
 	@$(MAKE) --no-print-directory test-examples
+
+# ---- small and foreign targets (tools/build/cross.sh) ------------------------
+#   make cross ARCH=aarch64|armhf|s390x [CUDA=0]
+# builds the library, tools and eo-tests with Debian's cross compiler (Check
+# and zlib built for the target from their Debian sources, cached in
+# build/cross-ARCH/sysroot) and runs the suite under qemu-user: armhf has a
+# 32-bit size_t, s390x is big-endian. Installs what it lacks as root. Not
+# part of make test (it takes many minutes under emulation).
+.PHONY: cross
+cross:
+	@test -n "$(ARCH)" || { echo "make cross: say ARCH=aarch64, armhf or s390x" >&2; exit 2; }
+	@sh tools/build/cross.sh $(ARCH) "$(MAKE)" $(CUDA)
 
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist

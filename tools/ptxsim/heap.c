@@ -11,6 +11,7 @@
  *
  * The table is kept sorted by address (allocations only ever append at
  * the top), so a lookup is a binary search. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/ptxsim.h"
@@ -60,8 +61,10 @@ eo_status eo_px_heap_alloc(eo_px_heap *h, size_t n, uint64_t *dev)
     if (!h || !dev)
         return EO_ERR_ARG;
     *dev = 0;
+#if SIZE_MAX > 0xffffffffu /* a 32-bit size_t cannot ask for more than 2^40 */
     if (n > ((size_t)1 << 40))
         return EO_ERR_OOM;
+#endif
     if (h->n == h->cap) {
         size_t nc = h->cap ? h->cap * 2 : 64;
         px_alloc *q = realloc(h->a, nc * sizeof *q);
