@@ -50,7 +50,8 @@ endif
 
 WARN   := -Wall -Wextra -Wpedantic -Werror
 OPT    := -O2 -g
-CFLAGS_BASE := -std=c11 $(OPT) $(MARCH) $(WARN) -I. -fno-math-errno
+# TARGET_CFLAGS: a cross target's own flags (make cortex-m4 sets them).
+CFLAGS_BASE := -std=c11 $(OPT) $(MARCH) $(TARGET_CFLAGS) $(WARN) -I. -fno-math-errno
 ifeq ($(SANITIZE),1)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT := -O1 -g
@@ -74,8 +75,9 @@ endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
-# tools/examples/ are programs built against the installed headers (below).
-TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS) tools/examples/%,$(wildcard tools/*/*.c))
+# tools/examples/ are programs built against the installed headers (below),
+# tools/embedded/ the Cortex-M4 example (make cortex-m4).
+TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS) tools/examples/% tools/embedded/%,$(wildcard tools/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(addprefix $(BUILD)/,$(basename $(notdir $(TOOL_MAIN))))
 TEST_SRCS := $(filter-out $(CUDA_TEST_SRCS),$(wildcard tests/*.c))
@@ -317,6 +319,13 @@ cross:
 	@test -n "$(ARCH)" || { echo "make cross: say ARCH=aarch64, armhf or s390x" >&2; exit 2; }
 	@sh tools/build/cross.sh $(ARCH) "$(MAKE)" $(CUDA)
 
+# make cortex-m4: the CPU library freestanding for a Cortex-M4 (hard float),
+# sizes with and without --gc-sections, and the inference example on a
+# simulated MPS2 AN386 board in 256 KiB of RAM (tools/build/cortex-m4.sh).
+.PHONY: cortex-m4
+cortex-m4:
+	@sh tools/build/cortex-m4.sh "$(MAKE)" "$(BUILD)" "$(FMNIST)"
+
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
 train:
@@ -349,6 +358,10 @@ FS_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fs/%.o)
 $(BUILD)/fs/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -ffreestanding -DEO_FREESTANDING -c $< -o $@
+# The freestanding objects as a library, for a bare-metal program (make cortex-m4).
+$(BUILD)/libeveryo-fs.a: $(FS_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
 check-freestanding: $(FS_OBJS)
 	@ld -r -o $(BUILD)/fs/all.o $(FS_OBJS)
 	@nm -u $(BUILD)/fs/all.o | awk 'NF==2 {print $$2}' | sort -u > $(BUILD)/fs/undefined.txt

@@ -103,6 +103,9 @@ nice $make_cmd --no-print-directory -j2 CC=$triplet-gcc NATIVE=0 CUDA="$cuda" BU
 # ---- 4. run under qemu -------------------------------------------------------
 export QEMU_LD_PREFIX=/usr/$triplet
 export EO_TEST_RUNNER=$qemu
+# Emulation is several times slower than the hardware the timeouts were
+# set for (the training test alone takes minutes under qemu-arm).
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-20}
 echo "cross.sh: running $out/eo-tests under $qemu"
 start=$(date +%s)
 { nice $qemu "$out/eo-tests"; echo $? > "$out/eo-tests.rc"; } 2>&1 | tee "$out/eo-tests.log"
