@@ -57,7 +57,9 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 OPT := -O1 -g
 endif
 LIB_CFLAGS  := $(CFLAGS_BASE) $(SAN)
-HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L -DEO_HAVE_CUDA=$(if $(filter 0,$(CUDA)),0,1)
+# _FILE_OFFSET_BITS=64: on a 32-bit target (make cross ARCH=armhf) stat and
+# readdir otherwise fail with EOVERFLOW on a file system with 64-bit inodes.
+HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -DEO_HAVE_CUDA=$(if $(filter 0,$(CUDA)),0,1)
 LDFLAGS_ALL := $(SAN)
 
 LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c ops/*/*.c)

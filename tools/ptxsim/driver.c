@@ -46,8 +46,9 @@ enum {
 #define DEVICE_BYTES ((size_t)1 << 30)
 #endif
 /* Device i hands out addresses from EO_PX_GLOBAL_BASE + i * DEVICE_SPAN:
- * 1 TiB apart, far more than a test ever allocates over a context. */
-#define DEVICE_SPAN ((uint64_t)1 << 40)
+ * 1 TiB apart, far more than a test ever allocates over a context (256
+ * MiB on a 32-bit host, see ptxsim.h). */
+#define DEVICE_SPAN EO_PX_DEVICE_SPAN
 
 /* A primary context; which device it belongs to is its index in
  * `contexts` (they never move, so a thread's current context stays a
