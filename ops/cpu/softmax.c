@@ -39,11 +39,14 @@ typedef struct softmax_args {
     int stream; /* forward only: stream y (see EO_STREAM_MIN_BYTES) */
 } softmax_args;
 
-/* Floats per worker in ws: a row, rounded up to whole cache lines. */
+#ifdef EO_AVX2
+/* Floats per worker in ws: a row, rounded up to whole cache lines (only
+ * the AVX2 path has a workspace; clang flags an unused one otherwise). */
 static inline int64_t ws_stride(int64_t cols)
 {
     return (cols + 15) / 16 * 16;
 }
+#endif
 
 /* A row with no probability mass: every entry -inf. */
 static void empty_row(int log, int64_t cols, float *y)
