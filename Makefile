@@ -42,21 +42,24 @@ endif
 # builds the AVX2 paths without AVX-512 (what an AVX2-only CPU runs, and
 # how a machine with AVX-512 tests them), NATIVE=0 the portable paths only.
 ifeq ($(NATIVE),1)
-ARCH := -march=native
+MARCH := -march=native
 endif
 ifeq ($(NATIVE),avx2)
-ARCH := -march=native -mno-avx512f
+MARCH := -march=native -mno-avx512f
 endif
 
 WARN   := -Wall -Wextra -Wpedantic -Werror
 OPT    := -O2 -g
-CFLAGS_BASE := -std=c11 $(OPT) $(ARCH) $(WARN) -I. -fno-math-errno
+# TARGET_CFLAGS: a cross target's own flags (make cortex-m4 sets them).
+CFLAGS_BASE := -std=c11 $(OPT) $(MARCH) $(TARGET_CFLAGS) $(WARN) -I. -fno-math-errno
 ifeq ($(SANITIZE),1)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT := -O1 -g
 endif
 LIB_CFLAGS  := $(CFLAGS_BASE) $(SAN)
-HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L -DEO_HAVE_CUDA=$(if $(filter 0,$(CUDA)),0,1)
+# _FILE_OFFSET_BITS=64: on a 32-bit target (make cross ARCH=armhf) stat and
+# readdir otherwise fail with EOVERFLOW on a file system with 64-bit inodes.
+HOST_CFLAGS := $(CFLAGS_BASE) $(SAN) -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -DEO_HAVE_CUDA=$(if $(filter 0,$(CUDA)),0,1)
 LDFLAGS_ALL := $(SAN)
 
 LIB_SRCS  := $(wildcard alloc/*.c core/*.c ops/*.c ops/*/*.c)
@@ -74,8 +77,9 @@ endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
-# tools/examples/ are programs built against the installed headers (below).
-TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS) tools/examples/%,$(wildcard tools/*/*.c))
+# tools/examples/ are programs built against the installed headers (below),
+# tools/embedded/ the Cortex-M4 example (make cortex-m4).
+TOOL_SRCS := $(filter-out $(TOOL_MAIN) $(CUDA_TOOL_SRCS) tools/examples/% tools/embedded/%,$(wildcard tools/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(addprefix $(BUILD)/,$(basename $(notdir $(TOOL_MAIN))))
 TEST_SRCS := $(filter-out $(CUDA_TEST_SRCS),$(wildcard tests/*.c))
@@ -240,7 +244,7 @@ test-install:
 # eo-train reported. readme-check.sh keeps the READMEs'
 # copies of the examples identical to the files.
 EX_DIR    := $(BUILD)/examples
-EX_CFLAGS := -std=c11 $(OPT) $(ARCH) $(WARN) $(SAN) -I$(STAGE_INC)
+EX_CFLAGS := -std=c11 $(OPT) $(MARCH) $(WARN) $(SAN) -I$(STAGE_INC)
 EX_MLP_ARGS := --subset 2048 --test-subset 1000 --epochs 1 --quiet
 $(EX_DIR)/train_xor: tools/examples/train_xor.c $(LIB) $(STAGED_HEADERS)
 	@mkdir -p $(dir $@)
@@ -306,6 +310,25 @@ test: deps
 	@$(MAKE) --no-print-directory test-install
 	@$(MAKE) --no-print-directory test-examples
 
+# ---- small and foreign targets (tools/build/cross.sh) ------------------------
+#   make cross ARCH=aarch64|armhf|s390x [CUDA=0]
+# builds the library, tools and eo-tests with Debian's cross compiler (Check
+# and zlib built for the target from their Debian sources, cached in
+# build/cross-ARCH/sysroot) and runs the suite under qemu-user: armhf has a
+# 32-bit size_t, s390x is big-endian. Installs what it lacks as root. Not
+# part of make test (it takes many minutes under emulation).
+.PHONY: cross
+cross:
+	@test -n "$(ARCH)" || { echo "make cross: say ARCH=aarch64, armhf or s390x" >&2; exit 2; }
+	@sh tools/build/cross.sh $(ARCH) "$(MAKE)" $(CUDA)
+
+# make cortex-m4: the CPU library freestanding for a Cortex-M4 (hard float),
+# sizes with and without --gc-sections, and the inference example on a
+# simulated MPS2 AN386 board in 256 KiB of RAM (tools/build/cortex-m4.sh).
+.PHONY: cortex-m4
+cortex-m4:
+	@sh tools/build/cortex-m4.sh "$(MAKE)" "$(BUILD)" "$(FMNIST)"
+
 # ---- the main job ---------------------------------------------------------
 FMNIST ?= /usr/share/datasets/fashion-mnist
 train:
@@ -338,6 +361,10 @@ FS_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fs/%.o)
 $(BUILD)/fs/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -ffreestanding -DEO_FREESTANDING -c $< -o $@
+# The freestanding objects as a library, for a bare-metal program (make cortex-m4).
+$(BUILD)/libeveryo-fs.a: $(FS_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
 check-freestanding: $(FS_OBJS)
 	@ld -r -o $(BUILD)/fs/all.o $(FS_OBJS)
 	@nm -u $(BUILD)/fs/all.o | awk 'NF==2 {print $$2}' | sort -u > $(BUILD)/fs/undefined.txt

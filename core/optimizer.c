@@ -293,7 +293,7 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
         eo_status s = be->download(ctx, &part, dev, sizeof part);
         eo_rewind(ctx, m);
         EO_CHECK(s);
-        total += part;
+        total += (double)part;
     }
     float norm = sqrtf((float)total);
     if (norm_out)

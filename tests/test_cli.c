@@ -91,11 +91,15 @@ START_TEST(range_and_choice_parsers)
 END_TEST
 
 /* Runs "EO_BUILD_DIR/PROGRAM ARGS" with stdout and stderr captured into
- * out; returns the exit status (or -1). */
+ * out; returns the exit status (or -1). A cross build's programs run
+ * under an emulator: EO_TEST_RUNNER (e.g. "qemu-s390x", set by
+ * tools/build/cross.sh) goes in front of the program. */
 static int run(const char *program, const char *args, char *out, size_t len)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/%s %s 2>&1 </dev/null", EO_BUILD_DIR, program, args);
+    const char *runner = getenv("EO_TEST_RUNNER");
+    snprintf(cmd, sizeof cmd, "%s%s%s/%s %s 2>&1 </dev/null", runner ? runner : "", runner ? " " : "",
+             EO_BUILD_DIR, program, args);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(out, 1, len - 1, p);

@@ -179,8 +179,9 @@ START_TEST(tensor_bytes_do_not_wrap)
     REFUSED(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 3, wrap4, &y), EO_ERR_SHAPE,
             "tensor_new", NULL);
     /* A failed allocation leaves nothing in the arena (not even the
-     * tensor's metadata, which is taken first). */
-    int64_t oom[1] = { (int64_t)1 << 30 };
+     * tensor's metadata, which is taken first). 1 GiB: more than the
+     * arena, yet a size a 32-bit target can address. */
+    int64_t oom[1] = { (int64_t)1 << 28 };
     REFUSED(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 1, oom, &y), EO_ERR_OOM, "tensor_new",
             "need ");
     REFUSED(eo_param_new(ot_ctx, EO_CPU, "p", 1, oom, &y), EO_ERR_OOM, "param_new", "need ");
@@ -209,9 +210,12 @@ START_TEST(conv_and_pool_sizes_do_not_wrap)
     REFUSED(eo_maxpool2d(ot_ctx, x, 0, &y), EO_ERR_ARG, "maxpool2d", NULL);
     REFUSED(eo_maxpool2d(ot_ctx, x, -2, &y), EO_ERR_ARG, "maxpool2d", NULL);
     REFUSED(eo_maxpool2d(ot_ctx, x, 4, &y), EO_ERR_SHAPE, "maxpool2d", "[1x1x3x3 f32]");
-    int64_t huge[4] = { 1, 1, 65536, 65536 };
-    eo_tensor *xh = claim(4, huge);
-    REFUSED(eo_maxpool2d(ot_ctx, xh, 2, &y), EO_ERR_SHAPE, "maxpool2d", "i32");
+    /* (A 32-bit target cannot address such a plane at all: wrap refuses it.) */
+    if (SIZE_MAX >= ((uint64_t)1 << 40)) {
+        int64_t huge[4] = { 1, 1, 65536, 65536 };
+        eo_tensor *xh = claim(4, huge);
+        REFUSED(eo_maxpool2d(ot_ctx, xh, 2, &y), EO_ERR_SHAPE, "maxpool2d", "i32");
+    }
 }
 END_TEST
 
@@ -219,8 +223,11 @@ START_TEST(output_sizes_do_not_wrap)
 {
     /* Outputs whose element count is a product of two inputs' sizes:
      * broadcasting, matmul, attention's scores, concatenation. Each must
-     * be refused by the op, by name, before any kernel runs. */
-    const int64_t G = (int64_t)1 << 31;
+     * be refused by the op, by name, before any kernel runs. The inputs
+     * are claims over a little memory, so each must be addressable: 2^31
+     * floats on a 64-bit target, 2^26 on a 32-bit one (whose G x G
+     * products are still far past what it can address). */
+    const int64_t G = SIZE_MAX >= ((uint64_t)1 << 40) ? (int64_t)1 << 31 : (int64_t)1 << 26;
     int64_t col[2] = { G, 1 }, row[2] = { 1, G }, q4[4] = { 1, 1, G, 1 };
     eo_tensor *y, *c = claim(2, col), *r = claim(2, row);
     REFUSED(eo_add(ot_ctx, c, r, &y), EO_ERR_SHAPE, "add", "too large");
@@ -229,12 +236,16 @@ START_TEST(output_sizes_do_not_wrap)
     eo_tensor *q = claim(4, q4);
     REFUSED(eo_attention(ot_ctx, q, q, q, NULL, 0, 1.0f, &y), EO_ERR_SHAPE, "attention", NULL);
     REFUSED(eo_attention(ot_ctx, q, q, q, NULL, 1, 1.0f, &y), EO_ERR_SHAPE, "attention", NULL);
-    int64_t part[1] = { (int64_t)1 << 60 };
-    eo_tensor *p = claim(1, part), *parts[16];
-    for (int i = 0; i < 16; i++)
-        parts[i] = p;
-    REFUSED(eo_concat(ot_ctx, parts, 8, 0, &y), EO_ERR_SHAPE, "concat", "overflows");
-    REFUSED(eo_concat(ot_ctx, parts, 16, 0, &y), EO_ERR_SHAPE, "concat", "overflows");
+    /* Parts whose lengths' sum wraps int64: only a 64-bit target can
+     * even describe one such part. */
+    if (SIZE_MAX >= ((uint64_t)1 << 40)) {
+        int64_t part[1] = { (int64_t)1 << 60 };
+        eo_tensor *p = claim(1, part), *parts[16];
+        for (int i = 0; i < 16; i++)
+            parts[i] = p;
+        REFUSED(eo_concat(ot_ctx, parts, 8, 0, &y), EO_ERR_SHAPE, "concat", "overflows");
+        REFUSED(eo_concat(ot_ctx, parts, 16, 0, &y), EO_ERR_SHAPE, "concat", "overflows");
+    }
     REFUSED(eo_padding_mask(ot_ctx, EO_CPU, G, G, (const uint8_t *)"", &y), EO_ERR_SHAPE,
             "padding_mask", NULL);
     REFUSED(eo_causal_mask(ot_ctx, EO_CPU, G * 2, &y), EO_ERR_SHAPE, "causal_mask", NULL);

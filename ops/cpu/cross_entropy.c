@@ -27,6 +27,7 @@
 #include <math.h>
 #include "ops/cpu/grain.h"
 #include "ops/kernels.h"
+#include "ops/cpu/sum8.h"
 #include "ops/cpu/simd.h"
 
 typedef struct ce_args {
@@ -64,9 +65,11 @@ static void row_stats(int64_t cols, const float *x, const float *next, float *st
         minus_inf_stats(cols, x, st);
         return;
     }
-    S = 0.0f;
+    eo_sum8 acc;
+    eo_sum8_init(&acc);
     for (int64_t j = 0; j < cols; j++)
-        S += expf(x[j] - M); /* a NaN makes S NaN */
+        eo_sum8_add(&acc, j, expf(x[j] - M)); /* a NaN makes S NaN */
+    S = eo_sum8_total(&acc);
 #endif
     st[0] = M;
     st[1] = logf(S); /* log 0 = -inf for an all -inf row; NaN stays NaN */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include "ops/cpu/grain.h"
 #include "ops/kernels.h"
+#include "ops/cpu/sum8.h"
 #include "ops/cpu/simd.h"
 
 typedef struct ln_args {
@@ -178,15 +179,17 @@ static void ln_row(const ln_args *a, int64_t r)
     const float *x = a->x + r * C;
     float *y = a->y + r * C;
     const float x0 = x[0];
-    float s = 0.0f;
+    eo_sum8 acc;
+    eo_sum8_init(&acc);
     for (int64_t j = 0; j < C; j++)
-        s += x[j] - x0;
-    const float d = s / (float)C;
-    float v = 0.0f;
+        eo_sum8_add(&acc, j, x[j] - x0);
+    const float d = eo_sum8_total(&acc) / (float)C;
+    eo_sum8_init(&acc);
     for (int64_t j = 0; j < C; j++) {
         const float c = (x[j] - x0) - d;
-        v += c * c;
+        eo_sum8_add(&acc, j, c * c);
     }
+    const float v = eo_sum8_total(&acc);
     const float rs = 1.0f / sqrtf(v / (float)C + a->eps);
     a->mean[r] = x0 + d;
     a->rstd[r] = rs;

@@ -60,7 +60,14 @@ enum { MR = EO_MM_MR, NR = EO_MM_NR };
  *     only saves re-packing A, which is already a small cost.
  * K is cut into equal slices no deeper than KC (784 → 4 x 196, not
  * 3 x 256 + 16) so no slice is too shallow to amortise its C update. */
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+/* A microcontroller (Arm M-profile: no data cache, a few hundred KiB of
+ * RAM in all) has nothing to block for, and the 2 MiB B block above would
+ * not fit: these bound the packed workspace to about 40 KiB. */
+enum { KC = 128, MC = 24, NC = 64 };
+#else
 enum { KC = 256, MC = 144, NC = 2048 };
+#endif
 
 /* Up to this width of C block, untransposed A is not packed (mm_block). */
 enum { A_INPLACE_MAX_NC = 512 };
@@ -495,7 +502,7 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
                 ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
                 (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64), per_thread_bytes(M, N, K),
                 1, 0};
-    if ((double)batch * (double)M * (double)N * (double)K < PAR_MIN_FMAS)
+    if ((float)batch * (float)M * (float)N * (float)K < (float)PAR_MIN_FMAS) /* a float: no libgcc double on an M4 */
         par = NULL;
     /* Enough pieces that the batch x pieces items divide evenly among the
      * threads (a batch of 128 needs no cutting; a single matrix is cut in

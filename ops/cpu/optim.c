@@ -149,7 +149,7 @@ void eo_k_adamw(int64_t n, float *w, const float *g, float *m, float *v, float l
     a.beta1 = beta1;
     a.beta2 = beta2;
     a.eps = eps;
-    a.step_size = (float)(lr / bc1);
+    a.step_size = (float)((double)lr / bc1); /* doubles once per step, not per element */
     a.bc2_sqrt = (float)r;
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, adamw_body, &a);
 }

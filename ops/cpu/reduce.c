@@ -5,7 +5,12 @@
  * x is viewed as [outer, n, inner] and reduced over n. Sums are carried
  * in double: a loss averaged over a large batch, or a norm over millions
  * of parameters, would otherwise lose digits in float, and these kernels
- * are never the bottleneck. When inner > 1 the reduced axis is not the
+ * are never the bottleneck. On a single-precision FPU (Cortex-M4) each
+ * double add is a libgcc call: the price is paid only by sums, means,
+ * log-sum-exp and clipping, not by a forward of Linear/ReLU layers (matmul,
+ * add, relu, softmax use float throughout), and every float->double is
+ * written out as a cast so -Wdouble-promotion (make cortex-m4) finds any
+ * accidental one. When inner > 1 the reduced axis is not the
  * contiguous one, so the loop runs over n rows of `inner` contiguous
  * elements, a tile of `inner` at a time, with one double per column on
  * the stack: the reads stay sequential.
@@ -43,9 +48,9 @@ static double sum_run(const float *x, int64_t n)
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
-            acc[k] += x[i + k];
+            acc[k] += (double)x[i + k];
     for (; i < n; i++)
-        acc[0] += x[i];
+        acc[0] += (double)x[i];
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
@@ -83,7 +88,7 @@ static void reduce_slab(const reduce_args *a, const float *x, float *y, int32_t 
             double s[TILE] = {0};
             for (int64_t j = 0; j < n; j++)
                 for (int64_t c = 0; c < w; c++)
-                    s[c] += x[j * inner + c0 + c];
+                    s[c] += (double)x[j * inner + c0 + c];
             const double scale = a->op == EO_RED_MEAN ? 1.0 / (double)n : 1.0;
             for (int64_t c = 0; c < w; c++)
                 y[c0 + c] = (float)(s[c] * scale);
@@ -166,7 +171,7 @@ static void lse_slab(int64_t n, int64_t inner, const float *x, float *y, float *
             sub[c] = m[c] == INFINITY || m[c] == -INFINITY ? 0.0f : m[c];
         for (int64_t j = 0; j < n; j++)
             for (int64_t c = 0; c < w; c++)
-                s[c] += expf(x[j * inner + c0 + c] - sub[c]);
+                s[c] += (double)expf(x[j * inner + c0 + c] - sub[c]);
         for (int64_t c = 0; c < w; c++) {
             const float L = logf((float)s[c]);
             y[c0 + c] = m[c] + L;
@@ -246,9 +251,9 @@ static double sumsq_run(const float *x, int64_t n)
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
-            acc[k] += (double)x[i + k] * x[i + k];
+            acc[k] += (double)x[i + k] * (double)x[i + k];
     for (; i < n; i++)
-        acc[0] += (double)x[i] * x[i];
+        acc[0] += (double)x[i] * (double)x[i];
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 

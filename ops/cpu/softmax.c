@@ -27,6 +27,7 @@
 #include <math.h>
 #include "ops/cpu/grain.h"
 #include "ops/kernels.h"
+#include "ops/cpu/sum8.h"
 #include "ops/cpu/simd.h"
 
 typedef struct softmax_args {
@@ -38,11 +39,14 @@ typedef struct softmax_args {
     int stream; /* forward only: stream y (see EO_STREAM_MIN_BYTES) */
 } softmax_args;
 
-/* Floats per worker in ws: a row, rounded up to whole cache lines. */
+#ifdef EO_AVX2
+/* Floats per worker in ws: a row, rounded up to whole cache lines (only
+ * the AVX2 path has a workspace; clang flags an unused one otherwise). */
 static inline int64_t ws_stride(int64_t cols)
 {
     return (cols + 15) / 16 * 16;
 }
+#endif
 
 /* A row with no probability mass: every entry -inf. */
 static void empty_row(int log, int64_t cols, float *y)
@@ -346,19 +350,20 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
         return;
     }
     /* A NaN elsewhere makes S, and so the whole row, NaN by itself. */
-    float S = 0.0f;
+    eo_sum8 acc;
+    eo_sum8_init(&acc);
     if (log) {
         for (int64_t j = 0; j < cols; j++)
-            S += expf(x[j] - M);
-        const float ls = logf(S);
+            eo_sum8_add(&acc, j, expf(x[j] - M));
+        const float ls = logf(eo_sum8_total(&acc));
         for (int64_t j = 0; j < cols; j++)
             y[j] = (x[j] - M) - ls;
     } else {
         for (int64_t j = 0; j < cols; j++) {
             y[j] = expf(x[j] - M);
-            S += y[j];
+            eo_sum8_add(&acc, j, y[j]);
         }
-        const float inv = 1.0f / S;
+        const float inv = 1.0f / eo_sum8_total(&acc);
         for (int64_t j = 0; j < cols; j++)
             y[j] *= inv;
     }
@@ -366,9 +371,11 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
 
 static void softmax_backward_row(int log, int64_t cols, const float *y, const float *dy, float *dx)
 {
-    float s = 0.0f;
+    eo_sum8 acc;
+    eo_sum8_init(&acc);
     for (int64_t j = 0; j < cols; j++)
-        s += log ? dy[j] : dy[j] * y[j];
+        eo_sum8_add(&acc, j, log ? dy[j] : dy[j] * y[j]);
+    const float s = eo_sum8_total(&acc);
     for (int64_t j = 0; j < cols; j++) {
         if (log)
             dx[j] += y[j] == -INFINITY ? 0.0f : dy[j] - expf(y[j]) * s;

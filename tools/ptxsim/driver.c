@@ -37,10 +37,18 @@ enum {
 #define LAUNCH_PARAM_BUFFER_POINTER ((uintptr_t)1)
 #define LAUNCH_PARAM_BUFFER_SIZE ((uintptr_t)2)
 
-#define DEVICE_BYTES ((size_t)4 << 30) /* what cuDeviceTotalMem reports */
+/* What cuDeviceTotalMem reports: 4 GiB, or 1 GiB where size_t is 32 bits
+ * (device memory is host memory here, and 4 GiB does not even fit the
+ * type: (size_t)4 << 30 would be 0 and refuse every allocation). */
+#if SIZE_MAX > 0xffffffffu
+#define DEVICE_BYTES ((size_t)4 << 30)
+#else
+#define DEVICE_BYTES ((size_t)1 << 30)
+#endif
 /* Device i hands out addresses from EO_PX_GLOBAL_BASE + i * DEVICE_SPAN:
- * 1 TiB apart, far more than a test ever allocates over a context. */
-#define DEVICE_SPAN ((uint64_t)1 << 40)
+ * 1 TiB apart, far more than a test ever allocates over a context (256
+ * MiB on a 32-bit host, see ptxsim.h). */
+#define DEVICE_SPAN EO_PX_DEVICE_SPAN
 
 /* A primary context; which device it belongs to is its index in
  * `contexts` (they never move, so a thread's current context stays a

@@ -255,7 +255,10 @@ static int parse_arg(const char *s, arg *a, eo_px_heap *h)
         if (!plain_number(colon + 1))
             return -1;
         a->n = strtoul(colon + 1, &end, 10);
-        if (errno || a->n > ((size_t)1 << 32) || (*end && *end != '='))
+        /* At most 2^32 elements, and n * 4 bytes must fit a size_t (a
+         * 32-bit one too). */
+        const uint64_t max_n = SIZE_MAX / 4 < ((uint64_t)1 << 32) ? SIZE_MAX / 4 : (uint64_t)1 << 32;
+        if (errno || (uint64_t)a->n > max_n || (*end && *end != '='))
             return -1;
         a->is_buf = 1;
         a->size = 8;

@@ -11,6 +11,7 @@
  *
  * The table is kept sorted by address (allocations only ever append at
  * the top), so a lookup is a binary search. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/ptxsim/ptxsim.h"
@@ -30,7 +31,7 @@ typedef struct px_alloc {
 struct eo_px_heap {
     px_alloc *a;
     size_t n, cap, live;
-    uint64_t next;
+    uint64_t next, limit; /* addresses handed out lie in [base, limit) */
 };
 
 eo_px_heap *eo_px_heap_new_at(uint64_t base)
@@ -38,8 +39,10 @@ eo_px_heap *eo_px_heap_new_at(uint64_t base)
     if (base < EO_PX_GLOBAL_BASE || base % PX_ALIGN)
         return NULL;
     eo_px_heap *h = calloc(1, sizeof *h);
-    if (h)
+    if (h) {
         h->next = base;
+        h->limit = base + EO_PX_DEVICE_SPAN;
+    }
     return h;
 }
 
@@ -60,8 +63,10 @@ eo_status eo_px_heap_alloc(eo_px_heap *h, size_t n, uint64_t *dev)
     if (!h || !dev)
         return EO_ERR_ARG;
     *dev = 0;
+#if SIZE_MAX > 0xffffffffu /* a 32-bit size_t cannot ask for more than 2^40 */
     if (n > ((size_t)1 << 40))
         return EO_ERR_OOM;
+#endif
     if (h->n == h->cap) {
         size_t nc = h->cap ? h->cap * 2 : 64;
         px_alloc *q = realloc(h->a, nc * sizeof *q);
@@ -75,6 +80,12 @@ eo_status eo_px_heap_alloc(eo_px_heap *h, size_t n, uint64_t *dev)
      * that reads memory nobody wrote (a "+=" into a gradient nobody
      * zeroed) gives visibly wrong results instead of passing by luck on
      * zeros. */
+    /* The device's address range is used up (only a 32-bit host's 256 MiB
+     * range can be): refused, never handed out past the end, where it
+     * would not fit the host's pointers. */
+    const uint64_t step = ((uint64_t)n + PX_GAP + PX_ALIGN - 1) / PX_ALIGN * PX_ALIGN;
+    if (step > h->limit - h->next)
+        return EO_ERR_OOM;
     unsigned char *host = malloc(n ? n : 1);
     if (!host)
         return EO_ERR_OOM;
@@ -85,7 +96,7 @@ eo_status eo_px_heap_alloc(eo_px_heap *h, size_t n, uint64_t *dev)
     a->host = host;
     a->live = 1;
     h->live++;
-    h->next += ((uint64_t)n + PX_GAP + PX_ALIGN - 1) / PX_ALIGN * PX_ALIGN;
+    h->next += step;
     *dev = a->base;
     return EO_OK;
 }

@@ -58,7 +58,8 @@ typedef struct regdecl {
 
 typedef struct shsym {
     char name[64];
-    size_t align, size, offset;
+    uint64_t align; /* as written: 2^62 is legal and must not be cut to a 32-bit size_t */
+    size_t size, offset;
     int is_extern;
 } shsym;
 
@@ -124,16 +125,19 @@ static void *grow(parser *p, void *arr, int *cap, int need, size_t elem)
 /* x rounded up to a multiple of align (a power of two), or fail when
  * that is more than `limit`: alignments come from the text (.align
  * 2^62 is legal PTX), so the rounding itself must not wrap. */
-static size_t align_up(parser *p, size_t x, size_t align, size_t limit, int line, const char *what)
+static size_t align_up(parser *p, size_t x, uint64_t align, size_t limit, int line, const char *what)
 {
     if (x == 0)
         return 0; /* aligned to anything: `.shared .align 1048576` alone is fine */
     /* the aligned offset may reach the limit exactly: a kernel with 48 KB
-     * of static shared memory has its (empty) dynamic part at 48 KB */
-    if (x > limit || align - 1 > SIZE_MAX - x || ((x + align - 1) & ~(align - 1)) > limit)
-        fail(p, EO_ERR_FORMAT, line, "'%s': offset %zu aligned to %zu goes past the limit of %zu "
-             "bytes", what, x, align, limit);
-    return (x + align - 1) & ~(align - 1);
+     * of static shared memory has its (empty) dynamic part at 48 KB. In
+     * 64 bits whatever size_t is, so a 32-bit host refuses what a 64-bit
+     * one does. */
+    const uint64_t x64 = x;
+    if (x > limit || align - 1 > UINT64_MAX - x64 || ((x64 + align - 1) & ~(align - 1)) > limit)
+        fail(p, EO_ERR_FORMAT, line, "'%s': offset %zu aligned to %llu goes past the limit of %zu "
+             "bytes", what, x, (unsigned long long)align, limit);
+    return (size_t)((x64 + align - 1) & ~(align - 1));
 }
 
 static int id_start(int c) { return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.'; }
@@ -397,13 +401,13 @@ static void parse_shared_decl(parser *p, int is_extern)
 {
     int line = p->t.line;
     next(p);
-    size_t align = 0;
+    uint64_t align = 0;
     if (is(p, ".align")) {
         next(p);
         int64_t a = take_int(p);
         if (a <= 0 || (a & (a - 1)))
             fail(p, EO_ERR_FORMAT, line, "alignment %lld is not a power of two", (long long)a);
-        align = (size_t)a;
+        align = (uint64_t)a;
     }
     int type = take_type(p);
     shsym s;
@@ -1141,7 +1145,8 @@ static void parse_instruction(parser *p)
 static void finish_kernel(parser *p)
 {
     eo_px_kernel *k = p->k;
-    size_t off = 0, ext_align = 16;
+    size_t off = 0;
+    uint64_t ext_align = 16;
     for (int i = 0; i < p->nsh; i++) {
         shsym *s = &p->sh[i];
         if (s->is_extern) {
@@ -1283,7 +1288,7 @@ static void parse_entry(parser *p)
             }
             int pline = p->t.line;
             next(p);
-            size_t align = 0;
+            uint64_t align = 0;
             int type = PX_T_NONE;
             /* .align and the type may come in either order; .ptr
              * attributes (.ptr .global .align N) only inform the compiler. */
@@ -1293,7 +1298,7 @@ static void parse_entry(parser *p)
                     int64_t a = take_int(p);
                     if (a <= 0 || (a & (a - 1)))
                         fail(p, EO_ERR_FORMAT, p->t.line, "bad alignment");
-                    align = (size_t)a;
+                    align = (uint64_t)a;
                 } else if (is(p, ".ptr") || is(p, ".global") || is(p, ".shared")) {
                     next(p);
                 } else if (type == PX_T_NONE && p->t.kind == TK_ID && p->t.s[0] == '.') {

@@ -112,7 +112,20 @@ int eo_px_kernel_nregs(const eo_px_kernel *k);
 
 typedef struct eo_px_heap eo_px_heap;
 
+/* The library keeps a device address in a tensor's `void *data`, so on a
+ * 32-bit host every device address must fit in 32 bits, as CUdeviceptr
+ * did on 32-bit CUDA hosts: there the devices share the top half of the
+ * 32-bit range, 256 MiB of addresses each (addresses are never reused,
+ * so that is what one process can allocate on one device over its life).
+ * Shared memory's generic window is only ever a kernel register value, so
+ * it stays where it is. */
+#if UINTPTR_MAX > 0xffffffffu
 #define EO_PX_GLOBAL_BASE 0x00000d0000000000ull /* first device address */
+#define EO_PX_DEVICE_SPAN ((uint64_t)1 << 40)   /* device i from BASE + i * SPAN */
+#else
+#define EO_PX_GLOBAL_BASE 0x80000000ull
+#define EO_PX_DEVICE_SPAN ((uint64_t)1 << 28)
+#endif
 #define EO_PX_SHARED_WINDOW 0x00000a0000000000ull /* generic address of shared byte 0 */
 
 eo_px_heap *eo_px_heap_new(void);
