@@ -22,6 +22,7 @@
 #include "core/transformer.h"
 #include "tests/gradcheck.h"
 #include "tools/formats/checkpoint.h"
+#include "alloc/byteorder.h"
 #include "tools/formats/safetensors.h"
 
 #define GPT_FIXTURE "tests/fixtures/gpt_parity.safetensors"
@@ -40,9 +41,11 @@ static void *copy_of(const eo_st_file *f, const char *name, eo_st_dtype dt, size
     const eo_st_tensor *t = eo_st_find(f, name);
     ck_assert_msg(t != NULL, "fixture has no tensor '%s'", name);
     ck_assert_msg(t->dtype == dt, "'%s' has dtype %s", name, eo_st_dtype_name(t->dtype));
-    void *p = malloc(t->nbytes ? t->nbytes : 1);
-    memcpy(p, t->data, t->nbytes);
+    /* the file's bytes are little-endian: to host order, 4 bytes a value */
+    uint32_t *p = malloc(t->nbytes ? t->nbytes : 1);
     *n = t->nbytes / eo_st_dtype_size(dt);
+    for (size_t i = 0; i < *n; i++)
+        p[i] = eo_le32_load((const unsigned char *)t->data + 4 * i);
     return p;
 }
 

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc/byteorder.h"
 #include "core/safetensors.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -29,11 +30,13 @@ static float widen(const eo_st_tensor *e, size_t k)
     uint16_t h;
     uint32_t u;
     float f;
+    /* the image's bytes are little-endian whatever the host */
     if (e->dtype == EO_ST_F32) {
-        memcpy(&f, (const char *)e->data + 4 * k, 4);
+        u = eo_le32_load((const char *)e->data + 4 * k);
+        memcpy(&f, &u, 4);
         return f;
     }
-    memcpy(&h, (const char *)e->data + 2 * k, 2);
+    h = eo_le16_load((const char *)e->data + 2 * k);
     if (e->dtype == EO_ST_BF16) {
         u = (uint32_t)h << 16;
         memcpy(&f, &u, 4);
