@@ -44,6 +44,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root"
 out=build/cross-$arch
+# Objects of a CUDA=0 build go apart (as the native build/…-cpu does):
+# sharing one folder would link objects compiled for the other setting.
+bld=$out
+[ "$cuda" = 0 ] && bld=$out-cpu
 sysroot=$root/$out/sysroot
 src=$root/build/cross-src
 
@@ -101,10 +105,10 @@ fi
 # Check's and zlib's flags from it.
 export PKG_CONFIG_LIBDIR="$sysroot/lib/pkgconfig" PKG_CONFIG_PATH=
 export C_INCLUDE_PATH="$sysroot/include"
-echo "cross.sh: building EveryO for $triplet (CUDA=$cuda) in $out"
-nice $make_cmd --no-print-directory -j2 CC=$triplet-gcc NATIVE=0 CUDA="$cuda" BUILD="$out" TARGET_CFLAGS="$tflags" \
+echo "cross.sh: building EveryO for $triplet (CUDA=$cuda) in $bld"
+nice $make_cmd --no-print-directory -j2 CC=$triplet-gcc NATIVE=0 CUDA="$cuda" BUILD="$bld" TARGET_CFLAGS="$tflags" \
     CHECK_LIBS="-L$sysroot/lib -lcheck -lm -lrt -lpthread" \
-    "$out/eo-tests" tools
+    "$bld/eo-tests" tools
 
 # ---- 4. run under qemu -------------------------------------------------------
 export QEMU_LD_PREFIX=/usr/$triplet
@@ -112,10 +116,10 @@ export EO_TEST_RUNNER=$qemu
 # Emulation is several times slower than the hardware the timeouts were
 # set for (the training test alone takes minutes under qemu-arm).
 export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-20}
-echo "cross.sh: running $out/eo-tests under $qemu"
+echo "cross.sh: running $bld/eo-tests under $qemu"
 start=$(date +%s)
-{ nice $qemu "$out/eo-tests"; echo $? > "$out/eo-tests.rc"; } 2>&1 | tee "$out/eo-tests.log"
-rc=$(cat "$out/eo-tests.rc")
-summary=$(grep -E '^[0-9]+%: Checks: ' "$out/eo-tests.log" | tail -n 1)
+{ nice $qemu "$bld/eo-tests"; echo $? > "$bld/eo-tests.rc"; } 2>&1 | tee "$bld/eo-tests.log"
+rc=$(cat "$bld/eo-tests.rc")
+summary=$(grep -E '^[0-9]+%: Checks: ' "$bld/eo-tests.log" | tail -n 1)
 echo "cross.sh: $arch ($triplet, CUDA=$cuda): ${summary:-no summary line} in $(( $(date +%s) - start )) s under $qemu"
 exit "$rc"
