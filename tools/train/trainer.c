@@ -272,8 +272,10 @@ void eo_train_arena_hint(const eo_ctx *ctx, char *err, size_t errlen)
         size_t mb = (need + (1u << 20) - 1) >> 20;
         const char *opt = i % 2 ? "--step-mb" : "--persist-mb";
         size_t len = strlen(err);
+        /* %.32s: arena names are short; the bound also keeps the message's
+         * worst-case length in int range, which GCC checks on 32-bit targets. */
         snprintf(err + len, errlen - len,
-                 "; the %s arena needs at least %.1f MiB (%zu bytes) here, %s gives %zu MiB "
+                 "; the %.32s arena needs at least %.1f MiB (%zu bytes) here, %s gives %zu MiB "
                  "(%zu bytes): raise %s to %zu or more",
                  a->name, (double)need / (1 << 20), need, opt, a->cap >> 20, a->cap, opt,
                  mb > (a->cap >> 20) ? mb : (a->cap >> 20) + 1);
