@@ -22,8 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/cuda/device.h"
+#include "tests/cuda_fixture.h"
 #include "ops/kernels.h"
-#include "tools/ptxsim//driver.h"
+#include "tools/ptxsim/driver.h"
 
 static eo_cuda_driver D;
 static eo_cuda CU;
@@ -32,33 +33,8 @@ static eo_exec EX; /* the launchers' device: {.cuda = &CU} once open */
  * libcuda.so.1 instead of the interpreter. */
 static int real_gpu;
 
-static void setup(void)
-{
-    char err[2048] = "";
-    const char *mode = getenv("EO_TEST_CUDA");
-    real_gpu = mode && strcmp(mode, "real") == 0;
-    if (real_gpu) {
-        eo_status s = eo_cuda_driver_load(&D, err, sizeof err);
-        ck_assert_msg(s == EO_OK, "EO_TEST_CUDA=real: %s", err);
-    } else {
-        eo_ptxsim_driver_reset();
-        eo_ptxsim_driver(&D);
-    }
-    eo_status s = eo_cuda_open(&CU, &D, 0, err, sizeof err);
-    ck_assert_msg(s == EO_OK, "eo_cuda_open: %s", err);
-    EX.cuda = &CU;
-}
-
-static void teardown(void)
-{
-    eo_cuda_close(&CU);
-    if (real_gpu) {
-        eo_cuda_driver_unload(&D);
-        return;
-    }
-    ck_assert_uint_eq(eo_ptxsim_live_allocations(), 0);
-    eo_ptxsim_driver_reset();
-}
+static void setup(void) { eo_test_dev_open(&D, &CU, &EX, &real_gpu); }
+static void teardown(void) { eo_test_dev_close(&D, &CU, real_gpu); }
 
 /* ---- device buffers: every allocation is freed at the end of the test ---- */
 #define MAX_BUFS 32
