@@ -253,6 +253,38 @@ START_TEST(binary16_equals_f32_rounded)
 }
 END_TEST
 
+/* A broadcast gradient stays f32 until its last term, in the f32 kernel's
+ * order. With u the 16-bit spacing at 1 and g = 1:
+ *  - summed over rows (db [1, C] from [R, C]), terms u/2 then u/4: f32
+ *    gives 1 + 3u/4, which rounds to 1 + u; rounding after each term
+ *    would give 1 (1 + u/2 ties to even, then u/4 is lost);
+ *  - summed along the run (db [R, 1]), terms u/2, 2^-24, 2^-24: the run
+ *    is summed first (u/2 + 2^-23), then added: 1 + u/2 + 2^-23 rounds
+ *    to 1 + u; adding each term to g in f32 loses the 2^-24s and ties. */
+START_TEST(binary16_broadcast_sums_stay_f32)
+{
+    for (int i = 0; i < 2; i++) {
+        const int dt = DTS[i];
+        const float u = dt == EO_K_BF16 ? 0x1p-7f : 0x1p-10f;
+        const uint16_t one = eo_half_put(dt, 1.0f), up = eo_half_put(dt, 1.0f + u);
+        /* rows: shape [2, 1], db stride 0 along the rows */
+        const int64_t sh1[4] = {1, 1, 2, 1}, full1[4] = {0, 0, 1, 1}, bias1[4] = {0, 0, 0, 1};
+        uint16_t d1[2] = {eo_half_put(dt, u / 2), eo_half_put(dt, u / 4)}, db1 = one, x1[2] = {0};
+        eo_k_binary_backward16(EO_BIN_ADD, dt, sh1, d1, full1, x1, full1, &db1, bias1, NULL,
+                               full1, &db1, bias1, NULL);
+        ck_assert_uint_eq(db1, up);
+        /* along the run: shape [1, 3], db stride 0 there */
+        const int64_t sh2[4] = {1, 1, 1, 3}, full2[4] = {0, 0, 3, 1}, run2[4] = {0, 0, 1, 0};
+        uint16_t d2[3] = {eo_half_put(dt, u / 2), eo_half_put(dt, 0x1p-24f),
+                          eo_half_put(dt, 0x1p-24f)};
+        uint16_t db2 = one, x2[3] = {0};
+        eo_k_binary_backward16(EO_BIN_ADD, dt, sh2, d2, full2, x2, full2, &db2, run2, NULL, full2,
+                               &db2, run2, NULL);
+        ck_assert_uint_eq(db2, up);
+    }
+}
+END_TEST
+
 /* ---- softmax, log_softmax ------------------------------------------------------------ */
 
 typedef struct rcase {
@@ -510,6 +542,7 @@ Suite *eo_suite_kernels16(void)
     tcase_add_checked_fixture(tc, pool_setup, pool_teardown);
     tcase_add_loop_test(tc, binary16_equals_f32_rounded, 0,
                         2 * (int)(sizeof bcases / sizeof bcases[0]));
+    tcase_add_test(tc, binary16_broadcast_sums_stay_f32);
     tcase_add_loop_test(tc, softmax16_equals_f32_rounded, 0, 2 * N_RCASES);
     tcase_add_loop_test(tc, layernorm16_equals_f32_rounded, 0, 2 * N_RCASES);
     tcase_add_loop_test(tc, cross_entropy16_equals_f32_rounded, 0,
