@@ -47,8 +47,8 @@
         }                                                                      \
     } while (0)
 
-static void binary_run(eo_binop op, int64_t n, float *out, int64_t so, const float *a,
-                       int64_t sa, const float *b, int64_t sb)
+void eo_bin_run(eo_binop op, int64_t n, float *out, int64_t so, const float *a, int64_t sa,
+                const float *b, int64_t sb)
 {
     switch (op) {
     case EO_BIN_ADD: EO_BIN_RUN(x + y); break;
@@ -79,7 +79,7 @@ static void binary_body(void *arg, int64_t begin, int64_t end, int worker)
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
     for (int64_t r = r0; r < r1; r++)
-        binary_run((eo_binop)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
+        eo_bin_run((eo_binop)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
                    w->st[0][3], w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
                    w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3]);
 }
@@ -128,7 +128,7 @@ static inline void grad_run_k(eo_bin_grad k, int64_t n, float *g, int64_t sg, co
     }
 }
 
-static void grad_run(eo_bin_grad k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
+void eo_bin_grad_run(eo_bin_grad k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
                      const float *a, int64_t sa, const float *b, int64_t sb)
 {
     switch (k) {
@@ -150,10 +150,11 @@ static void grad_body(void *arg, int64_t begin, int64_t end, int worker)
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
     for (int64_t r = r0; r < r1; r++)
-        grad_run((eo_bin_grad)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
-                 w->st[0][3], w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
-                 w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3],
-                 w->p3 + eo_strided_at(w->sh, w->st[3], r, j0), w->st[3][3]);
+        eo_bin_grad_run((eo_bin_grad)w->kind, j1 - j0,
+                        w->o + eo_strided_at(w->sh, w->st[0], r, j0), w->st[0][3],
+                        w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
+                        w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3],
+                        w->p3 + eo_strided_at(w->sh, w->st[3], r, j0), w->st[3][3]);
 }
 
 static void grad_pass(eo_bin_grad k, const int64_t shape[4], float *g, const int64_t sg[4],

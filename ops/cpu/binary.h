@@ -1,9 +1,10 @@
 /* ops/cpu/binary.h — the per-element derivative of each binary op, shared
  * by the f32 backward (binary.c) and its 16-bit twin (binary16.c).
  *
- * The 16-bit backward must add exactly the terms the f32 backward adds,
- * in the same order, so that its result is the f32 result rounded once;
- * keeping one definition of each term is what guarantees the "exactly".
+ * The 16-bit kernels must compute exactly what the f32 kernels do,
+ * in the same order, so that their results are the f32 results rounded
+ * once; keeping one definition of each term and each run's loop is what
+ * guarantees the "exactly".
  * Nothing outside ops/cpu/ includes this header. */
 #ifndef EO_OPS_CPU_BINARY_H
 #define EO_OPS_CPU_BINARY_H
@@ -54,5 +55,14 @@ static inline float eo_bin_grad_term(eo_bin_grad k, float d, float a, float b)
     default: return -(d / b) * (a / b); /* not d*a/(b*b): b*b overflows first */
     }
 }
+
+/* One run of n elements of the f32 kernels (binary.c): out[j*so] =
+ * a[j*sa] op b[j*sb]; and g[j*sg] += term(dout[j*sd], a[j*sa], b[j*sb]),
+ * where a stride-0 g (summed along the run) sums the run's terms in one
+ * f32 register first, then adds that to g[0]. */
+void eo_bin_run(eo_binop op, int64_t n, float *out, int64_t so, const float *a, int64_t sa,
+                const float *b, int64_t sb);
+void eo_bin_grad_run(eo_bin_grad k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
+                     const float *a, int64_t sa, const float *b, int64_t sb);
 
 #endif

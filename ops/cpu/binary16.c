@@ -6,7 +6,8 @@
  * the same way (strided.h), so every run of the innermost axis is the run
  * the f32 kernel sees. Each run goes through f32 buffers on the stack in
  * pieces of CHUNK elements: widened (half.c's SIMD converters for a unit
- * stride, one value for a broadcast stride 0), computed by the f32 code,
+ * stride, one value for a broadcast stride 0), computed by the f32
+ * kernel's own run loops (eo_bin_run, eo_bin_grad_run of binary.h),
  * rounded once into the 16-bit output.
  *
  * A gradient summed over a broadcast axis (a stride-0 da or db) must stay
@@ -17,8 +18,8 @@
  * along ("kept") and those it is summed over ("summed"), and one work
  * item is a kept position and a piece of the inner run. The item widens
  * its piece of the gradient into an f32 accumulator, adds the terms of
- * every summed position in order (the f32 kernel, whose order for one
- * element is the same: row by row), and rounds once. A gradient summed
+ * every summed position in order (the f32 run loop; the f32 kernel's
+ * order for one element is the same: row by row), and rounds once. A gradient summed
  * along the inner run itself (stride 0 there) is summed per row in one
  * f32 register, then added to the element, as in binary.c's loop, from
  * the shared term of binary.h. Each element belongs to one item and sees
@@ -34,7 +35,7 @@
 #include "ops/cpu/strided.h"
 
 #define CHUNK 1024 /* elements of a run per piece; 4 f32 buffers of it on the stack */
-#define SUMMED_CHUNK 64 /* a summed gradient's pieces: more items for the threads */
+#define SUMMED_CHUNK 256 /* a summed gradient's pieces: more items for the threads */
 
 typedef struct b16_walk {
     int64_t sh[4], st[4][4]; /* merged; operand 0 is the destination */
@@ -100,7 +101,6 @@ static void b16_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     const b16_walk *w = arg;
     float g[CHUNK], d[CHUNK], a[CHUNK], b[CHUNK];
-    const int64_t unit[4] = {0, 0, 0, 1};
     (void)worker;
     for (int64_t it = begin; it < end; it++) {
         const int64_t p = it / w->nchunks, j0 = it % w->nchunks * w->chunk;
@@ -111,8 +111,7 @@ static void b16_body(void *arg, int64_t begin, int64_t end, int worker)
             outer_index(w, p, 0, i);
             const int64_t sa = widen_run(w->dt, n, w->p1 + at(w, 1, i, j0), w->st[1][3], a);
             const int64_t sb = widen_run(w->dt, n, w->p2 + at(w, 2, i, j0), w->st[2][3], b);
-            const int64_t shape[4] = {1, 1, 1, n}, ta[4] = {0, 0, 0, sa}, tb[4] = {0, 0, 0, sb};
-            eo_k_binary(w->op, shape, g, unit, a, ta, b, tb, NULL);
+            eo_bin_run(w->op, n, g, 1, a, sa, b, sb);
             narrow_run(w->dt, n, g, w->dst + at(w, 0, i, j0), w->st[0][3]);
             continue;
         }
@@ -127,14 +126,12 @@ static void b16_body(void *arg, int64_t begin, int64_t end, int worker)
                 outer_index(w, p, q, i);
                 const int64_t sd = widen_run(w->dt, n, w->p1 + at(w, 1, i, j0), w->st[1][3], d);
                 int64_t sa = 0, sb = 0;
+                a[0] = b[0] = 0.0f; /* ADD, SUB: read with stride 0, never used */
                 if (uses_ab) {
                     sa = widen_run(w->dt, n, w->p2 + at(w, 2, i, j0), w->st[2][3], a);
                     sb = widen_run(w->dt, n, w->p3 + at(w, 3, i, j0), w->st[3][3], b);
                 }
-                const int64_t shape[4] = {1, 1, 1, n}, td[4] = {0, 0, 0, sd};
-                const int64_t ta[4] = {0, 0, 0, sa}, tb[4] = {0, 0, 0, sb};
-                eo_k_binary_backward(w->op, shape, d, td, a, ta, b, tb, w->right ? NULL : g, unit,
-                                     w->right ? g : NULL, unit, NULL);
+                eo_bin_grad_run(w->kind, n, g, 1, d, sd, a, sa, b, sb);
             }
             narrow_run(w->dt, n, g, dst, w->st[0][3] ? w->st[0][3] : 1);
             continue;

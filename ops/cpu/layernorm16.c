@@ -12,7 +12,8 @@
  * dw and db are sums over all rows. The f32 kernel sums each worker's rows
  * into its own partial and adds the partials in worker order, so its
  * sums change in the last bits with the thread count. Here the rows are
- * not split at all for them: the threads get blocks of columns, and each
+ * not split at all for them: the threads get blocks of columns (as wide
+ * as the thread count allows, up to PCOLS), and each
  * walks every row in order for its columns, widening just those, with the
  * f32 kernel's expressions (lnb_sums8 with AVX2, ln_backward_row without):
  * partial += dy * xhat (one fused multiply-add on the AVX2 path), partial
@@ -27,7 +28,7 @@
 #include "ops/cpu/half.h"
 #include "ops/cpu/simd.h"
 
-#define PCOLS 64 /* columns of dw, db per work item */
+#define PCOLS 512 /* at most this many columns of dw, db per work item (on the stack) */
 
 typedef struct ln16_job {
     int dt;
@@ -39,6 +40,7 @@ typedef struct ln16_job {
     float *mean, *rstd;
     void *ws;
     size_t per;
+    int64_t pcols; /* dw, db: columns per work item */
 } ln16_job;
 
 /* A worker's slice: three blocks (x, y; or x, dy, dx), then w and b. */
@@ -144,7 +146,7 @@ static void ln16_params(void *arg, int64_t i0, int64_t i1, int worker)
     float x[PCOLS], dy[PCOLS], pw[PCOLS], pb[PCOLS];
     (void)worker;
     for (int64_t it = i0; it < i1; it++) {
-        const int64_t c0 = it * PCOLS, n = J->cols - c0 < PCOLS ? J->cols - c0 : PCOLS;
+        const int64_t c0 = it * J->pcols, n = J->cols - c0 < J->pcols ? J->cols - c0 : J->pcols;
         memset(pw, 0, sizeof pw);
         memset(pb, 0, sizeof pb);
         for (int64_t r = 0; r < J->rows; r++) {
@@ -211,7 +213,13 @@ void eo_k_layernorm_backward16(int dt, int64_t rows, int64_t cols, const void *x
     J.ws = ws;
     if (dx)
         ln16_run(&J, ln16_dx, ex);
-    if (dw || db)
-        eo_par_for(eo_par_if(eo_exec_par(ex), rows * cols), (cols + PCOLS - 1) / PCOLS,
-                   ln16_params, &J);
+    if (dw || db) {
+        /* as wide as the threads allow (fewer, longer row pieces), in
+         * whole 64-column lines; the width changes no result */
+        const eo_par *par = eo_par_if(eo_exec_par(ex), rows * cols);
+        const int64_t nt = eo_par_threads(par), per = (cols + nt - 1) / nt;
+        J.pcols = (per + 63) / 64 * 64;
+        J.pcols = J.pcols < PCOLS ? J.pcols : PCOLS;
+        eo_par_for(par, (cols + J.pcols - 1) / J.pcols, ln16_params, &J);
+    }
 }
