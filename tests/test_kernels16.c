@@ -16,7 +16,8 @@
  * Inputs: bf16 and f16; shapes 1x1, 1x7, 3x1000 and odd broadcasts; NaN,
  * ±inf and values near the f16 maximum planted in some rows; each kernel
  * also on one thread, on a fake two-way split (chunks run last first) and
- * on a real pool of two threads, all bit-identical. The path through
+ * on a real pool of two threads (layernorm's backward also of three), all
+ * bit-identical. The path through
  * F16C / AVX2 conversions is the default build's; make NATIVE=0 runs the
  * same suite on the portable code. */
 #include <check.h>
@@ -132,21 +133,28 @@ static void fake_run(void *user, eo_par_body body, void *arg, int64_t n)
         body(arg, 0, mid, 0);
 }
 static const eo_exec fake2 = {{fake_run, NULL, 2}, NULL};
-static eo_pool *pool2;
-static eo_exec real2;
+static eo_pool *pool2, *pool3;
+static eo_exec real2, real3;
 static void pool_setup(void)
 {
     pool2 = eo_pool_create(2);
+    pool3 = eo_pool_create(3);
     real2.par = eo_pool_par(pool2);
-    real2.cuda = NULL;
+    real3.par = eo_pool_par(pool3);
+    real2.cuda = real3.cuda = NULL;
 }
 static void pool_teardown(void)
 {
     eo_pool_destroy(pool2);
+    eo_pool_destroy(pool3);
     free_bufs();
 }
-/* exec k: 0 one thread, 1 the fake split, 2 the pool */
-static const eo_exec *exec_of(int k) { return k == 0 ? NULL : k == 1 ? &fake2 : &real2; }
+/* exec k: 0 one thread, 1 the fake split, 2 the pool of two, 3 of three
+ * (layernorm's dw, db items are as wide as the thread count allows) */
+static const eo_exec *exec_of(int k)
+{
+    return k == 0 ? NULL : k == 1 ? &fake2 : k == 2 ? &real2 : &real3;
+}
 
 /* ---- binary ------------------------------------------------------------------- */
 
@@ -362,7 +370,7 @@ START_TEST(layernorm16_equals_f32_rounded)
         float *xf = widen(dt, x, n), *wf = affine ? widen(dt, w, C) : NULL;
         float *bf = affine ? widen(dt, b, C) : NULL, *yf = f32(n), *mf = f32(R), *rf = f32(R);
         eo_k_layernorm(R, C, xf, wf, bf, 1e-5f, yf, mf, rf, NULL);
-        void *ws = buf(eo_k_layernorm_ws16(R, C, 2));
+        void *ws = buf(eo_k_layernorm_ws16(R, C, 3));
         uint16_t *y[3];
         float *mean[3], *rstd[3];
         for (int k = 0; k < 3; k++) {
@@ -385,8 +393,8 @@ START_TEST(layernorm16_equals_f32_rounded)
         float *dwf = widen(dt, dw0, C), *dbf = widen(dt, db0, C);
         float *ws32 = f32((int64_t)eo_k_layernorm_backward_ws(R, C, 1) / 4 + 1);
         eo_k_layernorm_backward(R, C, xf, wf, mf, rf, dyf, dxf, dwf, dbf, ws32, NULL);
-        uint16_t *dx[3], *dw[3], *db[3];
-        for (int k = 0; k < 3; k++) {
+        uint16_t *dx[4], *dw[4], *db[4];
+        for (int k = 0; k < 4; k++) {
             dx[k] = copy16(dx0, n);
             dw[k] = copy16(dw0, C);
             db[k] = copy16(db0, C);
@@ -396,7 +404,7 @@ START_TEST(layernorm16_equals_f32_rounded)
         expect16("layernorm_backward16 dx", dt, dx[0], dxf, n);
         expect16("layernorm_backward16 dw", dt, dw[0], dwf, C);
         expect16("layernorm_backward16 db", dt, db[0], dbf, C);
-        for (int k = 1; k < 3; k++) {
+        for (int k = 1; k < 4; k++) {
             expect_same16("layernorm_backward16 dx threads", dt, dx[0], dx[k], n);
             expect_same16("layernorm_backward16 dw threads", dt, dw[0], dw[k], C);
             expect_same16("layernorm_backward16 db threads", dt, db[0], db[k], C);
