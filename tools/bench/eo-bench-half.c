@@ -4,7 +4,10 @@
  * Each row times the f32 kernel and the bf16 / f16 kernel on the same
  * shape, alternating them so both see the same machine state, and prints
  * the medians and the ratio 16-bit / f32 (above 1: the 16-bit kernel is
- * slower). Conversions are shown against a memcpy of the same bytes. The
+ * slower). Conversions are shown against a memcpy of the same bytes; the
+ * row and elementwise kernels (add and a bias gradient, softmax, layernorm,
+ * cross-entropy, embedding, each direction) in bf16 against f32 at the
+ * same shape, rates in elements per second. The
  * kernels are called directly (ops/kernels.h), as in eo-bench.
  *
  *   eo-bench-half [--threads N] [--quick]
@@ -133,6 +136,99 @@ static void adamw_run(void *p, int v)
                      1e-8f, 0.01f, 10, e->dt, e->w16, &ex);
 }
 
+/* ---- the row and elementwise kernels: f32 against the 16-bit slot ---- */
+enum { RK_ADD, RK_BIAS_BWD, RK_SOFTMAX, RK_SOFTMAX_BWD, RK_LN, RK_LN_BWD, RK_CE, RK_CE_BWD,
+       RK_EMB, RK_EMB_BWD, RK_COUNT };
+static const char *const rk_names[RK_COUNT] = {
+    "add", "add backward (bias)", "softmax", "softmax backward", "layernorm",
+    "layernorm backward", "cross_entropy (mean)", "cross_entropy backward", "embedding",
+    "embedding backward"};
+typedef struct {
+    int kind, dt;
+    int64_t R, C, V; /* rows, columns; V: the embedding table's rows */
+    float *x, *y, *g, *w, *b, *dw, *db, *st, *mean, *rstd, loss;
+    uint16_t *x16, *y16, *g16, *w16, *b16, *dw16, *db16, loss16, one16;
+    int32_t *t;
+    void *ws, *ws16;
+} rk_arg;
+static void rk_run(void *p, int v)
+{
+    rk_arg *a = p;
+    const int64_t R = a->R, C = a->C, shape[4] = {1, 1, R, C}, full[4] = {0, 0, C, 1};
+    const int64_t bias[4] = {0, 0, 0, 1};
+    const float one = 1.0f;
+    switch (a->kind) {
+    case RK_ADD:
+        if (v == 0)
+            eo_k_binary(EO_BIN_ADD, shape, a->y, full, a->x, full, a->g, full, &ex);
+        else
+            eo_k_binary16(EO_BIN_ADD, a->dt, shape, a->y16, full, a->x16, full, a->g16, full, &ex);
+        break;
+    case RK_BIAS_BWD: /* y = x + b[C]: dx full, db summed over the rows */
+        if (v == 0)
+            eo_k_binary_backward(EO_BIN_ADD, shape, a->g, full, a->x, full, a->b, bias, a->y,
+                                 full, a->db, bias, &ex);
+        else
+            eo_k_binary_backward16(EO_BIN_ADD, a->dt, shape, a->g16, full, a->x16, full, a->b16,
+                                   bias, a->y16, full, a->db16, bias, &ex);
+        break;
+    case RK_SOFTMAX:
+        if (v == 0)
+            eo_k_softmax(0, R, C, a->x, a->y, a->ws, &ex);
+        else
+            eo_k_softmax16(0, a->dt, R, C, a->x16, a->y16, a->ws16, &ex);
+        break;
+    case RK_SOFTMAX_BWD: /* dx += ..., into the buffer of g's values */
+        if (v == 0)
+            eo_k_softmax_backward(0, R, C, a->x, a->g, a->y, &ex);
+        else
+            eo_k_softmax_backward16(0, a->dt, R, C, a->x16, a->g16, a->y16, a->ws16, &ex);
+        break;
+    case RK_LN:
+        if (v == 0)
+            eo_k_layernorm(R, C, a->x, a->w, a->b, 1e-5f, a->y, a->mean, a->rstd, &ex);
+        else
+            eo_k_layernorm16(a->dt, R, C, a->x16, a->w16, a->b16, 1e-5f, a->y16, a->mean,
+                             a->rstd, a->ws16, &ex);
+        break;
+    case RK_LN_BWD:
+        if (v == 0)
+            eo_k_layernorm_backward(R, C, a->x, a->w, a->mean, a->rstd, a->g, a->y, a->dw, a->db,
+                                    a->ws, &ex);
+        else
+            eo_k_layernorm_backward16(a->dt, R, C, a->x16, a->w16, a->mean, a->rstd, a->g16,
+                                      a->y16, a->dw16, a->db16, a->ws16, &ex);
+        break;
+    case RK_CE:
+        if (v == 0)
+            eo_k_cross_entropy(R, C, a->x, a->t, -100, EO_CE_MEAN, a->st, &a->loss, &ex);
+        else
+            eo_k_cross_entropy16(a->dt, R, C, a->x16, a->t, -100, EO_CE_MEAN, a->st, &a->loss16,
+                                 a->ws16, &ex);
+        break;
+    case RK_CE_BWD:
+        if (v == 0)
+            eo_k_cross_entropy_backward(R, C, a->x, a->t, -100, EO_CE_MEAN, a->st, &one, a->y,
+                                        &ex);
+        else
+            eo_k_cross_entropy_backward16(a->dt, R, C, a->x16, a->t, -100, EO_CE_MEAN, a->st,
+                                          &a->one16, a->y16, a->ws16, &ex);
+        break;
+    case RK_EMB: /* R ids into a [V, C] table (x) */
+        if (v == 0)
+            eo_k_embedding(R, C, a->x, a->t, a->y, &ex);
+        else
+            eo_k_embedding16(a->dt, R, C, a->x16, a->t, a->y16, &ex);
+        break;
+    default:
+        if (v == 0)
+            eo_k_embedding_backward(R, C, a->t, a->g, a->x, &ex);
+        else
+            eo_k_embedding_backward16(a->dt, R, C, a->t, a->g16, a->x16, &ex);
+        break;
+    }
+}
+
 static void row(const char *what, const char *shape, const char *ref, double t[2], double work,
                 const char *unit)
 {
@@ -209,6 +305,73 @@ int main(int argc, char **argv)
             row(what, sh, "f32", t, 2.0 * (double)m.M * (double)m.N * (double)m.K, "GF/s");
             free(m.A), free(m.B), free(m.C), free(m.a), free(m.b), free(m.c), free(m.ws);
         }
+    /* rows of 1024 (a transformer's activations) and of 50257 classes */
+    for (int k = 0; k < RK_COUNT; k++) {
+        const int wide = k == RK_SOFTMAX || k == RK_SOFTMAX_BWD || k == RK_CE || k == RK_CE_BWD;
+        rk_arg a;
+        memset(&a, 0, sizeof a);
+        a.kind = k;
+        a.dt = EO_K_BF16;
+        a.R = wide ? (quick ? 64 : 512) : (quick ? 1024 : 4096);
+        a.C = wide ? 50257 : 1024;
+        a.V = 50257;
+        const int emb = k == RK_EMB || k == RK_EMB_BWD;
+        const size_t n = (size_t)(a.R * a.C), nx = emb ? (size_t)(a.V * a.C) : n;
+        a.x = frand(nx, 3, 21);
+        a.y = frand(n, 0.1f, 22);
+        a.g = frand(n, 1, 23);
+        a.w = frand((size_t)a.C, 1, 24);
+        a.b = frand((size_t)a.C, 1, 25);
+        a.dw = frand((size_t)a.C, 0, 26);
+        a.db = frand((size_t)a.C, 0, 27);
+        a.st = frand(2 * (size_t)a.R, 0, 28);
+        a.mean = frand((size_t)a.R, 0, 29);
+        a.rstd = frand((size_t)a.R, 0, 30);
+        a.x16 = to16(a.dt, a.x, nx);
+        a.y16 = to16(a.dt, a.y, n);
+        a.g16 = to16(a.dt, a.g, n);
+        a.w16 = to16(a.dt, a.w, (size_t)a.C);
+        a.b16 = to16(a.dt, a.b, (size_t)a.C);
+        a.dw16 = to16(a.dt, a.dw, (size_t)a.C);
+        a.db16 = to16(a.dt, a.db, (size_t)a.C);
+        a.one16 = eo_half_put(a.dt, 1.0f);
+        a.t = xmalloc((size_t)a.R * sizeof *a.t);
+        for (int64_t r = 0; r < a.R; r++)
+            a.t[r] = (int32_t)((r * 7919) % (emb ? a.V : a.C));
+        size_t w32 = eo_k_softmax_ws(0, a.R, a.C, threads);
+        if (eo_k_layernorm_backward_ws(a.R, a.C, threads) > w32)
+            w32 = eo_k_layernorm_backward_ws(a.R, a.C, threads);
+        size_t w16 = eo_k_softmax_ws16(a.R, a.C, threads);
+        if (eo_k_layernorm_ws16(a.R, a.C, threads) > w16)
+            w16 = eo_k_layernorm_ws16(a.R, a.C, threads);
+        if (eo_k_cross_entropy_ws16(a.R, a.C, threads) > w16)
+            w16 = eo_k_cross_entropy_ws16(a.R, a.C, threads);
+        a.ws = xmalloc(w32);
+        a.ws16 = xmalloc(w16);
+        /* the backwards read the forwards' saved values */
+        if (k == RK_LN_BWD)
+            eo_k_layernorm(a.R, a.C, a.x, a.w, a.b, 1e-5f, a.y, a.mean, a.rstd, &ex);
+        if (k == RK_CE_BWD)
+            eo_k_cross_entropy(a.R, a.C, a.x, a.t, -100, EO_CE_MEAN, a.st, &a.loss, &ex);
+        if (k == RK_SOFTMAX_BWD) { /* x holds y = softmax(x) */
+            eo_k_softmax(0, a.R, a.C, a.x, a.y, a.ws, &ex);
+            memcpy(a.x, a.y, n * sizeof(float));
+            eo_f32_to_half(a.dt, (int64_t)n, a.x, a.x16);
+        }
+        double t[2];
+        time_pair(rk_run, &a, reps, t);
+        char shp[32], what[40];
+        if (emb) /* R ids into a V x C table */
+            snprintf(shp, sizeof shp, "%lld of %lldx%lld", (long long)a.R, (long long)a.V,
+                     (long long)a.C);
+        else
+            snprintf(shp, sizeof shp, "%lldx%lld", (long long)a.R, (long long)a.C);
+        snprintf(what, sizeof what, "%s bf16", rk_names[k]);
+        row(what, shp, "f32", t, (double)n, "Ge/s");
+        free(a.x), free(a.y), free(a.g), free(a.w), free(a.b), free(a.dw), free(a.db);
+        free(a.st), free(a.mean), free(a.rstd), free(a.x16), free(a.y16), free(a.g16);
+        free(a.w16), free(a.b16), free(a.dw16), free(a.db16), free(a.t), free(a.ws), free(a.ws16);
+    }
     const int64_t n = quick ? (1 << 20) : (4 << 20);
     char sh[32];
     snprintf(sh, sizeof sh, "%lld", (long long)n);
