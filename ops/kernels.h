@@ -523,6 +523,19 @@ eo_k_matmul16_fn eo_k_matmul16;
 eo_k_matmul_ws_fn eo_k_matmul16_ws;
 eo_k_unary16_fn eo_k_unary16;
 eo_k_unary_backward16_fn eo_k_unary_backward16; /* y is recomputed from x in f32 */
+eo_k_binary16_fn eo_k_binary16;
+eo_k_binary_backward16_fn eo_k_binary_backward16;
+eo_k_softmax16_fn eo_k_softmax16;
+eo_k_softmax_backward16_fn eo_k_softmax_backward16;
+eo_k_rows_ws16_fn eo_k_softmax_ws16;
+eo_k_layernorm16_fn eo_k_layernorm16;
+eo_k_layernorm_backward16_fn eo_k_layernorm_backward16; /* dw, db: as on one thread */
+eo_k_rows_ws16_fn eo_k_layernorm_ws16;
+eo_k_cross_entropy16_fn eo_k_cross_entropy16;
+eo_k_cross_entropy_backward16_fn eo_k_cross_entropy_backward16;
+eo_k_rows_ws16_fn eo_k_cross_entropy_ws16;
+eo_k_embedding16_fn eo_k_embedding16;
+eo_k_embedding_backward16_fn eo_k_embedding_backward16;
 eo_k_sgd16_fn eo_k_sgd16;
 eo_k_adamw16_fn eo_k_adamw16;
 /* ==== end of 16-bit storage ==== */

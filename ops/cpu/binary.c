@@ -14,6 +14,7 @@
  * sums each element in the serial order: results do not depend on the
  * thread count. */
 #include "ops/kernels.h"
+#include "ops/cpu/binary.h"
 #include "ops/cpu/strided.h"
 
 /* One op over a run of n elements. EXPR uses x and y for the two inputs;
@@ -66,7 +67,7 @@ typedef struct walk {
     int64_t sh[4];
     int64_t st[4][4];
     eo_strided_cut cut;
-    int kind; /* eo_binop forward, grad_kind backward */
+    int kind; /* eo_binop forward, eo_bin_grad backward */
     float *o;
     const float *p1, *p2, *p3;
 } walk;
@@ -99,72 +100,46 @@ void eo_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t 
 }
 
 /* ---- backward ------------------------------------------------------------
- * Each gradient is its own pass: g += dout * d(out)/d(input). Doing da
- * and db separately keeps each loop simple, and stays correct when da and
- * db are the same buffer (x * x): every contribution is still added. */
-typedef enum grad_kind {
-    G_DOUT,     /* g += dout            (add: both sides; sub: left)   */
-    G_NEG_DOUT, /* g -= dout            (sub: right)                   */
-    G_MUL_B,    /* g += dout * b        (mul: left)                    */
-    G_MUL_A,    /* g += dout * a        (mul: right)                   */
-    G_DIV_B,    /* g += dout / b        (div: left)                    */
-    G_DIV_AB,   /* g -= dout / b * a / b = dout * -a / b^2  (div: right) */
-    G_SEL_GT,   /* g += dout where a > b, dout/2 where a == b, 0 where a < b,
-                   dout when either is NaN (max: left; min: right) */
-    G_SEL_LT    /* the same with a < b (max: right; min: left) */
-} grad_kind;
-
-static inline float grad_term(grad_kind k, float d, float a, float b)
-{
-    switch (k) {
-    case G_DOUT: return d;
-    case G_NEG_DOUT: return -d;
-    case G_MUL_B: return d * b;
-    case G_MUL_A: return d * a;
-    case G_DIV_B: return d / b;
-    /* PyTorch's rule for maximum/minimum: a tie splits dout in half; the
-     * input not selected gets 0 (not 0 * dout), a NaN input gives both dout */
-    case G_SEL_GT: return a < b ? 0.0f : a == b ? 0.5f * d : d;
-    case G_SEL_LT: return a > b ? 0.0f : a == b ? 0.5f * d : d;
-    default: return -(d / b) * (a / b); /* not d*a/(b*b): b*b overflows first */
-    }
-}
+ * Each gradient is its own pass: g += dout * d(out)/d(input), the terms
+ * defined in binary.h (shared with binary16.c). Doing da and db
+ * separately keeps each loop simple, and stays correct when da and db are
+ * the same buffer (x * x): every contribution is still added. */
 
 /* g[j*sg] += term(dout[j*sd], a[j*sa], b[j*sb]) for j < n; a stride-0 g
  * (broadcast along this run) sums the run in a register first. Inlined
  * with a constant kind below, so each loop holds only its own term. */
-static inline void grad_run_k(grad_kind k, int64_t n, float *g, int64_t sg, const float *d,
+static inline void grad_run_k(eo_bin_grad k, int64_t n, float *g, int64_t sg, const float *d,
                               int64_t sd, const float *a, int64_t sa, const float *b, int64_t sb)
 {
     if (sg == 0) {
         float acc = 0.0f;
         for (int64_t j = 0; j < n; j++)
-            acc += grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
+            acc += eo_bin_grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
         g[0] += acc;
     } else if (sg == 1 && sd == 1 && sa == 1 && sb == 1) {
         for (int64_t j = 0; j < n; j++)
-            g[j] += grad_term(k, d[j], a[j], b[j]);
+            g[j] += eo_bin_grad_term(k, d[j], a[j], b[j]);
     } else if (sg == 1 && sd == 1) { /* a bias-like gradient, row by row */
         for (int64_t j = 0; j < n; j++)
-            g[j] += grad_term(k, d[j], a[j * sa], b[j * sb]);
+            g[j] += eo_bin_grad_term(k, d[j], a[j * sa], b[j * sb]);
     } else {
         for (int64_t j = 0; j < n; j++)
-            g[j * sg] += grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
+            g[j * sg] += eo_bin_grad_term(k, d[j * sd], a[j * sa], b[j * sb]);
     }
 }
 
-static void grad_run(grad_kind k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
+static void grad_run(eo_bin_grad k, int64_t n, float *g, int64_t sg, const float *d, int64_t sd,
                      const float *a, int64_t sa, const float *b, int64_t sb)
 {
     switch (k) {
-    case G_DOUT: grad_run_k(G_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
-    case G_NEG_DOUT: grad_run_k(G_NEG_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
-    case G_MUL_B: grad_run_k(G_MUL_B, n, g, sg, d, sd, a, sa, b, sb); break;
-    case G_MUL_A: grad_run_k(G_MUL_A, n, g, sg, d, sd, a, sa, b, sb); break;
-    case G_DIV_B: grad_run_k(G_DIV_B, n, g, sg, d, sd, a, sa, b, sb); break;
-    case G_SEL_GT: grad_run_k(G_SEL_GT, n, g, sg, d, sd, a, sa, b, sb); break;
-    case G_SEL_LT: grad_run_k(G_SEL_LT, n, g, sg, d, sd, a, sa, b, sb); break;
-    default: grad_run_k(G_DIV_AB, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_DOUT: grad_run_k(EO_BG_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_NEG_DOUT: grad_run_k(EO_BG_NEG_DOUT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_MUL_B: grad_run_k(EO_BG_MUL_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_MUL_A: grad_run_k(EO_BG_MUL_A, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_DIV_B: grad_run_k(EO_BG_DIV_B, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_SEL_GT: grad_run_k(EO_BG_SEL_GT, n, g, sg, d, sd, a, sa, b, sb); break;
+    case EO_BG_SEL_LT: grad_run_k(EO_BG_SEL_LT, n, g, sg, d, sd, a, sa, b, sb); break;
+    default: grad_run_k(EO_BG_DIV_AB, n, g, sg, d, sd, a, sa, b, sb); break;
     }
 }
 
@@ -175,13 +150,13 @@ static void grad_body(void *arg, int64_t begin, int64_t end, int worker)
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
     for (int64_t r = r0; r < r1; r++)
-        grad_run((grad_kind)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
+        grad_run((eo_bin_grad)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
                  w->st[0][3], w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
                  w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3],
                  w->p3 + eo_strided_at(w->sh, w->st[3], r, j0), w->st[3][3]);
 }
 
-static void grad_pass(grad_kind k, const int64_t shape[4], float *g, const int64_t sg[4],
+static void grad_pass(eo_bin_grad k, const int64_t shape[4], float *g, const int64_t sg[4],
                       const float *d, const int64_t sd[4], const float *a, const int64_t sa[4],
                       const float *b, const int64_t sb[4], const eo_exec *ex)
 {
@@ -199,20 +174,16 @@ void eo_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout
                           const float *b, const int64_t sb[4], float *da, const int64_t sda[4],
                           float *db, const int64_t sdb[4], const eo_exec *ex)
 {
-    static const grad_kind left[EO_BIN_COUNT] = {G_DOUT, G_DOUT, G_MUL_B, G_DIV_B, G_SEL_GT,
-                                                 G_SEL_LT};
-    static const grad_kind right[EO_BIN_COUNT] = {G_DOUT, G_NEG_DOUT, G_MUL_A, G_DIV_AB,
-                                                  G_SEL_LT, G_SEL_GT};
     if (eo_strided_count(shape) == 0 || (unsigned)op >= EO_BIN_COUNT)
         return;
     /* ADD and SUB never read a or b: their strides are zeroed so they
      * cannot stop axes from merging (and a NULL a or b is harmless). */
     static const int64_t zero[4] = {0, 0, 0, 0};
-    const int uses_ab = op != EO_BIN_ADD && op != EO_BIN_SUB;
+    const int uses_ab = eo_bin_uses_ab(op);
     const float *pa = uses_ab ? a : dout, *pb = uses_ab ? b : dout;
     const int64_t *ta = uses_ab ? sa : zero, *tb = uses_ab ? sb : zero;
     if (da)
-        grad_pass(left[op], shape, da, sda, dout, sdo, pa, ta, pb, tb, ex);
+        grad_pass(eo_bin_grad_of(op, 0), shape, da, sda, dout, sdo, pa, ta, pb, tb, ex);
     if (db)
-        grad_pass(right[op], shape, db, sdb, dout, sdo, pa, ta, pb, tb, ex);
+        grad_pass(eo_bin_grad_of(op, 1), shape, db, sdb, dout, sdo, pa, ta, pb, tb, ex);
 }

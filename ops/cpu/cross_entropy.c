@@ -10,7 +10,8 @@
  * CPU has AVX-512. Very long rows and the scalar path take the max, then
  * the sum of exps from cache (eo_v8_row_max_sumexp of simd.h does both at
  * once for very long rows), skipping ignored rows. The loss is then
- * summed over rows on the calling thread, in row order and in double,
+ * summed over rows on the calling thread (eo_ce_loss, shared with the
+ * 16-bit kernel: cross_entropy.h), in row order and in double,
  * from (M - logits[r, target[r]]) + L: rows may be computed by any
  * thread, but the sum is always taken the same way, so the loss does not
  * depend on the thread count.
@@ -27,6 +28,8 @@
 #include <math.h>
 #include "ops/cpu/grain.h"
 #include "ops/kernels.h"
+#include "ops/cpu/cross_entropy.h"
+#include "ops/cpu/half.h"
 #include "ops/cpu/sum8.h"
 #include "ops/cpu/simd.h"
 
@@ -167,6 +170,46 @@ static void ce_body(void *arg, int64_t r0, int64_t r1, int worker)
     }
 }
 
+/* The value at i of dt storage, and a store of f rounded to it. */
+static float ce_get(int dt, const void *p, int64_t i)
+{
+    return dt == EO_K_F32 ? ((const float *)p)[i] : eo_half_get(dt, ((const uint16_t *)p)[i]);
+}
+
+static void ce_put(int dt, void *p, int64_t i, float f)
+{
+    if (dt == EO_K_F32)
+        ((float *)p)[i] = f;
+    else
+        ((uint16_t *)p)[i] = eo_half_put(dt, f);
+}
+
+void eo_ce_loss(int dt, int64_t rows, int64_t cols, const void *logits, const int32_t *target,
+                int32_t ignore_index, eo_ce_reduction reduction, const float *stats, void *loss)
+{
+    double sum = 0.0;
+    int64_t count = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (target[r] == ignore_index) {
+            if (reduction == EO_CE_NONE)
+                ce_put(dt, loss, r, 0.0f);
+            continue;
+        }
+        /* (M - x_t) + L: M - x_t is exact in double, and L is added to it
+         * rather than rounded into M first. */
+        const double lr = ((double)stats[2 * r] - (double)ce_get(dt, logits, r * cols + target[r])) +
+                          (double)stats[2 * r + 1];
+        if (reduction == EO_CE_NONE)
+            ce_put(dt, loss, r, (float)lr);
+        sum += lr;
+        count++;
+    }
+    if (reduction == EO_CE_MEAN)
+        ce_put(dt, loss, 0, count ? (float)(sum / (double)count) : 0.0f);
+    else if (reduction == EO_CE_SUM)
+        ce_put(dt, loss, 0, (float)sum);
+}
+
 void eo_k_cross_entropy(int64_t rows, int64_t cols, const float *logits, const int32_t *target,
                         int32_t ignore_index, eo_ce_reduction reduction, float *stats,
                         float *loss, const eo_exec *ex)
@@ -174,27 +217,7 @@ void eo_k_cross_entropy(int64_t rows, int64_t cols, const float *logits, const i
     const eo_par *par = eo_exec_par(ex);
     ce_args a = {cols, logits, target, ignore_index, NULL, stats, NULL, NULL, 0.0f};
     eo_par_for(eo_par_if(par, rows * cols), rows, ce_body, &a);
-    double sum = 0.0;
-    int64_t count = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        if (target[r] == ignore_index) {
-            if (reduction == EO_CE_NONE)
-                loss[r] = 0.0f;
-            continue;
-        }
-        /* (M - x_t) + L: M - x_t is exact in double, and L is added to it
-         * rather than rounded into M first. */
-        const double lr = ((double)stats[2 * r] - (double)logits[r * cols + target[r]]) +
-                          (double)stats[2 * r + 1];
-        if (reduction == EO_CE_NONE)
-            loss[r] = (float)lr;
-        sum += lr;
-        count++;
-    }
-    if (reduction == EO_CE_MEAN)
-        loss[0] = count ? (float)(sum / (double)count) : 0.0f;
-    else if (reduction == EO_CE_SUM)
-        loss[0] = (float)sum;
+    eo_ce_loss(EO_K_F32, rows, cols, logits, target, ignore_index, reduction, stats, loss);
 }
 
 /* d += softmax(x) * scale over a row, as exp(x - M) * (scale / S) with
