@@ -54,6 +54,7 @@ static eo_status low_copy(eo_ctx *ctx, eo_tensor *p, eo_tensor **out)
         y->stride[i] = p->low->stride[i];
     }
     y->lifetime = EO_PERSIST; /* of its data: the copy outlives the step */
+    y->low = p; /* a working copy names its master (eo_bwd_matmul writes there) */
     if (eo_needs_grad(ctx, &p, 1))
         EO_CHECK(eo_record(ctx, EO_OP_CAST, &p, 1, y, NULL));
     *out = y;
