@@ -2,19 +2,49 @@
  * core/everyo.h) and the 16-bit working copies of parameters that it
  * reads (eo_params_enable_low, core/nn.h).
  *
- * The policy follows PyTorch's autocast (torch.autocast docs, "CUDA Ops
- * that can autocast to float16 / to float32"): a short list of ops that
- * gain from 16-bit inputs (the matmul family: tensor cores, half the
- * bytes) casts to the 16-bit dtype; ops whose result depends on sums of
- * many terms or on exp/log of large values (softmax, normalisation,
- * losses, reductions) run in f32; the rest follow their inputs. Each op
- * on a list applies it itself, at the top of its body (EO_AUTOCAST,
- * core/internal.h): it casts its tensor arguments and runs itself on
- * them with autocast off, so what it is built from is not cast again.
- * A model needs no change to train in bf16 or f16
+ * The policy, op by op, with autocast set to dt (bf16 or f16):
+ *  - matmul (nn's Linear with its bias), conv2d, attention (composed and
+ *    fused), embedding: inputs cast to dt (a parameter read through its
+ *    working copy), result dt, products accumulated in f32 inside;
+ *  - softmax, log_softmax, layernorm: a 16-bit input keeps its dtype (x
+ *    not of dt is cast to dt; layernorm's w and b join it through their
+ *    working copies); the kernel reads 16 bits, does every sum, max,
+ *    mean and variance in f32 and rounds the result once; an f32 input
+ *    stays f32 throughout;
+ *  - cross-entropy: the loss is f32 (the grad scaler multiplies it, the
+ *    report reads it). bf16 logits are read by the 16-bit kernel and its
+ *    bf16 loss ([1], or [N] without reduction) is widened; f16 logits are
+ *    widened instead, because the loss's gradient is the loss scale
+ *    (2^16 to start), past f16's 65504, and the slot's loss and loss
+ *    gradient have the logits' dtype;
+ *  - reductions (sum, mean, max, sum_all, logsumexp) and exp, log: 16-bit
+ *    inputs cast to f32, result f32 (statistics and losses);
+ *  - binary elementwise ops: an operand of dt meeting an f32 one (a bias,
+ *    a position table, a parameter's view) casts the f32 one to dt, a
+ *    parameter through its working copy; otherwise PyTorch's promotion;
+ *  - everything else follows its inputs.
+ * Each op on a list applies it itself, at the top of its body
+ * (EO_AUTOCAST, core/internal.h): it casts its tensor arguments and runs
+ * itself on them with autocast off, so what it is built from is not cast
+ * again. A model needs no change to train in bf16 or f16
  * (Micikevicius et al., "Mixed Precision Training", ICLR 2018, sec. 3:
  * f32 master weights, 16-bit activations and gradients, f32 for
  * reductions).
+ *
+ * Where this departs from PyTorch's autocast (torch.autocast docs, "CUDA
+ * Ops that can autocast to float16 / to float32"): PyTorch puts softmax,
+ * log_softmax and layer_norm on its f32 list (their outputs are f32),
+ * leaves embedding off the lists (an f32 table gives f32 rows) and
+ * promotes a 16-bit + f32 sum to f32. Each of those widens an activation
+ * that the next matmul casts back: the residual stream of a transformer,
+ * every normalised row and every attention probability would be stored
+ * in f32, and the step arena grew instead of halving. Keeping activations
+ * 16-bit with f32 arithmetic inside the normalisation is how Megatron-LM
+ * trains in bf16 (activations, residual stream included, in bf16;
+ * layernorm and softmax compute in f32 internally), and the native row
+ * kernels are built for it (ops/kernels.h, "16-bit storage": read 16
+ * bits, compute in f32, round once). The loss and the statistics stay
+ * f32, as in PyTorch.
  *
  * Master weights: a parameter stays an f32 tensor (the master) with an
  * f32 gradient and f32 optimizer state. eo_params_enable_low gives it a
@@ -24,7 +54,10 @@
  * the parameter. When an op under autocast meets such a parameter it
  * does not cast: it records a cast node from the master to a view of the
  * copy (no data moves), whose backward (eo_bwd_cast) adds the 16-bit
- * gradient, widened to f32, into the master's f32 gradient. */
+ * gradient, widened to f32, into the master's f32 gradient. The view
+ * names its master in ->low, so that a matmul can add the weight's
+ * gradient into the master's f32 gradient directly (eo_bwd_matmul):
+ * then the copy gets no gradient and the cast node is skipped. */
 #include "core/internal.h"
 #include "core/nn.h"
 
@@ -54,6 +87,7 @@ static eo_status low_copy(eo_ctx *ctx, eo_tensor *p, eo_tensor **out)
         y->stride[i] = p->low->stride[i];
     }
     y->lifetime = EO_PERSIST; /* of its data: the copy outlives the step */
+    y->low = p; /* a working copy names its master (eo_bwd_matmul writes there) */
     if (eo_needs_grad(ctx, &p, 1))
         EO_CHECK(eo_record(ctx, EO_OP_CAST, &p, 1, y, NULL));
     *out = y;

@@ -90,7 +90,9 @@ typedef struct eo_tensor {
     const char *name;              /* parameters: the checkpoint key */
     struct eo_tensor *low;         /* parameters under mixed precision: the 16-bit
                                       working copy the forward reads (persistent,
-                                      refreshed by each optimizer step); else NULL */
+                                      refreshed by each optimizer step); on the
+                                      step header autocast makes of that copy:
+                                      the f32 master; else NULL */
 } eo_tensor;
 
 /* ---- gradient all-reduce hook (data-parallel training) -------------------
@@ -241,7 +243,7 @@ void eo_ctx_set_profile(eo_ctx *ctx, eo_profile_hook hook);
  * As torch.autocast(dtype=...) (PyTorch's "Automatic Mixed Precision"
  * docs, its CUDA op lists), per context instead of per thread. With
  * eo_ctx_set_autocast(ctx, EO_BF16) or EO_F16, ops called with f32 or
- * 16-bit tensors follow three lists (core/autocast.c; core/README.md has
+ * 16-bit tensors follow these rules (core/autocast.c; core/README.md has
  * the table):
  *  - lower precision: eo_matmul, eo_conv2d, eo_attention and
  *    eo_attention_fused (and so nn's Linear) cast their float inputs to
@@ -250,12 +252,20 @@ void eo_ctx_set_profile(eo_ctx *ctx, eo_profile_hook hook);
  *    eo_params_enable_low in core/nn.h) is not cast: its copy is used, on
  *    the tape as a cast of the master, so its gradient reaches the f32
  *    master in f32;
- *  - f32: eo_softmax, eo_log_softmax, eo_logsumexp, eo_layernorm,
- *    eo_cross_entropy(_ex), eo_sum, eo_mean, eo_max, eo_sum_all, eo_exp,
+ *  - eo_softmax, eo_log_softmax, eo_layernorm: a 16-bit input keeps its
+ *    dtype (cast to the autocast dtype if it is the other one; layernorm's
+ *    w and b join it through their working copies), computed in f32 inside
+ *    and rounded once; an f32 input stays f32 (PyTorch returns f32 here;
+ *    core/autocast.c says why this keeps activations 16-bit);
+ *  - eo_embedding reads the table's working copy and returns the autocast
+ *    dtype (not on PyTorch's lists);
+ *  - eo_cross_entropy(_ex) returns an f32 loss;
+ *  - f32: eo_logsumexp, eo_sum, eo_mean, eo_max, eo_sum_all, eo_exp,
  *    eo_log cast 16-bit inputs to f32 and return f32;
- *  - everything else (elementwise ops, views, dropout, embedding,
- *    pooling) runs in its inputs' dtype, the widest one for two inputs
- *    (PyTorch's type promotion).
+ *  - binary elementwise ops with one operand of the autocast dtype and
+ *    one f32 cast the f32 one down (PyTorch promotes to f32);
+ *  - everything else (views, dropout, pooling, unary ops) runs in its
+ *    inputs' dtype, the widest one for two inputs (PyTorch's promotion).
  * EO_F32 (the default) turns it off: every op runs in its inputs' dtype.
  * Returns EO_ERR_ARG for another dtype (the setting is then unchanged). */
 eo_status eo_ctx_set_autocast(eo_ctx *ctx, eo_dtype dtype);

@@ -191,6 +191,15 @@ eo_status eo_accumulate_any(eo_ctx *ctx, const eo_tensor *dst, const eo_tensor *
 /* Contiguous x[...] = value in its dtype (f32, or 16-bit via fill16 or an
  * f32 temporary cast). */
 eo_status eo_fill_any(eo_ctx *ctx, eo_tensor *x, float value);
+/* f32 scratch for one call of an f32 kernel on 16-bit tensors (the
+ * widened route of conv2d and maxpool2d, core/op_conv.c): eo_lend_f32
+ * lends numel(like) floats on like's device, holding src widened (src
+ * contiguous, of like's size) or zeros when src is NULL; eo_add_f32_into
+ * stores (accumulate 0) or adds (1) such floats into the contiguous dst,
+ * rounded once to dst's dtype.
+ * Give back the first lent of a call to release all of them. */
+eo_status eo_lend_f32(eo_ctx *ctx, const eo_tensor *like, const eo_tensor *src, eo_lent *l);
+eo_status eo_add_f32_into(eo_ctx *ctx, const eo_tensor *dst, const void *f32, int accumulate);
 /* The generic fallback: eo_half_plan looks at an op's inputs (NULL and
  * integer ones skipped): any16 says whether one is bf16/f16, dt is the
  * result dtype (promote: PyTorch's rule for elementwise binary ops; else

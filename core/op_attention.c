@@ -74,9 +74,11 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
-    EO_CHECK(eo_expect(ctx, op, q, EO_F32));
-    EO_CHECK(eo_expect(ctx, op, k, EO_F32));
-    EO_CHECK(eo_expect(ctx, op, v, EO_F32));
+    EO_CHECK(eo_expect_any(ctx, op, q));
+    const eo_dtype dt = eo_is_half(q->dtype) ? q->dtype : EO_F32; /* 16-bit: composed only */
+    EO_CHECK(eo_expect(ctx, op, q, dt));
+    EO_CHECK(eo_expect(ctx, op, k, dt));
+    EO_CHECK(eo_expect(ctx, op, v, dt));
     EO_CHECK(eo_same_device(ctx, op, q, k));
     EO_CHECK(eo_same_device(ctx, op, q, v));
     if (!(scale == scale) || scale - scale != 0.0f)
@@ -117,26 +119,53 @@ EO_PUBLIC(attention, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo_
                      int causal, float scale, eo_tensor **out),
           (ctx, q, k, v, mask, causal, scale, out))
 {
-    /* bf16 / f16: through f32 (core/op_cast.c); the additive mask may have
-     * any float dtype and is added in f32. */
+    /* The additive mask may have any float dtype: it is added in f32, or
+     * in q's 16-bit dtype on the 16-bit route below. */
     if (mask && eo_is_half(mask->dtype))
         EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
     eo_tensor *h[3] = { q, k, v };
     EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3,
                 eo_attention(ctx, h[0], h[1], h[2], mask, causal, scale, out));
-    EO_HALF_FALLBACK(ctx, "attention", h, 3, 0, out,
-                     eo_attention(ctx, h[0], h[1], h[2], mask, causal, scale, out));
+    /* q, k, v of one 16-bit dtype on a backend with the 16-bit matmul:
+     * the composition runs in that dtype (below); else through f32. */
+    EO_CHECK(eo_expect_any(ctx, "attention", q));
+    const eo_dtype dt = q->dtype;
+    const int native16 = eo_is_half(dt) && k && v && k->dtype == dt && v->dtype == dt &&
+                         eo_backend_of(ctx, q)->matmul16;
+    if (!native16)
+        EO_HALF_FALLBACK(ctx, "attention", h, 3, 0, out,
+                         eo_attention(ctx, h[0], h[1], h[2], mask, causal, scale, out));
     EO_CHECK(check_attention(ctx, "attention", q, k, v, mask, causal, scale, out));
     eo_tensor *s, *p;
-    EO_CHECK(eo_matmul(ctx, q, k, 0, 1, &s));
-    EO_CHECK(eo_scale(ctx, s, scale, &s));
+    if (native16) {
+        /* 16-bit: every step keeps q's dtype, each op doing its own math in
+         * f32 (matmul accumulates, softmax works on widened rows), so the
+         * scores and probabilities are stored at half the bytes. The scale
+         * goes on q first, as PyTorch's math attention does for half: the
+         * scores' range is then the scaled one, where f16's 65504 holds
+         * (q.k itself may pass it: a head dimension of 256 with q, k ~ 20).
+         * The masks are cast to dt: 0 and -inf are exact, and a large
+         * negative f32 value becomes -inf in f16, which softmax treats
+         * alike (a fully masked row gives zeros). */
+        eo_tensor *qs;
+        EO_CHECK(eo_scale(ctx, q, scale, &qs));
+        EO_CHECK(eo_matmul(ctx, qs, k, 0, 1, &s));
+    } else {
+        EO_CHECK(eo_matmul(ctx, q, k, 0, 1, &s));
+        EO_CHECK(eo_scale(ctx, s, scale, &s));
+    }
     if (causal) {
         eo_tensor *cm;
         EO_CHECK(eo_causal_mask(ctx, q->device, q->shape[2], &cm));
+        if (native16)
+            EO_CHECK(eo_cast(ctx, cm, dt, &cm));
         EO_CHECK(eo_add(ctx, s, cm, &s));
     }
-    if (mask)
+    if (mask) {
+        if (native16)
+            EO_CHECK(eo_cast(ctx, mask, dt, &mask));
         EO_CHECK(eo_add(ctx, s, mask, &s));
+    }
     EO_CHECK(eo_softmax(ctx, s, &p));
     return eo_matmul(ctx, p, v, 0, 0, out);
 }

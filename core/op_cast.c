@@ -145,6 +145,31 @@ eo_status eo_fill_any(eo_ctx *ctx, eo_tensor *x, float value)
     return EO_OK;
 }
 
+/* ---- f32 scratch for f32 kernels on 16-bit tensors ------------------------------ */
+
+eo_status eo_lend_f32(eo_ctx *ctx, const eo_tensor *like, const eo_tensor *src, eo_lent *l)
+{
+    const eo_backend *be = eo_backend_of(ctx, like);
+    EO_NEED_KERNEL(ctx, ctx->op, be, cast);
+    EO_NEED_KERNEL(ctx, ctx->op, be, zero);
+    const int64_t n = eo_numel(like);
+    EO_CHECK(eo_lend(ctx, like->device, (size_t)n * sizeof(float), l));
+    if (!src)
+        return be->zero(ctx, l->p, (size_t)n * sizeof(float));
+    int64_t shape[4] = { 1, 1, 1, n }, st[4] = { 0, 0, 0, 1 };
+    be->cast(shape, EO_K_F32, l->p, st, (int)src->dtype, src->data, st, 0, &ctx->exec);
+    return EO_OK;
+}
+
+eo_status eo_add_f32_into(eo_ctx *ctx, const eo_tensor *dst, const void *f32, int accumulate)
+{
+    const eo_backend *be = eo_backend_of(ctx, dst);
+    EO_NEED_KERNEL(ctx, ctx->op, be, cast);
+    int64_t shape[4] = { 1, 1, 1, eo_numel(dst) }, st[4] = { 0, 0, 0, 1 };
+    be->cast(shape, (int)dst->dtype, dst->data, st, EO_K_F32, f32, st, accumulate, &ctx->exec);
+    return EO_OK;
+}
+
 /* ---- the fallback ------------------------------------------------------------- */
 
 eo_status eo_half_plan(eo_ctx *ctx, const char *op, eo_tensor *const *in, int n, int promote,

@@ -84,7 +84,14 @@ eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
     return EO_OK;
 }
 
-/* The fused path: one node, inputs x, w and bias (or NULL). */
+/* The fused path: one node, inputs x, w and bias (or NULL).
+ *
+ * On bf16 / f16 tensors the same f32 kernels run over f32 scratch lent
+ * for the call: the inputs widened, the f32 result rounded once into the
+ * 16-bit output (and, in the backward, the f32 gradients rounded once and
+ * added into the 16-bit ones). That is exactly the fallback's arithmetic
+ * (core/op_cast.c), but only the 16-bit tensors stay on the tape: the
+ * f32 copies live for one call. */
 static eo_status conv2d_fused(eo_ctx *ctx, const eo_backend *be, eo_tensor *x, eo_tensor *w,
                               eo_tensor *bias, int pad, int stride, const conv_sizes *cs,
                               eo_tensor **out)
@@ -99,11 +106,30 @@ static eo_status conv2d_fused(eo_ctx *ctx, const eo_backend *be, eo_tensor *x, e
                        w->shape[0], w->shape[2], w->shape[3], pad, stride };
     int64_t shape[4] = { g.N, g.Co, cs->OH, cs->OW };
     eo_tensor *y;
-    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 4, shape, &y));
-    eo_lent ws;
-    EO_CHECK(eo_lend(ctx, x->device, be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par)), &ws));
-    be->conv2d(&g, x->data, w->data, bias ? bias->data : NULL, y->data, ws.p, &ctx->exec);
-    eo_give_back(&ws);
+    EO_CHECK(eo_new_out(ctx, x->device, x->dtype, 4, shape, &y));
+    const size_t wsb = be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par));
+    if (eo_is_half(x->dtype)) { /* widened for the call */
+        eo_lent lx, lw, lb = { 0 }, ly, ws;
+        EO_CHECK(eo_lend_f32(ctx, x, x, &lx));
+        eo_status st = eo_lend_f32(ctx, w, w, &lw);
+        if (st == EO_OK && bias)
+            st = eo_lend_f32(ctx, bias, bias, &lb);
+        if (st == EO_OK)
+            st = eo_lend_f32(ctx, y, NULL, &ly);
+        if (st == EO_OK)
+            st = eo_lend(ctx, x->device, wsb, &ws);
+        if (st == EO_OK) {
+            be->conv2d(&g, lx.p, lw.p, bias ? lb.p : NULL, ly.p, ws.p, &ctx->exec);
+            st = eo_add_f32_into(ctx, y, ly.p, 0);
+        }
+        eo_give_back(&lx); /* and everything lent after it */
+        EO_CHECK(st);
+    } else {
+        eo_lent ws;
+        EO_CHECK(eo_lend(ctx, x->device, wsb, &ws));
+        be->conv2d(&g, x->data, w->data, bias ? bias->data : NULL, y->data, ws.p, &ctx->exec);
+        eo_give_back(&ws);
+    }
     eo_tensor *in[3] = { x, w, bias };
     if (eo_needs_grad(ctx, in, 3)) {
         eo_node *nd;
@@ -129,8 +155,36 @@ eo_status eo_bwd_conv2d(eo_ctx *ctx, eo_node *n)
     eo_conv_geom g = { x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                        w->shape[0], n->p.conv.kh, n->p.conv.kw, n->p.conv.pad,
                        n->p.conv.stride };
+    const size_t wsb = be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par));
     eo_lent ws;
-    EO_CHECK(eo_lend(ctx, x->device, be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par)), &ws));
+    if (eo_is_half(x->dtype)) { /* f32 scratch: inputs, dy, and fresh f32 gradients */
+        eo_lent lx, lw, ldy, lgx = { 0 }, lgw = { 0 }, lgb = { 0 };
+        EO_CHECK(eo_lend_f32(ctx, x, x, &lx));
+        eo_status st = eo_lend_f32(ctx, w, w, &lw);
+        if (st == EO_OK)
+            st = eo_lend_f32(ctx, n->out, n->out->grad, &ldy);
+        if (st == EO_OK && gx)
+            st = eo_lend_f32(ctx, x, NULL, &lgx);
+        if (st == EO_OK && gw)
+            st = eo_lend_f32(ctx, w, NULL, &lgw);
+        if (st == EO_OK && gb)
+            st = eo_lend_f32(ctx, b, NULL, &lgb);
+        if (st == EO_OK)
+            st = eo_lend(ctx, x->device, wsb, &ws);
+        if (st == EO_OK) {
+            be->conv2d_backward(&g, lx.p, lw.p, ldy.p, gx ? lgx.p : NULL, gw ? lgw.p : NULL,
+                                gb ? lgb.p : NULL, ws.p, &ctx->exec);
+            if (gx)
+                st = eo_add_f32_into(ctx, gx, lgx.p, 1);
+            if (st == EO_OK && gw)
+                st = eo_add_f32_into(ctx, gw, lgw.p, 1);
+            if (st == EO_OK && gb)
+                st = eo_add_f32_into(ctx, gb, lgb.p, 1);
+        }
+        eo_give_back(&lx);
+        return st;
+    }
+    EO_CHECK(eo_lend(ctx, x->device, wsb, &ws));
     be->conv2d_backward(&g, x->data, w->data, n->out->grad->data, gx ? gx->data : NULL,
                         gw ? gw->data : NULL, gb ? gb->data : NULL, ws.p, &ctx->exec);
     eo_give_back(&ws);
@@ -143,11 +197,20 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "conv2d: NULL output pointer");
-    eo_tensor *h[3] = { x, w, bias }; /* bf16 / f16: through f32 (core/op_cast.c) */
+    eo_tensor *h[3] = { x, w, bias };
     EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3, eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
-    EO_HALF_FALLBACK(ctx, "conv2d", h, 3, 0, out, eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
-    EO_CHECK(eo_expect(ctx, "conv2d", x, EO_F32));
-    EO_CHECK(eo_expect(ctx, "conv2d", w, EO_F32));
+    /* bf16 / f16: the fused f32 kernels over f32 scratch (conv2d_fused),
+     * where the backend has them; else through f32 copies (core/op_cast.c). */
+    EO_CHECK(eo_expect_any(ctx, "conv2d", x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    const eo_dtype dt = x->dtype;
+    const int wide16 = eo_is_half(dt) && w && w->dtype == dt && (!bias || bias->dtype == dt) &&
+                       be->conv2d && be->conv2d_backward && be->conv2d_ws;
+    if (!wide16)
+        EO_HALF_FALLBACK(ctx, "conv2d", h, 3, 0, out,
+                         eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
+    EO_CHECK(eo_expect(ctx, "conv2d", x, wide16 ? dt : EO_F32));
+    EO_CHECK(eo_expect(ctx, "conv2d", w, wide16 ? dt : EO_F32));
     EO_CHECK(eo_same_device(ctx, "conv2d", x, w));
     if (x->rank != 4 || w->rank != 4 || w->shape[1] != x->shape[1])
         return eo_fail(ctx, EO_ERR_SHAPE,
@@ -160,12 +223,11 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
     conv_sizes cs = { 0, 0, 0, 0 };
     EO_CHECK(conv_sizes_of(ctx, x, w, pad, stride, &cs));
     if (bias) {
-        EO_CHECK(eo_expect(ctx, "conv2d", bias, EO_F32));
+        EO_CHECK(eo_expect(ctx, "conv2d", bias, wide16 ? dt : EO_F32));
         if (bias->rank != 1 || bias->shape[0] != Co)
             return eo_fail(ctx, EO_ERR_SHAPE, "conv2d: bias must be [%lld], got %T",
                            (long long)Co, bias);
     }
-    const eo_backend *be = eo_backend_of(ctx, x);
     if (be->conv2d && be->conv2d_backward && be->conv2d_ws)
         return conv2d_fused(ctx, be, x, w, bias, pad, stride, &cs, out);
     const int64_t OH = cs.OH, OW = cs.OW;
@@ -194,9 +256,16 @@ EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, 
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: NULL output pointer");
-    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
-    EO_HALF_FALLBACK(ctx, "maxpool2d", h, 1, 0, out, eo_maxpool2d(ctx, h[0], k, out));
-    EO_CHECK(eo_expect(ctx, "maxpool2d", x, EO_F32));
+    /* bf16 / f16: the f32 kernels over f32 scratch, as conv2d_fused (the
+     * maximum of widened values rounds back to itself: exact); else
+     * through f32 copies (core/op_cast.c). */
+    EO_CHECK(eo_expect_any(ctx, "maxpool2d", x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    const int wide16 = eo_is_half(x->dtype) && be->maxpool2d && be->maxpool2d_backward;
+    eo_tensor *h[1] = { x };
+    if (!wide16)
+        EO_HALF_FALLBACK(ctx, "maxpool2d", h, 1, 0, out, eo_maxpool2d(ctx, h[0], k, out));
+    EO_CHECK(eo_expect(ctx, "maxpool2d", x, wide16 ? x->dtype : EO_F32));
     if (k < 1)
         return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: kernel size k must be >= 1, got %d", k);
     if (x->rank != 4 || x->shape[2] < k || x->shape[3] < k)
@@ -209,14 +278,25 @@ EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, 
                        "maxpool2d: planes of %T have more than %d pixels (argmax is i32)", x,
                        (int)INT32_MAX);
     EO_CHECK(eo_contiguous(ctx, x, &x));
-    const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d);
     int64_t P = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
     int64_t shape[4] = { x->shape[0], x->shape[1], H / k, W / k };
     eo_tensor *y, *arg;
-    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 4, shape, &y));
+    EO_CHECK(eo_new_out(ctx, x->device, x->dtype, 4, shape, &y));
     EO_CHECK(eo_new_out(ctx, x->device, EO_I32, 4, shape, &arg));
-    be->maxpool2d(P, H, W, k, x->data, y->data, arg->data, &ctx->exec);
+    if (wide16) {
+        eo_lent lx, ly;
+        EO_CHECK(eo_lend_f32(ctx, x, x, &lx));
+        eo_status st = eo_lend_f32(ctx, y, NULL, &ly);
+        if (st == EO_OK) {
+            be->maxpool2d(P, H, W, k, lx.p, ly.p, arg->data, &ctx->exec);
+            st = eo_add_f32_into(ctx, y, ly.p, 0);
+        }
+        eo_give_back(&lx);
+        EO_CHECK(st);
+    } else {
+        be->maxpool2d(P, H, W, k, x->data, y->data, arg->data, &ctx->exec);
+    }
     if (eo_needs_grad(ctx, &x, 1)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_MAXPOOL2D, &x, 1, y, &nd));
@@ -235,6 +315,18 @@ eo_status eo_bwd_maxpool2d(eo_ctx *ctx, eo_node *n)
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
+    if (eo_is_half(x->dtype)) { /* f32 scratch, as the forward */
+        eo_lent ldy, lg;
+        EO_CHECK(eo_lend_f32(ctx, n->out, n->out->grad, &ldy));
+        eo_status st = eo_lend_f32(ctx, x, NULL, &lg);
+        if (st == EO_OK) {
+            be->maxpool2d_backward(x->shape[0] * x->shape[1], x->shape[2], x->shape[3],
+                                   n->p.pool.k, ldy.p, n->saved[0]->data, lg.p, &ctx->exec);
+            st = eo_add_f32_into(ctx, g, lg.p, 1);
+        }
+        eo_give_back(&ldy);
+        return st;
+    }
     be->maxpool2d_backward(x->shape[0] * x->shape[1], x->shape[2], x->shape[3], n->p.pool.k,
                            n->out->grad->data, n->saved[0]->data, g->data, &ctx->exec);
     return EO_OK;

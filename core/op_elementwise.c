@@ -34,11 +34,28 @@ static eo_status binary_body(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
-    /* bf16 / f16: through f32, with PyTorch's promotion (core/op_cast.c) */
+    EO_CHECK(eo_expect_any(ctx, op, a));
+    EO_CHECK(eo_expect_any(ctx, op, b));
     eo_tensor *h[2] = { a, b };
-    EO_HALF_FALLBACK(ctx, op, h, 2, 1, out, binary(ctx, id, h[0], h[1], out));
-    EO_CHECK(eo_expect(ctx, op, a, EO_F32));
-    EO_CHECK(eo_expect(ctx, op, b, EO_F32));
+    /* Autocast: a 16-bit operand of the autocast dtype meeting an f32 one
+     * (a bias, a position table, a parameter's view) casts the f32 one
+     * down, a parameter through its working copy, instead of PyTorch's
+     * promotion to f32, which would widen the activation (core/autocast.c). */
+    if (ctx->autocast != EO_F32 && (a->dtype == ctx->autocast) != (b->dtype == ctx->autocast) &&
+        (a->dtype == EO_F32 || b->dtype == EO_F32) && eo_is_float(a->dtype) &&
+        eo_is_float(b->dtype))
+        EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 2, binary(ctx, id, h[0], h[1], out));
+    /* bf16 / f16: both operands of one 16-bit dtype run in the backend's
+     * 16-bit kernel (its backward too when a gradient will be needed);
+     * anything else through f32, with PyTorch's promotion (core/op_cast.c). */
+    const eo_backend *be = eo_backend_of(ctx, a);
+    const eo_dtype dt = a->dtype;
+    const int native16 = eo_is_half(dt) && b->dtype == dt && a->device == b->device &&
+                         be->binary16 && (be->binary_backward16 || !eo_needs_grad(ctx, h, 2));
+    if (!native16)
+        EO_HALF_FALLBACK(ctx, op, h, 2, 1, out, binary(ctx, id, h[0], h[1], out));
+    EO_CHECK(eo_expect(ctx, op, a, native16 ? dt : EO_F32));
+    EO_CHECK(eo_expect(ctx, op, b, native16 ? dt : EO_F32));
     EO_CHECK(eo_same_device(ctx, op, a, b));
     int64_t sa4[4], sb4[4], ta[4], tb[4], shape[4];
     eo_pad4(a, sa4, ta);
@@ -51,15 +68,19 @@ static eo_status binary_body(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *
         shape[i] = sa4[i] == 1 ? sb4[i] : sa4[i];
     }
     int rank = a->rank > b->rank ? a->rank : b->rank;
-    const eo_backend *be = eo_backend_of(ctx, a);
-    EO_NEED_KERNEL(ctx, op, be, binary);
+    if (!native16)
+        EO_NEED_KERNEL(ctx, op, be, binary);
     eo_tensor *y;
-    EO_CHECK(eo_new_out(ctx, a->device, EO_F32, rank, shape + 4 - rank, &y));
+    EO_CHECK(eo_new_out(ctx, a->device, dt, rank, shape + 4 - rank, &y));
     int64_t sa[4], sb[4], sy[4];
     broadcast_strides(a, shape, sa);
     broadcast_strides(b, shape, sb);
     eo_pad4(y, shape, sy);
-    be->binary(binop_of[id], shape, y->data, sy, a->data, sa, b->data, sb, &ctx->exec);
+    if (native16) /* strided and broadcast operands as the f32 kernel takes them */
+        be->binary16(binop_of[id], (int)dt, shape, y->data, sy, a->data, sa, b->data, sb,
+                     &ctx->exec);
+    else
+        be->binary(binop_of[id], shape, y->data, sy, a->data, sa, b->data, sb, &ctx->exec);
     eo_tensor *in[2] = { a, b };
     if (eo_needs_grad(ctx, in, 2))
         EO_CHECK(eo_record(ctx, id, in, 2, y, NULL));
@@ -76,7 +97,11 @@ static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *a = n->in[0], *b = n->in[1], *y = n->out, *ga = NULL, *gb = NULL;
     const eo_backend *be = eo_backend_of(ctx, y);
-    EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, binary_backward);
+    const int native16 = eo_is_half(y->dtype); /* recorded by the 16-bit forward */
+    if (native16)
+        EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, binary_backward16);
+    else
+        EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, binary_backward);
     if (a->requires_grad)
         EO_CHECK(eo_grad_of(ctx, a, &ga));
     if (b->requires_grad)
@@ -89,8 +114,14 @@ static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
         broadcast_strides(ga, shape, sga);
     if (gb)
         broadcast_strides(gb, shape, sgb);
-    be->binary_backward(binop_of[n->op], shape, y->grad->data, sy, a->data, sa, b->data, sb,
-                        ga ? ga->data : NULL, sga, gb ? gb->data : NULL, sgb, &ctx->exec);
+    if (native16) /* gradients of the operands' dtype; broadcast sums in f32 */
+        be->binary_backward16(binop_of[n->op], (int)y->dtype, shape, y->grad->data, sy, a->data,
+                              sa, b->data, sb, ga ? ga->data : NULL, sga,
+                              gb ? gb->data : NULL, sgb, &ctx->exec);
+    else
+        be->binary_backward(binop_of[n->op], shape, y->grad->data, sy, a->data, sa, b->data,
+                            sb, ga ? ga->data : NULL, sga, gb ? gb->data : NULL, sgb,
+                            &ctx->exec);
     return EO_OK;
 }
 

@@ -67,11 +67,12 @@ static int describe(const eo_tensor *x, int t, mm_operand *o)
 /* C_b = X_b · Y_b (+ C_b when beta = 1) for b < batch; C batch stride sc.
  * A shared C (sc = 0) with batch > 1 is accumulated one entry at a time. */
 /* One kernel call: the f32 kernel, or for bf16 / f16 operands (dt) the
- * 16-bit one with C of the same dtype (rounded once per call). */
-static void mm_call(const eo_backend *be, eo_ctx *ctx, eo_dtype dt, int64_t batch, int64_t M,
-                    int64_t N, int64_t K, mm_operand X, int64_t xoff, int64_t xbs, mm_operand Y,
-                    int64_t yoff, int64_t ybs, float beta, void *C, int64_t ldc, int64_t sc,
-                    void *ws)
+ * 16-bit one with C of dtype odt: dt (rounded once per call), or f32 (a
+ * master weight's gradient, eo_bwd_matmul). */
+static void mm_call(const eo_backend *be, eo_ctx *ctx, eo_dtype dt, eo_dtype odt, int64_t batch,
+                    int64_t M, int64_t N, int64_t K, mm_operand X, int64_t xoff, int64_t xbs,
+                    mm_operand Y, int64_t yoff, int64_t ybs, float beta, void *C, int64_t ldc,
+                    int64_t sc, void *ws)
 {
     if (dt == EO_F32) {
         be->matmul(X.t, Y.t, batch, M, N, K, (const float *)X.p + xoff, X.ld, xbs,
@@ -79,13 +80,13 @@ static void mm_call(const eo_backend *be, eo_ctx *ctx, eo_dtype dt, int64_t batc
         return;
     }
     be->matmul16(X.t, Y.t, batch, M, N, K, (int)dt, (const uint16_t *)X.p + xoff, X.ld, xbs,
-                 (const uint16_t *)Y.p + yoff, Y.ld, ybs, beta, (int)dt, C, ldc, sc, ws,
+                 (const uint16_t *)Y.p + yoff, Y.ld, ybs, beta, (int)odt, C, ldc, sc, ws,
                  &ctx->exec);
 }
 
-static eo_status mm(eo_ctx *ctx, const eo_backend *be, eo_dtype dt, int64_t batch, int64_t M,
-                    int64_t N, int64_t K, mm_operand X, mm_operand Y, void *C, int64_t ldc,
-                    int64_t sc, float beta)
+static eo_status mm(eo_ctx *ctx, const eo_backend *be, eo_dtype dt, eo_dtype odt, int64_t batch,
+                    int64_t M, int64_t N, int64_t K, mm_operand X, mm_operand Y, void *C,
+                    int64_t ldc, int64_t sc, float beta)
 {
     eo_k_matmul_ws_fn *wsf = dt == EO_F32 ? be->matmul_ws : be->matmul16_ws;
     size_t bytes = wsf ? wsf(M, N, K, eo_par_threads(&ctx->exec.par)) : 0;
@@ -93,10 +94,11 @@ static eo_status mm(eo_ctx *ctx, const eo_backend *be, eo_dtype dt, int64_t batc
     EO_CHECK(eo_lend(ctx, be->device, bytes, &ws));
     if (sc == 0 && batch > 1) {
         for (int64_t b = 0; b < batch; b++)
-            mm_call(be, ctx, dt, 1, M, N, K, X, b * X.bs, 0, Y, b * Y.bs, 0, b ? 1.0f : beta, C,
-                    ldc, 0, ws.p);
+            mm_call(be, ctx, dt, odt, 1, M, N, K, X, b * X.bs, 0, Y, b * Y.bs, 0,
+                    b ? 1.0f : beta, C, ldc, 0, ws.p);
     } else {
-        mm_call(be, ctx, dt, batch, M, N, K, X, 0, X.bs, Y, 0, Y.bs, beta, C, ldc, sc, ws.p);
+        mm_call(be, ctx, dt, odt, batch, M, N, K, X, 0, X.bs, Y, 0, Y.bs, beta, C, ldc, sc,
+                ws.p);
     }
     eo_give_back(&ws);
     return EO_OK;
@@ -185,9 +187,9 @@ EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_t
     EO_CHECK(eo_new_out(ctx, a->device, dt, rank, shape, &c));
     int64_t batch = batch_of(big);
     if (batch > 1 && rb == 2 && stacks(A, M))   /* x[B,T,C] · W: one tall matmul */
-        EO_CHECK(mm(ctx, be, dt, 1, batch * M, N, K, A, B, c->data, N, 0, 0.0f));
+        EO_CHECK(mm(ctx, be, dt, dt, 1, batch * M, N, K, A, B, c->data, N, 0, 0.0f));
     else
-        EO_CHECK(mm(ctx, be, dt, batch, M, N, K, A, B, c->data, N, M * N, 0.0f));
+        EO_CHECK(mm(ctx, be, dt, dt, batch, M, N, K, A, B, c->data, N, M * N, 0.0f));
 
     eo_tensor *in[2] = { a, b };
     if (eo_needs_grad(ctx, in, 2)) {
@@ -198,6 +200,28 @@ EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_t
     }
     *out = c;
     return EO_OK;
+}
+
+/* Where an operand's gradient goes. A parameter's 16-bit working copy
+ * (its step header, core/autocast.c, names the f32 master in ->low)
+ * sends it straight into the master's f32 gradient: the 16-bit kernel
+ * writes C in f32 and adds (beta 1), so no 16-bit buffer of the weight's
+ * size is made, rounded and widened again by the cast's backward (which
+ * then finds no gradient on the copy and is skipped). Anything else gets
+ * a gradient of its own dtype (eo_grad_for_write). *odt: C's dtype. */
+static eo_status grad_target(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *beta,
+                             eo_dtype *odt)
+{
+    eo_tensor *master = t->low;
+    if (eo_is_half(t->dtype) && master && master->dtype == EO_F32 && master->requires_grad &&
+        master->device == t->device && !t->grad) {
+        EO_CHECK(eo_grad_of(ctx, master, g));
+        *beta = 1.0f;
+        *odt = EO_F32;
+        return EO_OK;
+    }
+    *odt = t->dtype;
+    return eo_grad_for_write(ctx, t, g, beta);
 }
 
 eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
@@ -218,31 +242,33 @@ eo_status eo_bwd_matmul(eo_ctx *ctx, eo_node *n)
     float beta;
     if (a->requires_grad) {
         eo_tensor *ga;
-        EO_CHECK(eo_grad_for_write(ctx, a, &ga, &beta));
+        eo_dtype oa;
+        EO_CHECK(grad_target(ctx, a, &ga, &beta, &oa));
         int64_t sc = a->rank == 2 ? 0 : M * K;
         if (!ta) /* ga[M,K] = dC · op(B)ᵀ */
-            EO_CHECK(mm(ctx, be, c->dtype, batch, M, K, N, dC, flip(B), ga->data, K, sc, beta));
+            EO_CHECK(mm(ctx, be, c->dtype, oa, batch, M, K, N, dC, flip(B), ga->data, K, sc, beta));
         else     /* ga[K,M] = op(B) · dCᵀ */
-            EO_CHECK(mm(ctx, be, c->dtype, batch, K, M, N, B, flip(dC), ga->data, M, sc, beta));
+            EO_CHECK(mm(ctx, be, c->dtype, oa, batch, K, M, N, B, flip(dC), ga->data, M, sc, beta));
     }
     if (b->requires_grad) {
         eo_tensor *gb;
-        EO_CHECK(eo_grad_for_write(ctx, b, &gb, &beta));
+        eo_dtype ob;
+        EO_CHECK(grad_target(ctx, b, &gb, &beta, &ob));
         int shared = b->rank == 2 && batch > 1;
         if (shared && stacks(A, M)) {
             /* Fold the batch into the inner dimension: one call. */
             mm_operand As = A, dCs = dC;
             As.bs = dCs.bs = 0;
             if (!tb) /* gb[K,N] = op(A)ᵀ · dC over all rows */
-                EO_CHECK(mm(ctx, be, c->dtype, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, ob, 1, K, N, batch * M, flip(As), dCs, gb->data, N, 0, beta));
             else     /* gb[N,K] = dCᵀ · op(A) */
-                EO_CHECK(mm(ctx, be, c->dtype, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, ob, 1, N, K, batch * M, flip(dCs), As, gb->data, K, 0, beta));
         } else {
             int64_t sc = shared ? 0 : K * N;
             if (!tb)
-                EO_CHECK(mm(ctx, be, c->dtype, batch, K, N, M, flip(A), dC, gb->data, N, sc, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, ob, batch, K, N, M, flip(A), dC, gb->data, N, sc, beta));
             else
-                EO_CHECK(mm(ctx, be, c->dtype, batch, N, K, M, flip(dC), A, gb->data, K, sc, beta));
+                EO_CHECK(mm(ctx, be, c->dtype, ob, batch, N, K, M, flip(dC), A, gb->data, K, sc, beta));
         }
     }
     return EO_OK;

@@ -11,25 +11,39 @@ static eo_status softmax_body(eo_ctx *ctx, eo_op_id id, eo_tensor *x, eo_tensor 
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
-    eo_tensor *h[1] = { x }; /* bf16 / f16: through f32 (core/op_cast.c) */
-    EO_AUTOCAST(ctx, EO_AUTOCAST_F32, h, 1, softmax(ctx, id, h[0], out));
-    EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, softmax(ctx, id, h[0], out));
-    EO_CHECK(eo_expect(ctx, op, x, EO_F32));
+    /* bf16 / f16 (autocast or not: softmax follows its input, core/
+     * autocast.c): the backend's 16-bit kernel, which reads the 16-bit
+     * row, works in f32 and rounds the result once into x's dtype; where
+     * the backend lacks it (or its backward, when a gradient will be
+     * needed), the same through f32 copies (core/op_cast.c). */
+    EO_CHECK(eo_expect_any(ctx, op, x));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    const eo_dtype dt = x->dtype;
+    eo_tensor *h[1] = { x };
+    const int native16 = eo_is_half(dt) && be->softmax16 &&
+                         (be->softmax_backward16 || !eo_needs_grad(ctx, h, 1));
+    if (!native16)
+        EO_HALF_FALLBACK(ctx, op, h, 1, 0, out, softmax(ctx, id, h[0], out));
+    EO_CHECK(eo_expect(ctx, op, x, native16 ? dt : EO_F32));
     if (x->rank < 1)
         return eo_fail(ctx, EO_ERR_AXIS, "%s: needs rank >= 1, got %T", op, x);
-    EO_CHECK(eo_contiguous(ctx, x, &x));
-    const eo_backend *be = eo_backend_of(ctx, x);
-    EO_NEED_KERNEL(ctx, op, be, softmax);
+    EO_CHECK(eo_contiguous(ctx, x, &x)); /* in its own dtype */
+    if (!native16)
+        EO_NEED_KERNEL(ctx, op, be, softmax);
     int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
     eo_tensor *y;
-    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, x->rank, x->shape, &y));
+    EO_CHECK(eo_new_out(ctx, x->device, dt, x->rank, x->shape, &y));
     /* The kernel's scratch (a row of exps per worker) lives only for the
      * call: lent after y is taken, and given back. */
-    const int log = id == EO_OP_LOG_SOFTMAX;
-    size_t bytes = be->softmax_ws ? be->softmax_ws(log, rows, cols, eo_par_threads(&ctx->exec.par)) : 0;
+    const int log = id == EO_OP_LOG_SOFTMAX, nt = eo_par_threads(&ctx->exec.par);
+    size_t bytes = native16 ? (be->softmax_ws16 ? be->softmax_ws16(rows, cols, nt) : 0)
+                            : (be->softmax_ws ? be->softmax_ws(log, rows, cols, nt) : 0);
     eo_lent ws;
     EO_CHECK(eo_lend(ctx, x->device, bytes, &ws));
-    be->softmax(log, rows, cols, x->data, y->data, ws.p, &ctx->exec);
+    if (native16)
+        be->softmax16(log, (int)dt, rows, cols, x->data, y->data, ws.p, &ctx->exec);
+    else
+        be->softmax(log, rows, cols, x->data, y->data, ws.p, &ctx->exec);
     eo_give_back(&ws);
     if (eo_needs_grad(ctx, &x, 1))
         EO_CHECK(eo_record(ctx, id, &x, 1, y, NULL));
@@ -48,11 +62,24 @@ static eo_status softmax_backward(eo_ctx *ctx, eo_node *n)
     if (!x->requires_grad)
         return EO_OK;
     const eo_backend *be = eo_backend_of(ctx, x);
+    int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
+    const int log = n->op == EO_OP_LOG_SOFTMAX;
+    if (eo_is_half(y->dtype)) { /* recorded by the 16-bit forward: y, dy, dx of its dtype */
+        EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, softmax_backward16);
+        EO_CHECK(eo_grad_of(ctx, x, &g));
+        size_t bytes = be->softmax_ws16
+                           ? be->softmax_ws16(rows, cols, eo_par_threads(&ctx->exec.par))
+                           : 0;
+        eo_lent ws;
+        EO_CHECK(eo_lend(ctx, x->device, bytes, &ws));
+        be->softmax_backward16(log, (int)y->dtype, rows, cols, y->data, y->grad->data, g->data,
+                               ws.p, &ctx->exec);
+        eo_give_back(&ws);
+        return EO_OK;
+    }
     EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, softmax_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
-    int64_t cols = x->shape[x->rank - 1], rows = cols ? eo_numel(x) / cols : 0;
-    be->softmax_backward(n->op == EO_OP_LOG_SOFTMAX, rows, cols, y->data, y->grad->data,
-                         g->data, &ctx->exec);
+    be->softmax_backward(log, rows, cols, y->data, y->grad->data, g->data, &ctx->exec);
     return EO_OK;
 }
 

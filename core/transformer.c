@@ -94,6 +94,16 @@ static eo_status block_make(eo_ctx *ctx, eo_params *ps, eo_device dev, const cha
     return EO_OK;
 }
 
+/* x: an activation of a float dtype (f32; bf16 or f16 under autocast,
+ * core/autocast.c, or in a 16-bit model). */
+static eo_status expect_activation(eo_ctx *ctx, const char *op, const eo_tensor *x)
+{
+    EO_CHECK(eo_expect_any(ctx, op, x));
+    if (!eo_is_float(x->dtype))
+        return eo_fail(ctx, EO_ERR_DTYPE, "%s: expected f32, bf16 or f16, got %T", op, x);
+    return EO_OK;
+}
+
 /* Self-attention over x; with a cache (ck, cv [B, H, Tmax, D]), x holds
  * the positions len .. len+T-1: their k and v are written into the cache
  * and q attends to all len + T cached keys. */
@@ -102,7 +112,7 @@ static eo_status mha(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *ck, 
 {
     if (!a || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL layer, input or output pointer");
-    EO_CHECK(eo_expect(ctx, "mha_forward", x, EO_F32));
+    EO_CHECK(expect_activation(ctx, "mha_forward", x));
     if (a->n_embd < 1 || a->n_head < 1)
         return eo_fail(ctx, EO_ERR_STATE, "mha_forward: the layer was not initialised (or its "
                                           "init failed)");
@@ -150,7 +160,7 @@ static eo_status block(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor *
 {
     if (!b || !x || !y)
         return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL block, input or output pointer");
-    EO_CHECK(eo_expect(ctx, "block_forward", x, EO_F32));
+    EO_CHECK(expect_activation(ctx, "block_forward", x));
     if (b->attn.n_embd < 1)
         return eo_fail(ctx, EO_ERR_STATE, "block_forward: the block was not initialised (or its "
                                           "init failed)");

@@ -11,6 +11,7 @@
 #include "tools/formats/checkpoint.h"
 #include "tools/train/models.h"
 #include "tools/formats/safetensors.h"
+#include "ops/cpu/half.h"
 
 /* All parameter values, concatenated, for before/after comparison. */
 static float *snapshot(const eo_params *ps, size_t *n)
@@ -117,11 +118,73 @@ START_TEST(round_trip_and_bad_files_leave_model_unchanged)
 }
 END_TEST
 
+/* Mixed precision: a model with bf16 working copies saves its f32 masters
+ * (bit for bit) and, loaded into another such model, refreshes that
+ * model's copies; a model whose parameters are themselves bf16 saves
+ * them as BF16 and loads them back bit for bit. */
+START_TEST(masters_saved_and_working_copies_refreshed)
+{
+    char path[512], path16[512], err[512];
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    snprintf(path, sizeof path, "%s", eo_tmpdir_path("amp.safetensors"));
+    snprintf(path16, sizeof path16, "%s", eo_tmpdir_path("bf16.safetensors"));
+    eo_ctx *ctx = eo_test_ctx(8, 8);
+    eo_classifier a, b;
+    eo_seed(ctx, 1);
+    ck_assert_int_eq(eo_classifier_build(ctx, EO_MODEL_MLP, EO_CPU, &a), EO_OK);
+    eo_seed(ctx, 2);
+    ck_assert_int_eq(eo_classifier_build(ctx, EO_MODEL_MLP, EO_CPU, &b), EO_OK);
+    ck_assert_int_eq(eo_params_enable_low(ctx, &a.params, EO_BF16), EO_OK);
+    ck_assert_int_eq(eo_params_enable_low(ctx, &b.params, EO_BF16), EO_OK);
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &a.params, path, NULL, NULL, 0, err, sizeof err),
+                     EO_OK);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &b.params, path, err, sizeof err), EO_OK);
+    size_t n, m;
+    float *want = snapshot(&a.params, &n), *got = snapshot(&b.params, &m);
+    ck_assert_int_eq(memcmp(want, got, n * sizeof(float)), 0); /* the f32 masters */
+    for (int i = 0; i < b.params.count; i++) { /* b's copies now round a's masters */
+        const eo_tensor *p = b.params.items[i];
+        ck_assert_ptr_nonnull(p->low);
+        const float *w = p->data;
+        const uint16_t *h = p->low->data;
+        for (int64_t k = 0; k < eo_numel(p); k++)
+            ck_assert_uint_eq(h[k], eo_f32_to_bf16(w[k]));
+    }
+    /* bf16 parameters: saved as BF16, loaded back bit for bit */
+    eo_params ps, qs;
+    eo_tensor *w16, *v16;
+    int64_t sh[2] = { 3, 5 };
+    ck_assert_int_eq(eo_params_init(ctx, &ps, 1), EO_OK);
+    ck_assert_int_eq(eo_params_init(ctx, &qs, 1), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, eo_test_rand(ctx, 2, sh, -1, 1, 5, 0), EO_BF16, &w16), EO_OK);
+    ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_BF16, 2, sh, &v16), EO_OK);
+    w16->name = v16->name = "w";
+    w16->requires_grad = v16->requires_grad = 1; /* parameters: with a gradient */
+    ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_BF16, 2, sh, &w16->grad), EO_OK);
+    ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_BF16, 2, sh, &v16->grad), EO_OK);
+    ck_assert_int_eq(eo_params_add(ctx, &ps, w16), EO_OK);
+    ck_assert_int_eq(eo_params_add(ctx, &qs, v16), EO_OK);
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &ps, path16, NULL, NULL, 0, err, sizeof err), EO_OK);
+    eo_st_file f;
+    ck_assert_int_eq(eo_st_read(path16, &f, err, sizeof err), EO_OK);
+    ck_assert_uint_eq(f.count, 1);
+    ck_assert_int_eq(f.tensors[0].dtype, EO_ST_BF16);
+    eo_st_close(&f);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &qs, path16, err, sizeof err), EO_OK);
+    ck_assert_int_eq(memcmp(w16->data, v16->data, 15 * 2), 0);
+    free(want);
+    free(got);
+    eo_test_ctx_free(ctx);
+    eo_tmpdir_remove();
+}
+END_TEST
+
 Suite *eo_suite_checkpoint(void)
 {
     Suite *s = suite_create("checkpoint");
     TCase *tc = tcase_create("checkpoint");
     tcase_add_test(tc, round_trip_and_bad_files_leave_model_unchanged);
+    tcase_add_test(tc, masters_saved_and_working_copies_refreshed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -543,6 +543,52 @@ START_TEST(embedding16_lookup_and_index_add)
 }
 END_TEST
 
+/* matmul16 widens op(A) and C a panel of rows at a time (ops/cpu/
+ * matmul16.c): with M = 150 (two full panels of 64 and a ragged one),
+ * every transpose, C in f32 and in the 16-bit dtype, beta 0 and 1, it
+ * equals the f32 kernel on the widened whole matrices, rounded once. */
+START_TEST(matmul16_panels_equal_f32)
+{
+    const int dt = DTS[_i & 1], ta = (_i >> 1) & 1, tb = (_i >> 2) & 1;
+    const int64_t M = 150, N = 7, K = 19;
+    uint16_t *a16 = buf(M * K * 2), *b16 = buf(K * N * 2), *c16 = buf(M * N * 2);
+    float *a = buf(M * K * 4), *b = buf(K * N * 4), *c = buf(M * N * 4), *cf = buf(M * N * 4);
+    for (int64_t i = 0; i < M * K; i++) {
+        a16[i] = eo_half_put(dt, frand() * 2);
+        a[i] = eo_half_get(dt, a16[i]);
+    }
+    for (int64_t i = 0; i < K * N; i++) {
+        b16[i] = eo_half_put(dt, frand() * 2);
+        b[i] = eo_half_get(dt, b16[i]);
+    }
+    const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    for (int out16 = 0; out16 < 2; out16++)
+        for (int beta = 0; beta < 2; beta++) {
+            for (int64_t i = 0; i < M * N; i++) {
+                c16[i] = eo_half_put(dt, frand());
+                c[i] = out16 ? eo_half_get(dt, c16[i]) : frand();
+                cf[i] = c[i];
+            }
+            void *ws = buf(eo_k_matmul16_ws(M, N, K, 1));
+            void *ws32 = buf(eo_k_matmul_ws(M, N, K, 1));
+            eo_k_matmul(ta, tb, 1, M, N, K, a, lda, 0, b, ldb, 0, (float)beta, c, N, 0, ws32, NULL);
+            eo_k_matmul16(ta, tb, 1, M, N, K, dt, a16, lda, 0, b16, ldb, 0, (float)beta,
+                          out16 ? dt : EO_K_F32, out16 ? (void *)c16 : (void *)cf, N, 0, ws, NULL);
+            for (int64_t i = 0; i < M * N; i++) {
+                if (out16)
+                    CHECK_MSG(c16[i] == eo_half_put(dt, c[i]), "%s ta %d tb %d beta %d [%lld]: "
+                              "0x%04x, want %g", dtname(dt), ta, tb, beta, (long long)i,
+                              c16[i], (double)c[i]);
+                else
+                    CHECK_MSG(cf[i] == c[i], "%s ta %d tb %d beta %d [%lld]: %g, want %g",
+                              dtname(dt), ta, tb, beta, (long long)i, (double)cf[i],
+                              (double)c[i]);
+            }
+        }
+    free_bufs();
+}
+END_TEST
+
 Suite *eo_suite_kernels16(void)
 {
     Suite *s = suite_create("kernels16");
@@ -557,6 +603,7 @@ Suite *eo_suite_kernels16(void)
                         2 * (int)(sizeof cecases / sizeof cecases[0]));
     tcase_add_test(tc, cross_entropy16_all_ignored);
     tcase_add_loop_test(tc, embedding16_lookup_and_index_add, 0, 6);
+    tcase_add_loop_test(tc, matmul16_panels_equal_f32, 0, 8);
     suite_add_tcase(s, tc);
     return s;
 }

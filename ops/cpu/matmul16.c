@@ -10,18 +10,32 @@
  * widened into it first when beta = 1) and rounded once at the end. So
  * the result is exactly the f32 matmul of the widened operands, rounded
  * once: what the core's generic fallback computes, without keeping f32
- * copies of the operands alive for the backward. (Converting inside the
- * packing loops, which would also save the workspace, is planned.) */
+ * copies of the operands alive for the backward. op(A) and C are widened
+ * a panel of rows at a time (panel_rows), so the workspace is about three
+ * times B's f32 size whatever M is. (Converting inside the packing loops,
+ * which would save the workspace, is planned.) */
 #include "ops/kernels.h"
 #include "ops/cpu/half.h"
 
 static size_t align64(size_t b) { return (b + 63) / 64 * 64; }
 
+/* Rows of C (and of op(A)) widened at a time: a panel about the size of B
+ * (mb (K + N) ~ K N), at least 64 rows for the f32 kernel's blocking, so
+ * the workspace no longer grows with M: an activation-sized operand
+ * (M = batch x tokens) is widened a slice at a time, not whole. */
+static int64_t panel_rows(int64_t M, int64_t N, int64_t K)
+{
+    int64_t mb = K + N > 0 ? K * N / (K + N) : M;
+    mb = mb < 64 ? 64 : (mb + 15) / 16 * 16;
+    return mb < M ? mb : M;
+}
+
 size_t eo_k_matmul16_ws(int64_t M, int64_t N, int64_t K, int nthreads)
 {
-    /* A, B and C of one batch item in f32, then the f32 kernel's scratch */
-    return align64((size_t)(M * K) * 4) + align64((size_t)(K * N) * 4) +
-           align64((size_t)(M * N) * 4) + eo_k_matmul_ws(M, N, K, nthreads) + 64;
+    /* a panel of op(A) and of C and all of B in f32, then the f32 kernel's scratch */
+    const int64_t mb = panel_rows(M, N, K);
+    return align64((size_t)(mb * K) * 4) + align64((size_t)(K * N) * 4) +
+           align64((size_t)(mb * N) * 4) + eo_k_matmul_ws(mb, N, K, nthreads) + 64;
 }
 
 /* dst[r*cols + c] = src[r*ld + c] widened, for a rows x cols matrix. */
@@ -36,26 +50,37 @@ void eo_k_matmul16(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t 
                    float beta, int out, void *C, int64_t ldc, int64_t sc, void *ws,
                    const eo_exec *ex)
 {
+    const int64_t mb = panel_rows(M, N, K);
     unsigned char *w = (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64);
     float *a = (float *)(void *)w;
-    float *b = (float *)(void *)(w + align64((size_t)(M * K) * 4));
+    float *b = (float *)(void *)(w + align64((size_t)(mb * K) * 4));
     float *c = (float *)(void *)((unsigned char *)b + align64((size_t)(K * N) * 4));
-    void *kws = (unsigned char *)c + align64((size_t)(M * N) * 4);
-    /* stored shapes: A is M x K (ta = 0) or K x M; B is K x N or N x K */
-    const int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    void *kws = (unsigned char *)c + align64((size_t)(mb * N) * 4);
+    /* stored shape of B: K x N or N x K */
+    const int64_t br = tb ? N : K, bc = tb ? K : N;
     for (int64_t i = 0; i < batch; i++) {
-        widen(in, ar, ac, (const uint16_t *)A + i * sa, lda, a);
         widen(in, br, bc, (const uint16_t *)B + i * sb, ldb, b);
-        if (out == EO_K_F32) {
-            eo_k_matmul(ta, tb, 1, M, N, K, a, ac, 0, b, bc, 0, beta, (float *)C + i * sc, ldc,
-                        0, kws, ex);
-            continue;
+        const uint16_t *Ai = (const uint16_t *)A + i * sa;
+        for (int64_t m0 = 0; m0 < M; m0 += mb) {
+            const int64_t m = M - m0 < mb ? M - m0 : mb;
+            /* rows m0 .. m0+m of op(A): stored rows (ta = 0, m x K) or
+             * stored columns (ta = 1, K x m) */
+            if (ta)
+                widen(in, K, m, Ai + m0, lda, a);
+            else
+                widen(in, m, K, Ai + m0 * lda, lda, a);
+            const int64_t la = ta ? m : K;
+            if (out == EO_K_F32) {
+                eo_k_matmul(ta, tb, 1, m, N, K, a, la, 0, b, bc, 0, beta,
+                            (float *)C + i * sc + m0 * ldc, ldc, 0, kws, ex);
+                continue;
+            }
+            uint16_t *ci = (uint16_t *)C + i * sc + m0 * ldc;
+            if (beta != 0.0f)
+                widen(out, m, N, ci, ldc, c);
+            eo_k_matmul(ta, tb, 1, m, N, K, a, la, 0, b, bc, 0, beta, c, N, 0, kws, ex);
+            for (int64_t r = 0; r < m; r++)
+                eo_f32_to_half(out, N, c + r * N, ci + r * ldc);
         }
-        uint16_t *ci = (uint16_t *)C + i * sc;
-        if (beta != 0.0f)
-            widen(out, M, N, ci, ldc, c);
-        eo_k_matmul(ta, tb, 1, M, N, K, a, ac, 0, b, bc, 0, beta, c, N, 0, kws, ex);
-        for (int64_t r = 0; r < M; r++)
-            eo_f32_to_half(out, N, c + r * N, ci + r * ldc);
     }
 }

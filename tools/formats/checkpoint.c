@@ -36,19 +36,29 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
     for (size_t i = 0; i < n && s == EO_OK; i++) {
         const eo_tensor *t = ps->items[i];
         size_t cnt = (size_t)eo_numel(t);
-        s = eo_read(ctx, t, p, cnt * sizeof(float)); /* works for CUDA parameters too */
+        /* f32 (a master under mixed precision), or a 16-bit parameter: its
+         * own bits, in its own dtype */
+        const int is16 = t->dtype == EO_BF16 || t->dtype == EO_F16;
+        if (t->dtype != EO_F32 && !is16) {
+            snprintf(err, errlen, "%s: %s is %s; parameters are f32, bf16 or f16", path,
+                     t->name, eo_dtype_name(t->dtype));
+            s = EO_ERR_DTYPE;
+            break;
+        }
+        const eo_st_dtype as = !is16 ? dtype : t->dtype == EO_BF16 ? EO_ST_BF16 : EO_ST_F16;
+        s = eo_read(ctx, t, p, cnt * eo_dtype_size(t->dtype)); /* CUDA parameters too */
         if (s != EO_OK) {
             snprintf(err, errlen, "%s: reading %s: %s", path, t->name, eo_last_error(ctx));
             break;
         }
         ts[i].name = t->name;
-        ts[i].dtype = dtype;
+        ts[i].dtype = as;
         ts[i].rank = t->rank;
         for (int d = 0; d < t->rank; d++)
             ts[i].shape[d] = (uint64_t)t->shape[d];
         ts[i].data = p;
-        ts[i].nbytes = cnt * eo_st_dtype_size(dtype);
-        if (dtype != EO_ST_F32) {
+        ts[i].nbytes = cnt * eo_st_dtype_size(as);
+        if (!is16 && dtype != EO_ST_F32) {
             /* 16 bits in place over the floats just read: element k's two
              * bytes land at or before float k, which is read first. */
             unsigned char *bytes = (unsigned char *)p;
@@ -83,7 +93,13 @@ eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path,
     /* The library checks every name, shape and dtype before it copies
      * (all or nothing) and converts BF16/F16 to f32 where a model asks. */
     s = eo_weights_bind(ctx, ps, f.image, f.size, EO_BIND_COPY);
-    if (s != EO_OK) {
+    if (s == EO_OK) {
+        /* Mixed precision: the working copies follow the new masters. */
+        s = eo_params_refresh_low(ctx, ps);
+        if (s != EO_OK)
+            snprintf(err, errlen, "%s: refreshing the 16-bit working copies: %s", path,
+                     eo_last_error(ctx));
+    } else {
         const char *m = eo_last_error(ctx), *p = "weights_bind: ";
         if (strncmp(m, p, strlen(p)) == 0)
             m += strlen(p);

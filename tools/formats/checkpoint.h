@@ -13,16 +13,20 @@
 #include "core/nn.h"
 #include "core/safetensors.h"
 
-/* Write every parameter (F32, its name as key, list order) plus optional
- * metadata pairs (keys[i] -> values[i]). EO_ERR_IO on write failure. */
+/* Write every parameter (its name as key, list order) plus optional
+ * metadata pairs (keys[i] -> values[i]). An f32 parameter is written as
+ * F32 (under mixed precision that is the master: its 16-bit working copy,
+ * eo_params_enable_low, is not saved); a bf16 or f16 parameter (a model
+ * built in 16 bits) as BF16 / F16, bit for bit. EO_ERR_IO on write
+ * failure. */
 eo_status eo_checkpoint_save(eo_ctx *ctx, const eo_params *ps, const char *path,
                              const char *const *keys, const char *const *values, size_t nmeta,
                              char *err, size_t errlen);
 
-/* The same with each parameter stored as `dtype`: EO_ST_F32, or
+/* The same with each f32 parameter stored as `dtype`: EO_ST_F32, or
  * EO_ST_BF16 / EO_ST_F16 rounded to nearest even (eo_f32_to_bf16,
- * as PyTorch's .to(torch.bfloat16) and .half()). EO_ERR_ARG for another
- * dtype. */
+ * as PyTorch's .to(torch.bfloat16) and .half()); 16-bit parameters keep
+ * their own dtype. EO_ERR_ARG for another dtype. */
 eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *path,
                                 eo_st_dtype dtype, const char *const *keys,
                                 const char *const *values, size_t nmeta, char *err,
@@ -30,7 +34,10 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
 
 /* Read `path` and copy each parameter's values from the entry of the same
  * name, through the library's eo_weights_bind (core/safetensors.h: all or
- * nothing; F32, or BF16/F16 widened exactly into f32 parameters).
+ * nothing; F32, or BF16/F16 widened exactly into f32 parameters; BF16 or
+ * F16 into parameters of that dtype), then rewrite the 16-bit working
+ * copies of the parameters that have one (eo_params_refresh_low), so a
+ * model loaded under mixed precision computes with the loaded weights.
  * EO_ERR_IO (cannot read), EO_ERR_FORMAT (corrupt file, missing name,
  * wrong dtype or shape; the message names the file and tensor), EO_ERR_OOM
  * (the step arena cannot hold the parser's workspace). */
