@@ -332,6 +332,10 @@ static eo_status open_steps(eo_cuda *cu, int device)
                             EO_CU_CHECK_SLOTS * EO_CU_CHECK_SLOT_BYTES / 4, cu->stream);
     if (r != EO_CUDA_SUCCESS)
         return fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32Async", "scratch");
+    /* cross-entropy's count of finished blocks starts at 0 (eo_ce_fwd) */
+    r = d->cuMemsetD32Async(cu->scratch + EO_CU_SCRATCH_CE_DONE, 0, 1, cu->stream);
+    if (r != EO_CUDA_SUCCESS)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32Async", "scratch");
     return EO_OK;
 }
 
