@@ -451,7 +451,9 @@ END_TEST
  *                (a few per warp, however many elements each thread takes),
  *                never per element (eo_binary_4d: 6 per element);
  *   atomics      global atomic requests: 0 (broadcast gradients are
- *                reductions in a fixed order). */
+ *                reductions in a fixed order), except the one a block
+ *                makes to count itself done where the last block of a
+ *                strip finishes the column sum (eo_binary_bwd_colpart). */
 static void run_mem(const char *name)
 {
     if (!strcmp(name, "binary add")) { /* [32, 256] + [32, 256] */
@@ -521,9 +523,10 @@ static const struct expected_mem {
     {"bias add", "eo_binary_fast", 16.00, 100.0, 100.0, 4.0},
     {"mul bwd", "eo_binary_bwd_fast", 16.00, 100.0, 100.0, 4.0},
     /* the column sum (it also does dx += dout): 32 lanes, 32 consecutive
-     * columns of one row */
-    {"bias add bwd", "eo_binary_bwd_colpart", 4.00, 100.0, 100.0, 0.0},
-    {"bias add bwd", "eo_colsum", 4.00, 100.0, 100.0, 0.0},
+     * columns of one row; the strip's last block adds the parts into db in
+     * the same launch (no eo_colsum), and resets its counter (a 4-byte
+     * store: the 0.6 % of store sectors not used) */
+    {"bias add bwd", "eo_binary_bwd_colpart", 4.00, 100.0, 99.4, 0.0},
     {"row scale bwd", "eo_binary_bwd_fast", -1, -1, 100.0, 4.0},
     {"row scale bwd", "eo_binary_bwd_rows", -1, -1, -1, 0.0},
     {"copy", "eo_copy32_flat", 16.00, 100.0, 100.0, 0.0},
@@ -561,8 +564,11 @@ START_TEST(memory_bound_fast_paths)
                       e->kernel, i, got[i], want[i], measured);
     ck_assert_msg(got[3] <= e->div_max, "%s (%s): %.2f integer div/rem a warp, above %.2f; measured: %s",
                   e->cas, e->kernel, got[3], e->div_max, measured);
-    ck_assert_msg(c.gatom.requests == 0, "%s (%s): %llu atomic requests; measured: %s", e->cas,
-                  e->kernel, (unsigned long long)c.gatom.requests, measured);
+    const uint64_t atoms = strcmp(e->kernel, "eo_binary_bwd_colpart") ? 0 : c.blocks_run;
+    ck_assert_msg(c.gatom.requests == atoms, "%s (%s): %llu atomic requests; measured: %s",
+                  e->cas, e->kernel, (unsigned long long)c.gatom.requests, measured);
+    if (atoms)
+        ck_assert(!eo_ptxsim_counters_of("eo_colsum", NULL)); /* one launch */
     /* and nothing on the 4-D kernels */
     ck_assert(!eo_ptxsim_counters_of("eo_binary_bwd_4d", NULL));
     ck_assert(!eo_ptxsim_counters_of("eo_binary_4d", NULL));
