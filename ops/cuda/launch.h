@@ -20,10 +20,11 @@
  *                      (0 between launches: zeroed at open, reset by the
  *                      last block);
  *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
- *   [8448, 24832)      4096 u32 counters of finished blocks, one per strip
- *                      of 32 columns, for eo_binary_bwd_colpart's fused
- *                      column sum (0 between launches: zeroed at open,
- *                      each reset by its strip's last block);
+ *   [8448, 24832)      4096 u32 counters of finished blocks, one per column
+ *                      strip, for the fused column sums of
+ *                      eo_binary_bwd_colpart and eo_layernorm_bwd_wb_part
+ *                      (0 between launches: zeroed at open, each reset by
+ *                      its strip's last block, so the kernels share them);
  *   [24832, +4 MiB)    the work buffer for two-stage sums
  *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part). */
 enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SCRATCH_CHECK = 64,
