@@ -581,6 +581,17 @@ START_TEST(cross_entropy_many_rows)
         eo_cuda_k_cross_entropy(R, C, dx, dt, -100, (eo_ce_reduction)red, dst, dloss, &EX);
         check_dev("cross_entropy many rows", dloss, loss, red == EO_CE_NONE ? R : 1, 1e-5f, 1e-5f);
     }
+    /* One launch: the last of the 138 blocks (a warp per row) sums the
+     * losses in row order, so a second run gives the same bits; with no
+     * rows the one block still writes the mean 0. */
+    float l1, l2, zero = 0.0f;
+    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, EO_CE_MEAN, dst, dloss, &EX);
+    down(&l1, dloss, sizeof l1);
+    eo_cuda_k_cross_entropy(R, C, dx, dt, -100, EO_CE_MEAN, dst, dloss, &EX);
+    down(&l2, dloss, sizeof l2);
+    ck_assert_msg(memcmp(&l1, &l2, sizeof l1) == 0, "two runs: %.9g, %.9g", (double)l1, (double)l2);
+    eo_cuda_k_cross_entropy(0, C, dx, dt, -100, EO_CE_MEAN, dst, dloss, &EX);
+    check_dev("cross_entropy no rows", dloss, &zero, 1, 0, 0);
     free(x), free(t), free(st), free(loss);
     free_all();
 }
@@ -590,9 +601,10 @@ START_TEST(cross_entropy_forward_backward)
 {
     /* Rows: random, ignored (2, 6), a common offset of 1e8 (3; the max and
      * log-sum kept apart), a NaN (4), a NaN among -infs (5), all -inf (7).
-     * Widths: one partial chunk of the row kernels, and rows past one
-     * chunk of 4096 columns (a second and a third chunk). */
-    static const int widths[] = {70, 4097, 9000};
+     * Widths: one partial chunk of the row kernels; 1024, the widest row
+     * the cross-entropy forward gives a warp (four full 256-column chunks);
+     * rows past one chunk of 4096 columns (a second and a third chunk). */
+    static const int widths[] = {70, 1024, 4097, 9000};
     enum { R = 9 };
     const int C = widths[_i];
     float *x = rand_buf(R * C, -5, 5);
@@ -1050,7 +1062,7 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, logsumexp_forward_backward);
     tcase_add_test(t, softmax_forward_backward);
     tcase_add_test(t, softmax_long_rows);
-    tcase_add_loop_test(t, cross_entropy_forward_backward, 0, 3);
+    tcase_add_loop_test(t, cross_entropy_forward_backward, 0, 4);
     tcase_add_test(t, cross_entropy_many_rows);
     tcase_add_test(t, layernorm_forward_backward);
     tcase_add_test(t, embedding_dropout);

@@ -135,6 +135,48 @@ START_TEST(vector_add_exact)
 }
 END_TEST
 
+/* The cross-entropy forward's two loss steps (ptx/cross_entropy.ptx,
+ * eo_ce_fwd): with rowloss given, each row's owner stores its loss and the
+ * last block sums them; with rowloss 0 (the launcher's choice past 2^20
+ * rows, too many to test here) the last block gathers them from the stats.
+ * Both sum thread t's rows t, t + 256, ... in order: the same bits. Both
+ * leave the block counter at 0. */
+START_TEST(cross_entropy_loss_steps)
+{
+    up();
+    enum { R = 700, C = 5 };
+    static float x[R * C];
+    static int32_t t[R];
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)((i * 37) % 19) * 0.25f - 2.0f;
+    for (int r = 0; r < R; r++)
+        t[r] = r % 9 == 4 ? -100 : (r * 3) % C;
+    eo_cu_deviceptr dx = upload(x, sizeof x), dt = upload(t, sizeof t);
+    eo_cu_deviceptr dst = upload(NULL, 2 * R * 4), dl = upload(NULL, 4), drl = upload(NULL, R * 4);
+    eo_cu_deviceptr ddone = upload(NULL, 4), none = 0;
+    eo_cu_function f = func(load("ptx/cross_entropy.ptx"), "eo_ce_fwd");
+    unsigned rows = R, cols = C, rpb = 8, red, zero = 0;
+    int ignore = -100;
+    for (red = 0; red < 2; red++) {
+        float got[2];
+        for (int k = 0; k < 2; k++) {
+            void *params[] = {&rows, &cols, &rpb, &dx, &dt, &ignore, &red, &dst, &dl,
+                              k ? &none : &drl, &ddone};
+            CK(D.cuLaunchKernel(f, (R + 7) / 8, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+            CK(D.cuCtxSynchronize());
+            CK(D.cuMemcpyDtoH(&got[k], dl, 4));
+            unsigned count = 1;
+            CK(D.cuMemcpyDtoH(&count, ddone, 4));
+            ck_assert_uint_eq(count, zero);
+        }
+        ck_assert_msg(memcmp(&got[0], &got[1], 4) == 0 && got[0] > 0,
+                      "reduction %u: stored %.9g, gathered %.9g", red, (double)got[0],
+                      (double)got[1]);
+    }
+    down();
+}
+END_TEST
+
 START_TEST(block_reduce_exact)
 {
     up();
@@ -1061,6 +1103,7 @@ Suite *eo_suite_ptxsim(void)
     Suite *s = suite_create("ptxsim");
     TCase *ok = tcase_create("correct kernels");
     tcase_add_test(ok, vector_add_exact);
+    tcase_add_test(ok, cross_entropy_loss_steps);
     tcase_add_test(ok, block_reduce_exact);
     tcase_add_test(ok, warp_reduce_exact);
     tcase_add_test(ok, atomics_exact);

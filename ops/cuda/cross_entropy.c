@@ -1,9 +1,12 @@
 /* ops/cuda/cross_entropy.c — CUDA launchers for fused cross-entropy over class indices, forward and backward:
  * the host side of ptx/cross_entropy.ptx, behind the kernel types of ops/kernels.h.
  *
- * A block per row for the row statistics (max and log-sum of exps), one
- * block for the loss (mean, sum, or one per row), a block per row for the
- * gradient.
+ * Forward: one launch, a block per row (a warp per row when a row has at
+ * most 1024 columns: then a block's 256 threads would hold 4 values each
+ * and spend more on the block reductions than on the row) for the row
+ * statistics (max and log-sum of exps); the block that finishes last takes
+ * the loss (mean, sum, or one per row), counted in the scratch's
+ * SCRATCH_CE_DONE word. Backward: a block per row for the gradient.
  * Each launcher checks that every size fits the PTX's 32-bit indexing
  * (else the failure is recorded in the device state and the launch is
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
@@ -19,11 +22,21 @@ void eo_cuda_k_cross_entropy(int64_t rows, int64_t cols, const float *logits,
         return;
     uint32_t r = (uint32_t)rows, c = (uint32_t)cols, red = (uint32_t)reduction;
     uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pst = eo_cuda_dp(stats), ploss = eo_cuda_dp(loss);
-    if (rows > 0)
-        LAUNCH(cu, EO_CUK_CE_STATS, r, 1, 1, BLOCK, 1, &r, &c, &px, &pst);
-    /* Always launched: with no rows it writes loss = 0 (mean, sum). */
-    LAUNCH(cu, EO_CUK_CE_LOSS, 1, 1, 1, BLOCK, 1, &r, &c, &px, &pt, &ignore_index, &red, &pst,
-           &ploss);
+    uint64_t pdone = cu->scratch + SCRATCH_CE_DONE;
+    /* Each row's loss: into loss itself (none) or the upper half of the
+     * work buffer (mean, sum), where the last block sums them. The lower
+     * half may hold the checked copy of the targets (ops/cuda/check.c puts
+     * it at the buffer's start), which this kernel reads. Past 2^19 rows
+     * the half is too small and the last block gathers the losses from
+     * the stats instead. */
+    uint64_t prl = reduction == EO_CE_NONE ? ploss
+                   : rows <= (int64_t)WORK_BYTES / 8 ? cu->scratch + SCRATCH_WORK + WORK_BYTES / 2
+                                                    : 0;
+    uint32_t rpb = cols <= 1024 ? 8 : 1; /* rows per block: a warp or a block per row */
+    uint32_t grid = (r + rpb - 1) / rpb;
+    /* Always launched: with no rows one block writes loss = 0 (mean, sum). */
+    LAUNCH(cu, EO_CUK_CE_FWD, grid ? grid : 1, 1, 1, BLOCK, 1, &r, &c, &rpb, &px, &pt,
+           &ignore_index, &red, &pst, &ploss, &prl, &pdone);
 }
 
 void eo_cuda_k_cross_entropy_backward(int64_t rows, int64_t cols, const float *logits,

@@ -332,6 +332,14 @@ static eo_status open_steps(eo_cuda *cu, int device)
                             EO_CU_CHECK_SLOTS * EO_CU_CHECK_SLOT_BYTES / 4, cu->stream);
     if (r != EO_CUDA_SUCCESS)
         return fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32Async", "scratch");
+    /* the counts of finished blocks start at 0: cross-entropy's
+     * (eo_ce_fwd) and the column strips' (eo_binary_bwd_colpart, eo_layernorm_bwd_wb_part) */
+    r = d->cuMemsetD32Async(cu->scratch + EO_CU_SCRATCH_CE_DONE, 0, 1, cu->stream);
+    if (r == EO_CUDA_SUCCESS)
+        r = d->cuMemsetD32Async(cu->scratch + EO_CU_SCRATCH_COLDONE, 0, EO_CU_COLDONE_STRIPS,
+                                cu->stream);
+    if (r != EO_CUDA_SUCCESS)
+        return fail_cu(cu, EO_ERR_CUDA, r, "cuMemsetD32Async", "scratch");
     return EO_OK;
 }
 

@@ -220,9 +220,13 @@ static void reduce_grad(eo_cuda *cu, uint32_t op, int mode, uint32_t which, int6
     uint32_t ch = (uint32_t)chunk, R = (uint32_t)((rows + chunk - 1) / chunk);
     unsigned gx = (unsigned)((cols + 31) / 32);
     uint64_t work = (uint64_t)cu->scratch + SCRATCH_WORK;
+    /* Up to 4096 strips (131072 columns) the last block of each strip adds
+     * its parts into dst: one launch. Wider, eo_colsum does it after. */
+    uint64_t done = gx <= COLDONE_STRIPS ? (uint64_t)cu->scratch + SCRATCH_COLDONE : 0;
     LAUNCH(cu, EO_CUK_BINARY_BWD_COLPART, gx, R, 1, BLOCK, 1, &op, &rows, &c, &ch, &pdo, &pa, &am,
-           &pb, &bm, &which, &work, &full);
-    LAUNCH(cu, EO_CUK_COLSUM, gx, 1, 1, BLOCK, 1, &R, &c, &work, &dst);
+           &pb, &bm, &which, &work, &full, &dst, &done);
+    if (!done)
+        LAUNCH(cu, EO_CUK_COLSUM, gx, 1, 1, BLOCK, 1, &R, &c, &work, &dst);
 }
 
 void eo_cuda_k_binary_backward(eo_binop op, const int64_t shape[4], const float *dout,

@@ -15,13 +15,23 @@
 
 /* Scratch, one device allocation made at open:
  *   [0, 256)           one float: cross-entropy's backward scale; at 64,
- *                      the id-check flag slots (ops/cuda/check.c);
+ *                      the id-check flag slots (ops/cuda/check.c); at 128,
+ *                      the u32 count of cross-entropy forward blocks done
+ *                      (0 between launches: zeroed at open, reset by the
+ *                      last block);
  *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
- *   [8448, +4 MiB)     the work buffer for two-stage sums
+ *   [8448, 24832)      4096 u32 counters of finished blocks, one per column
+ *                      strip, for the fused column sums of
+ *                      eo_binary_bwd_colpart and eo_layernorm_bwd_wb_part
+ *                      (0 between launches: zeroed at open, each reset by
+ *                      its strip's last block, so the kernels share them);
+ *   [24832, +4 MiB)    the work buffer for two-stage sums
  *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part). */
 enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SCRATCH_CHECK = 64,
-       EO_CU_CHECK_SLOTS = 2, EO_CU_CHECK_SLOT_BYTES = 16, EO_CU_SCRATCH_SUMSQ = 256,
-       EO_CU_SUMSQ_PARTS = 1024, EO_CU_SCRATCH_WORK = EO_CU_SCRATCH_SUMSQ + EO_CU_SUMSQ_PARTS * 8,
+       EO_CU_SCRATCH_CE_DONE = 128, EO_CU_CHECK_SLOTS = 2, EO_CU_CHECK_SLOT_BYTES = 16, EO_CU_SCRATCH_SUMSQ = 256,
+       EO_CU_SUMSQ_PARTS = 1024, EO_CU_SCRATCH_COLDONE = EO_CU_SCRATCH_SUMSQ + EO_CU_SUMSQ_PARTS * 8,
+       EO_CU_COLDONE_STRIPS = 4096,
+       EO_CU_SCRATCH_WORK = EO_CU_SCRATCH_COLDONE + EO_CU_COLDONE_STRIPS * 4,
        EO_CU_WORK_BYTES = 4 << 20, EO_CU_SCRATCH_BYTES = EO_CU_SCRATCH_WORK + EO_CU_WORK_BYTES };
 #define BLOCK EO_CU_BLOCK
 #define MAX_GRID EO_CU_MAX_GRID
@@ -31,6 +41,9 @@ enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SC
 #define SUMSQ_PARTS EO_CU_SUMSQ_PARTS
 #define SCRATCH_WORK EO_CU_SCRATCH_WORK
 #define SCRATCH_CHECK EO_CU_SCRATCH_CHECK
+#define SCRATCH_CE_DONE EO_CU_SCRATCH_CE_DONE
+#define SCRATCH_COLDONE EO_CU_SCRATCH_COLDONE
+#define COLDONE_STRIPS EO_CU_COLDONE_STRIPS
 
 /* Ids checked on the device (ops/cuda/check.c): slot 0 embedding indices,
  * 1 cross-entropy targets. Returns the address the next kernel should

@@ -51,10 +51,15 @@ void eo_cuda_k_layernorm_backward(int64_t rows, int64_t cols, const float *x, co
     }
     uint32_t chunk = (uint32_t)((rows + R - 1) / R), nr = (uint32_t)((rows + chunk - 1) / chunk);
     uint64_t pwork = cu->scratch + SCRATCH_WORK;
-    LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB_PART, (unsigned)((cols + BLOCK - 1) / BLOCK), nr, 1, BLOCK,
-           1, &r, &c, &chunk, &px, &pm, &ps, &pdy, &pwork);
-    LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB_SUM, eo_cuda_grid(cols), 1, 1, BLOCK, 1, &nr, &c, &pwork, &pdw,
-           &pdb);
+    /* Up to 4096 strips of 256 columns the last block of each strip adds
+     * the chunk sums into dw and db: one launch. Wider, wb_sum follows. */
+    unsigned strips = (unsigned)((cols + BLOCK - 1) / BLOCK);
+    uint64_t pdone = strips <= COLDONE_STRIPS ? cu->scratch + SCRATCH_COLDONE : 0;
+    LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB_PART, strips, nr, 1, BLOCK, 1, &r, &c, &chunk, &px, &pm, &ps,
+           &pdy, &pwork, &pdw, &pdb, &pdone);
+    if (!pdone)
+        LAUNCH(cu, EO_CUK_LAYERNORM_BWD_WB_SUM, eo_cuda_grid(cols), 1, 1, BLOCK, 1, &nr, &c, &pwork,
+               &pdw, &pdb);
 }
 
 size_t eo_cuda_k_layernorm_backward_ws(int64_t rows, int64_t cols, int nthreads)
