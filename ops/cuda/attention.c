@@ -17,7 +17,8 @@
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
-enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, ATTN_MAX_D = 128 };
+enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, BWD_BLOCKED = 32,
+       ATTN_MAX_D = 128 };
 
 static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
                       int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
@@ -102,18 +103,32 @@ void eo_cuda_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, 
              po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
     uint64_t pdo = eo_cuda_dp(dout), pdq = eo_cuda_dp(dq), pdk = eo_cuda_dp(dk),
              pdv = eo_cuda_dp(dv), pdm = eo_cuda_dp(dmask), pdelta = cu->scratch + SCRATCH_WORK;
+    /* Without a mask, D <= 64 takes the register-blocked kernels (one warp
+     * per 32 queries / keys): dq32 or dq64, and dkv32 for D <= 32; D in
+     * (32, 64] keeps eo_attn_bwd_dkv (a dkv64 would spill, ptx/README.md). */
+    int blocked = !mask && !dmask && D <= 64, blocked_kv = blocked && D <= 32;
     unsigned gq = (unsigned)((Tq + BWD_ROWS - 1) / BWD_ROWS);
     unsigned gk = (unsigned)((Tk + BWD_ROWS - 1) / BWD_ROWS);
+    unsigned gq32 = (unsigned)((Tq + BWD_BLOCKED - 1) / BWD_BLOCKED);
+    unsigned gk32 = (unsigned)((Tk + BWD_BLOCKED - 1) / BWD_BLOCKED);
+    int kdq = blocked ? (D <= 32 ? EO_CUK_ATTN_BWD_DQ32 : EO_CUK_ATTN_BWD_DQ64)
+                      : EO_CUK_ATTN_BWD_DQ;
+    int kkv = blocked_kv ? EO_CUK_ATTN_BWD_DKV32 : EO_CUK_ATTN_BWD_DKV;
+    unsigned tq = blocked ? BWD_BLOCKED : 4 * BWD_ROWS, tk = blocked_kv ? BWD_BLOCKED : 4 * BWD_ROWS;
+    if (blocked)
+        gq = gq32;
+    if (blocked_kv)
+        gk = gk32;
     /* delta for a slice of heads must fit the scratch work buffer */
     int64_t per = (int64_t)WORK_BYTES / 4 / Tq, nbh = B * H;
     for (int64_t bh0 = 0; bh0 < nbh; bh0 += per) {
         uint32_t b0 = (uint32_t)bh0;
         unsigned n = (unsigned)(nbh - bh0 < per ? nbh - bh0 : per);
-        LAUNCH(cu, EO_CUK_ATTN_BWD_DQ, gq, n, 1, 4 * BWD_ROWS, 1, &s[0], &s[1], &s[2], &s[3],
+        LAUNCH(cu, kdq, gq, n, 1, tq, 1, &s[0], &s[1], &s[2], &s[3],
                &s[4], &b0, &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl,
                &pdo, &pdelta, &pdq);
         if (Tk > 0 && (dk || dv || dmask))
-            LAUNCH(cu, EO_CUK_ATTN_BWD_DKV, gk, n, 1, 4 * BWD_ROWS, 1, &s[0], &s[1], &s[2],
+            LAUNCH(cu, kkv, gk, n, 1, tk, 1, &s[0], &s[1], &s[2],
                    &s[3], &s[4], &b0, &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale,
                    &pl, &pdo, &pdelta, &pdk, &pdv, &pdm, &dm[0], &dm[1], &dm[2], &dm[3]);
     }
