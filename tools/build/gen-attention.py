@@ -833,6 +833,14 @@ class BwdGen:
         self.i("shr.u32 %rg, %t, 3;                      // own rows 8 rg .. 8 rg + 7")
         self.i("and.b32 %kg, %t, 7;                      // other rows kg + 8c, columns 4 kg (+ 32)")
         self.i("shl.b32 %kg16, %kg, 4;")
+        self.staging_regs()
+        self.heads()
+
+    def staging_regs(self):
+        """The lane's part of a staging copy (the dkv kernel calls this and
+        heads() again per tile: registers that live across the tile loop
+        are what it lacks, and these are cheap to recompute)."""
+        self.i("mov.u32 %t, %tid.x;")
         sh = {8: 3, 16: 4}[self.cpr]
         self.i("shr.u32 %%st_rr, %%t, %d;" % sh)
         self.i("and.b32 %%st_col, %%t, %d;" % (self.cpr - 1))
@@ -842,6 +850,13 @@ class BwdGen:
         self.i("setp.lt.u32 %colok, %st_col, %D;")
         self.i("mul.lo.u32 %%u, %%D, %d;" % (4 * (32 // self.cpr)))
         self.i("cvt.u64.u32 %rstep, %u;")
+
+    def heads(self):
+        """Where the block's head starts in each tensor."""
+        for p in ("q", "k", "v", "dout", "lse", "delta", "bh0"):
+            self.i("ld.param.%s %%%s, [p_%s];" % ("u32" if p == "bh0" else "u64", p, p))
+        if self.kind == "dq":
+            self.i("ld.param.u64 %out, [p_out];")
         self.i("mov.u32 %bh, %ctaid.y;")
         self.i("add.u32 %bh, %bh, %bh0;                  // head b*H + h")
         heads = [("qh", "q", "Tq"), ("doh", "dout", "Tq"), ("kh", "k", "Tk"), ("vh", "v", "Tk")]
@@ -859,6 +874,7 @@ class BwdGen:
         self.i("mul.lo.u32 %u, %u, %Tq;")
         self.i("mul.wide.u32 %g64, %u, 4;")
         self.i("add.u64 %dlh, %delta, %g64;              // delta of the head (scratch)")
+
 
     def x_bases(self):
         """X rows of 128 bytes, chunk L (own rows 4L .. 4L + 3) stored at chunk
@@ -1195,10 +1211,13 @@ class BwdGen:
         self.stage("v", "s_v", "%vh", "%o0", "%Tk", 32)
         tile = self.label("TILE")
         self.e("%s:" % tile)
+        self.staging_regs()
+        self.heads()
         self.stage("k", "s_kx", "%kh", "%o0", "%Tk", 32)
         self.stage("q", "s_q", "%qh", "%x0i", "%Tq", 64)
-        self.stage("dout", "s_do", "%doh", "%x0i", "%Tq", 64)
         self.i("cp.async.commit_group;")
+        self.i("// dout follows once k and q have landed (needed from dV on; at most 64")
+        self.i("// copies in flight per lane, and its copies overlap S)")
         self.i("// masking needed: queries past Tq, keys past Tk, or causal and the block's")
         self.i("// last key past the tile's first query's position")
         self.i("add.u32 %u, %x0i, 64;")
@@ -1213,9 +1232,13 @@ class BwdGen:
         self.i("or.pred %need, %need, %p;")
         self.i("cp.async.wait_group 0;")
         self.i("bar.sync 0;")
+        self.stage("dout", "s_do", "%doh", "%x0i", "%Tq", 64)
+        self.i("cp.async.commit_group;")
+        self.bases()                             # (recomputed: see staging_regs)
         self.dot("S^T = K Q^T", "s_kx", "s_q")
         self.mask_dkv()
         self.i("// lse of the tile's queries kg + 8c, log2 units; p = 2^(s - lse2)")
+        self.i("// (one query at a time: one register for its lse)")
         for c in range(8):
             self.i("add.u32 %i, %x0i, %kg;")
             if c:
@@ -1223,12 +1246,19 @@ class BwdGen:
             self.i("setp.lt.u32 %pi, %i, %Tq;")
             self.i("mul.wide.u32 %g64, %i, 4;")
             self.i("add.u64 %ad, %lh, %g64;")
-            self.lse2("%%m%d" % c, "%ad", "%pi")
-        self.exp_p(lambda r, c: "%%m%d" % c)
+            self.lse2("%m0", "%ad", "%pi")
+            for r in range(8):
+                sr = "%%s%d" % (8 * r + c)
+                self.i("sub.rn.f32 %s, %s, %%m0;" % (sr, sr))
+                self.i("ex2.approx.f32 %s, %s;" % (sr, sr))
         self.i("bar.sync 0;                              // k read by every lane")
+        self.bases()                             # (recomputed: see staging_regs)
         self.store_x("p")
+        self.i("cp.async.wait_group 0;                  // dout landed")
         self.i("bar.sync 0;")
+        self.bases()                             # (recomputed: see staging_regs)
         self.acc("dV += P^T dO", "b", "s_do")
+        self.bases()                             # (recomputed: see staging_regs)
         self.dot("dP^T = V dO^T", "s_v", "s_do")
         self.i("// delta of the tile's queries; ds = p (dp - delta), p read back from X")
         for c in range(8):
@@ -1238,24 +1268,32 @@ class BwdGen:
             self.i("setp.lt.u32 %pi, %i, %Tq;")
             self.i("mul.wide.u32 %g64, %i, 4;")
             self.i("add.u64 %ad, %dlh, %g64;")
-            self.i("mov.f32 %%dl%d, 0f00000000;" % c)
-            self.i("@%%pi ld.global.f32 %%dl%d, [%%ad];" % c)
-        for c in range(8):
+            self.i("mov.f32 %dl0, 0f00000000;")
+            self.i("@%pi ld.global.f32 %dl0, [%ad];")
             for h in range(2):
                 self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%pst%d+%d];"
                        % (h, self.off["s_kx"] + c * 1024))
                 for e in range(4):
                     s = "%%s%d" % (8 * (4 * h + e) + c)
-                    self.i("sub.rn.f32 %s, %s, %%dl%d;" % (s, s, c))
+                    self.i("sub.rn.f32 %s, %s, %%dl0;" % (s, s))
                     self.i("mul.rn.f32 %s, %%x%d, %s;" % (s, e, s))
         self.i("bar.sync 0;                              // p read by every lane")
+        self.bases()                             # (recomputed: see staging_regs)
         self.store_x("ds")
         self.i("bar.sync 0;")
+        self.bases()                             # (recomputed: see staging_regs)
         self.acc("dK += dS^T Q", "a", "s_q")
         self.i("bar.sync 0;                              // k, q, dout and X read")
         self.i("add.u32 %x0i, %x0i, 64;")
         self.i("setp.lt.u32 %p, %x0i, %Tq;")
         self.i("@%%p bra %s;" % tile)
+        self.staging_regs()
+        self.heads()
+        for dst, src in (("dkh", "dk"), ("dvh", "dv")):
+            self.i("mul.lo.u32 %u, %bh, %Tk;")
+            self.i("mul.wide.u32 %g64, %u, %D;")
+            self.i("shl.b64 %g64, %g64, 2;")
+            self.i("add.u64 %%%s, %%%s, %%g64;" % (dst, src))
         skk, skv = self.label("NO_DK"), self.label("NO_DV")
         self.i("setp.eq.u64 %p, %dk, 0;")
         self.i("@%%p bra %s;" % skk)
@@ -1281,7 +1319,7 @@ def generate():
         # no eo_attn_bwd_dkv64: with dK and dV of 8 keys x 8 columns (128
         # registers) ptxas spills it (~100 bytes); D in (32, 64] keeps
         # eo_attn_bwd_dkv
-        for kind in (("dq", "dkv") if dp == 32 else ("dq",)):
+        for kind in ("dq", "dkv"):
             g = BwdGen(dp, kind)
             g.kernel_dq() if kind == "dq" else g.kernel_dkv()
             out.extend(g.lines)
