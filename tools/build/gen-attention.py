@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """tools/build/gen-attention.py - writes the register-blocked attention
-forward kernels (eo_attn_fwd32, eo_attn_fwd64) into ptx/attention.ptx.
+kernels into ptx/attention.ptx: the forward (eo_attn_fwd32, eo_attn_fwd64)
+and the backward (eo_attn_bwd_dq32, eo_attn_bwd_dkv32, eo_attn_bwd_dq64,
+eo_attn_bwd_dkv64).
 
     python3 tools/build/gen-attention.py ptx/attention.ptx
 
 The script replaces the part of the file between the two "GENERATED"
 marker lines (and appends it the first time); the rest of the file is
-hand-written and left as it is. The kernels keep 64 scores and up to 64
-output accumulators per thread in named registers, and their inner loops
+hand-written and left as it is. The kernels keep 64 scores and up to 128
+accumulators per thread in named registers, and their inner loops
 are unrolled over those registers: thousands of lines that differ only in
 register numbers and offsets, which is what a script writes without slips.
 The design, and what each block does and why, is in the comments it emits
@@ -616,9 +618,11 @@ BWD_HEADER = r"""//
 // starting at its own chunk kg and going round the row (8 lanes, 8 bank
 // groups; rows unpadded). Products over the other side (dQ, dK, dV) read a
 // tile X[64][32] of p or ds, row j holding the 32 own rows, its chunk L
-// (own rows 4L .. 4L + 3) stored at chunk (L + j) mod 8: a store (lanes kg,
+// (own rows 4L .. 4L + 3) stored at chunk L ^ (j mod 8): a store (lanes kg,
 // rows kg + 8c) hits 8 bank groups, a load (one row, one chunk per
-// quarter-warp) is a broadcast; and the other side's rows at columns
+// quarter-warp) is a broadcast, and since the swizzle keeps chunks 2 rg and
+// 2 rg + 1 in one 32-byte pair, four base registers serve every row (the
+// two halves swapped on odd rows); and the other side's rows at columns
 // 4 kg (128 contiguous bytes per quarter-warp). dq parks its own P in the
 // q buffer, lane t's 16-byte chunks at 16 t + 512 m, while dP is formed.
 //
@@ -643,7 +647,8 @@ class BwdGen:
         self.ldb = dp * 4
         self.cpr = dp // 4
         self.nx = 8 if dp == 64 else 4
-        self.split = False
+        self.split = dp == 64 and kind == "dkv"
+        self.unroll_dot = False
         self.lines = []
         self.lab = 0
 
@@ -753,6 +758,11 @@ class BwdGen:
         self.i("// %s over d, 4 columns at a time: 8 other-row loads, 8 own-row loads," % what)
         self.i("// 256 FMAs; lane kg starts at chunk kg and goes round the row")
         self.i("mov.u32 %off, %kg16;")
+        if self.unroll_dot:
+            self.i("// (all chunks unrolled: no loop counter, one register fewer)")
+            for n in range(self.cpr):
+                self.dot_chunk(ob, xb, n == 0)
+            return
         self.i("mov.u32 %n, 1;")
         self.dot_chunk(ob, xb, True)
         self.e("%s:" % loop)
@@ -764,17 +774,38 @@ class BwdGen:
     # ---- products over the other side: acc[r][x] += X[j][r] * Y[j][cols] -------
     def acc(self, what, acc, yb):
         ldb, nx = self.ldb, self.nx
-        self.i("// %s: per other row j, X[j] for the 8 own rows (two broadcast loads, the" % what)
-        self.i("// chunk rotated by j %% 8) and the row's %d columns (128 contiguous bytes per" % nx)
-        self.i("// quarter-warp), %d FMAs; all 64 rows unrolled" % (8 * nx))
+        loop = self.label("ACC")
+        self.i("// %s: per other row j, X[j] for the 8 own rows (two broadcast loads of" % what)
+        self.i("// the swizzled pair) and the row's %d columns (128 contiguous bytes per" % nx)
+        self.i("// quarter-warp), %d FMAs; 8 rows unrolled (the swizzle's period), 8 rounds"
+               % (8 * nx))
         xo, yo = self.off[self.xsym], self.off[yb]
-        for j in range(64):
-            x = j % 8
+        if self.dp == 64 and self.kind == "dkv":
+            # dkv64 unrolls all 64 rows: the loop's counter is a register
+            # it does not have (ptxas spills 16 bytes with it)
+            for j in range(64):
+                lo, hi = ("%x0, %x1, %x2, %x3", "%x4, %x5, %x6, %x7")
+                if j & 1:
+                    lo, hi = hi, lo
+                x = j % 8
+                self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (lo, x >> 1, xo + j * 128))
+                self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (hi, x >> 1, xo + j * 128 + 16))
+                self.i("ld.shared.v4.f32 {%%k0, %%k1, %%k2, %%k3}, [%%yb+%d];" % (yo + j * ldb))
+                self.i("ld.shared.v4.f32 {%%k4, %%k5, %%k6, %%k7}, [%%yb+%d];"
+                       % (yo + j * ldb + 128))
+                for r in range(8):
+                    for x in range(nx):
+                        o = "%%%s%d" % (acc, 8 * r + x)
+                        self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (o, r, x, o))
+            return
+        self.i("mov.u32 %n, 0;")
+        self.e("%s:" % loop)
+        for j in range(8):
             lo, hi = ("%x0, %x1, %x2, %x3", "%x4, %x5, %x6, %x7")
-            if x & 1:
+            if j & 1:
                 lo, hi = hi, lo
-            self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (lo, x >> 1, xo + j * 128))
-            self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (hi, x >> 1, xo + j * 128 + 16))
+            self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (lo, j >> 1, xo + j * 128))
+            self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (hi, j >> 1, xo + j * 128 + 16))
             self.i("ld.shared.v4.f32 {%%k0, %%k1, %%k2, %%k3}, [%%yb+%d];" % (yo + j * ldb))
             if nx == 8:
                 self.i("ld.shared.v4.f32 {%%k4, %%k5, %%k6, %%k7}, [%%yb+%d];" % (yo + j * ldb + 128))
@@ -782,10 +813,20 @@ class BwdGen:
                 for x in range(nx):
                     o = "%%%s%d" % (acc, 8 * r + x)
                     self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (o, r, x, o))
+        for y in range(4):
+            self.i("add.u32 %%pr%d, %%pr%d, 1024;" % (y, y))
+        self.i("add.u32 %%yb, %%yb, %d;" % (8 * ldb))
+        self.i("add.u32 %n, %n, 1;")
+        self.i("setp.lt.u32 %p, %n, 8;")
+        self.i("@%%p bra %s;" % loop)
+        self.i("// the bases back where they were")
+        for y in range(4):
+            self.i("sub.u32 %%pr%d, %%pr%d, 8192;" % (y, y))
+        self.i("sub.u32 %%yb, %%yb, %d;" % (64 * ldb))
 
     def store_x(self, what):
         self.i("// %s into X (other row kg + 8c, own rows 8 rg + 4h .. + 3 = chunk 2 rg + h," % what)
-        self.i("// stored at chunk (2 rg + h + kg) mod 8): 8 bank groups per quarter-warp")
+        self.i("// stored at chunk (2 rg + h) ^ kg): 8 bank groups per quarter-warp")
         for c in range(8):
             for h in range(2):
                 v = ", ".join("%%s%d" % (8 * (4 * h + e) + c) for e in range(4))
@@ -895,6 +936,16 @@ class BwdGen:
             self.i("shl.b32 %u, %u, 5;")
             self.i("mov.u32 %%pr%d, s_all;" % y)
             self.i("add.u32 %%pr%d, %%pr%d, %%u;" % (y, y))
+
+    def lane_regs(self):
+        """The lane's rg, kg and first own row, from %tid (recomputed where
+        they are used, in the kernel that is short of registers)."""
+        self.i("mov.u32 %t, %tid.x;")
+        self.i("shr.u32 %rg, %t, 3;")
+        self.i("and.b32 %kg, %t, 7;")
+        self.i("shl.b32 %kg16, %kg, 4;")
+        self.i("shl.b32 %ib, %rg, 3;")
+        self.i("add.u32 %ib, %o0, %ib;")
 
     def bases(self):
         """ob: the own rows 8 rg .., xb: the other rows kg + 8c, yb: the
@@ -1236,6 +1287,7 @@ class BwdGen:
         self.i("cp.async.commit_group;")
         self.bases()                             # (recomputed: see staging_regs)
         self.dot("S^T = K Q^T", "s_kx", "s_q")
+        self.lane_regs()
         self.mask_dkv()
         self.i("// lse of the tile's queries kg + 8c, log2 units; p = 2^(s - lse2)")
         self.i("// (one query at a time: one register for its lse)")
@@ -1261,6 +1313,8 @@ class BwdGen:
         self.bases()                             # (recomputed: see staging_regs)
         self.dot("dP^T = V dO^T", "s_v", "s_do")
         self.i("// delta of the tile's queries; ds = p (dp - delta), p read back from X")
+        self.lane_regs()
+        self.bases()                             # (recomputed: see staging_regs)
         for c in range(8):
             self.i("add.u32 %i, %x0i, %kg;")
             if c:
