@@ -626,6 +626,12 @@ BWD_HEADER = r"""//
 // 4 kg (128 contiguous bytes per quarter-warp). dq parks its own P in the
 // q buffer, lane t's 16-byte chunks at 16 t + 512 m, while dP is formed.
 //
+// dkv64 is at the register limit (128 accumulators, 64 scores): it
+// recomputes its pointers and lane bases per tile, reads lse and delta one
+// query at a time, and takes the other rows of its products over d in two
+// halves (24 loads per 256 FMAs there instead of 16: shared-bound, but
+// without spills on every target).
+//
 // Numerics: scores in log2 units (scale log2 e folded), p = 2^(s - lse
 // log2 e) by ex2.approx (about 2^-22 relative); a row with lse = -inf (fully
 // masked: nothing visible) gets p = 0, a NaN lse or score gives NaN. delta
@@ -648,7 +654,6 @@ class BwdGen:
         self.cpr = dp // 4
         self.nx = 8 if dp == 64 else 4
         self.split = dp == 64 and kind == "dkv"
-        self.unroll_dot = False
         self.lines = []
         self.lab = 0
 
@@ -757,12 +762,10 @@ class BwdGen:
         loop = self.label("DOT")
         self.i("// %s over d, 4 columns at a time: 8 other-row loads, 8 own-row loads," % what)
         self.i("// 256 FMAs; lane kg starts at chunk kg and goes round the row")
+        if self.split:
+            self.i("// (here the other rows in two halves of 4, the own rows read twice: 16")
+            self.i("// registers fewer, which this kernel needs to stay out of local memory)")
         self.i("mov.u32 %off, %kg16;")
-        if self.unroll_dot:
-            self.i("// (all chunks unrolled: no loop counter, one register fewer)")
-            for n in range(self.cpr):
-                self.dot_chunk(ob, xb, n == 0)
-            return
         self.i("mov.u32 %n, 1;")
         self.dot_chunk(ob, xb, True)
         self.e("%s:" % loop)
