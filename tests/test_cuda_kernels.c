@@ -964,6 +964,26 @@ START_TEST(attention_forward_backward)
 }
 END_TEST
 
+/* The register-blocked backward (eo_attn_bwd_dq32/64, eo_attn_bwd_dkv32:
+ * no mask, D <= 64; one warp per 32 rows, tiles of 64 on the other side):
+ * T of 1 and just past 16, 32 and 64 rows, D of 1, 7, 32, 33 (dq64 with
+ * eo_attn_bwd_dkv) and 64, causal with Tq = Tk and Tq < Tk, a NaN query,
+ * dv alone. The cases of attention_forward_backward without a mask run
+ * these kernels too. */
+START_TEST(attention_backward_blocked)
+{
+    attention_case(1, 1, 1, 1, 1, 0, 0, 0, 0);      /* T 1, D 1 */
+    attention_case(1, 2, 17, 17, 7, 1, 0, 0, 0);    /* D 7: 4-byte copies */
+    attention_case(2, 1, 65, 65, 32, 1, 0, 0, 0);   /* one past a 64-row tile, causal */
+    attention_case(1, 1, 65, 65, 33, 0, 0, 0, 0);   /* D 33: dq64 */
+    attention_case(1, 1, 17, 130, 32, 0, 0, 0, 0);  /* three key tiles, one query block */
+    attention_case(1, 1, 130, 130, 32, 1, 0, 0, 0); /* causal, several tiles both ways */
+    attention_case(1, 1, 5, 37, 32, 1, 0, 0, 0);    /* causal, Tq < Tk */
+    attention_case(1, 2, 20, 20, 64, 0, 0, 1, 0);   /* a NaN in q: its row NaN */
+    attention_case(1, 2, 20, 19, 32, 0, 0, 0, 1);   /* dv only */
+}
+END_TEST
+
 /* ---- degenerate sizes ---------------------------------------------------------------- */
 START_TEST(edge_cases)
 {
@@ -1071,6 +1091,11 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, attention_forward_backward);
     tcase_add_test(t, edge_cases);
     tcase_add_test(t, launch_failure_is_sticky);
+    suite_add_tcase(s, t);
+    t = tcase_create("attention_blocked");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, attention_backward_blocked);
     suite_add_tcase(s, t);
     return s;
 }

@@ -265,6 +265,16 @@ static void run(const char *name)
         float *q = fb(n, 0.1f), *k = fb(n, 0.1f), *v = fb(n, 0.5f), *o = fb(n, 0);
         float *lse = fb(128, 0);
         eo_cuda_k_attention(1, 1, 128, 128, D, q, k, v, NULL, NULL, 1, 0.125f, o, lse, NULL, &EX);
+    } else if (!strcmp(name, "attention bwd") || !strcmp(name, "attention64 bwd")) {
+        /* B 1, H 1, T 128 (two 64-row tiles, four 32-row blocks), D 32 or
+         * 64, causal: the register-blocked backward */
+        int64_t D = name[9] == '6' ? 64 : 32;
+        size_t n = (size_t)(128 * D);
+        float *q = fb(n, 0.1f), *k = fb(n, 0.1f), *v = fb(n, 0.5f), *o = fb(n, 0.5f);
+        float *lse = fb(128, 2.0f), *dout = fb(n, 0.5f), *dq = fb(n, 0), *dk = fb(n, 0);
+        float *dv = fb(n, 0);
+        eo_cuda_k_attention_backward(1, 1, 128, 128, D, q, k, v, NULL, NULL, 1, 0.125f, o, lse,
+                                     dout, dq, dk, dv, NULL, NULL, NULL, &EX);
     } else if (!strcmp(name, "cast16")) { /* bf16 <- f32, 8192 values */
         float *x = fb(8192, 0.5f), *y = fb(4096, 0);
         eo_cuda_cast_flat(2 /* EO_BF16 */, y, 0 /* EO_F32 */, x, 8192, &EX);
@@ -364,6 +374,20 @@ static const struct expected {
      * lse of a warp's 32 rows leave in one store (100 % of its sectors) */
     {"attention", "eo_attn_fwd32", 16.00, 100.0, 100.0, 4.00, 4.00, 69.7, 98.8},
     {"attention64", "eo_attn_fwd64", 16.00, 100.0, 100.0, 4.00, 4.00, 81.1, 99.5},
+    /* the register-blocked backward (no mask, D <= 64): cp.async of 16
+     * bytes, every shared access a v4 without a conflict (the forward's
+     * rotations for the products over d; p and ds in rows whose chunks are
+     * XOR-swizzled by the row's low bits, for the products over the other
+     * side; dq's parking in lane order). Global loads: the staging (16
+     * sectors a request) and per-row lse and delta reads (one sector: every
+     * quarter-warp the same 32 bytes) and, in dq, delta = dout . out read
+     * a float per lane (4 rows a request). FFMA share at T 128, where the
+     * diagonal tiles and the prologue weigh more than at T 1024 (87 %).
+     * No atomics (asserted below). */
+    {"attention bwd", "eo_attn_bwd_dq32", 10.16, 98.1, 100.0, 4.00, 4.00, 75.7, 99.3},
+    {"attention bwd", "eo_attn_bwd_dkv32", 12.67, 100.0, 100.0, 4.00, 4.00, 75.7, 99.4},
+    {"attention64 bwd", "eo_attn_bwd_dq64", 10.33, 99.1, 100.0, 4.00, 4.00, 82.0, 99.6},
+    {"attention64 bwd", "eo_attn_bwd_dkv64", 14.125, 100.0, 100.0, 4.00, 4.00, 82.4, 99.6},
     /* 64 < D <= 128: the older kernel, a query row per 4 lanes (its
      * 16-byte loads of 4 rows a warp: 3.78 wavefronts, no conflict) */
     {"attention96", "eo_attn_fwd", 16.00, 100.0, 100.0, 3.78, 2.93, 42.8, 97.9},
@@ -428,6 +452,9 @@ START_TEST(production_kernel_counters)
         ck_assert_uint_eq(c.gld.bytes, 8192 * 4);
         ck_assert_uint_eq(c.gst.bytes, 8192 * 2);
     }
+    if (strstr(e->cas, "bwd"))
+        ck_assert_msg(c.gatom.requests == 0, "%s (%s): %llu atomic requests", e->cas, e->kernel,
+                      (unsigned long long)c.gatom.requests);
     if (getenv("EO_COUNTERS_PRINT"))
         printf("measured: %s\n", measured);
     for (int i = 0; i < 7; i++) {

@@ -6,10 +6,13 @@
  * 64-thread block per (tile of 64 queries, head); for 64 < D <= 128
  * (eo_attn_fwd) one 128-thread block per (tile of 32 queries, head).
  * Backward: two kernels in sequence on the stream, for a slice of heads at
- * a time: eo_attn_bwd_dq, one 64-thread block per (tile of 16 queries,
- * head), writes delta_i = dout_i . out_i into the backend's scratch work
- * buffer and accumulates dq; eo_attn_bwd_dkv, one block per (tile of 16
- * keys, head), reads delta and accumulates dk and dv (and dmask). The
+ * a time: a dq kernel writes delta_i = dout_i . out_i into the backend's
+ * scratch work buffer and accumulates dq; a dkv kernel reads delta and
+ * accumulates dk and dv (and dmask). Without a mask and for D <= 64 they
+ * are the register-blocked eo_attn_bwd_dq32/64 and eo_attn_bwd_dkv32/64,
+ * one 32-thread block per (tile of 32 queries or keys, head); otherwise
+ * eo_attn_bwd_dq and eo_attn_bwd_dkv, one 64-thread block per (tile of 16
+ * queries or keys, head), which also give dmask. The
  * scratch buffer holds WORK_BYTES / 4 floats, so heads go in slices of at
  * most that many query rows.
  * Each launcher checks that every size fits the PTX's 32-bit indexing
@@ -17,7 +20,8 @@
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
-enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, ATTN_MAX_D = 128 };
+enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, BWD_BLOCKED = 32,
+       ATTN_MAX_D = 128 };
 
 static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
                       int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
@@ -102,18 +106,28 @@ void eo_cuda_k_attention_backward(int64_t B, int64_t H, int64_t Tq, int64_t Tk, 
              po = eo_cuda_dp(out), pl = eo_cuda_dp(lse);
     uint64_t pdo = eo_cuda_dp(dout), pdq = eo_cuda_dp(dq), pdk = eo_cuda_dp(dk),
              pdv = eo_cuda_dp(dv), pdm = eo_cuda_dp(dmask), pdelta = cu->scratch + SCRATCH_WORK;
-    unsigned gq = (unsigned)((Tq + BWD_ROWS - 1) / BWD_ROWS);
-    unsigned gk = (unsigned)((Tk + BWD_ROWS - 1) / BWD_ROWS);
+    /* Without a mask, D <= 64 takes the register-blocked kernels (one warp
+     * per 32 queries / keys, tiles of 64 on the other side). */
+    int blocked = !mask && !dmask && D <= 64;
+    eo_cuda_kernel kdq = !blocked ? EO_CUK_ATTN_BWD_DQ
+                         : D <= 32 ? EO_CUK_ATTN_BWD_DQ32
+                                   : EO_CUK_ATTN_BWD_DQ64;
+    eo_cuda_kernel kkv = !blocked ? EO_CUK_ATTN_BWD_DKV
+                         : D <= 32 ? EO_CUK_ATTN_BWD_DKV32
+                                   : EO_CUK_ATTN_BWD_DKV64;
+    int64_t rows = blocked ? BWD_BLOCKED : BWD_ROWS; /* rows of a block's own tile */
+    unsigned threads = blocked ? BWD_BLOCKED : 4 * BWD_ROWS;
+    unsigned gq = (unsigned)((Tq + rows - 1) / rows), gk = (unsigned)((Tk + rows - 1) / rows);
     /* delta for a slice of heads must fit the scratch work buffer */
     int64_t per = (int64_t)WORK_BYTES / 4 / Tq, nbh = B * H;
     for (int64_t bh0 = 0; bh0 < nbh; bh0 += per) {
         uint32_t b0 = (uint32_t)bh0;
         unsigned n = (unsigned)(nbh - bh0 < per ? nbh - bh0 : per);
-        LAUNCH(cu, EO_CUK_ATTN_BWD_DQ, gq, n, 1, 4 * BWD_ROWS, 1, &s[0], &s[1], &s[2], &s[3],
+        LAUNCH(cu, kdq, gq, n, 1, threads, 1, &s[0], &s[1], &s[2], &s[3],
                &s[4], &b0, &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale, &po, &pl,
                &pdo, &pdelta, &pdq);
         if (Tk > 0 && (dk || dv || dmask))
-            LAUNCH(cu, EO_CUK_ATTN_BWD_DKV, gk, n, 1, 4 * BWD_ROWS, 1, &s[0], &s[1], &s[2],
+            LAUNCH(cu, kkv, gk, n, 1, threads, 1, &s[0], &s[1], &s[2],
                    &s[3], &s[4], &b0, &pq, &pk, &pv, &pm, &m[0], &m[1], &m[2], &m[3], &c, &scale,
                    &pl, &pdo, &pdelta, &pdk, &pdv, &pdm, &dm[0], &dm[1], &dm[2], &dm[3]);
     }

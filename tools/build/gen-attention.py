@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """tools/build/gen-attention.py - writes the register-blocked attention
-forward kernels (eo_attn_fwd32, eo_attn_fwd64) into ptx/attention.ptx.
+kernels into ptx/attention.ptx: the forward (eo_attn_fwd32, eo_attn_fwd64)
+and the backward (eo_attn_bwd_dq32, eo_attn_bwd_dkv32, eo_attn_bwd_dq64,
+eo_attn_bwd_dkv64).
 
     python3 tools/build/gen-attention.py ptx/attention.ptx
 
 The script replaces the part of the file between the two "GENERATED"
 marker lines (and appends it the first time); the rest of the file is
-hand-written and left as it is. The kernels keep 64 scores and up to 64
-output accumulators per thread in named registers, and their inner loops
+hand-written and left as it is. The kernels keep 64 scores and up to 128
+accumulators per thread in named registers, and their inner loops
 are unrolled over those registers: thousands of lines that differ only in
 register numbers and offsets, which is what a script writes without slips.
 The design, and what each block does and why, is in the comments it emits
@@ -576,12 +578,808 @@ class Gen:
         self.e("%s:" % done)
 
 
+BWD_HEADER = r"""//
+// eo_attn_bwd_dq32/64, eo_attn_bwd_dkv32/64: the backward for D <= 32 and
+// D <= 64, register-blocked like eo_attn_fwd32/64 (the launcher picks them
+// when there is no mask; a mask, or 64 < D <= 128, keeps eo_attn_bwd_dq and
+// eo_attn_bwd_dkv above). FlashAttention-2's backward (Dao 2023,
+// algorithm 2) with the dq part split off so that nothing is written by
+// two blocks (no atomics), and the probabilities rebuilt from the saved
+// lse (never stored):
+//   p_ij = exp(s_ij - lse_i), dp_ij = dout_i . v_j, delta_i = dout_i . out_i,
+//   ds_ij = p_ij (dp_ij - delta_i),
+//   dq_i += scale sum_j ds_ij k_j,  dk_j += scale sum_i ds_ij q_i,
+//   dv_j += sum_i p_ij dout_i.
+// eo_attn_bwd_dq* (first): a block per tile of 32 queries; delta for its
+//   rows (written to the scratch buffer for the second kernel), then the key
+//   tiles of 64: S = Q K^T, P, dP = dO V^T, dS, dQ += dS K (3 products).
+// eo_attn_bwd_dkv* (second): a block per tile of 32 keys; the query tiles
+//   of 64 (causal: from the diagonal on): S^T = K Q^T, P^T, dV += P^T dO,
+//   dP^T = V dO^T, dS^T, dK += dS^T Q (4 products).
+// Seven products per tile pair against the five of a single kernel that
+// adds dq with atomics: the price of one writer per element.
+//
+// Why 32-thread blocks: each thread owns an 8 x 8 micro-tile of every
+// product (4 FMAs per float read from shared memory, as in the forward),
+// and the dkv kernel keeps dK and dV of its 8 keys x 8 columns in
+// registers (128 floats). Four operand tiles and a probability tile must
+// be in shared memory together, and static shared memory ends at 48 KiB:
+// at D = 64 a 64 x 64 tile pair (five 16 KiB tiles) does not fit, a block
+// of one warp with 32 own rows and 64 rows of the other side does
+// (8 + 8 + 16 + 16 KiB), if the own rows' q (dq) or k (dkv) are staged again
+// per tile into the buffer the probabilities reuse. Blocks are independent
+// warps; an SM holds 4 of them (by shared memory).
+//
+// Layout: lane = 8 rg + kg. Own rows 8 rg + r (r = 0 .. 7) of the block's
+// 32, other rows kg + 8c (c = 0 .. 7) of the tile's 64, accumulator columns
+// 4 kg .. 4 kg + 3 (and 32 + 4 kg ..). The 8 lanes of a quarter-warp share
+// rg. Products over d (S, dP) read as the forward's S: the own row's chunk
+// (a broadcast in the quarter-warp) and the other rows' chunks, each lane
+// starting at its own chunk kg and going round the row (8 lanes, 8 bank
+// groups; rows unpadded). Products over the other side (dQ, dK, dV) read a
+// tile X[64][32] of p or ds, row j holding the 32 own rows, its chunk L
+// (own rows 4L .. 4L + 3) stored at chunk L ^ (j mod 8): a store (lanes kg,
+// rows kg + 8c) hits 8 bank groups, a load (one row, one chunk per
+// quarter-warp) is a broadcast, and since the swizzle keeps chunks 2 rg and
+// 2 rg + 1 in one 32-byte pair, four base registers serve every row (the
+// two halves swapped on odd rows); and the other side's rows at columns
+// 4 kg (128 contiguous bytes per quarter-warp). dq parks its own P in the
+// q buffer, lane t's 16-byte chunks at 16 t + 512 m, while dP is formed.
+//
+// dkv64 is at the register limit (128 accumulators, 64 scores): it
+// recomputes its pointers and lane bases per tile, reads lse and delta one
+// query at a time, and takes the other rows of its products over d in two
+// halves (24 loads per 256 FMAs there instead of 16: shared-bound, but
+// without spills on every target).
+//
+// Numerics: scores in log2 units (scale log2 e folded), p = 2^(s - lse
+// log2 e) by ex2.approx (about 2^-22 relative); a row with lse = -inf (fully
+// masked: nothing visible) gets p = 0, a NaN lse or score gives NaN. delta
+// is summed by each lane over its columns kg + 8m, then over the 8 lanes in
+// a fixed order. dq, dk, dv are added to (+=) once, at the end.
+//
+// Launch contract: grid (ceil(Tq/32), heads of the slice) for dq and
+// (ceil(Tk/32), heads of the slice) for dkv, block 32, static shared only;
+// the parameters are eo_attn_bwd_dq's and eo_attn_bwd_dkv's, mask and
+// dmask 0 (ignored).
+"""
+
+
+class BwdGen:
+    """One backward kernel (kind "dq" or "dkv") for Dp = 32 or 64."""
+
+    def __init__(self, dp, kind):
+        self.dp, self.kind = dp, kind
+        self.ldb = dp * 4
+        self.cpr = dp // 4
+        self.nx = 8 if dp == 64 else 4
+        self.split = dp == 64 and kind == "dkv"
+        self.lines = []
+        self.lab = 0
+
+    def e(self, s=""):
+        self.lines.append(s)
+
+    def i(self, s):
+        self.lines.append("    " + s)
+
+    def label(self, name):
+        self.lab += 1
+        return "B%s%d_%s_%d" % (self.kind.upper(), self.dp, name, self.lab)
+
+    def stage(self, what, sym, head, row0, rows, nrows):
+        """cp.async copies of rows row0 .. row0 + nrows - 1 (of `rows`) of a
+        [rows, D] head into sym ([nrows][Dp]) by the 32 threads, zero-filled
+        past D and past the last row."""
+        dp, ldb, cpr = self.dp, self.ldb, self.cpr
+        rpp = 32 // cpr
+        passes = nrows // rpp
+        fast, vec, done = self.label("FAST"), self.label("VEC"), self.label("STAGED")
+        self.i("// stage %s: rows %s .. +%d into %s; lane t copies column chunk t %% %d"
+               % (what, row0, nrows - 1, sym, cpr))
+        self.i("// of rows t / %d + %d n (n = 0 .. %d)" % (cpr, rpp, passes - 1))
+        off0 = self.off[sym]
+        self.i("mov.u32 %sd, s_all;")
+        self.i("add.u32 %sd, %sd, %st_off;")
+        self.i("add.u32 %%gr, %s, %%st_rr;" % row0)
+        self.i("mad.lo.u32 %u, %gr, %D, %st_col;")
+        self.i("mul.wide.u32 %ad, %u, 4;")
+        self.i("add.u64 %%ad, %s, %%ad;" % head)
+        self.i("add.u32 %%u, %s, %d;" % (row0, nrows))
+        self.i("setp.le.u32 %%p, %%u, %s;" % rows)
+        self.i("and.pred %p, %p, %dfull;")
+        self.i("@%%p bra %s;" % fast)
+        self.i("@%%vec bra %s;" % vec)
+        self.i("// D % 4 != 0: 4-byte copies, each 4 or 0 bytes read; waits at once")
+        for n in range(passes):
+            self.i("add.u32 %%u, %%gr, %d;" % (n * rpp))
+            self.i("setp.lt.u32 %%pr, %%u, %s;" % rows)
+            for c in range(4):
+                self.i("add.u32 %%u, %%st_col, %d;" % c)
+                self.i("setp.lt.u32 %p, %u, %D;")
+                self.i("and.pred %p, %p, %pr;")
+                self.i("selp.u32 %nb, 4, 0, %p;")
+                self.i("add.u64 %%ae, %%ad, %d;" % (4 * c))
+                self.i("@!%%p mov.u64 %%ae, %s;" % head)
+                self.i("cp.async.ca.shared.global [%%sd+%d], [%%ae], 4, %%nb;"
+                       % (off0 + n * rpp * ldb + 4 * c))
+            if n % 8 == 7 and n + 1 < passes:
+                self.i("cp.async.commit_group;         // at most 32 copies in flight")
+                self.i("cp.async.wait_group 0;")
+            if n + 1 < passes:
+                self.i("add.u64 %ad, %ad, %rstep;")
+        self.i("cp.async.commit_group;")
+        self.i("cp.async.wait_group 0;")
+        self.i("bra %s;" % done)
+        self.e("%s:" % vec)
+        self.i("// D % 4 == 0: 16-byte copies, zero-filled past D and the last row")
+        for n in range(passes):
+            self.i("add.u32 %%u, %%gr, %d;" % (n * rpp))
+            self.i("setp.lt.u32 %%p, %%u, %s;" % rows)
+            self.i("and.pred %p, %p, %colok;")
+            self.i("selp.u32 %nb, 16, 0, %p;")
+            self.i("mov.u64 %ae, %ad;")
+            self.i("@!%%p mov.u64 %%ae, %s;" % head)
+            self.i("cp.async.cg.shared.global [%%sd+%d], [%%ae], 16, %%nb;" % (off0 + n * rpp * ldb))
+            if n + 1 < passes:
+                self.i("add.u64 %ad, %ad, %rstep;")
+        self.i("bra %s;" % done)
+        self.e("%s:" % fast)
+        self.i("// the common case: every chunk inside")
+        for n in range(passes):
+            self.i("cp.async.cg.shared.global [%%sd+%d], [%%ad], 16;" % (off0 + n * rpp * ldb))
+            if n + 1 < passes:
+                self.i("add.u64 %%ad, %%ad, %d;" % (rpp * dp * 4))
+        self.e("%s:" % done)
+
+    # ---- products over d: s[8 own r][8 other c] = own[r] . other[c] -------------
+    def dot_chunk(self, ob, xb, first):
+        ldb, oo, xo = self.ldb, self.off[ob], self.off[xb]
+        self.i("add.u32 %qa, %ob, %off;")
+        self.i("add.u32 %ka, %xb, %off;")
+        # dkv64 holds 128 accumulators: its dots take the other rows in two
+        # halves of 4 (16 registers instead of 32) and read the own rows twice
+        groups = [range(4), range(4, 8)] if self.split else [range(8)]
+        for cs in groups:
+            for c in cs:
+                kc = c % 4 if self.split else c
+                self.i("ld.shared.v4.f32 {%%k%d, %%k%d, %%k%d, %%k%d}, [%%ka+%d];"
+                       % (4 * kc, 4 * kc + 1, 4 * kc + 2, 4 * kc + 3, xo + c * 8 * ldb))
+            for r in range(8):
+                self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%qa+%d];" % (oo + r * ldb))
+                for e in range(4):
+                    for c in cs:
+                        kc = c % 4 if self.split else c
+                        s = "%%s%d" % (8 * r + c)
+                        if first and e == 0:
+                            self.i("mul.rn.f32 %s, %%x0, %%k%d;" % (s, 4 * kc))
+                        else:
+                            self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (s, e, 4 * kc + e, s))
+        self.i("add.u32 %off, %off, 16;")
+        self.i("and.b32 %%off, %%off, %d;" % (ldb - 1))
+
+    def dot(self, what, ob, xb):
+        loop = self.label("DOT")
+        self.i("// %s over d, 4 columns at a time: 8 other-row loads, 8 own-row loads," % what)
+        self.i("// 256 FMAs; lane kg starts at chunk kg and goes round the row")
+        if self.split:
+            self.i("// (here the other rows in two halves of 4, the own rows read twice: 16")
+            self.i("// registers fewer, which this kernel needs to stay out of local memory)")
+        self.i("mov.u32 %off, %kg16;")
+        self.i("mov.u32 %n, 1;")
+        self.dot_chunk(ob, xb, True)
+        self.e("%s:" % loop)
+        self.dot_chunk(ob, xb, False)
+        self.i("add.u32 %n, %n, 1;")
+        self.i("setp.lt.u32 %%p, %%n, %d;" % self.cpr)
+        self.i("@%%p bra %s;" % loop)
+
+    # ---- products over the other side: acc[r][x] += X[j][r] * Y[j][cols] -------
+    def acc(self, what, acc, yb):
+        ldb, nx = self.ldb, self.nx
+        loop = self.label("ACC")
+        self.i("// %s: per other row j, X[j] for the 8 own rows (two broadcast loads of" % what)
+        self.i("// the swizzled pair) and the row's %d columns (128 contiguous bytes per" % nx)
+        self.i("// quarter-warp), %d FMAs; 8 rows unrolled (the swizzle's period), 8 rounds"
+               % (8 * nx))
+        xo, yo = self.off[self.xsym], self.off[yb]
+        if self.dp == 64 and self.kind == "dkv":
+            # dkv64 unrolls all 64 rows: the loop's counter is a register
+            # it does not have (ptxas spills 16 bytes with it)
+            for j in range(64):
+                lo, hi = ("%x0, %x1, %x2, %x3", "%x4, %x5, %x6, %x7")
+                if j & 1:
+                    lo, hi = hi, lo
+                x = j % 8
+                self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (lo, x >> 1, xo + j * 128))
+                self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (hi, x >> 1, xo + j * 128 + 16))
+                self.i("ld.shared.v4.f32 {%%k0, %%k1, %%k2, %%k3}, [%%yb+%d];" % (yo + j * ldb))
+                self.i("ld.shared.v4.f32 {%%k4, %%k5, %%k6, %%k7}, [%%yb+%d];"
+                       % (yo + j * ldb + 128))
+                for r in range(8):
+                    for x in range(nx):
+                        o = "%%%s%d" % (acc, 8 * r + x)
+                        self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (o, r, x, o))
+            return
+        self.i("mov.u32 %n, 0;")
+        self.e("%s:" % loop)
+        for j in range(8):
+            lo, hi = ("%x0, %x1, %x2, %x3", "%x4, %x5, %x6, %x7")
+            if j & 1:
+                lo, hi = hi, lo
+            self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (lo, j >> 1, xo + j * 128))
+            self.i("ld.shared.v4.f32 {%s}, [%%pr%d+%d];" % (hi, j >> 1, xo + j * 128 + 16))
+            self.i("ld.shared.v4.f32 {%%k0, %%k1, %%k2, %%k3}, [%%yb+%d];" % (yo + j * ldb))
+            if nx == 8:
+                self.i("ld.shared.v4.f32 {%%k4, %%k5, %%k6, %%k7}, [%%yb+%d];" % (yo + j * ldb + 128))
+            for r in range(8):
+                for x in range(nx):
+                    o = "%%%s%d" % (acc, 8 * r + x)
+                    self.i("fma.rn.f32 %s, %%x%d, %%k%d, %s;" % (o, r, x, o))
+        for y in range(4):
+            self.i("add.u32 %%pr%d, %%pr%d, 1024;" % (y, y))
+        self.i("add.u32 %%yb, %%yb, %d;" % (8 * ldb))
+        self.i("add.u32 %n, %n, 1;")
+        self.i("setp.lt.u32 %p, %n, 8;")
+        self.i("@%%p bra %s;" % loop)
+        self.i("// the bases back where they were")
+        for y in range(4):
+            self.i("sub.u32 %%pr%d, %%pr%d, 8192;" % (y, y))
+        self.i("sub.u32 %%yb, %%yb, %d;" % (64 * ldb))
+
+    def store_x(self, what):
+        self.i("// %s into X (other row kg + 8c, own rows 8 rg + 4h .. + 3 = chunk 2 rg + h," % what)
+        self.i("// stored at chunk (2 rg + h) ^ kg): 8 bank groups per quarter-warp")
+        for c in range(8):
+            for h in range(2):
+                v = ", ".join("%%s%d" % (8 * (4 * h + e) + c) for e in range(4))
+                self.i("st.shared.v4.f32 [%%pst%d+%d], {%s};" % (h, self.off[self.xsym] + c * 1024, v))
+
+    def exp_p(self, lse_of):
+        """s (log2 units, -inf where hidden) -> p = 2^(s - lse2); lse_of(r, c)
+        names the register holding lse2 of the pair's query."""
+        for r in range(8):
+            for c in range(8):
+                s = "%%s%d" % (8 * r + c)
+                self.i("sub.rn.f32 %s, %s, %s;" % (s, s, lse_of(r, c)))
+                self.i("ex2.approx.f32 %s, %s;" % (s, s))
+
+    def lse2(self, dst, addr_reg, valid):
+        """dst = lse * log2 e of the query at addr_reg (if valid): +inf for a
+        row past Tq or with lse = -inf, so that every p of it is 0."""
+        self.i("mov.f32 %s, 0f7F800000;" % dst)
+        self.i("@%s ld.global.f32 %s, [%s];" % (valid, dst, addr_reg))
+        self.i("mul.rn.f32 %s, %s, 0f3FB8AA3B;" % (dst, dst))
+        self.i("setp.eq.f32 %%p, %s, 0fFF800000;" % dst)
+        self.i("@%%p mov.f32 %s, 0f7F800000;" % dst)
+
+    def prologue(self, params):
+        self.i(".reg .b32 %B, %H, %Tq, %Tk, %D, %bh0, %causal, %coff, %ms0, %ms1, %ms2, %ms3;")
+        self.i(".reg .b32 %t, %rg, %kg, %kg16, %bh, %u, %o0, %x0i, %kmax, %nt, %jt, %ib;")
+        self.i(".reg .b32 %st_rr, %st_col, %st_off, %sd, %gr, %nb, %i, %io, %n, %off, %jc<8>;")
+        self.i(".reg .b32 %qa, %ka, %pst0, %pst1, %pr<4>, %ob, %xb, %yb, %pk;")
+        self.i(".reg .b64 %q, %k, %v, %mask, %out, %lse, %dout, %delta, %ad, %ae, %g64, %rstep;")
+        self.i(".reg .b64 %qh, %kh, %vh, %oh, %doh, %gh, %lh, %dlh;")
+        self.i(".reg .f32 %scale, %c2, %y, %z, %sh, %x<8>, %k<32>, %m<8>, %dl<8>;")
+        self.i(".reg .f32 %s<64>;")
+        self.i(".reg .pred %vec, %dfull, %colok, %pcaus, %pnc, %need, %plast, %p, %pr, %pi, %pj<8>, %pout;")
+        for p in params:
+            self.i("ld.param.%s %%%s, [p_%s];" % (p[0], p[1], p[1]))
+        self.i("setp.ne.u32 %pcaus, %causal, 0;")
+        self.i("setp.eq.u32 %pnc, %causal, 0;")
+        self.i("sub.u32 %coff, %Tk, %Tq;                 // causal: query i sits at key position i + Tk - Tq")
+        self.i("mul.rn.f32 %c2, %scale, 0f3FB8AA3B;      // scale * log2(e): scores in log2 units")
+        self.i("and.b32 %u, %D, 3;")
+        self.i("setp.eq.u32 %vec, %u, 0;")
+        self.i("setp.eq.u32 %%dfull, %%D, %d;" % self.dp)
+        self.i("and.pred %dfull, %dfull, %vec;")
+        self.i("mov.u32 %t, %tid.x;")
+        self.i("shr.u32 %rg, %t, 3;                      // own rows 8 rg .. 8 rg + 7")
+        self.i("and.b32 %kg, %t, 7;                      // other rows kg + 8c, columns 4 kg (+ 32)")
+        self.i("shl.b32 %kg16, %kg, 4;")
+        self.staging_regs()
+        self.heads()
+
+    def staging_regs(self):
+        """The lane's part of a staging copy (the dkv kernel calls this and
+        heads() again per tile: registers that live across the tile loop
+        are what it lacks, and these are cheap to recompute)."""
+        self.i("mov.u32 %t, %tid.x;")
+        sh = {8: 3, 16: 4}[self.cpr]
+        self.i("shr.u32 %%st_rr, %%t, %d;" % sh)
+        self.i("and.b32 %%st_col, %%t, %d;" % (self.cpr - 1))
+        self.i("mul.lo.u32 %%st_off, %%st_rr, %d;" % self.ldb)
+        self.i("mad.lo.u32 %st_off, %st_col, 16, %st_off;")
+        self.i("shl.b32 %st_col, %st_col, 2;")
+        self.i("setp.lt.u32 %colok, %st_col, %D;")
+        self.i("mul.lo.u32 %%u, %%D, %d;" % (4 * (32 // self.cpr)))
+        self.i("cvt.u64.u32 %rstep, %u;")
+
+    def heads(self):
+        """Where the block's head starts in each tensor."""
+        for p in ("q", "k", "v", "dout", "lse", "delta", "bh0"):
+            self.i("ld.param.%s %%%s, [p_%s];" % ("u32" if p == "bh0" else "u64", p, p))
+        if self.kind == "dq":
+            self.i("ld.param.u64 %out, [p_out];")
+        self.i("mov.u32 %bh, %ctaid.y;")
+        self.i("add.u32 %bh, %bh, %bh0;                  // head b*H + h")
+        heads = [("qh", "q", "Tq"), ("doh", "dout", "Tq"), ("kh", "k", "Tk"), ("vh", "v", "Tk")]
+        if self.kind == "dq":
+            heads.append(("oh", "out", "Tq"))
+        for dst, src, T in heads:
+            self.i("mul.lo.u32 %%u, %%bh, %%%s;" % T)
+            self.i("mul.wide.u32 %g64, %u, %D;")
+            self.i("shl.b64 %g64, %g64, 2;")
+            self.i("add.u64 %%%s, %%%s, %%g64;" % (dst, src))
+        self.i("mul.lo.u32 %u, %bh, %Tq;")
+        self.i("mul.wide.u32 %g64, %u, 4;")
+        self.i("add.u64 %lh, %lse, %g64;                 // lse of the head")
+        self.i("sub.u32 %u, %bh, %bh0;")
+        self.i("mul.lo.u32 %u, %u, %Tq;")
+        self.i("mul.wide.u32 %g64, %u, 4;")
+        self.i("add.u64 %dlh, %delta, %g64;              // delta of the head (scratch)")
+
+
+    def x_bases(self):
+        """X rows of 128 bytes, chunk L (own rows 4L .. 4L + 3) stored at chunk
+        L ^ (j % 8): pst0/1 are where this lane stores its chunks of rows
+        kg + 8c; a load of row j finds chunks 2 rg and 2 rg + 1 together in the
+        32-byte pair rg ^ (j % 8 >> 1), in swapped order when j is odd, so four
+        bases pr0..3 (and the generator's swap) serve every row."""
+        self.i("shl.b32 %n, %rg, 1;                      // chunk L = 2 rg (h = 0)")
+        for h in range(2):
+            self.i("add.u32 %%u, %%n, %d;" % h)
+            self.i("xor.b32 %u, %u, %kg;")
+            self.i("shl.b32 %u, %u, 4;")
+            self.i("mad.lo.u32 %%pst%d, %%kg, 128, %%u;" % h)
+            self.i("mov.u32 %u, s_all;")
+            self.i("add.u32 %%pst%d, %%pst%d, %%u;" % (h, h))
+        for y in range(4):
+            self.i("xor.b32 %%u, %%rg, %d;" % y)
+            self.i("shl.b32 %u, %u, 5;")
+            self.i("mov.u32 %%pr%d, s_all;" % y)
+            self.i("add.u32 %%pr%d, %%pr%d, %%u;" % (y, y))
+
+    def lane_regs(self):
+        """The lane's rg, kg and first own row, from %tid (recomputed where
+        they are used, in the kernel that is short of registers)."""
+        self.i("mov.u32 %t, %tid.x;")
+        self.i("shr.u32 %rg, %t, 3;")
+        self.i("and.b32 %kg, %t, 7;")
+        self.i("shl.b32 %kg16, %kg, 4;")
+        self.i("shl.b32 %ib, %rg, 3;")
+        self.i("add.u32 %ib, %o0, %ib;")
+
+    def bases(self):
+        """ob: the own rows 8 rg .., xb: the other rows kg + 8c, yb: the
+        columns 4 kg, all from s_all (each buffer adds its offset)."""
+        self.i("mov.u32 %u, s_all;")
+        self.i("shl.b32 %ob, %rg, 3;")
+        self.i("mad.lo.u32 %%ob, %%ob, %d, %%u;" % self.ldb)
+        self.i("mad.lo.u32 %%xb, %%kg, %d, %%u;" % self.ldb)
+        self.i("add.u32 %yb, %kg16, %u;")
+        self.x_bases()
+
+    def store_acc(self, acc, head, T, row0, scale):
+        """head[row0 + 8 rg + r][cols] += (scale *) acc, rows below T."""
+        nx = self.nx
+        for r in range(8):
+            nxt = self.label("ROW")
+            self.i("add.u32 %%i, %s, %d;" % (row0, r))
+            self.i("setp.ge.u32 %%p, %%i, %s;" % T)
+            self.i("@%%p bra %s;" % nxt)
+            if scale:
+                for x in range(nx):
+                    o = "%%%s%d" % (acc, 8 * r + x)
+                    self.i("mul.rn.f32 %s, %s, %%scale;" % (o, o))
+            self.i("mul.lo.u32 %u, %i, %D;")
+            self.i("shl.b32 %nb, %kg, 2;")
+            self.i("add.u32 %u, %u, %nb;")
+            self.i("mul.wide.u32 %ad, %u, 4;")
+            self.i("add.u64 %%ad, %s, %%ad;" % head)
+            for half in range(nx // 4):
+                col = 32 * half
+                sc, dn = self.label("ST_SCALAR"), self.label("ST_DONE")
+                os_ = ["%%%s%d" % (acc, 8 * r + 4 * half + e) for e in range(4)]
+                self.i("add.u32 %%gr, %%nb, %d;" % col)
+                self.i("@!%%vec bra %s;" % sc)
+                self.i("setp.lt.u32 %pi, %gr, %D;")
+                self.i("@!%%pi bra %s;" % dn)
+                self.i("ld.global.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%ad+%d];" % (4 * col))
+                for e in range(4):
+                    self.i("add.rn.f32 %%x%d, %%x%d, %s;" % (e, e, os_[e]))
+                self.i("st.global.v4.f32 [%%ad+%d], {%%x0, %%x1, %%x2, %%x3};" % (4 * col))
+                self.i("bra %s;" % dn)
+                self.e("%s:" % sc)
+                for e in range(4):
+                    self.i("add.u32 %%u, %%gr, %d;" % e)
+                    self.i("setp.lt.u32 %pi, %u, %D;")
+                    self.i("@%%pi ld.global.f32 %%y, [%%ad+%d];" % (4 * col + 4 * e))
+                    self.i("@%%pi add.rn.f32 %%y, %%y, %s;" % os_[e])
+                    self.i("@%%pi st.global.f32 [%%ad+%d], %%y;" % (4 * col + 4 * e))
+                self.e("%s:" % dn)
+            self.e("%s:" % nxt)
+
+    def zero(self, acc):
+        for x in range(8 * self.nx):
+            self.i("mov.f32 %%%s%d, 0f00000000;" % (acc, 8 * (x // self.nx) + x % self.nx))
+
+    PARAMS_DQ = [("u32", "B"), ("u32", "H"), ("u32", "Tq"), ("u32", "Tk"), ("u32", "D"),
+                 ("u32", "bh0"), ("u64", "q"), ("u64", "k"), ("u64", "v"), ("u64", "mask"),
+                 ("s32", "ms0"), ("s32", "ms1"), ("s32", "ms2"), ("s32", "ms3"),
+                 ("u32", "causal"), ("f32", "scale"), ("u64", "out"), ("u64", "lse"),
+                 ("u64", "dout"), ("u64", "delta"), ("u64", "dq")]
+    PARAMS_DKV = [("u32", "B"), ("u32", "H"), ("u32", "Tq"), ("u32", "Tk"), ("u32", "D"),
+                  ("u32", "bh0"), ("u64", "q"), ("u64", "k"), ("u64", "v"), ("u64", "mask"),
+                  ("s32", "ms0"), ("s32", "ms1"), ("s32", "ms2"), ("s32", "ms3"),
+                  ("u32", "causal"), ("f32", "scale"), ("u64", "lse"), ("u64", "dout"),
+                  ("u64", "delta"), ("u64", "dk"), ("u64", "dv"), ("u64", "dmask"),
+                  ("s32", "dms0"), ("s32", "dms1"), ("s32", "dms2"), ("s32", "dms3")]
+
+    def mask_dq(self):
+        """dq: own = queries ib + r, other = keys j0 + kg + 8c."""
+        plain, done = self.label("UNMASKED"), self.label("SCALED")
+        self.i("@!%%need bra %s;" % plain)
+        self.i("// keys past Tk and (causal) past the row's position are -inf")
+        for c in range(8):
+            self.i("add.u32 %%jc%d, %%x0i, %%kg;" % c)
+            if c:
+                self.i("add.u32 %%jc%d, %%jc%d, %d;" % (c, c, 8 * c))
+            self.i("setp.lt.u32 %%pj%d, %%jc%d, %%Tk;" % (c, c))
+        for r in range(8):
+            self.i("add.u32 %%io, %%ib, %d;" % r)
+            self.i("add.u32 %io, %io, %coff;                // own row r's last visible key")
+            for c in range(8):
+                s = "%%s%d" % (8 * r + c)
+                self.i("setp.le.u32 %%p, %%jc%d, %%io;" % c)
+                self.i("or.pred %p, %p, %pnc;")
+                self.i("and.pred %%p, %%p, %%pj%d;" % c)
+                self.i("mul.rn.f32 %s, %s, %%c2;" % (s, s))
+                self.i("@!%%p mov.f32 %s, 0fFF800000;" % s)
+        self.i("bra %s;" % done)
+        self.e("%s:" % plain)
+        for k in range(64):
+            self.i("mul.rn.f32 %%s%d, %%s%d, %%c2;" % (k, k))
+        self.e("%s:" % done)
+
+    def mask_dkv(self):
+        """dkv: own = keys ib + r, other = queries i0 + kg + 8c."""
+        plain, done = self.label("UNMASKED"), self.label("SCALED")
+        self.i("@!%%need bra %s;" % plain)
+        self.i("// pairs with a query past Tq, a key past Tk or (causal) a key past the")
+        self.i("// query's position are -inf")
+        for c in range(8):
+            self.i("add.u32 %%jc%d, %%x0i, %%kg;" % c)
+            if c:
+                self.i("add.u32 %%jc%d, %%jc%d, %d;" % (c, c, 8 * c))
+            self.i("setp.lt.u32 %%pj%d, %%jc%d, %%Tq;" % (c, c))
+            self.i("add.u32 %%jc%d, %%jc%d, %%coff;         // the query's last visible key" % (c, c))
+        for r in range(8):
+            self.i("add.u32 %%io, %%ib, %d;" % r)
+            self.i("setp.lt.u32 %pr, %io, %Tk;")
+            for c in range(8):
+                s = "%%s%d" % (8 * r + c)
+                self.i("setp.le.u32 %%p, %%io, %%jc%d;" % c)
+                self.i("or.pred %p, %p, %pnc;")
+                self.i("and.pred %%p, %%p, %%pj%d;" % c)
+                self.i("and.pred %p, %p, %pr;")
+                self.i("mul.rn.f32 %s, %s, %%c2;" % (s, s))
+                self.i("@!%%p mov.f32 %s, 0fFF800000;" % s)
+        self.i("bra %s;" % done)
+        self.e("%s:" % plain)
+        for k in range(64):
+            self.i("mul.rn.f32 %%s%d, %%s%d, %%c2;" % (k, k))
+        self.e("%s:" % done)
+
+    def header(self, name, params, shared, xsym):
+        """One static shared array s_all holds the buffers (so that a lane's
+        base registers serve every buffer, with the buffer's offset as an
+        immediate); self.off maps each buffer's name to its offset."""
+        self.e()
+        self.e("// %s: D <= %d, rows of %d bytes in shared memory" % (name, self.dp, self.ldb))
+        self.e(".visible .entry %s(" % name)
+        self.e(",\n".join("    .param .%s p_%s" % p for p in params) + ")")
+        self.e("{")
+        self.off, at = {}, 0
+        for sym, size, what in shared:
+            self.off[sym] = at
+            self.i("// s_all + %d: %s, %d bytes: %s" % (at, sym, size, what))
+            at += size
+        self.xsym = xsym
+        self.i(".shared .align 16 .b8 s_all[%d];" % at)
+
+    def kernel_dq(self):
+        ldb = self.ldb
+        name = "eo_attn_bwd_dq%d" % self.dp
+        self.header(name, self.PARAMS_DQ, [
+            ("s_qx", max(32 * ldb, 8192), "own q rows [32][Dp], then the parked p"),
+            ("s_do", 32 * ldb, "own dout rows [32][Dp]"),
+            ("s_k", 64 * ldb, "k rows of a key tile [64][Dp]"),
+            ("s_v", 64 * ldb, "v rows of a key tile [64][Dp], then ds as X [64][32]")], "s_v")
+        self.i(".reg .f32 %a<64>;")
+        self.i(".reg .b64 %dq, %dqh;")
+        self.prologue(self.PARAMS_DQ)
+        self.i("mul.lo.u32 %u, %bh, %Tq;")
+        self.i("mul.wide.u32 %g64, %u, %D;")
+        self.i("shl.b64 %g64, %g64, 2;")
+        self.i("add.u64 %dqh, %dq, %g64;")
+        self.i("// query tiles in reverse: block 0 takes the last (under causal, the longest)")
+        self.i("mov.u32 %u, %nctaid.x;")
+        self.i("sub.u32 %u, %u, 1;")
+        self.i("mov.u32 %o0, %ctaid.x;")
+        self.i("sub.u32 %o0, %u, %o0;")
+        self.i("shl.b32 %o0, %o0, 5;                     // first query of the block")
+        self.i("shl.b32 %ib, %rg, 3;")
+        self.i("add.u32 %ib, %o0, %ib;                   // the lane's first query")
+        self.i("// lse of the own rows in log2 units (+inf: no p), delta = dout . out")
+        for r in range(8):
+            self.i("add.u32 %%i, %%ib, %d;" % r)
+            self.i("setp.lt.u32 %pi, %i, %Tq;")
+            self.i("mul.wide.u32 %g64, %i, 4;")
+            self.i("add.u64 %ad, %lh, %g64;")
+            self.lse2("%%m%d" % r, "%ad", "%pi")
+        self.i("// delta: lane kg sums columns kg + 8m of its 8 rows, then the row's 8 lanes")
+        for r in range(8):
+            d = "%%dl%d" % r
+            self.i("add.u32 %%i, %%ib, %d;" % r)
+            self.i("setp.lt.u32 %pi, %i, %Tq;")
+            self.i("mad.lo.u32 %u, %i, %D, %kg;")
+            self.i("mul.wide.u32 %g64, %u, 4;")
+            self.i("add.u64 %ad, %oh, %g64;")
+            self.i("add.u64 %ae, %doh, %g64;")
+            self.i("mov.f32 %s, 0f00000000;" % d)
+            for mm in range(self.dp // 8):
+                self.i("add.u32 %%u, %%kg, %d;" % (8 * mm))
+                self.i("setp.lt.u32 %p, %u, %D;")
+                self.i("and.pred %p, %p, %pi;")
+                self.i("@%%p ld.global.f32 %%y, [%%ad+%d];" % (32 * mm))
+                self.i("@%%p ld.global.f32 %%z, [%%ae+%d];" % (32 * mm))
+                self.i("@%%p fma.rn.f32 %s, %%y, %%z, %s;" % (d, d))
+        for r in range(8):
+            d = "%%dl%d" % r
+            for x in (1, 2, 4):
+                self.i("shfl.sync.bfly.b32 %%sh, %s, %d, 31, 0xffffffff;" % (d, x))
+                self.i("add.rn.f32 %s, %s, %%sh;" % (d, d))
+        skip = self.label("DELTA_DONE")
+        self.i("// lane 8 rg + kg writes delta of row 8 rg + kg")
+        self.i("mov.f32 %y, %dl0;")
+        for r in range(1, 8):
+            self.i("setp.eq.u32 %%p, %%kg, %d;" % r)
+            self.i("@%%p mov.f32 %%y, %%dl%d;" % r)
+        self.i("add.u32 %i, %ib, %kg;")
+        self.i("setp.ge.u32 %p, %i, %Tq;")
+        self.i("@%%p bra %s;" % skip)
+        self.i("mul.wide.u32 %g64, %i, 4;")
+        self.i("add.u64 %ad, %dlh, %g64;")
+        self.i("st.global.f32 [%ad], %y;")
+        self.e("%s:" % skip)
+        end = self.label("END")
+        self.i("setp.eq.u64 %p, %dq, 0;")
+        self.i("@%%p bra %s;" % end)
+        self.i("// key tiles visible to the block: all, or (causal) up to its last query's position")
+        self.i("mov.u32 %kmax, %Tk;")
+        self.i("add.u32 %u, %o0, 32;")
+        self.i("add.u32 %u, %u, %coff;")
+        self.i("@%pcaus min.u32 %kmax, %kmax, %u;")
+        self.i("add.u32 %nt, %kmax, 63;")
+        self.i("shr.u32 %nt, %nt, 6;")
+        self.i("setp.eq.u32 %p, %nt, 0;")
+        self.i("@%%p bra %s;" % end)
+        self.bases()
+        self.i("mov.u32 %u, s_all;")
+        self.i("shl.b32 %pk, %t, 4;")
+        self.i("add.u32 %%pk, %%pk, %%u;                    // the lane's parking chunks (+ %d)"
+               % self.off["s_qx"])
+        self.zero("a")
+        self.stage("dout", "s_do", "%doh", "%o0", "%Tq", 32)
+        self.i("mov.u32 %jt, 0;")
+        tile = self.label("TILE")
+        self.e("%s:" % tile)
+        self.i("shl.b32 %x0i, %jt, 6;                    // first key of the tile")
+        self.i("// q and k now, v once they have landed (it is needed after S; at most 64")
+        self.i("// copies in flight per lane, and v's copies overlap S)")
+        self.stage("q", "s_qx", "%qh", "%o0", "%Tq", 32)
+        self.stage("k", "s_k", "%kh", "%x0i", "%Tk", 64)
+        self.i("cp.async.commit_group;")
+        self.i("// masking needed: keys past Tk, or causal and a key past the first row's position")
+        self.i("add.u32 %u, %x0i, 64;")
+        self.i("setp.gt.u32 %need, %u, %Tk;")
+        self.i("add.u32 %u, %x0i, 63;")
+        self.i("add.u32 %io, %o0, %coff;")
+        self.i("setp.gt.u32 %p, %u, %io;")
+        self.i("and.pred %p, %p, %pcaus;")
+        self.i("or.pred %need, %need, %p;")
+        self.i("cp.async.wait_group 0;")
+        self.i("bar.sync 0;")
+        self.stage("v", "s_v", "%vh", "%x0i", "%Tk", 64)
+        self.i("cp.async.commit_group;")
+        self.dot("S = Q K^T", "s_qx", "s_k")
+        self.mask_dq()
+        self.i("// p = 2^(s - lse2) for the own row r")
+        self.exp_p(lambda r, c: "%%m%d" % r)
+        self.i("bar.sync 0;                              // q read by every lane")
+        self.i("// park p in the q buffer (each lane reads back only its own)")
+        for m in range(16):
+            self.i("st.shared.v4.f32 [%%pk+%d], {%%s%d, %%s%d, %%s%d, %%s%d};"
+                   % (self.off["s_qx"] + 512 * m, 4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3))
+        self.i("cp.async.wait_group 0;                  // v landed")
+        self.i("bar.sync 0;")
+        self.dot("dP = dO V^T", "s_do", "s_v")
+        self.i("// ds = p (dp - delta)")
+        for m in range(16):
+            self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%pk+%d];" % (self.off["s_qx"] + 512 * m))
+            for e in range(4):
+                idx = 4 * m + e
+                s = "%%s%d" % idx
+                self.i("sub.rn.f32 %s, %s, %%dl%d;" % (s, s, idx // 8))
+                self.i("mul.rn.f32 %s, %%x%d, %s;" % (s, e, s))
+        self.i("bar.sync 0;                              // v read by every lane")
+        self.store_x("ds")
+        self.i("bar.sync 0;")
+        self.acc("dQ += dS K", "a", "s_k")
+        self.i("bar.sync 0;                              // k, v and the parking read")
+        self.i("add.u32 %jt, %jt, 1;")
+        self.i("setp.lt.u32 %p, %jt, %nt;")
+        self.i("@%%p bra %s;" % tile)
+        self.i("// dq += scale * the accumulators")
+        self.store_acc("a", "%dqh", "%Tq", "%ib", True)
+        self.e("%s:" % end)
+        self.i("ret;")
+        self.e("}")
+
+    def kernel_dkv(self):
+        ldb = self.ldb
+        name = "eo_attn_bwd_dkv%d" % self.dp
+        self.header(name, self.PARAMS_DKV, [
+            ("s_kx", max(32 * ldb, 8192), "own k rows [32][Dp], then p and ds as X [64][32]"),
+            ("s_v", 32 * ldb, "own v rows [32][Dp]"),
+            ("s_q", 64 * ldb, "q rows of a query tile [64][Dp]"),
+            ("s_do", 64 * ldb, "dout rows of a query tile [64][Dp]")], "s_kx")
+        self.i(".reg .f32 %a<64>, %b<64>;")
+        self.i(".reg .b64 %dk, %dv, %dmask, %dkh, %dvh;")
+        self.i(".reg .b32 %dms0, %dms1, %dms2, %dms3;")
+        self.prologue(self.PARAMS_DKV)
+        for dst, src in (("dkh", "dk"), ("dvh", "dv")):
+            self.i("mul.lo.u32 %u, %bh, %Tk;")
+            self.i("mul.wide.u32 %g64, %u, %D;")
+            self.i("shl.b64 %g64, %g64, 2;")
+            self.i("add.u64 %%%s, %%%s, %%g64;" % (dst, src))
+        self.i("mov.u32 %o0, %ctaid.x;")
+        self.i("shl.b32 %o0, %o0, 5;                     // first key of the block")
+        self.i("shl.b32 %ib, %rg, 3;")
+        self.i("add.u32 %ib, %o0, %ib;                   // the lane's first key")
+        end = self.label("END")
+        self.i("// query tiles: all, or (causal) from the one holding the block's first key's")
+        self.i("// first query, j - (Tk - Tq), on")
+        self.i("mov.u32 %x0i, 0;")
+        self.i("setp.gt.u32 %p, %o0, %coff;")
+        self.i("and.pred %p, %p, %pcaus;")
+        self.i("sub.u32 %u, %o0, %coff;")
+        self.i("and.b32 %u, %u, -64;")
+        self.i("@%p mov.u32 %x0i, %u;")
+        self.i("setp.ge.u32 %p, %x0i, %Tq;")
+        self.i("@%%p bra %s;" % end)
+        self.bases()
+        self.zero("a")
+        self.zero("b")
+        self.stage("v", "s_v", "%vh", "%o0", "%Tk", 32)
+        tile = self.label("TILE")
+        self.e("%s:" % tile)
+        self.staging_regs()
+        self.heads()
+        self.stage("k", "s_kx", "%kh", "%o0", "%Tk", 32)
+        self.stage("q", "s_q", "%qh", "%x0i", "%Tq", 64)
+        self.i("cp.async.commit_group;")
+        self.i("// dout follows once k and q have landed (needed from dV on; at most 64")
+        self.i("// copies in flight per lane, and its copies overlap S)")
+        self.i("// masking needed: queries past Tq, keys past Tk, or causal and the block's")
+        self.i("// last key past the tile's first query's position")
+        self.i("add.u32 %u, %x0i, 64;")
+        self.i("setp.gt.u32 %need, %u, %Tq;")
+        self.i("add.u32 %u, %o0, 32;")
+        self.i("setp.gt.u32 %p, %u, %Tk;")
+        self.i("or.pred %need, %need, %p;")
+        self.i("add.u32 %u, %o0, 31;")
+        self.i("add.u32 %io, %x0i, %coff;")
+        self.i("setp.gt.u32 %p, %u, %io;")
+        self.i("and.pred %p, %p, %pcaus;")
+        self.i("or.pred %need, %need, %p;")
+        self.i("cp.async.wait_group 0;")
+        self.i("bar.sync 0;")
+        self.stage("dout", "s_do", "%doh", "%x0i", "%Tq", 64)
+        self.i("cp.async.commit_group;")
+        self.bases()                             # (recomputed: see staging_regs)
+        self.dot("S^T = K Q^T", "s_kx", "s_q")
+        self.lane_regs()
+        self.mask_dkv()
+        self.i("// lse of the tile's queries kg + 8c, log2 units; p = 2^(s - lse2)")
+        self.i("// (one query at a time: one register for its lse)")
+        for c in range(8):
+            self.i("add.u32 %i, %x0i, %kg;")
+            if c:
+                self.i("add.u32 %%i, %%i, %d;" % (8 * c))
+            self.i("setp.lt.u32 %pi, %i, %Tq;")
+            self.i("mul.wide.u32 %g64, %i, 4;")
+            self.i("add.u64 %ad, %lh, %g64;")
+            self.lse2("%m0", "%ad", "%pi")
+            for r in range(8):
+                sr = "%%s%d" % (8 * r + c)
+                self.i("sub.rn.f32 %s, %s, %%m0;" % (sr, sr))
+                self.i("ex2.approx.f32 %s, %s;" % (sr, sr))
+        self.i("bar.sync 0;                              // k read by every lane")
+        self.bases()                             # (recomputed: see staging_regs)
+        self.store_x("p")
+        self.i("cp.async.wait_group 0;                  // dout landed")
+        self.i("bar.sync 0;")
+        self.bases()                             # (recomputed: see staging_regs)
+        self.acc("dV += P^T dO", "b", "s_do")
+        self.bases()                             # (recomputed: see staging_regs)
+        self.dot("dP^T = V dO^T", "s_v", "s_do")
+        self.i("// delta of the tile's queries; ds = p (dp - delta), p read back from X")
+        self.lane_regs()
+        self.bases()                             # (recomputed: see staging_regs)
+        for c in range(8):
+            self.i("add.u32 %i, %x0i, %kg;")
+            if c:
+                self.i("add.u32 %%i, %%i, %d;" % (8 * c))
+            self.i("setp.lt.u32 %pi, %i, %Tq;")
+            self.i("mul.wide.u32 %g64, %i, 4;")
+            self.i("add.u64 %ad, %dlh, %g64;")
+            self.i("mov.f32 %dl0, 0f00000000;")
+            self.i("@%pi ld.global.f32 %dl0, [%ad];")
+            for h in range(2):
+                self.i("ld.shared.v4.f32 {%%x0, %%x1, %%x2, %%x3}, [%%pst%d+%d];"
+                       % (h, self.off["s_kx"] + c * 1024))
+                for e in range(4):
+                    s = "%%s%d" % (8 * (4 * h + e) + c)
+                    self.i("sub.rn.f32 %s, %s, %%dl0;" % (s, s))
+                    self.i("mul.rn.f32 %s, %%x%d, %s;" % (s, e, s))
+        self.i("bar.sync 0;                              // p read by every lane")
+        self.bases()                             # (recomputed: see staging_regs)
+        self.store_x("ds")
+        self.i("bar.sync 0;")
+        self.bases()                             # (recomputed: see staging_regs)
+        self.acc("dK += dS^T Q", "a", "s_q")
+        self.i("bar.sync 0;                              // k, q, dout and X read")
+        self.i("add.u32 %x0i, %x0i, 64;")
+        self.i("setp.lt.u32 %p, %x0i, %Tq;")
+        self.i("@%%p bra %s;" % tile)
+        self.staging_regs()
+        self.heads()
+        for dst, src in (("dkh", "dk"), ("dvh", "dv")):
+            self.i("mul.lo.u32 %u, %bh, %Tk;")
+            self.i("mul.wide.u32 %g64, %u, %D;")
+            self.i("shl.b64 %g64, %g64, 2;")
+            self.i("add.u64 %%%s, %%%s, %%g64;" % (dst, src))
+        skk, skv = self.label("NO_DK"), self.label("NO_DV")
+        self.i("setp.eq.u64 %p, %dk, 0;")
+        self.i("@%%p bra %s;" % skk)
+        self.store_acc("a", "%dkh", "%Tk", "%ib", True)
+        self.e("%s:" % skk)
+        self.i("setp.eq.u64 %p, %dv, 0;")
+        self.i("@%%p bra %s;" % skv)
+        self.store_acc("b", "%dvh", "%Tk", "%ib", False)
+        self.e("%s:" % skv)
+        self.e("%s:" % end)
+        self.i("ret;")
+        self.e("}")
+
+
 def generate():
     out = [BEGIN, HEADER.rstrip("\n")]
     for dp in (32, 64):
         g = Gen(dp)
         g.kernel()
         out.extend(g.lines)
+    out.append(BWD_HEADER.rstrip("\n"))
+    for dp in (32, 64):
+        # no eo_attn_bwd_dkv64: with dK and dV of 8 keys x 8 columns (128
+        # registers) ptxas spills it (~100 bytes); D in (32, 64] keeps
+        # eo_attn_bwd_dkv
+        for kind in ("dq", "dkv"):
+            g = BwdGen(dp, kind)
+            g.kernel_dq() if kind == "dq" else g.kernel_dkv()
+            out.extend(g.lines)
     out.append(END)
     return "\n".join(out) + "\n"
 
