@@ -291,6 +291,35 @@ def grid_stride(k, i="i", step="step"):
     k.o("mad.lo.u32 %%%s, %%%s, %%gs_t, %%gs_u;" % (i, i))
 
 
+def tail_start(k, shift, comment=None):
+    """%i = this thread's first element past the nvec groups of 2^shift
+    values (the one-value-a-thread tail after a group loop)."""
+    k.r("b32", "e0")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %%e0, %%nvec, %d;" % shift)
+    k.o("add.u32 %i, %i, %e0;", comment)
+
+
+def until(k, idx, bound, target):
+    """Leave for target once idx >= bound (u32)."""
+    k.r("pred", "pg")
+    k.o("setp.ge.u32 %%pg, %s, %s;" % (idx, bound))
+    k.o("@%%pg bra %s;" % target)
+
+
+def advance(k, loop):
+    """The grid-stride step, back to loop."""
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra %s;" % loop)
+
+
+def finish(k):
+    k.label("DONE")
+    k.o("ret;")
+
+
 def addr(k, dst, base, idx, size):
     k.r("b64", dst)
     k.o("mul.wide.u32 %%%s, %%%s, %d;" % (dst, idx, size))
@@ -463,8 +492,7 @@ def k_unary(t):
     grid_stride(k)
     k.o("setp.ne.u32 %pscal, 0, 0;", "vector phase first")
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "ax", "x", "i", 16)
     load8(k, t, "%ax", Q)
     k.o("mov.u32 %j, 0;")
@@ -478,30 +506,21 @@ def k_unary(t):
     k.o("@%pg bra TURN;")
     addr(k, "ay", "y", "i", 16)
     store8(k, t, "%ay", Q)
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
     k.c("the elements past the groups: one per thread, same code for f")
-    k.r("b32", "e0")
     k.o("setp.ne.u32 %pscal, 0, 1;")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;", "first element past the groups")
+    tail_start(k, 3, "first element past the groups")
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "ax", "x", "i", 2)
     t.load1(k, "%q0", "%ax")
     k.o("bra TURN;")
     k.label("TAIL_STORE")
     addr(k, "ay", "y", "i", 2)
     t.store1(k, "%ay", "%r")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -532,8 +551,7 @@ def k_unary_bwd(t):
     grid_stride(k)
     k.o("setp.ne.u32 %pscal, 0, 0;")
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "ax", "src", "i", 16)
     k.o("@%pnone bra VEC_SKIP;")
     load8(k, t, "%ax", Q)
@@ -559,19 +577,12 @@ def k_unary_bwd(t):
         k.o("mul.rn.f32 %s, %s, %s;" % (G[j], G[j], Q[j]))
         k.o("add.rn.f32 %s, %s, %s;" % (A[j], A[j], G[j]))
     store8(k, t, "%adx", A)
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.r("b32", "e0")
     k.o("setp.ne.u32 %pscal, 0, 1;")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 3)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "ax", "src", "i", 2)
     k.o("@%pnone bra TURN;")
     t.load1(k, "%q0", "%ax")
@@ -584,10 +595,8 @@ def k_unary_bwd(t):
     k.o("mul.rn.f32 %g, %g, %r;")
     k.o("add.rn.f32 %a, %a, %g;")
     t.store1(k, "%adx", "%a")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -641,8 +650,7 @@ def k_binary(t):
     grid_stride(k)
     k.o("setp.ne.u32 %pscal, 0, 0;")
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "aa", "a", "i", 16)
     load8(k, t, "%aa", Q)
     addr(k, "ab", "b", "i", 16)
@@ -661,19 +669,12 @@ def k_binary(t):
     k.o("@%pg bra TURN;")
     addr(k, "ao", "out", "i", 16)
     store8(k, t, "%ao", Q)
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.r("b32", "e0")
     k.o("setp.ne.u32 %pscal, 0, 1;")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 3)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "aa", "a", "i", 2)
     t.load1(k, "%q0", "%aa")
     addr(k, "ab", "b", "i", 2)
@@ -682,10 +683,8 @@ def k_binary(t):
     k.label("TAIL_STORE")
     addr(k, "ao", "out", "i", 2)
     t.store1(k, "%ao", "%r")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -732,10 +731,8 @@ def k_binary_4d(t):
     k.o("mul.wide.s32 %po, %oo, 2;")
     k.o("add.u64 %po, %o, %po;")
     t.store1(k, "%po", "%r")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "LOOP")
+    finish(k)
     return k
 
 
@@ -760,8 +757,7 @@ def k_convert(t, to16):
     k.r("f32", *["q%d" % j for j in range(4)]).r("pred", "pg").r("b32", "e0 w0 w1")
     grid_stride(k)
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     if to16:
         addr(k, "as", "src", "i", 16)
         k.o("ld.global.v4.f32 {%q0, %q1, %q2, %q3}, [%as];")
@@ -776,17 +772,11 @@ def k_convert(t, to16):
         t.unpack(k, "%w1", "%q2", "%q3")
         addr(k, "ad", "dst", "i", 16)
         k.o("st.global.v4.f32 [%ad], {%q0, %q1, %q2, %q3};")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 2;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 2)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     if to16:
         addr(k, "as", "src", "i", 4)
         k.o("ld.global.f32 %q0, [%as];")
@@ -797,10 +787,8 @@ def k_convert(t, to16):
         t.load1(k, "%q0", "%as")
         addr(k, "ad", "dst", "i", 4)
         k.o("st.global.f32 [%ad], %q0;")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -813,31 +801,22 @@ def k_copy16():
     k.r("b32", "w0 w1 w2 w3 e0").r("b16", "h").r("pred", "pg")
     grid_stride(k)
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "as", "src", "i", 16)
     k.o("ld.global.v4.b32 {%w0, %w1, %w2, %w3}, [%as];")
     addr(k, "ad", "dst", "i", 16)
     k.o("st.global.v4.b32 [%ad], {%w0, %w1, %w2, %w3};")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 3)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "as", "src", "i", 2)
     k.o("ld.global.u16 %h, [%as];")
     addr(k, "ad", "dst", "i", 2)
     k.o("st.global.b16 [%ad], %h;")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -1293,8 +1272,7 @@ def k_ce_fwd(t):
     k.o("mul.wide.u32 %a8, %row, 4;")
     k.o("add.u64 %a8, %rowloss, %a8;")
     k.o("st.global.f32 [%a8], %loss;")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1398,8 +1376,7 @@ def k_ce_loss(t):
     k.o("and.pred %pz, %pz, %pg;")
     k.o("@%pz mov.f32 %sum, 0f00000000;", "... 0 when no row is kept")
     t.store1(k, "%loss", "%sum")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1424,8 +1401,7 @@ def k_ce_scale(t):
     k.o("and.pred %pz, %pz, %pg;")
     k.o("@%pz mov.f32 %d, 0f00000000;")
     k.o("st.global.f32 [%scale], %d;")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1478,8 +1454,7 @@ def k_ce_bwd(t):
             k.o("fma.rn.f32 %s, %%sr, %s, %s;" % (W[j], V[j], W[j]))
         st(k, t, nv, "%dxr", W)
     walk(k, "P", body, 2)
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1534,8 +1509,7 @@ def k_embedding():
     k.o("mul.lo.u32 %cstep, %cstep, %nt;")
     k.o("mov.u32 %i, %ctaid.y;")
     k.label("ROW")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     k.o("mul.wide.u32 %a, %i, 4;")
     k.o("add.u64 %a, %idx, %a;")
     k.o("ld.global.s32 %id, [%a];")
@@ -1573,8 +1547,7 @@ def k_embedding():
     k.o("mov.u32 %ny, %nctaid.y;")
     k.o("add.u32 %i, %i, %ny;")
     k.o("bra ROW;")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1651,8 +1624,7 @@ def k_adamw(t):
 
     grid_stride(k)
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "aw", "w", "i", 16)
     addr(k, "am", "m", "i", 16)
     addr(k, "av", "v", "i", 16)
@@ -1680,17 +1652,11 @@ def k_adamw(t):
     addr(k, "ah", "w16", "i", 8)
     k.o("st.global.v2.b32 [%ah], {%h01, %h23};")
     k.label("VNEXT")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 2;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 2)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "aw", "w", "i", 4)
     addr(k, "am", "m", "i", 4)
     addr(k, "av", "v", "i", 4)
@@ -1713,10 +1679,8 @@ def k_adamw(t):
     addr(k, "ah", "w16", "i", 2)
     t.store1(k, "%ah", "%x")
     k.label("TNEXT")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
