@@ -29,3 +29,27 @@ void eo_cuda_k_embedding16(int dt, int64_t n, int64_t dim, const void *table, co
     LAUNCH(cu, EO_CUK_EMBEDDING16, eo_cuda_grid(nv ? (int64_t)nv : dim), gy, 1, BLOCK, 1, &nn, &d,
            &nv, &pt, &pi, &po);
 }
+
+/* dtable[idx[i], :] += dout[i, :] in index order, each sum rounded
+ * (eo_embedding16_bwd_*): a thread per column, so the order is the
+ * index order without atomics; see the kernel's comment. */
+void eo_cuda_k_embedding_backward16(int dt, int64_t n, int64_t dim, const int32_t *idx,
+                                    const void *dout, void *dtable, const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || n == 0 || dim == 0)
+        return;
+    if (dt != 2 && dt != 3) {
+        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED,
+                          "embedding_backward16: the table must be bf16 or f16", NULL, NULL);
+        return;
+    }
+    if (!eo_cuda_fits(cu, "embedding_backward16", n) ||
+        !eo_cuda_fits(cu, "embedding_backward16", dim) ||
+        !eo_cuda_fits(cu, "embedding_backward16", n * dim))
+        return;
+    uint32_t nn = (uint32_t)n, d = (uint32_t)dim;
+    uint64_t pi = eo_cuda_dp(idx), pd = eo_cuda_dp(dout), pt = eo_cuda_dp(dtable);
+    LAUNCH(cu, dt == 2 ? EO_CUK_EMBEDDING16_BWD_BF16 : EO_CUK_EMBEDDING16_BWD_F16,
+           eo_cuda_grid(dim), 1, 1, BLOCK, 1, &nn, &d, &pi, &pd, &pt);
+}

@@ -132,13 +132,19 @@ class Ty:
         k.o("ld.global.u16 %%cv_h, [%s];" % addr)
         self.widen(k, f)
 
-    def widen(self, k, f):
+    def widen(self, k, f, h="%cv_h"):
+        """The 16-bit value in the b16 register h -> f32 f (exact)."""
+        k.r("b32", "cv_t")
         if self.name == "bf16":
-            k.o("cvt.u32.u16 %cv_t, %cv_h;")
+            k.o("cvt.u32.u16 %%cv_t, %s;" % h)
             k.o("shl.b32 %cv_t, %cv_t, 16;", "bf16 -> f32")
             k.o("mov.b32 %s, %%cv_t;" % f)
         else:
-            k.o("cvt.f32.f16 %s, %%cv_h;" % f)
+            k.o("cvt.f32.f16 %s, %s;" % (f, h))
+
+    def round1(self, k, h, f):
+        """f32 f -> the b16 register h, rounded to nearest even."""
+        k.o("cvt.rn.%s.f32 %s, %s;" % (self.name, h, f), "round to nearest even")
 
     def store1(self, k, addr, f):
         k.r("b16", "cv_h")
@@ -849,6 +855,8 @@ def module_elementwise16():
     ks.append(k_copy16())
     for t in TYPES:
         ks += [k_unary(t), k_unary_bwd(t), k_binary(t), k_binary_4d(t)]
+    for t in TYPES:
+        ks += [k_fill16(t), k_binary_bwd(t), k_binary_bwd_4d(t), k_binary_bwd_sum(t)]
     return head + "".join("\n" + k.text() for k in ks)
 
 
@@ -1481,6 +1489,8 @@ def module_rows16():
     for t in TYPES:
         ks += [k_softmax(t), k_softmax_bwd(t), k_layernorm(t), k_ce_fwd(t), k_ce_loss(t), k_ce_scale(t),
                k_ce_bwd(t)]
+    for t in TYPES:
+        ks += [k_layernorm_bwd_dx(t), k_layernorm_bwd_wb_part(t), k_layernorm_bwd_wb_sum(t)]
     return head + "".join("\n" + k.text() for k in ks)
 
 
@@ -1562,7 +1572,7 @@ def module_embedding16():
 .target sm_80
 .address_size 64
 """
-    return head + "\n" + k_embedding().text()
+    return head + "\n" + k_embedding().text() + "".join("\n" + k_embedding_bwd(t).text() for t in TYPES)
 
 
 # ================================================================ optim16 --
@@ -1692,7 +1702,794 @@ def module_optim16():
 .target sm_80
 .address_size 64
 """
-    return head + "".join("\n" + k_adamw(t).text() for t in TYPES)
+    return head + "".join("\n" + k.text() for k in [k_adamw(t) for t in TYPES] + [k_sgd(t) for t in TYPES])
+
+
+# ------------------------------------------- elementwise16: fill, backward --
+
+def k_fill16(t):
+    k = K("eo_fill16_" + t.name, [
+        ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u64", "x", "%s *x" % t.name), ("f32", "value", "the value (f32)")],
+        "eo_fill16_%s(n, nvec, x, value): x[i] = value rounded to %s (nearest even)\n"
+        "once, before the loop. 16-byte stores of 8 copies on [0, 8 nvec), one value\n"
+        "a thread on the rest (nvec = n/8 when x is 16-byte aligned, else 0)."
+        % (t.name, t.name))
+    k.r("b32", "wv").r("b16", "hv")
+    k.o("cvt.rn.%sx2.f32 %%wv, %%value, %%value;" % t.name, "two rounded copies in one word")
+    t.round1(k, "%hv", "%value")
+    grid_stride(k)
+    k.label("VEC")
+    until(k, "%i", "%nvec", "TAIL")
+    addr(k, "ax", "x", "i", 16)
+    k.o("st.global.v4.b32 [%ax], {%wv, %wv, %wv, %wv};", "8 values, one 16-byte store")
+    advance(k, "VEC")
+    k.label("TAIL")
+    tail_start(k, 3)
+    k.label("TAIL_LOOP")
+    until(k, "%i", "%n", "DONE")
+    addr(k, "ax", "x", "i", 2)
+    k.o("st.global.b16 [%ax], %hv;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
+
+
+GRAD_NOTE = """The gradient terms are ops/cpu/binary.c's (grad_term), in its operation
+order, so a full gradient is the CPU's f32 result rounded once:
+  add: dout, dout;  sub: dout, -dout;  mul: dout b, dout a;
+  div: dout / b, -(dout / b) (a / b)  (not dout a / b^2: b^2 overflows first);
+  max: the larger input gets dout, a tie dout / 2 each, a NaN on either side
+  dout to both (PyTorch's rule); min: the same with the smaller."""
+
+
+def bin_preds(k):
+    """%b0..%b4: op is add, sub, mul, div, max (min: none of them)."""
+    k.r("pred", "b0 b1 b2 b3 b4")
+    for i in range(5):
+        k.o("setp.eq.u32 %%b%d, %%op, %d;" % (i, i))
+
+
+def grad_terms(k, lab, d, a, b, ta, tb):
+    """ta = dout d(out)/da, tb = dout d(out)/db for the op in %b0..%b4."""
+    done = lab + "_DONE"
+    k.r("f32", "gt_h gt_q").r("pred", "gt_lt gt_gt gt_eq")
+    for i, name in enumerate(["ADD", "SUB", "MUL", "DIV"]):
+        k.o("@%%b%d bra %s_%s;" % (i, lab, name))
+    k.c("max / min: a < b, a > b and a == b are all false with a NaN: dout to both")
+    k.o("mul.rn.f32 %%gt_h, %s, 0f3F000000;" % d, "a tie: dout / 2 each")
+    k.o("setp.lt.f32 %%gt_lt, %s, %s;" % (a, b))
+    k.o("setp.gt.f32 %%gt_gt, %s, %s;" % (a, b))
+    k.o("setp.eq.f32 %%gt_eq, %s, %s;" % (a, b))
+    k.o("selp.f32 %s, %%gt_h, %s, %%gt_eq;" % (ta, d))
+    k.o("@%%gt_lt mov.f32 %s, 0f00000000;" % ta, "max: a gets dout unless a < b")
+    k.o("selp.f32 %s, %%gt_h, %s, %%gt_eq;" % (tb, d))
+    k.o("@%%gt_gt mov.f32 %s, 0f00000000;" % tb, "... b unless a > b")
+    k.o("@!%%b4 mov.f32 %%gt_q, %s;" % ta, "min: the other way round")
+    k.o("@!%%b4 mov.f32 %s, %s;" % (ta, tb))
+    k.o("@!%%b4 mov.f32 %s, %%gt_q;" % tb)
+    k.o("bra %s;" % done)
+    k.label(lab + "_ADD")
+    k.o("mov.f32 %s, %s;" % (ta, d))
+    k.o("mov.f32 %s, %s;" % (tb, d))
+    k.o("bra %s;" % done)
+    k.label(lab + "_SUB")
+    k.o("mov.f32 %s, %s;" % (ta, d))
+    k.o("neg.f32 %s, %s;" % (tb, d))
+    k.o("bra %s;" % done)
+    k.label(lab + "_MUL")
+    k.o("mul.rn.f32 %s, %s, %s;" % (ta, d, b))
+    k.o("mul.rn.f32 %s, %s, %s;" % (tb, d, a))
+    k.o("bra %s;" % done)
+    k.label(lab + "_DIV")
+    k.o("div.rn.f32 %s, %s, %s;" % (ta, d, b), "dout / b")
+    k.o("div.rn.f32 %%gt_q, %s, %s;" % (a, b))
+    k.o("neg.f32 %%gt_h, %s;" % ta)
+    k.o("mul.rn.f32 %s, %%gt_h, %%gt_q;" % tb, "-(dout / b) (a / b)")
+    k.label(done)
+
+
+def k_binary_bwd(t):
+    k = K("eo_binary16_bwd_" + t.name, [
+        ("u32", "op", "eo_binop"), ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u64", "dout", "const %s *dout" % t.name),
+        ("u64", "a", "const %s *a (read by mul, div, max, min)" % t.name),
+        ("u64", "b", "const %s *b (read by mul, div, max, min)" % t.name),
+        ("u64", "da", "%s *da (accumulated) or 0" % t.name),
+        ("u64", "db", "%s *db (accumulated) or 0" % t.name)],
+        "eo_binary16_bwd_%s(op, n, nvec, dout, a, b, da, db): da[i] += ta, db[i] += tb\n"
+        "for five contiguous arrays of one shape (no broadcasting: a residual add,\n"
+        "a gate); each sum in f32, rounded to %s once. When da = db (x op x) the\n"
+        "element gets both terms, added in that order and rounded once. Other\n"
+        "layouts take eo_binary16_bwd_4d_%s.\n%s\n%s\n"
+        "Three queues of 8 (dout, a, b): each turn computes ta and tb of the front\n"
+        "element and puts them at the back of the dout and a queues, which then\n"
+        "hold the 8 ta and the 8 tb in order." % (t.name, t.name, t.name, GRAD_NOTE, VEC_NOTE))
+    A = ["%%a%d" % j for j in range(8)]
+    B = ["%%c%d" % j for j in range(8)]
+    G = ["%%g%d" % j for j in range(8)]
+    k.r("f32", *[r[1:] for r in Q + A + B + G]).r("f32", "vd va vb ta tb acc").r("b32", "j")
+    k.r("pred", "pg pscal preads pda pdb palias")
+    bin_preds(k)
+    k.o("setp.ge.u32 %preads, %op, 2;", "add and sub read neither input")
+    k.o("setp.ne.u64 %pda, %da, 0;")
+    k.o("setp.ne.u64 %pdb, %db, 0;")
+    k.o("setp.eq.u64 %palias, %da, %db;")
+    k.o("and.pred %palias, %palias, %pda;", "da = db: one read-modify-write with both terms")
+    k.o("@%palias setp.ne.u32 %pdb, 0, 0;")
+    for r in A + B:
+        k.o("mov.f32 %s, 0f00000000;" % r)
+    grid_stride(k)
+    k.o("setp.ne.u32 %pscal, 0, 0;", "vector phase first")
+    k.label("VEC")
+    until(k, "%i", "%nvec", "TAIL")
+    addr(k, "ad", "dout", "i", 16)
+    load8(k, t, "%ad", Q)
+    k.o("@!%preads bra VEC_GO;")
+    addr(k, "aa", "a", "i", 16)
+    load8(k, t, "%aa", A)
+    addr(k, "ab", "b", "i", 16)
+    load8(k, t, "%ab", B)
+    k.label("VEC_GO")
+    k.o("mov.u32 %j, 0;")
+    k.label("TURN")
+    k.o("mov.f32 %vd, %q0;")
+    k.o("mov.f32 %va, %a0;")
+    k.o("mov.f32 %vb, %c0;")
+    grad_terms(k, "G", "%vd", "%va", "%vb", "%ta", "%tb")
+    k.o("@%pscal bra TAIL_STORE;")
+    rotate(k, Q, "%ta")
+    rotate(k, A, "%tb")
+    for j in range(7):
+        k.o("mov.f32 %s, %s;" % (B[j], B[j + 1]))
+    k.o("add.u32 %j, %j, 1;")
+    k.o("setp.lt.u32 %pg, %j, 8;")
+    k.o("@%pg bra TURN;")
+    k.c("q0..q7 = ta, a0..a7 = tb of the group")
+    k.o("@!%pda bra VEC_DB;")
+    addr(k, "ag", "da", "i", 16)
+    load8(k, t, "%ag", G)
+    for j in range(8):
+        k.o("add.rn.f32 %s, %s, %s;" % (G[j], G[j], Q[j]))
+        k.o("@%%palias add.rn.f32 %s, %s, %s;" % (G[j], G[j], A[j]))
+    store8(k, t, "%ag", G)
+    k.label("VEC_DB")
+    k.o("@!%pdb bra VEC_NEXT;")
+    addr(k, "ag", "db", "i", 16)
+    load8(k, t, "%ag", G)
+    for j in range(8):
+        k.o("add.rn.f32 %s, %s, %s;" % (G[j], G[j], A[j]))
+    store8(k, t, "%ag", G)
+    k.label("VEC_NEXT")
+    advance(k, "VEC")
+    k.label("TAIL")
+    k.c("the elements past the groups: one per thread, the same code for the terms")
+    k.o("setp.ne.u32 %pscal, 0, 1;")
+    tail_start(k, 3)
+    k.label("TAIL_LOOP")
+    until(k, "%i", "%n", "DONE")
+    addr(k, "ad", "dout", "i", 2)
+    t.load1(k, "%q0", "%ad")
+    k.o("@!%preads bra TURN;")
+    addr(k, "aa", "a", "i", 2)
+    t.load1(k, "%a0", "%aa")
+    addr(k, "ab", "b", "i", 2)
+    t.load1(k, "%c0", "%ab")
+    k.o("bra TURN;")
+    k.label("TAIL_STORE")
+    k.o("@!%pda bra TAIL_DB;")
+    addr(k, "ag", "da", "i", 2)
+    t.load1(k, "%acc", "%ag")
+    k.o("add.rn.f32 %acc, %acc, %ta;")
+    k.o("@%palias add.rn.f32 %acc, %acc, %tb;")
+    t.store1(k, "%ag", "%acc")
+    k.label("TAIL_DB")
+    k.o("@!%pdb bra TAIL_NEXT;")
+    addr(k, "ag", "db", "i", 2)
+    t.load1(k, "%acc", "%ag")
+    k.o("add.rn.f32 %acc, %acc, %tb;")
+    t.store1(k, "%ag", "%acc")
+    k.label("TAIL_NEXT")
+    advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
+
+
+def index4(k, flat, ext, idx):
+    """idx[0..3] = the 4-D index of flat over the extents ext[0..3] (3 div, 3 rem)."""
+    k.r("b32", "ix_rest")
+    k.o("rem.u32 %s, %s, %s;" % (idx[3], flat, ext[3]), "(i0, i1, i2, i3) from the flat index")
+    k.o("div.u32 %%ix_rest, %s, %s;" % (flat, ext[3]))
+    k.o("rem.u32 %s, %%ix_rest, %s;" % (idx[2], ext[2]))
+    k.o("div.u32 %%ix_rest, %%ix_rest, %s;" % ext[2])
+    k.o("rem.u32 %s, %%ix_rest, %s;" % (idx[1], ext[1]))
+    k.o("div.u32 %s, %%ix_rest, %s;" % (idx[0], ext[1]))
+
+
+def offset4(k, dst, idx, strides):
+    """dst = sum idx[d] * strides[d] (s32 elements)."""
+    k.o("mul.lo.s32 %s, %s, %s;" % (dst, idx[0], strides[0]))
+    for d in (1, 2, 3):
+        k.o("mad.lo.s32 %s, %s, %s, %s;" % (dst, idx[d], strides[d], dst))
+
+
+def at16(k, dst, base, off):
+    """dst = base + 2 off (off: s32 elements)."""
+    k.o("mul.wide.s32 %s, %s, 2;" % (dst, off))
+    k.o("add.u64 %s, %s, %s;" % (dst, base, dst))
+
+
+def k_binary_bwd_4d(t):
+    ps = [("u32", "op", "eo_binop"), ("u32", "which", "0: the gradient of a, 1: of b")]
+    ps += [("u32", "n%d" % d, "kept extent of axis %d (1 where summed)" % d) for d in range(4)]
+    ps += [("u32", "r%d" % d, "summed extent of axis %d (1 where kept)" % d) for d in range(4)]
+    ps.append(("u32", "chunk", "summed positions per block row (grid y)"))
+    for nm, pn, what in (("d", "pd", "const %s *dout" % t.name), ("a", "pa", "const %s *a" % t.name),
+                         ("b", "pb", "const %s *b" % t.name),
+                         ("g", "pgp", "%s *g, the gradient (accumulated)" % t.name)):
+        ps.append(("u64", pn, what))
+        ps += [("s32", "s%s%d" % (nm, d), "its stride on axis %d (elements)" % d) for d in range(4)]
+    ps.append(("u64", "part", "float *part [grid y][kept] or 0: add into g directly"))
+    k = K("eo_binary16_bwd_4d_%s" % t.name, ps,
+          "eo_binary16_bwd_4d_%s(op, which, n0..3, r0..3, chunk, dout, sd0..3, a, sa0..3,\n"
+          "b, sb0..3, g, sg0..3, part): one gradient of a binary op over any strides,\n"
+          "its broadcast axes summed in a fixed order, without atomics. The launcher\n"
+          "splits the shape into the axes g keeps (n, g's stride nonzero) and those it\n"
+          "sums (r, g's stride 0; each axis is one or the other, the other extent 1).\n"
+          "A thread owns one element e of g (grid-stride over the kept elements, its\n"
+          "4-D index by div/rem once) and sums the terms of the summed positions\n"
+          "[chunk ctaid.y, chunk (ctaid.y + 1)) in row-major order, stepping the\n"
+          "position as a 4-digit counter (an add per axis that carries, no division);\n"
+          "a warp's threads walk the same positions, so their dout loads are as\n"
+          "contiguous as g's elements. Without part (one chunk) the sum goes into g,\n"
+          "rounded once; with part, into part[ctaid.y][e] (f32), and\n"
+          "eo_binary16_bwd_sum_%s adds the chunks in order. The bits depend on the\n"
+          "shape and the chunk only.\n%s" % (t.name, t.name, GRAD_NOTE))
+    k.r("b32", "total rn e i0 i1 i2 i3 j0 j1 j2 j3 jb je cnt od oa ob og xd xa xb")
+    k.r("b32", "dd0 dd1 dd2 da0 da1 da2 db0 db1 db2 tmp").r("pred", "pg pw ppart preads")
+    k.r("f32", "vd va vb ta tb acc term").r("b64", "ad aa ab ag")
+    bin_preds(k)
+    k.o("setp.ge.u32 %preads, %op, 2;", "add and sub read neither input")
+    k.o("setp.ne.u64 %ppart, %part, 0;")
+    k.o("setp.ne.u32 %pw, %which, 0;")
+    k.o("mul.lo.u32 %total, %n0, %n1;")
+    k.o("mul.lo.u32 %total, %total, %n2;")
+    k.o("mul.lo.u32 %total, %total, %n3;", "kept elements")
+    k.o("mul.lo.u32 %rn, %r0, %r1;")
+    k.o("mul.lo.u32 %rn, %rn, %r2;")
+    k.o("mul.lo.u32 %rn, %rn, %r3;", "summed positions")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mul.lo.u32 %jb, %tmp, %chunk;", "this block row's first position ...")
+    k.o("add.u32 %je, %jb, %chunk;")
+    k.o("min.u32 %je, %je, %rn;", "... and its end")
+    k.o("setp.ge.u32 %pg, %jb, %rn;")
+    k.o("@%pg bra DONE;")
+    k.c("carries of the position counter: when axis d+1 wraps, each offset moves by")
+    k.c("s[d] - r[d+1] s[d+1]")
+    for nm, dl in (("d", "dd"), ("a", "da"), ("b", "db")):
+        for d in range(3):
+            k.o("mul.lo.s32 %%tmp, %%r%d, %%s%s%d;" % (d + 1, nm, d + 1))
+            k.o("sub.s32 %%%s%d, %%s%s%d, %%tmp;" % (dl, d, nm, d))
+    idx_j = ["%j0", "%j1", "%j2", "%j3"]
+    JJ = ["%jj0", "%jj1", "%jj2", "%jj3"]
+    R4 = ["%r0", "%r1", "%r2", "%r3"]
+    k.r("b32", "jj0 jj1 jj2 jj3 qd qa qb")
+    k.c("the chunk's first summed position (once per thread), each operand's offset there")
+    index4(k, "%jb", R4, JJ)
+    for nm in ("d", "a", "b"):
+        offset4(k, "%q" + nm, JJ, ["%%s%s%d" % (nm, d) for d in range(4)])
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%total", "DONE")
+    I4 = ["%i0", "%i1", "%i2", "%i3"]
+    index4(k, "%i", ["%n0", "%n1", "%n2", "%n3"], I4)
+    for d in range(4):
+        k.o("mov.u32 %s, %s;" % (idx_j[d], JJ[d]))
+    for nm in ("d", "a", "b"):
+        offset4(k, "%o" + nm, I4, ["%%s%s%d" % (nm, d) for d in range(4)])
+        k.o("add.s32 %%x%s, %%o%s, %%q%s;" % (nm, nm, nm))
+    offset4(k, "%og", I4, ["%%sg%d" % d for d in range(4)])
+    k.o("mov.f32 %acc, 0f00000000;")
+    k.o("mov.f32 %va, 0f00000000;")
+    k.o("mov.f32 %vb, 0f00000000;")
+    k.o("mov.u32 %cnt, %jb;")
+    k.label("SUM")
+    until(k, "%cnt", "%je", "SUMMED")
+    at16(k, "%ad", "%pd", "%xd")
+    t.load1(k, "%vd", "%ad")
+    k.o("@!%preads bra TERM;")
+    at16(k, "%aa", "%pa", "%xa")
+    t.load1(k, "%va", "%aa")
+    at16(k, "%ab", "%pb", "%xb")
+    t.load1(k, "%vb", "%ab")
+    k.label("TERM")
+    grad_terms(k, "G", "%vd", "%va", "%vb", "%ta", "%tb")
+    k.o("selp.f32 %term, %tb, %ta, %pw;")
+    k.o("add.rn.f32 %acc, %acc, %term;")
+    k.c("next position: axis 3 steps, a wrap carries into axis 2, and so on")
+    k.o("add.u32 %cnt, %cnt, 1;")
+    k.o("add.u32 %j3, %j3, 1;")
+    for nm in ("d", "a", "b"):
+        k.o("add.s32 %%x%s, %%x%s, %%s%s3;" % (nm, nm, nm))
+    for d in (3, 2, 1):
+        k.o("setp.lt.u32 %%pg, %%j%d, %%r%d;" % (d, d))
+        k.o("@%pg bra SUM;")
+        k.o("mov.u32 %%j%d, 0;" % d)
+        k.o("add.u32 %%j%d, %%j%d, 1;" % (d - 1, d - 1))
+        for nm, dl in (("d", "dd"), ("a", "da"), ("b", "db")):
+            k.o("add.s32 %%x%s, %%x%s, %%%s%d;" % (nm, nm, dl, d - 1))
+    k.o("bra SUM;")
+    k.label("SUMMED")
+    k.o("@%ppart bra TO_PART;")
+    at16(k, "%ag", "%pgp", "%og")
+    t.load1(k, "%term", "%ag")
+    k.o("add.rn.f32 %term, %term, %acc;", "g += the sum, rounded once")
+    t.store1(k, "%ag", "%term")
+    advance(k, "LOOP")
+    k.label("TO_PART")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mad.lo.u32 %tmp, %tmp, %total, %i;")
+    k.o("mul.wide.u32 %ag, %tmp, 4;")
+    k.o("add.u64 %ag, %part, %ag;", "&part[ctaid.y][e]")
+    k.o("st.global.f32 [%ag], %acc;")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+def k_binary_bwd_sum(t):
+    ps = [("u32", "R", "chunks (rows of part)")]
+    ps += [("u32", "n%d" % d, "kept extent of axis %d" % d) for d in range(4)]
+    ps.append(("u64", "part", "const float *part [R][kept]"))
+    ps.append(("u64", "pgp", "%s *g (accumulated)" % t.name))
+    ps += [("s32", "sg%d" % d, "g's stride on axis %d" % d) for d in range(4)]
+    k = K("eo_binary16_bwd_sum_%s" % t.name, ps,
+          "eo_binary16_bwd_sum_%s(R, n0..3, part, g, sg0..3): g[e] += part[0][e] + ... +\n"
+          "part[R-1][e], added in chunk order in f32 and rounded once (the second\n"
+          "pass of eo_binary16_bwd_4d_%s). Grid-stride over the kept elements; a\n"
+          "warp reads 32 consecutive floats of each part row." % (t.name, t.name))
+    k.r("b32", "total r i0 i1 i2 i3 og").r("b64", "ap ag rs").r("f32", "acc v")
+    k.o("mul.lo.u32 %total, %n0, %n1;")
+    k.o("mul.lo.u32 %total, %total, %n2;")
+    k.o("mul.lo.u32 %total, %total, %n3;")
+    k.o("mul.wide.u32 %rs, %total, 4;", "bytes from one part row to the next")
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%total", "DONE")
+    k.o("mul.wide.u32 %ap, %i, 4;")
+    k.o("add.u64 %ap, %part, %ap;")
+    k.o("mov.f32 %acc, 0f00000000;")
+    k.o("mov.u32 %r, 0;")
+    k.label("ROWS")
+    until(k, "%r", "%R", "ADD")
+    k.o("ld.global.f32 %v, [%ap];")
+    k.o("add.rn.f32 %acc, %acc, %v;")
+    k.o("add.u64 %ap, %ap, %rs;")
+    k.o("add.u32 %r, %r, 1;")
+    k.o("bra ROWS;")
+    k.label("ADD")
+    I4 = ["%i0", "%i1", "%i2", "%i3"]
+    index4(k, "%i", ["%n0", "%n1", "%n2", "%n3"], I4)
+    offset4(k, "%og", I4, ["%%sg%d" % d for d in range(4)])
+    at16(k, "%ag", "%pgp", "%og")
+    t.load1(k, "%v", "%ag")
+    k.o("add.rn.f32 %v, %v, %acc;", "g += the sum, rounded once")
+    t.store1(k, "%ag", "%v")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+# ---------------------------------------------------- rows16: layernorm bwd --
+
+def k_layernorm_bwd_dx(t):
+    k = K("eo_layernorm16_bwd_dx_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "columns, >= 1"),
+        ("u32", "vec", "nonzero: 16-byte groups (bases aligned; cols % 8 = 0 with w)"),
+        ("u64", "x", "const %s *x [rows, cols]" % t.name), ("u64", "w", "const %s *w [cols] or 0" % t.name),
+        ("u64", "mean", "const float *mean [rows]"), ("u64", "rstd", "const float *rstd [rows]"),
+        ("u64", "dy", "const %s *dy [rows, cols]" % t.name),
+        ("u64", "dx", "%s *dx [rows, cols] (accumulated)" % t.name)],
+        "eo_layernorm16_bwd_dx_%s(rows, cols, vec, x, w, mean, rstd, dy, dx): the dx part\n"
+        "of eo_k_layernorm_backward16, one block per row, the f32 kernel's\n"
+        "arithmetic (ptx/layernorm.ptx, eo_layernorm_bwd_dx) on widened values:\n"
+        "  xhat = (x - mean) rstd, g = dy w (dy without w),\n"
+        "  dx += rstd ((g - mean_c(g)) - xhat mean_c(g xhat)), rounded once.\n"
+        "Pass 1 reads x, dy, w for the two row sums (block-reduced in a fixed\n"
+        "order); pass 2 reads them again (from L2) with dx and writes dx.\n%s" % (t.name, ROW_NOTE))
+    row_setup(k, ["x", "dy", "dx"])
+    row_split(k, "%xr")
+    Z = ["%%z%d" % j for j in range(16)]
+    k.r("f32", "mu rs fc s1 s2 tt", *[v[1:] for v in V[:16] + W[:16] + Y[:16] + Z]).r("pred", "pwt")
+    k.r("b64", "ms")
+    k.o("setp.ne.u64 %pwt, %w, 0;")
+    k.o("cvt.rn.f32.u32 %fc, %cols;")
+    k.o("mul.wide.u32 %ms, %row, 4;")
+    k.o("add.u64 %ms, %mean, %ms;")
+    k.o("ld.global.f32 %mu, [%ms];")
+    k.o("mul.wide.u32 %ms, %row, 4;")
+    k.o("add.u64 %ms, %rstd, %ms;")
+    k.o("ld.global.f32 %rs, [%ms];")
+    k.o("mov.f32 %s1, 0f00000000;")
+    k.o("mov.f32 %s2, 0f00000000;")
+
+    def xhat_g(nv):
+        """V = xhat, W = g of nv values at %off."""
+        ld(k, t, nv, "%xr", V)
+        ld(k, t, nv, "%dyr", W)
+        k.o("@!%%pwt bra %s;" % k.uniq_label("NOW"))
+        ld(k, t, nv, "%w", Y)
+        k.label(k.last_label)
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%mu;" % (V[j], V[j]))
+            k.o("mul.rn.f32 %s, %s, %%rs;" % (V[j], V[j]), "xhat" if j == 0 else None)
+            k.o("@%%pwt mul.rn.f32 %s, %s, %s;" % (W[j], W[j], Y[j]), "g = dy w" if j == 0 else None)
+
+    def body1(nv):
+        xhat_g(nv)
+        for j in range(nv):
+            k.o("add.rn.f32 %%s1, %%s1, %s;" % W[j])
+            k.o("mul.rn.f32 %%tt, %s, %s;" % (W[j], V[j]))
+            k.o("add.rn.f32 %s2, %s2, %tt;")
+    walk(k, "P1", body1, 2)
+    block_reduce(k, "%s1", "add")
+    block_reduce(k, "%s2", "add")
+    k.o("div.rn.f32 %s1, %s1, %fc;", "mean_c(g)")
+    k.o("div.rn.f32 %s2, %s2, %fc;", "mean_c(g xhat)")
+
+    def body2(nv):
+        xhat_g(nv)
+        ld(k, t, nv, "%dxr", Z)
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%s1;" % (W[j], W[j]), "g - mean(g)" if j == 0 else None)
+            k.o("mul.rn.f32 %%tt, %s, %%s2;" % V[j])
+            k.o("sub.rn.f32 %s, %s, %%tt;" % (W[j], W[j]), "... - xhat mean(g xhat)" if j == 0 else None)
+            k.o("mul.rn.f32 %s, %%rs, %s;" % (W[j], W[j]), "* rstd" if j == 0 else None)
+            k.o("add.rn.f32 %s, %s, %s;" % (Z[j], Z[j], W[j]))
+        st(k, t, nv, "%dxr", Z)
+    walk(k, "P2", body2, 2)
+    k.o("ret;")
+    return k
+
+
+def k_layernorm_bwd_wb_part(t):
+    k = K("eo_layernorm16_bwd_wb_part_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "columns"),
+        ("u32", "chunk", "rows per block row (grid y)"),
+        ("u64", "x", "const %s *x [rows, cols]" % t.name),
+        ("u64", "mean", "const float *mean [rows]"), ("u64", "rstd", "const float *rstd [rows]"),
+        ("u64", "dy", "const %s *dy [rows, cols]" % t.name),
+        ("u64", "part", "float *part [grid y][2][cols]: sum dy xhat, sum dy")],
+        "eo_layernorm16_bwd_wb_part_%s(rows, cols, chunk, x, mean, rstd, dy, part): the\n"
+        "column sums of dw and db over one chunk of rows, without atomics. Grid\n"
+        "(ceil(cols/256), R), block 256: thread c = column, block row r = rows\n"
+        "[r chunk, (r+1) chunk), walked in order with four rows' loads in flight\n"
+        "(a warp reads 64 contiguous bytes of x and of dy per row). The sums are\n"
+        "f32; eo_layernorm16_bwd_wb_sum_%s adds the R chunks in order and rounds\n"
+        "dw and db once." % (t.name, t.name))
+    k.r("b32", "c r0 r1 tmp rr").r("b64", "ax ady am ar rowb o").r("f32", "sw sb tt").r("pred", "pg")
+    XS = ["%%x%d" % u for u in range(4)]
+    DS = ["%%d%d" % u for u in range(4)]
+    MS = ["%%m%d" % u for u in range(4)]
+    RS = ["%%s%d" % u for u in range(4)]
+    k.r("f32", *[r[1:] for r in XS + DS + MS + RS])
+    k.o("mov.u32 %c, %ctaid.x;")
+    k.o("mov.u32 %tmp, %tid.x;")
+    k.o("mad.lo.u32 %c, %c, 256, %tmp;", "this thread's column")
+    until(k, "%c", "%cols", "DONE")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mul.lo.u32 %r0, %tmp, %chunk;")
+    k.o("add.u32 %r1, %r0, %chunk;")
+    k.o("min.u32 %r1, %r1, %rows;", "rows [r0, r1)")
+    k.o("mul.wide.u32 %o, %r0, %cols;")
+    k.o("cvt.u64.u32 %ax, %c;")
+    k.o("add.u64 %o, %o, %ax;")
+    k.o("shl.b64 %o, %o, 1;", "byte offset of (r0, c)")
+    k.o("add.u64 %ax, %x, %o;")
+    k.o("add.u64 %ady, %dy, %o;")
+    k.o("mul.wide.u32 %am, %r0, 4;")
+    k.o("add.u64 %ar, %rstd, %am;")
+    k.o("add.u64 %am, %mean, %am;")
+    k.o("mul.wide.u32 %rowb, %cols, 2;", "bytes per row")
+    k.o("mov.f32 %sw, 0f00000000;")
+    k.o("mov.f32 %sb, 0f00000000;")
+    k.o("mov.u32 %rr, %r0;")
+
+    def rows_step(U):
+        for u in range(U):
+            k.r("b64", "px%d pd%d" % (u, u))
+            if u == 0:
+                k.o("mov.u64 %px0, %ax;")
+                k.o("mov.u64 %pd0, %ady;")
+            else:
+                k.o("add.u64 %%px%d, %%px%d, %%rowb;" % (u, u - 1))
+                k.o("add.u64 %%pd%d, %%pd%d, %%rowb;" % (u, u - 1))
+            t.load1(k, XS[u], "%%px%d" % u)
+            t.load1(k, DS[u], "%%pd%d" % u)
+            k.o("ld.global.f32 %s, [%%am+%d];" % (MS[u], 4 * u))
+            k.o("ld.global.f32 %s, [%%ar+%d];" % (RS[u], 4 * u))
+        for u in range(U):
+            k.o("sub.rn.f32 %s, %s, %s;" % (XS[u], XS[u], MS[u]))
+            k.o("mul.rn.f32 %s, %s, %s;" % (XS[u], XS[u], RS[u]), "xhat" if u == 0 else None)
+            k.o("mul.rn.f32 %%tt, %s, %s;" % (DS[u], XS[u]))
+            k.o("add.rn.f32 %sw, %sw, %tt;", "dw: sum dy xhat" if u == 0 else None)
+            k.o("add.rn.f32 %%sb, %%sb, %s;" % DS[u], "db: sum dy" if u == 0 else None)
+        k.o("add.u32 %%rr, %%rr, %d;" % U)
+        for u in range(U):
+            k.o("add.u64 %ax, %ax, %rowb;")
+            k.o("add.u64 %ady, %ady, %rowb;")
+        k.o("add.u64 %%am, %%am, %d;" % (4 * U))
+        k.o("add.u64 %%ar, %%ar, %d;" % (4 * U))
+
+    k.label("FOUR")
+    k.o("add.u32 %tmp, %rr, 4;")
+    k.o("setp.gt.u32 %pg, %tmp, %r1;")
+    k.o("@%pg bra ONE;")
+    rows_step(4)
+    k.o("bra FOUR;")
+    k.label("ONE")
+    until(k, "%rr", "%r1", "STORE")
+    rows_step(1)
+    k.o("bra ONE;")
+    k.label("STORE")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("shl.b32 %tmp, %tmp, 1;")
+    k.o("mad.lo.u32 %tmp, %tmp, %cols, %c;", "part[r][0][c]")
+    k.o("mul.wide.u32 %o, %tmp, 4;")
+    k.o("add.u64 %o, %part, %o;")
+    k.o("st.global.f32 [%o], %sw;")
+    k.o("mul.wide.u32 %ax, %cols, 4;")
+    k.o("add.u64 %o, %o, %ax;", "part[r][1][c]")
+    k.o("st.global.f32 [%o], %sb;")
+    finish(k)
+    return k
+
+
+def k_layernorm_bwd_wb_sum(t):
+    k = K("eo_layernorm16_bwd_wb_sum_" + t.name, [
+        ("u32", "R", "chunks"), ("u32", "cols", "columns"),
+        ("u64", "part", "const float *part [R][2][cols]"),
+        ("u64", "dw", "%s *dw [cols] (accumulated) or 0" % t.name),
+        ("u64", "db", "%s *db [cols] (accumulated) or 0" % t.name)],
+        "eo_layernorm16_bwd_wb_sum_%s(R, cols, part, dw, db): dw[c] += sum_r part[r][0][c],\n"
+        "db[c] += sum_r part[r][1][c], the chunks added in order in f32 and each\n"
+        "result rounded once. Grid-stride over cols, block 256." % t.name)
+    k.r("b32", "r").r("b64", "ap rs a2").r("f32", "sw sb v").r("pred", "pdw pdb")
+    k.o("setp.ne.u64 %pdw, %dw, 0;")
+    k.o("setp.ne.u64 %pdb, %db, 0;")
+    k.o("mul.wide.u32 %rs, %cols, 8;", "bytes from one chunk to the next")
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%cols", "DONE")
+    k.o("mul.wide.u32 %ap, %i, 4;")
+    k.o("add.u64 %ap, %part, %ap;")
+    k.o("mov.f32 %sw, 0f00000000;")
+    k.o("mov.f32 %sb, 0f00000000;")
+    k.o("mov.u32 %r, 0;")
+    k.label("CHUNKS")
+    until(k, "%r", "%R", "ADD")
+    k.o("ld.global.f32 %v, [%ap];")
+    k.o("add.rn.f32 %sw, %sw, %v;")
+    k.o("mul.wide.u32 %a2, %cols, 4;")
+    k.o("add.u64 %a2, %ap, %a2;")
+    k.o("ld.global.f32 %v, [%a2];")
+    k.o("add.rn.f32 %sb, %sb, %v;")
+    k.o("add.u64 %ap, %ap, %rs;")
+    k.o("add.u32 %r, %r, 1;")
+    k.o("bra CHUNKS;")
+    k.label("ADD")
+    k.o("@!%pdw bra DB;")
+    addr(k, "a2", "dw", "i", 2)
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sw;")
+    t.store1(k, "%a2", "%v")
+    k.label("DB")
+    k.o("@!%pdb bra NEXT;")
+    addr(k, "a2", "db", "i", 2)
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sb;")
+    t.store1(k, "%a2", "%v")
+    k.label("NEXT")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+# ------------------------------------------------ embedding16: the backward --
+
+EMB_U = 8
+
+
+def k_embedding_bwd(t):
+    U = EMB_U
+    k = K("eo_embedding16_bwd_" + t.name, [
+        ("u32", "n", "indices"), ("u32", "dim", "row length"),
+        ("u64", "idx", "const int32 *idx [n] (checked: every id in the table)"),
+        ("u64", "dout", "const %s *dout [n, dim]" % t.name),
+        ("u64", "dtable", "%s *dtable [vocab, dim] (accumulated)" % t.name)],
+        ("eo_embedding16_bwd_%s(n, dim, idx, dout, dtable): dtable[idx[i], c] += dout[i, c]\n"
+         "for i = 0, 1, ..., n-1 in that order, each sum rounded to %s when it is\n"
+         "stored (the contract of eo_k_embedding_backward16: a 16-bit index_add), so\n"
+         "a repeated id sees the rounded result of its previous occurrence. No\n"
+         "atomics: a thread owns column c of every row (grid-stride over dim, block\n"
+         "256), which makes the order of the additions the index order by\n"
+         "construction, and a warp's accesses to a dout or dtable row are 64\n"
+         "contiguous bytes. The indices go %d at a time: their ids, dout values and\n"
+         "dtable values are loaded together (%d independent loads in flight instead\n"
+         "of one chain per index), then added in order, where an id equal to an\n"
+         "earlier one of the batch takes that one's rounded sum instead of its own\n"
+         "(stale) load; the stores follow in index order, so the last store of a\n"
+         "repeated id is its final value.") % (t.name, t.name, U, 2 * U))
+    IDS = ["%%id%d" % u for u in range(U)]
+    DV = ["%%d%d" % u for u in range(U)]
+    TV = ["%%t%d" % u for u in range(U)]
+    HV = ["%%h%d" % u for u in range(U)]
+    AT = ["%%at%d" % u for u in range(U)]
+    k.r("b32", *[r[1:] for r in IDS]).r("f32", *[r[1:] for r in DV + TV]).r("b16", *[r[1:] for r in HV])
+    k.r("b64", *[r[1:] for r in AT]).r("b64", "pi pdo rowb ad cc").r("b32", "c ii tmp").r("pred", "pg peq")
+    grid_stride(k, "c", "step")
+    k.o("mul.wide.u32 %rowb, %dim, 2;", "bytes per row")
+    k.label("COL")
+    until(k, "%c", "%dim", "DONE")
+    k.o("mov.u64 %pi, %idx;")
+    k.o("mul.wide.u32 %pdo, %c, 2;")
+    k.o("add.u64 %pdo, %dout, %pdo;", "&dout[0, c]")
+    k.o("cvt.u64.u32 %cc, %c;")
+    k.o("mov.u32 %ii, 0;")
+
+    def batch(B):
+        for u in range(B):
+            k.o("ld.global.s32 %s, [%%pi+%d];" % (IDS[u], 4 * u), "the same id for the whole warp" if u == 0 else None)
+        for u in range(B):
+            k.o("mul.wide.u32 %s, %s, %%dim;" % (AT[u], IDS[u]))
+            k.o("add.u64 %s, %s, %%cc;" % (AT[u], AT[u]))
+            k.o("shl.b64 %s, %s, 1;" % (AT[u], AT[u]))
+            k.o("add.u64 %s, %%dtable, %s;" % (AT[u], AT[u]), "&dtable[id, c]" if u == 0 else None)
+            t.load1(k, TV[u], AT[u])
+            if u == 0:
+                k.o("mov.u64 %ad, %pdo;")
+            else:
+                k.o("add.u64 %ad, %ad, %rowb;")
+            t.load1(k, DV[u], "%ad")
+        for u in range(B):
+            for j in range(u):
+                k.o("setp.eq.u32 %%peq, %s, %s;" % (IDS[u], IDS[j]))
+                k.o("@%%peq mov.f32 %s, %s;" % (TV[u], TV[j]),
+                    "a repeat: the latest earlier sum, not the stale load" if j == 0 and u == 1 else None)
+            k.o("add.rn.f32 %s, %s, %s;" % (TV[u], TV[u], DV[u]))
+            t.round1(k, HV[u], TV[u])
+            if u + 1 < B:
+                t.widen(k, TV[u], HV[u])
+        for u in range(B):
+            k.o("st.global.b16 [%s], %s;" % (AT[u], HV[u]))
+        k.o("add.u32 %%ii, %%ii, %d;" % B)
+        k.o("add.u64 %%pi, %%pi, %d;" % (4 * B))
+        for u in range(B):
+            k.o("add.u64 %pdo, %pdo, %rowb;")
+
+    k.label("BATCH")
+    k.o("add.u32 %%tmp, %%ii, %d;" % U)
+    k.o("setp.gt.u32 %pg, %tmp, %n;")
+    k.o("@%pg bra ONE;")
+    batch(U)
+    k.o("bra BATCH;")
+    k.label("ONE")
+    until(k, "%ii", "%n", "NEXT")
+    batch(1)
+    k.o("bra ONE;")
+    k.label("NEXT")
+    k.o("add.u32 %c, %c, %step;")
+    k.o("bra COL;")
+    finish(k)
+    return k
+
+
+# ---------------------------------------------------------- optim16: SGD --
+
+def k_sgd(t):
+    k = K("eo_sgd16_" + t.name, [
+        ("u32", "n", "parameter count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
+        ("u64", "w", "float *w (f32 master weights), updated"),
+        ("u64", "g", "const gradient: float or %s (g16)" % t.name), ("u32", "g16", "nonzero: g is %s" % t.name),
+        ("f32", "gscale", "g' = gscale g (1 / loss scale)"),
+        ("u64", "v", "float *v (momentum buffer) or 0"),
+        ("f32", "lr", "learning rate"), ("f32", "mom", "momentum"),
+        ("f32", "damp", "dampening (0 on a buffer's first step)"), ("f32", "wd", "weight decay"),
+        ("u32", "nest", "nonzero: Nesterov momentum"),
+        ("u64", "w16", "%s *w16: the updated weights rounded, or 0" % t.name)],
+        "eo_sgd16_%s(n, nvec, w, g, g16, gscale, v, lr, mom, damp, wd, nest, w16): SGD\n"
+        "on f32 master weights (eo_k_sgd16 in ops/kernels.h), the gradient stored as\n"
+        "f32 or %s and unscaled first (g' = gscale g), then exactly the CPU kernel's\n"
+        "arithmetic (ops/cpu/optim.c, torch.optim.SGD's order, every step rounded):\n"
+        "  d = g' + wd w;  if mom != 0: v = mom v + (1 - damp) d,\n"
+        "                  d = nest ? d + mom v : v;   w = w - lr d\n"
+        "and, in the same pass, w16 = w rounded to %s (the copy the 16-bit forward\n"
+        "reads). v is neither read nor written without momentum (it may be 0).\n"
+        "Groups of 4 as eo_adamw16_%s: 16-byte accesses of w and v (and of g when\n"
+        "f32), 8-byte ones of a 16-bit g and of w16; nvec = n/4 when all of them\n"
+        "are aligned for that, else 0; the rest one per thread." % (t.name, t.name, t.name, t.name))
+    k.r("f32", "keep x gr ve d tt").r("pred", "pg pg16 pw16 pmom pnest").r("b32", "h01 h23")
+    k.o("setp.ne.u32 %pg16, %g16, 0;")
+    k.o("setp.ne.u64 %pw16, %w16, 0;")
+    k.o("setp.ne.f32 %pmom, %mom, 0f00000000;")
+    k.o("setp.ne.u32 %pnest, %nest, 0;")
+    k.o("sub.rn.f32 %keep, 0f3F800000, %damp;", "1 - dampening")
+    X = ["%%x%d" % j for j in range(4)]
+    G = ["%%g%d" % j for j in range(4)]
+    Vv = ["%%v%d" % j for j in range(4)]
+    k.r("f32", *[r[1:] for r in X + G + Vv])
+    for r in Vv + ["%ve"]:
+        k.o("mov.f32 %s, 0f00000000;" % r, "(v is not read without momentum)" if r == Vv[0] else None)
+
+    def update(x, g, v):
+        k.o("mul.rn.f32 %s, %s, %%gscale;" % (g, g), "unscale")
+        k.o("mul.rn.f32 %%tt, %%wd, %s;" % x)
+        k.o("add.rn.f32 %%d, %s, %%tt;" % g, "d = g + wd w")
+        k.o("@%%pmom mul.rn.f32 %s, %%mom, %s;" % (v, v))
+        k.o("@%pmom mul.rn.f32 %tt, %keep, %d;")
+        k.o("@%%pmom add.rn.f32 %s, %s, %%tt;" % (v, v), "v = mom v + (1 - damp) d")
+        k.o("@%%pmom mul.rn.f32 %%tt, %%mom, %s;" % v)
+        k.o("@%pmom add.rn.f32 %tt, %d, %tt;", "d + mom v")
+        k.o("@%%pmom selp.f32 %%d, %%tt, %s, %%pnest;" % v, "nesterov ? that : v")
+        k.o("mul.rn.f32 %tt, %lr, %d;")
+        k.o("sub.rn.f32 %s, %s, %%tt;" % (x, x), "w = w - lr d")
+
+    grid_stride(k)
+    k.label("VEC")
+    until(k, "%i", "%nvec", "TAIL")
+    addr(k, "aw", "w", "i", 16)
+    addr(k, "av", "v", "i", 16)
+    k.o("ld.global.v4.f32 {%x0, %x1, %x2, %x3}, [%aw];")
+    k.o("@%pmom ld.global.v4.f32 {%v0, %v1, %v2, %v3}, [%av];")
+    k.o("@%pg16 bra G16;")
+    addr(k, "ag", "g", "i", 16)
+    k.o("ld.global.v4.f32 {%g0, %g1, %g2, %g3}, [%ag];")
+    k.o("bra GOT;")
+    k.label("G16")
+    addr(k, "ag", "g", "i", 8)
+    k.o("ld.global.v2.b32 {%h01, %h23}, [%ag];", "4 halves, one 8-byte load")
+    t.unpack(k, "%h01", "%g0", "%g1")
+    t.unpack(k, "%h23", "%g2", "%g3")
+    k.label("GOT")
+    for j in range(4):
+        update(X[j], G[j], Vv[j])
+    k.o("st.global.v4.f32 [%aw], {%x0, %x1, %x2, %x3};")
+    k.o("@%pmom st.global.v4.f32 [%av], {%v0, %v1, %v2, %v3};")
+    k.o("@!%pw16 bra VNEXT;")
+    t.pack(k, "%h01", "%x0", "%x1")
+    t.pack(k, "%h23", "%x2", "%x3")
+    addr(k, "ah", "w16", "i", 8)
+    k.o("st.global.v2.b32 [%ah], {%h01, %h23};")
+    k.label("VNEXT")
+    advance(k, "VEC")
+    k.label("TAIL")
+    tail_start(k, 2)
+    k.label("TAIL_LOOP")
+    until(k, "%i", "%n", "DONE")
+    addr(k, "aw", "w", "i", 4)
+    addr(k, "av", "v", "i", 4)
+    k.o("ld.global.f32 %x, [%aw];")
+    k.o("@%pmom ld.global.f32 %ve, [%av];")
+    k.o("@%pg16 bra T16;")
+    addr(k, "ag", "g", "i", 4)
+    k.o("ld.global.f32 %gr, [%ag];")
+    k.o("bra TGOT;")
+    k.label("T16")
+    addr(k, "ag", "g", "i", 2)
+    t.load1(k, "%gr", "%ag")
+    k.label("TGOT")
+    update("%x", "%gr", "%ve")
+    k.o("st.global.f32 [%aw], %x;")
+    k.o("@%pmom st.global.f32 [%av], %ve;")
+    k.o("@!%pw16 bra TNEXT;")
+    addr(k, "ah", "w16", "i", 2)
+    t.store1(k, "%ah", "%x")
+    k.label("TNEXT")
+    advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
 
 
 MODULES = {"elementwise16": module_elementwise16, "rows16": module_rows16,
