@@ -21,6 +21,7 @@
 #include <string.h>
 #include "core/everyo.h"
 #include "ops/cuda/device.h"
+#include "ops/cuda/launch.h"
 #include "ops/kernels.h"
 #include "tools/ptxsim/driver.h"
 #include "tests/gradcheck.h"
@@ -806,7 +807,7 @@ START_TEST(embedding_backward16_order)
     enum { NI = 29, V = 11, DM = 24 };
     static const int32_t idx[NI] = {3, 3, 0, 10, 3, 7, 1, 3, 9, 9, 9, 2, 5, 3, 0,
                                     4, 6, 8, 10, 1, 3, 3, 7, 7, 0, 2, 9, 5, 3};
-    static uint16_t ht[V * DM], hd[NI * DM], got[V * DM];
+    static uint16_t ht[V * DM], hd[NI * DM], got[V * DM], got2[V * DM];
     static float t[V * DM], d[NI * DM];
     for (int dt = EO_BF16; dt <= EO_F16; dt++)
         for (int dim = 13; dim <= DM; dim += 11) {
@@ -815,6 +816,17 @@ START_TEST(embedding_backward16_order)
             dbuf bt = dup_(ht, (size_t)V * dim * 2, 0), bi = dup_(idx, sizeof idx, 0),
                  bd = dup_(hd, (size_t)NI * dim * 2, 0);
             eo_cuda_k_embedding_backward16(dt, NI, dim, bi.p, bd.p, bt.p, &EX);
+            /* and the fallback past 2^20 indices, launched directly, on a copy */
+            dbuf bt2 = dup_(ht, (size_t)V * dim * 2, 0);
+            {
+                uint32_t nn = NI, d32 = (uint32_t)dim;
+                uint64_t pi = eo_cuda_dp(bi.p), pd = eo_cuda_dp(bd.p), pt = eo_cuda_dp(bt2.p);
+                LAUNCH(&CU, dt == EO_BF16 ? EO_CUK_EMBEDDING16_BWD_COLS_BF16
+                                          : EO_CUK_EMBEDDING16_BWD_COLS_F16,
+                       1, 1, 1, 256, 1, &nn, &d32, &pi, &pd, &pt);
+            }
+            ddown(got2, bt2, (size_t)V * dim * 2);
+            dfree(bt2);
             ddown(got, bt, (size_t)V * dim * 2);
             /* the reference: index order, each sum rounded when stored */
             for (int i = 0; i < NI; i++)
@@ -823,6 +835,7 @@ START_TEST(embedding_backward16_order)
                     *e = h2f(f2h(*e + d[i * dim + c], dt), dt);
                 }
             exact16("embedding_backward16", got, t, (size_t)V * dim, dt);
+            exact16("embedding_backward16 (columns)", got2, t, (size_t)V * dim, dt);
             dfree(bt);
             dfree(bi);
             dfree(bd);

@@ -195,22 +195,25 @@ void eo_cuda_k_binary_backward16(eo_binop op, int dt, const int64_t shape[4], co
         return;
     uint32_t o = (uint32_t)op;
     const int reads = op >= EO_BIN_MUL;
-    /* Everything the op touches contiguous, one shape: the 16-byte kernel. */
-    if (eo_cuda_contiguous(shape, sdo) &&
-        (!reads || (eo_cuda_contiguous(shape, sa) && eo_cuda_contiguous(shape, sb))) &&
-        (!da || eo_cuda_contiguous(shape, sda)) && (!db || eo_cuda_contiguous(shape, sdb))) {
+    /* The 16-byte kernel takes every gradient that is contiguous when dout
+     * is, and the inputs too where the op reads them (add and sub read
+     * neither: a bias add's dx goes here, its dbias below). */
+    const int flat = eo_cuda_contiguous(shape, sdo) &&
+                     (!reads || (eo_cuda_contiguous(shape, sa) && eo_cuda_contiguous(shape, sb)));
+    void *fa = flat && da && eo_cuda_contiguous(shape, sda) ? da : NULL;
+    void *fb = flat && db && eo_cuda_contiguous(shape, sdb) ? db : NULL;
+    if (fa || fb) {
         uint32_t nn = (uint32_t)sh.total;
-        uint32_t nv = a16(db) ? groups8(sh.total, dout, reads ? a : NULL, reads ? b : NULL, da) : 0u;
+        uint32_t nv = a16(fb) ? groups8(sh.total, dout, reads ? a : NULL, reads ? b : NULL, fa) : 0u;
         uint64_t pd = eo_cuda_dp(dout), pa = reads ? eo_cuda_dp(a) : 0, pb = reads ? eo_cuda_dp(b) : 0;
-        uint64_t pda = eo_cuda_dp(da), pdb = eo_cuda_dp(db);
+        uint64_t pda = eo_cuda_dp(fa), pdb = eo_cuda_dp(fb);
         LAUNCH(cu, pick(EO_CUK_BINARY16_BWD_BF16, dt), grid16(sh.total, nv), 1, 1, BLOCK, 1, &o,
                &nn, &nv, &pd, &pa, &pb, &pda, &pdb);
-        return;
     }
-    /* Broadcast or strided: each gradient on its own, its sums in a fixed
-     * order (da first, so da = db gets both, as on the CPU). */
-    if (da)
+    /* Broadcast or strided: each remaining gradient on its own, its sums in
+     * a fixed order (da first, so da = db gets both, as on the CPU). */
+    if (da && !fa)
         grad4d(cu, dt, o, 0, shape, dout, sdo, a, sa, b, sb, da, sda);
-    if (db)
+    if (db && !fb)
         grad4d(cu, dt, o, 1, shape, dout, sdo, a, sa, b, sb, db, sdb);
 }

@@ -141,7 +141,7 @@ void eo_cuda_k_cross_entropy_backward16(int dt, int64_t rows, int64_t cols, cons
 }
 
 /* dx: a block per row (eo_layernorm16_bwd_dx). dw, db: column sums over
- * chunks of about 128 rows (eo_layernorm16_bwd_wb_part, grid (columns /
+ * chunks of 64 rows or more (eo_layernorm16_bwd_wb_part, grid (columns /
  * 256, chunks), f32 sums in the work buffer), then the chunks added in
  * order and rounded once (eo_layernorm16_bwd_wb_sum): no atomics, and a
  * chunking that depends on the shape alone. */
@@ -167,8 +167,10 @@ void eo_cuda_k_layernorm_backward16(int dt, int64_t rows, int64_t cols, const vo
     }
     if (!dw && !db)
         return;
-    /* two f32 sums per column and chunk must fit the work buffer */
-    int64_t R = (rows + 127) / 128, fit = WORK_BYTES / 8 / cols;
+    /* chunks of 64 rows (enough blocks to keep the GPU busy at 4096 rows),
+     * at most 64 of them (the sum's rounds), and two f32 sums per column
+     * and chunk must fit the work buffer */
+    int64_t R = (rows + 63) / 64, fit = WORK_BYTES / 8 / cols;
     if (fit < 1) {
         eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "layernorm_backward16: dw, db of rows of more "
                           "than 2^19 columns", NULL, NULL);
@@ -176,8 +178,8 @@ void eo_cuda_k_layernorm_backward16(int dt, int64_t rows, int64_t cols, const vo
     }
     if (R > fit)
         R = fit;
-    if (R > 1024)
-        R = 1024;
+    if (R > 64)
+        R = 64;
     const int64_t chunk = (rows + R - 1) / R;
     R = (rows + chunk - 1) / chunk;
     uint32_t ch = (uint32_t)chunk, R32 = (uint32_t)R;
