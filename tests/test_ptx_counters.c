@@ -502,6 +502,11 @@ static void run_mem(const char *name)
         const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1};
         eo_cuda_k_binary_backward16(name[0] == 'a' ? EO_BIN_ADD : EO_BIN_MUL, 2, sh, g, st, a, st,
                                     b, st, da, st, db, st, &EX);
+    } else if (!strcmp(name, "scale16 bwd")) { /* x [32, 256] * w [256], bf16: dx and dw */
+        float *g = fb(4096, 0.5f), *a = fb(4096, 0.5f), *b = fb(128, 2), *da = fb(4096, 0);
+        float *db = fb(128, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1}, sb[4] = {0, 0, 0, 1};
+        eo_cuda_k_binary_backward16(EO_BIN_MUL, 2, sh, g, st, a, st, b, sb, da, st, db, sb, &EX);
     } else if (!strcmp(name, "bias add16 bwd")) { /* d[256, 256] bf16 and d[256]: 4 row chunks */
         float *g = fb(32768, 0.5f), *da = fb(32768, 0), *db = fb(128, 0);
         const int64_t sh[4] = {1, 1, 256, 256}, st[4] = {65536, 65536, 256, 1}, sb[4] = {0, 0, 0, 1};
@@ -561,6 +566,9 @@ static const struct expected_mem {
     {"fill16", "eo_fill16_bf16", -1, -1, 100.0, 0.0},
     {"add16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 0.0},
     {"mul16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 0.0},
+    /* x * w with w a row: dx on the 16-byte kernel, w's groups at a column
+     * that advances without division (2 rem a thread, in the prologue) */
+    {"scale16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 2.0},
     /* a bias gradient: a warp's 32 columns of one dout row (64 bytes, 2
      * sectors, all used) per summed position, the position a counter (no
      * division past the prologue's 12 a warp), no atomics; then the 4

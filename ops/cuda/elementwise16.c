@@ -182,6 +182,27 @@ static void grad4d(eo_cuda *cu, int dt, uint32_t op, uint32_t which, const int64
                &R32, &n[0], &n[1], &n[2], &n[3], &part, &pg, S4(t_g));
 }
 
+/* An input of the binary backward for the 16-byte kernel: 0 contiguous
+ * over the shape, 1 a row of *cols values repeated over the leading axes
+ * (stride 0 or extent 1 there, contiguous after: a bias, a scale vector),
+ * -1 neither. */
+static int row_mode(const int64_t shape[4], const int64_t s[4], int64_t *cols)
+{
+    if (eo_cuda_contiguous(shape, s))
+        return 0;
+    int k = 0;
+    while (k < 4 && (s[k] == 0 || shape[k] == 1))
+        k++;
+    int64_t run = 1;
+    for (int d = 3; d >= k; d--) {
+        if (shape[d] != 1 && s[d] != run)
+            return -1;
+        run *= shape[d];
+    }
+    *cols = run;
+    return 1;
+}
+
 void eo_cuda_k_binary_backward16(eo_binop op, int dt, const int64_t shape[4], const void *dout,
                                  const int64_t sdo[4], const void *a, const int64_t sa[4],
                                  const void *b, const int64_t sb[4], void *da,
@@ -196,19 +217,26 @@ void eo_cuda_k_binary_backward16(eo_binop op, int dt, const int64_t shape[4], co
     uint32_t o = (uint32_t)op;
     const int reads = op >= EO_BIN_MUL;
     /* The 16-byte kernel takes every gradient that is contiguous when dout
-     * is, and the inputs too where the op reads them (add and sub read
-     * neither: a bias add's dx goes here, its dbias below). */
-    const int flat = eo_cuda_contiguous(shape, sdo) &&
-                     (!reads || (eo_cuda_contiguous(shape, sa) && eo_cuda_contiguous(shape, sb)));
+     * is, with each input the op reads contiguous or a row repeated over
+     * the rows (x * w); add and sub read neither, so a bias add's dx goes
+     * here too. A row input needs whole 16-byte groups (cols % 8 == 0,
+     * every pointer aligned: then n % 8 == 0 and there is no tail). */
+    int64_t ca = 0, cb = 0;
+    const int ma = reads ? row_mode(shape, sa, &ca) : 0, mb = reads ? row_mode(shape, sb, &cb) : 0;
+    const int64_t cols = ma == 1 ? ca : mb == 1 ? cb : sh.total;
+    int flat = eo_cuda_contiguous(shape, sdo) && ma >= 0 && mb >= 0 &&
+               (ma != 1 || ca == cols) && (mb != 1 || cb == cols);
     void *fa = flat && da && eo_cuda_contiguous(shape, sda) ? da : NULL;
     void *fb = flat && db && eo_cuda_contiguous(shape, sdb) ? db : NULL;
+    uint32_t nv = a16(fb) ? groups8(sh.total, dout, reads ? a : NULL, reads ? b : NULL, fa) : 0u;
+    if ((ma == 1 || mb == 1) && (cols % 8 != 0 || (int64_t)nv * 8 != sh.total))
+        fa = fb = NULL;
     if (fa || fb) {
-        uint32_t nn = (uint32_t)sh.total;
-        uint32_t nv = a16(fb) ? groups8(sh.total, dout, reads ? a : NULL, reads ? b : NULL, fa) : 0u;
+        uint32_t nn = (uint32_t)sh.total, c = (uint32_t)cols, am = (uint32_t)ma, bm = (uint32_t)mb;
         uint64_t pd = eo_cuda_dp(dout), pa = reads ? eo_cuda_dp(a) : 0, pb = reads ? eo_cuda_dp(b) : 0;
         uint64_t pda = eo_cuda_dp(fa), pdb = eo_cuda_dp(fb);
         LAUNCH(cu, pick(EO_CUK_BINARY16_BWD_BF16, dt), grid16(sh.total, nv), 1, 1, BLOCK, 1, &o,
-               &nn, &nv, &pd, &pa, &pb, &pda, &pdb);
+               &nn, &nv, &c, &am, &bm, &pd, &pa, &pb, &pda, &pdb);
     }
     /* Broadcast or strided: each remaining gradient on its own, its sums in
      * a fixed order (da first, so da = db gets both, as on the CPU). */

@@ -436,15 +436,17 @@ static void run_fill16(sim *s, const bcase *c)
 }
 
 /* as run_binary_bwd: variant 0 add with both gradients full, 1 a bias add
- * (da full, db summed over the rows), 2 mul with both full */
+ * (da full, db summed over the rows), 2 mul with both full, 3 x * w with w
+ * a [b] row (dx through the strided kernel, dw summed over the rows) */
 static void run_binary16_bwd(sim *s, const bcase *c)
 {
-    size_t n = (size_t)(c->a * c->b), nb = c->variant == 1 ? (size_t)c->b : n;
+    const int row = c->variant == 1 || c->variant == 3;
+    size_t n = (size_t)(c->a * c->b), nb = row ? (size_t)c->b : n;
     void *g = hbuf(s, n, 0.5f), *x = hbuf(s, n, 0.5f), *w = hbuf(s, nb, 0.25f);
     void *da = hbuf(s, n, 0.0f), *db = hbuf(s, nb, 0.0f);
     const int64_t sh[4] = {1, 1, c->a, c->b}, st[4] = {(int64_t)n, (int64_t)n, c->b, 1};
-    const int64_t sb[4] = {0, 0, c->variant == 1 ? 0 : c->b, 1};
-    eo_binop op = c->variant == 2 ? EO_BIN_MUL : EO_BIN_ADD;
+    const int64_t sb[4] = {0, 0, row ? 0 : c->b, 1};
+    eo_binop op = c->variant >= 2 ? EO_BIN_MUL : EO_BIN_ADD;
     if (!s->failed)
         eo_cuda_k_binary_backward16(op, BF16, sh, g, st, x, st, w, sb, da, st, db, sb, &s->ex);
 }
@@ -563,6 +565,7 @@ static const bcase cases[] = {
     ROWS16("add_bwd bf16", "4096x1024", 4096, 1024, 0, 10, run_binary16_bwd),
     ROWS16("mul_bwd bf16", "4096x1024", 4096, 1024, 2, 14, run_binary16_bwd),
     ROWS16("add bias_bwd bf16", "4096x1024", 4096, 1024, 1, 6, run_binary16_bwd),
+    ROWS16("mul bias_bwd bf16", "4096x1024", 4096, 1024, 3, 8, run_binary16_bwd),
     ROWS("copy", "4096x1024", 4096, 1024, 0, 2, run_copy),
     ROWS("accumulate", "4096x1024", 4096, 1024, 1, 3, run_copy),
     ROWS("fill", "4096x1024", 4096, 1024, 2, 1, run_copy),

@@ -1797,19 +1797,28 @@ def k_binary_bwd(t):
     k = K("eo_binary16_bwd_" + t.name, [
         ("u32", "op", "eo_binop"), ("u32", "n", "element count"),
         ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u32", "cols", "row length of a row-mode input (a multiple of 8), else n"),
+        ("u32", "am", "a's mode: 0 full, 1 a [cols] row repeated over the rows"),
+        ("u32", "bm", "b's mode, the same"),
         ("u64", "dout", "const %s *dout" % t.name),
         ("u64", "a", "const %s *a (read by mul, div, max, min)" % t.name),
         ("u64", "b", "const %s *b (read by mul, div, max, min)" % t.name),
         ("u64", "da", "%s *da (accumulated) or 0" % t.name),
         ("u64", "db", "%s *db (accumulated) or 0" % t.name)],
-        "eo_binary16_bwd_%s(op, n, nvec, dout, a, b, da, db): da[i] += ta, db[i] += tb\n"
-        "for five contiguous arrays of one shape (no broadcasting: a residual add,\n"
-        "a gate); each sum in f32, rounded to %s once. When da = db (x op x) the\n"
+        "eo_binary16_bwd_%s(op, n, nvec, cols, am, bm, dout, a, b, da, db): da[i] += ta,\n"
+        "db[i] += tb for contiguous dout, da, db of one shape (a residual add, a\n"
+        "gate), each input full or a [cols] row repeated over the rows (x * w: then\n"
+        "only the full input's gradient is passed here, the row's is a sum:\n"
+        "eo_binary16_bwd_4d_%s); each sum in f32, rounded to %s once. A row input's\n"
+        "group starts at column cg = 8 i mod cols: one rem per thread, then cg\n"
+        "advances by 8 step mod cols with a conditional subtract (the launcher\n"
+        "takes row mode only with cols %% 8 = 0 and 16-byte groups, so there is\n"
+        "no tail then; the tail's own rem is for completeness). When da = db (x op x) the\n"
         "element gets both terms, added in that order and rounded once. Other\n"
         "layouts take eo_binary16_bwd_4d_%s.\n%s\n%s\n"
         "Three queues of 8 (dout, a, b): each turn computes ta and tb of the front\n"
         "element and puts them at the back of the dout and a queues, which then\n"
-        "hold the 8 ta and the 8 tb in order." % (t.name, t.name, t.name, GRAD_NOTE, VEC_NOTE))
+        "hold the 8 ta and the 8 tb in order." % (t.name, t.name, t.name, t.name, GRAD_NOTE, VEC_NOTE))
     A = ["%%a%d" % j for j in range(8)]
     B = ["%%c%d" % j for j in range(8)]
     G = ["%%g%d" % j for j in range(8)]
@@ -1824,7 +1833,21 @@ def k_binary_bwd(t):
     k.o("@%palias setp.ne.u32 %pdb, 0, 0;")
     for r in A + B:
         k.o("mov.f32 %s, 0f00000000;" % r)
+    k.r("pred", "parow pbrow").r("b32", "cg stepc rt").r("b64", "ao")
+    k.o("setp.ne.u32 %parow, %am, 0;")
+    k.o("setp.ne.u32 %pbrow, %bm, 0;")
     grid_stride(k)
+    k.r("pred", "prow")
+    k.o("mov.u32 %cg, 0;")
+    k.o("mov.u32 %stepc, 0;")
+    k.o("mov.u32 %rt, 0;")
+    k.o("or.pred %prow, %parow, %pbrow;")
+    k.o("@!%prow bra ROWS_SET;", "(uniform) full inputs need no column")
+    k.o("shl.b32 %rt, %i, 3;")
+    k.o("rem.u32 %cg, %rt, %cols;", "the column of this thread's first group")
+    k.o("shl.b32 %rt, %step, 3;")
+    k.o("rem.u32 %stepc, %rt, %cols;", "... and how far it moves each round")
+    k.label("ROWS_SET")
     k.o("setp.ne.u32 %pscal, 0, 0;", "vector phase first")
     k.label("VEC")
     until(k, "%i", "%nvec", "TAIL")
@@ -1832,8 +1855,11 @@ def k_binary_bwd(t):
     load8(k, t, "%ad", Q)
     k.o("@!%preads bra VEC_GO;")
     addr(k, "aa", "a", "i", 16)
+    k.o("mul.wide.u32 %ao, %cg, 2;")
+    k.o("@%parow add.u64 %aa, %a, %ao;", "a row: its group at column cg")
     load8(k, t, "%aa", A)
     addr(k, "ab", "b", "i", 16)
+    k.o("@%pbrow add.u64 %ab, %b, %ao;")
     load8(k, t, "%ab", B)
     k.label("VEC_GO")
     k.o("mov.u32 %j, 0;")
@@ -1866,6 +1892,9 @@ def k_binary_bwd(t):
         k.o("add.rn.f32 %s, %s, %s;" % (G[j], G[j], A[j]))
     store8(k, t, "%ag", G)
     k.label("VEC_NEXT")
+    k.o("add.u32 %cg, %cg, %stepc;")
+    k.o("setp.ge.u32 %pg, %cg, %cols;")
+    k.o("@%pg sub.u32 %cg, %cg, %cols;", "the next group's column, no division")
     advance(k, "VEC")
     k.label("TAIL")
     k.c("the elements past the groups: one per thread, the same code for the terms")
@@ -1876,9 +1905,13 @@ def k_binary_bwd(t):
     addr(k, "ad", "dout", "i", 2)
     t.load1(k, "%q0", "%ad")
     k.o("@!%preads bra TURN;")
+    k.o("@%prow rem.u32 %rt, %i, %cols;")
+    k.o("mul.wide.u32 %ao, %rt, 2;")
     addr(k, "aa", "a", "i", 2)
+    k.o("@%parow add.u64 %aa, %a, %ao;")
     t.load1(k, "%a0", "%aa")
     addr(k, "ab", "b", "i", 2)
+    k.o("@%pbrow add.u64 %ab, %b, %ao;")
     t.load1(k, "%c0", "%ab")
     k.o("bra TURN;")
     k.label("TAIL_STORE")
