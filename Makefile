@@ -419,7 +419,8 @@ bench-train: $(BUILD)/eo-train
 #   make ptx-check   assemble every ptx/*.ptx with ptxas for each target in
 #                    PTX_ARCHS; fail on errors, warnings, spills or stack use;
 #                    print registers and shared memory per kernel; check the
-#                    driver table's types against the toolkit's cuda.h.
+#                    driver table's types against the toolkit's cuda.h, and
+#                    that ptx/*16.ptx are tools/build/gen-ptx16.py's output.
 #                    Without ptxas it says it skipped and succeeds.
 PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
 $(PTX_EMBED): $(PTX_SRCS) tools/build/ptx-embed.awk
@@ -435,6 +436,13 @@ CUDA_INCLUDE ?= $(if $(PTXAS),$(abspath $(dir $(PTXAS))../include))
 .PHONY: ptx-check
 ptx-check:
 	@sh tools/build/ptx-check.sh "$(PTXAS)" "$(PTX_ARCHS)" $(PTX_SRCS)
+	@if command -v python3 > /dev/null 2>&1; then \
+	    for m in elementwise16 rows16 embedding16 optim16; do \
+	        python3 tools/build/gen-ptx16.py $$m | cmp -s - ptx/$$m.ptx || { \
+	            echo "ptx-check: ptx/$$m.ptx differs from tools/build/gen-ptx16.py's output:" \
+	                 "run python3 tools/build/gen-ptx16.py all and commit both"; exit 1; }; \
+	    done; echo "ptx-check: ptx/*16.ptx are gen-ptx16.py's current output"; \
+	else echo "ptx-check: python3 not found, generated 16-bit PTX not compared"; fi
 	@if [ -n "$(CUDA_INCLUDE)" ] && [ -f "$(CUDA_INCLUDE)/cuda.h" ]; then \
 	    $(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -DEO_CHECK_CUDA_ABI -I. \
 	        -I"$(CUDA_INCLUDE)" -fsyntax-only tests/cuda_abi.c && \

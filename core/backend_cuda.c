@@ -101,19 +101,24 @@ const eo_backend eo_backend_cuda = {
     .adamw = eo_cuda_k_adamw,
     .unscale_check = eo_cuda_k_unscale_check,
     .cast = eo_cuda_k_cast,
-    /* 16-bit storage (ptx/matmul_tc.ptx, ptx/<family>16.ptx); the slots left
-     * out (fill16, the binary backward, layernorm backward, the embedding
-     * backward, sgd16) run over f32 copies (core/op_cast.c) */
+    /* 16-bit storage (ptx/matmul_tc.ptx, ptx/<family>16.ptx): every 16-bit
+     * slot is native. The row kernels' *_ws16 stay NULL: they use the
+     * device's own scratch (ops/cuda/launch.h), not a ws from the core. */
+    .fill16 = eo_cuda_k_fill16,
     .matmul16 = eo_cuda_k_matmul16,
     .binary16 = eo_cuda_k_binary16,
+    .binary_backward16 = eo_cuda_k_binary_backward16,
     .unary16 = eo_cuda_k_unary16,
     .unary_backward16 = eo_cuda_k_unary_backward16,
     .softmax16 = eo_cuda_k_softmax16,
     .softmax_backward16 = eo_cuda_k_softmax_backward16,
     .layernorm16 = eo_cuda_k_layernorm16,
+    .layernorm_backward16 = eo_cuda_k_layernorm_backward16,
     .cross_entropy16 = eo_cuda_k_cross_entropy16,
     .cross_entropy_backward16 = eo_cuda_k_cross_entropy_backward16,
     .embedding16 = eo_cuda_k_embedding16,
+    .embedding_backward16 = eo_cuda_k_embedding_backward16,
+    .sgd16 = eo_cuda_k_sgd16,
     .adamw16 = eo_cuda_k_adamw16,
 };
 

@@ -22,6 +22,7 @@
 #include "core/everyo.h"
 #include "ops/cuda/device.h"
 #include "tests/cuda_fixture.h"
+#include "ops/cuda/launch.h"
 #include "ops/kernels.h"
 #include "tools/ptxsim/driver.h"
 #include "tests/gradcheck.h"
@@ -555,6 +556,271 @@ START_TEST(adamw_master)
 }
 END_TEST
 
+/* ---- the backward kernels, fill and SGD (the slots filled last) -------------------
+ * Where the device does the CPU's f32 arithmetic in the same order (fill,
+ * SGD, a full binary gradient, the embedding's sums in index order) the
+ * 16-bit results must be the reference's bits; where a sum's order differs
+ * (broadcast gradients, layernorm's row and column sums) one 16-bit ulp
+ * and a small absolute slack. */
+
+/* got is exactly ref rounded (NaN meets NaN). */
+static void exact16(const char *what, const uint16_t *got, const float *ref, size_t n, int dt)
+{
+    for (size_t i = 0; i < n; i++) {
+        int ok = isnan(ref[i]) ? isnan(h2f(got[i], dt)) : got[i] == f2h(ref[i], dt);
+        ck_assert_msg(ok, "%s (%s) [%zu]: device %.9g (0x%04x), reference %.9g (0x%04x)", what,
+                      dt == EO_BF16 ? "bf16" : "f16", i, (double)h2f(got[i], dt), got[i],
+                      (double)ref[i], f2h(ref[i], dt));
+    }
+}
+
+START_TEST(fill16_values)
+{
+    static uint16_t got[N];
+    static const float vals[] = {1.0f / 3, -65519.0f, 1e-30f};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (size_t off = 0; off <= 2; off += 2)
+            for (int v = 0; v < 3; v++) {
+                dbuf d = dup_(NULL, sizeof got, off);
+                eo_cuda_k_fill16(N, dt, d.p, vals[v], &EX);
+                ddown(got, d, sizeof got);
+                for (int i = 0; i < N; i++)
+                    ck_assert_uint_eq(got[i], f2h(vals[v], dt));
+                dfree(d);
+            }
+}
+END_TEST
+
+START_TEST(sgd16_master)
+{
+    enum { NS = 1030 };
+    static float w[NS], g[NS], v[NS], rw[NS], rg[NS], rv[NS], gw[NS], gv[NS];
+    static uint16_t hg[NS], h16[NS];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int mode = 0; mode < 4; mode++) { /* f32 / 16-bit g; momentum, nesterov, none */
+            const int gdt = mode & 1, nest = mode == 1, mom = mode != 3;
+            const size_t off = mode == 2 ? 4 : 0; /* misaligned w: the one-value path */
+            for (int i = 0; i < NS; i++) {
+                w[i] = frand(-1, 1);
+                v[i] = frand(-0.1f, 0.1f);
+                g[i] = frand(-512, 512);
+                hg[i] = f2h(g[i], dt);
+                rg[i] = (gdt ? h2f(hg[i], dt) : g[i]) * (1.0f / 256);
+            }
+            memcpy(rw, w, sizeof w);
+            memcpy(rv, v, sizeof v);
+            eo_k_sgd(NS, rw, rg, mom ? rv : NULL, 0.05f, mom ? 0.9f : 0, 0.1f, 0.01f, nest, NULL);
+            dbuf dw = dup_(w, sizeof w, off), dv = dup_(v, sizeof v, 0);
+            dbuf dg = gdt ? dup_(hg, sizeof hg, 0) : dup_(g, sizeof g, 0);
+            dbuf dh = dup_(NULL, sizeof h16, 0);
+            eo_cuda_k_sgd16(NS, dw.p, gdt ? dt : EO_F32, dg.p, 1.0f / 256, mom ? dv.p : NULL,
+                            0.05f, mom ? 0.9f : 0, 0.1f, 0.01f, nest, dt, dh.p, &EX);
+            ddown(gw, dw, sizeof gw);
+            ddown(gv, dv, sizeof gv);
+            ddown(h16, dh, sizeof h16);
+            for (int i = 0; i < NS; i++) {
+                ck_assert_msg(f_bits(gw[i]) == f_bits(rw[i]) && f_bits(gv[i]) == f_bits(rv[i]),
+                              "sgd16 mode %d [%d]: w %.9g v %.9g, reference %.9g %.9g", mode, i,
+                              (double)gw[i], (double)gv[i], (double)rw[i], (double)rv[i]);
+                ck_assert_uint_eq(h16[i], f2h(rw[i], dt));
+            }
+            dfree(dw);
+            dfree(dv);
+            dfree(dg);
+            dfree(dh);
+        }
+}
+END_TEST
+
+/* The CPU's f32 backward on the widened values, da and db starting from
+ * the widened 16-bit gradients, against the device's 16-bit result. */
+static void bwd16_case(int op, int dt, const int64_t sh[4], const int64_t sa[4],
+                       const int64_t sb[4], size_t n, size_t na, size_t nb, size_t off, int exact)
+{
+    static uint16_t hd[N], ha[N], hb[N], hga[N], hgb[N], got[N];
+    static float d[N], a[N], b[N], ga[N], gb[N];
+    rand16(hd, d, n, dt, -2, 2);
+    rand16(ha, a, na, dt, -3, 3);
+    rand16(hb, b, nb, dt, 0.5f, 3);
+    if (na > 12 && op >= EO_BIN_MAX) { /* a tie and a NaN */
+        ha[3] = hb[3 % nb], a[3] = b[3 % nb];
+        ha[12] = f2h(NAN, dt), a[12] = NAN;
+    }
+    rand16(hga, ga, na, dt, -1, 1);
+    rand16(hgb, gb, nb, dt, -1, 1);
+    const int64_t sd[4] = {sh[1] * sh[2] * sh[3], sh[2] * sh[3], sh[3], 1};
+    eo_k_binary_backward((eo_binop)op, sh, d, sd, a, sa, b, sb, ga, sa, gb, sb, NULL);
+    dbuf bd = dup_(hd, n * 2, off), ba = dup_(ha, na * 2, off), bb = dup_(hb, nb * 2, off);
+    dbuf bga = dup_(hga, na * 2, off), bgb = dup_(hgb, nb * 2, off);
+    eo_cuda_k_binary_backward16((eo_binop)op, dt, sh, bd.p, sd, ba.p, sa, bb.p, sb, bga.p, sa,
+                                bgb.p, sb, &EX);
+    ddown(got, bga, na * 2);
+    if (exact)
+        exact16("binary_backward16 da", got, ga, na, dt);
+    else
+        check16("binary_backward16 da", got, ga, na, dt, 1e-3f);
+    ddown(got, bgb, nb * 2);
+    if (exact)
+        exact16("binary_backward16 db", got, gb, nb, dt);
+    else
+        check16("binary_backward16 db", got, gb, nb, dt, 1e-3f);
+    dfree(bd);
+    dfree(ba);
+    dfree(bb);
+    dfree(bga);
+    dfree(bgb);
+}
+
+START_TEST(binary_backward16_full)
+{
+    const int64_t sh[4] = {1, 1, 1, N}, st[4] = {N, N, N, 1};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int op = 0; op < EO_BIN_COUNT; op++)
+            for (size_t off = 0; off <= 2; off += 2)
+                bwd16_case(op, dt, sh, st, st, N, N, N, off, 1);
+    /* x * x: da and db are one buffer, which gets both terms, rounded once */
+    static uint16_t hx[N], hg[N], got[N];
+    static float x[N], g[N], d[N];
+    static uint16_t hd[N];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++) {
+        rand16(hx, x, N, dt, -2, 2);
+        rand16(hd, d, N, dt, -2, 2);
+        rand16(hg, g, N, dt, -1, 1);
+        eo_k_binary_backward(EO_BIN_MUL, sh, d, st, x, st, x, st, g, st, g, st, NULL);
+        dbuf bx = dup_(hx, sizeof hx, 0), bd = dup_(hd, sizeof hd, 0), bg = dup_(hg, sizeof hg, 0);
+        eo_cuda_k_binary_backward16(EO_BIN_MUL, dt, sh, bd.p, st, bx.p, st, bx.p, st, bg.p, st,
+                                    bg.p, st, &EX);
+        ddown(got, bg, sizeof got);
+        exact16("binary_backward16 x*x", got, g, N, dt);
+        dfree(bx);
+        dfree(bd);
+        dfree(bg);
+    }
+}
+END_TEST
+
+START_TEST(binary_backward16_broadcast)
+{
+    /* b [1, 5, 1, 9] summed over axes 0 and 2 (21 terms: one chunk); a bias
+     * [24] over 40 rows (chunks of 64 in... one); a bias over 200 rows (four
+     * chunks, then the chunk sum); a per-row [200, 1] column; a scalar */
+    struct {
+        int64_t sh[4], sa[4], sb[4];
+        size_t n, nb;
+    } cases[] = {
+        {{3, 5, 7, 9}, {315, 63, 9, 1}, {0, 9, 0, 1}, 945, 45},
+        {{1, 1, 40, 24}, {960, 960, 24, 1}, {0, 0, 0, 1}, 960, 24},
+        {{1, 1, 200, 5}, {1000, 1000, 5, 1}, {0, 0, 0, 1}, 1000, 5},
+        {{1, 1, 200, 5}, {1000, 1000, 5, 1}, {0, 0, 1, 0}, 1000, 200},
+        {{1, 1, 1, N}, {N, N, N, 1}, {0, 0, 0, 0}, N, 1},
+    };
+    static const int ops[] = {EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_MAX};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int c = 0; c < 5; c++)
+            for (int o = 0; o < 5; o++) {
+                if (c == 4 && o != EO_BIN_MUL)
+                    continue;
+                bwd16_case(ops[o], dt, cases[c].sh, cases[c].sa, cases[c].sb, cases[c].n,
+                           cases[c].n, cases[c].nb, 0, 0);
+            }
+}
+END_TEST
+
+START_TEST(layernorm_backward16_rows)
+{
+    enum { CM = 1000, RM = 3 };
+    /* 777 columns: one value a thread; 1000: heads and groups; 300 rows of 40:
+     * three row chunks of dw, db, and the four-row loop's remainder */
+    static uint16_t hx[12000], hw[CM], hdy[12000], hdx[12000], hdw[CM], hdb[CM], got[12000];
+    static float x[12000], w[CM], dy[12000], dx[12000], dw[CM], db[CM], y[12000], mean[300],
+        rstd[300];
+    static const int shapes[][2] = {{RM, 777}, {RM, CM}, {300, 40}};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int s = 0; s < 3; s++)
+            for (int affine = 0; affine <= 1; affine++) {
+                const int rows = shapes[s][0], C = shapes[s][1];
+                const size_t n = (size_t)rows * C;
+                rand16(hx, x, n, dt, -3, 3);
+                rand16(hdy, dy, n, dt, -1, 1);
+                rand16(hdx, dx, n, dt, -1, 1);
+                rand16(hw, w, (size_t)C, dt, 0.5f, 1.5f);
+                rand16(hdw, dw, (size_t)C, dt, -1, 1);
+                rand16(hdb, db, (size_t)C, dt, -1, 1);
+                eo_k_layernorm(rows, C, x, affine ? w : NULL, NULL, 1e-5f, y, mean, rstd, NULL);
+                void *ws = malloc(eo_k_layernorm_backward_ws(rows, C, 1) + 64);
+                eo_k_layernorm_backward(rows, C, x, affine ? w : NULL, mean, rstd, dy, dx,
+                                        affine ? dw : NULL, affine ? db : NULL, ws, NULL);
+                free(ws);
+                dbuf bx = dup_(hx, n * 2, 0), bw = dup_(hw, (size_t)C * 2, 0),
+                     bdy = dup_(hdy, n * 2, 0), bdx = dup_(hdx, n * 2, 0),
+                     bdw = dup_(hdw, (size_t)C * 2, 0), bdb = dup_(hdb, (size_t)C * 2, 0),
+                     bm = dup_(mean, (size_t)rows * 4, 0), br = dup_(rstd, (size_t)rows * 4, 0);
+                eo_cuda_k_layernorm_backward16(dt, rows, C, bx.p, affine ? bw.p : NULL, bm.p,
+                                               br.p, bdy.p, bdx.p, affine ? bdw.p : NULL,
+                                               affine ? bdb.p : NULL, NULL, &EX);
+                ddown(got, bdx, n * 2);
+                check16("layernorm_backward16 dx", got, dx, n, dt, 2e-3f);
+                if (affine) {
+                    ddown(got, bdw, (size_t)C * 2);
+                    check16("layernorm_backward16 dw", got, dw, (size_t)C, dt, 2e-3f);
+                    ddown(got, bdb, (size_t)C * 2);
+                    check16("layernorm_backward16 db", got, db, (size_t)C, dt, 2e-3f);
+                }
+                dfree(bx);
+                dfree(bw);
+                dfree(bdy);
+                dfree(bdx);
+                dfree(bdw);
+                dfree(bdb);
+                dfree(bm);
+                dfree(br);
+            }
+}
+END_TEST
+
+START_TEST(embedding_backward16_order)
+{
+    /* 29 ids over 11 rows, repeats near each other (inside one batch of 8)
+     * and far apart; 13 and 24 columns */
+    enum { NI = 29, V = 11, DM = 24 };
+    static const int32_t idx[NI] = {3, 3, 0, 10, 3, 7, 1, 3, 9, 9, 9, 2, 5, 3, 0,
+                                    4, 6, 8, 10, 1, 3, 3, 7, 7, 0, 2, 9, 5, 3};
+    static uint16_t ht[V * DM], hd[NI * DM], got[V * DM], got2[V * DM];
+    static float t[V * DM], d[NI * DM];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int dim = 13; dim <= DM; dim += 11) {
+            rand16(ht, t, (size_t)V * dim, dt, -1, 1);
+            rand16(hd, d, (size_t)NI * dim, dt, -1, 1);
+            dbuf bt = dup_(ht, (size_t)V * dim * 2, 0), bi = dup_(idx, sizeof idx, 0),
+                 bd = dup_(hd, (size_t)NI * dim * 2, 0);
+            eo_cuda_k_embedding_backward16(dt, NI, dim, bi.p, bd.p, bt.p, &EX);
+            /* and the fallback past 2^20 indices, launched directly, on a copy */
+            dbuf bt2 = dup_(ht, (size_t)V * dim * 2, 0);
+            {
+                uint32_t nn = NI, d32 = (uint32_t)dim;
+                uint64_t pi = eo_cuda_dp(bi.p), pd = eo_cuda_dp(bd.p), pt = eo_cuda_dp(bt2.p);
+                LAUNCH(&CU, dt == EO_BF16 ? EO_CUK_EMBEDDING16_BWD_COLS_BF16
+                                          : EO_CUK_EMBEDDING16_BWD_COLS_F16,
+                       1, 1, 1, 256, 1, &nn, &d32, &pi, &pd, &pt);
+            }
+            ddown(got2, bt2, (size_t)V * dim * 2);
+            dfree(bt2);
+            ddown(got, bt, (size_t)V * dim * 2);
+            /* the reference: index order, each sum rounded when stored */
+            for (int i = 0; i < NI; i++)
+                for (int c = 0; c < dim; c++) {
+                    float *e = &t[idx[i] * dim + c];
+                    *e = h2f(f2h(*e + d[i * dim + c], dt), dt);
+                }
+            exact16("embedding_backward16", got, t, (size_t)V * dim, dt);
+            exact16("embedding_backward16 (columns)", got2, t, (size_t)V * dim, dt);
+            dfree(bt);
+            dfree(bi);
+            dfree(bd);
+        }
+}
+END_TEST
+
 START_TEST(refused_dtypes)
 {
     char msg[256];
@@ -791,6 +1057,12 @@ Suite *eo_suite_cuda16(void)
     tcase_add_test(t, cross_entropy_many_rows);
     tcase_add_test(t, embedding_rows);
     tcase_add_test(t, adamw_master);
+    tcase_add_test(t, fill16_values);
+    tcase_add_test(t, sgd16_master);
+    tcase_add_test(t, binary_backward16_full);
+    tcase_add_test(t, binary_backward16_broadcast);
+    tcase_add_test(t, layernorm_backward16_rows);
+    tcase_add_test(t, embedding_backward16_order);
     tcase_add_test(t, refused_dtypes);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("core");

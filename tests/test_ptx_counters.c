@@ -532,6 +532,36 @@ static void run_mem(const char *name)
         float *t = fb(1000 * 128, 0.5f), *o = fb(64 * 128, 0);
         int32_t *ids = (int32_t *)fb(64, 0); /* all-zero bits: id 0 */
         eo_cuda_k_embedding(64, 128, t, ids, o, &EX);
+    } else if (!strcmp(name, "fill16")) { /* 16-bit cases: f32 buffers of n/2 words hold n halves */
+        float *x = fb(4096, 0);
+        eo_cuda_k_fill16(8192, 2, x, 0.5f, &EX);
+    } else if (!strcmp(name, "add16 bwd") || !strcmp(name, "mul16 bwd")) { /* [32, 256] bf16 */
+        float *g = fb(4096, 0.5f), *a = fb(4096, 0.5f), *b = fb(4096, 2), *da = fb(4096, 0);
+        float *db = fb(4096, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1};
+        eo_cuda_k_binary_backward16(name[0] == 'a' ? EO_BIN_ADD : EO_BIN_MUL, 2, sh, g, st, a, st,
+                                    b, st, da, st, db, st, &EX);
+    } else if (!strcmp(name, "scale16 bwd")) { /* x [32, 256] * w [256], bf16: dx and dw */
+        float *g = fb(4096, 0.5f), *a = fb(4096, 0.5f), *b = fb(128, 2), *da = fb(4096, 0);
+        float *db = fb(128, 0);
+        const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1}, sb[4] = {0, 0, 0, 1};
+        eo_cuda_k_binary_backward16(EO_BIN_MUL, 2, sh, g, st, a, st, b, sb, da, st, db, sb, &EX);
+    } else if (!strcmp(name, "bias add16 bwd")) { /* d[256, 256] bf16 and d[256]: 4 row chunks */
+        float *g = fb(32768, 0.5f), *da = fb(32768, 0), *db = fb(128, 0);
+        const int64_t sh[4] = {1, 1, 256, 256}, st[4] = {65536, 65536, 256, 1}, sb[4] = {0, 0, 0, 1};
+        eo_cuda_k_binary_backward16(EO_BIN_ADD, 2, sh, g, st, NULL, st, NULL, sb, da, st, db, sb,
+                                    &EX);
+    } else if (!strcmp(name, "layernorm16 bwd")) { /* [256, 256] bf16: dw, db in two row chunks */
+        float *x = fb(32768, 0.5f), *w = fb(128, 1), *m = fb(256, 0.5f), *r = fb(256, 1);
+        float *dy = fb(32768, 0.5f), *dx = fb(32768, 0), *dw = fb(128, 0), *db = fb(128, 0);
+        eo_cuda_k_layernorm_backward16(2, 256, 256, x, w, m, r, dy, dx, dw, db, NULL, &EX);
+    } else if (!strcmp(name, "embedding16 bwd")) { /* 64 ids of width 256, bf16 */
+        float *t = fb(100 * 128, 0.5f), *d = fb(64 * 128, 0.5f);
+        int32_t *ids = (int32_t *)fb(64, 0);
+        eo_cuda_k_embedding_backward16(2, 64, 256, ids, d, t, &EX);
+    } else if (!strcmp(name, "sgd16")) { /* bf16 gradient and weight copy, momentum */
+        float *w = fb(8192, 0.5f), *g = fb(4096, 0.01f), *v = fb(8192, 0), *w16 = fb(4096, 0);
+        eo_cuda_k_sgd16(8192, w, 2, g, 1.0f, v, 0.1f, 0.9f, 0, 0.01f, 1, 2, w16, &EX);
     } else if (!strcmp(name, "relu bwd")) {
         float *x = fb(8192, 0.5f), *y = fb(8192, 0.5f), *dy = fb(8192, 1), *dx = fb(8192, 0);
         eo_cuda_k_unary_backward(EO_UN_RELU, 8192, x, y, dy, dx, 0, &EX);
@@ -572,6 +602,36 @@ static const struct expected_mem {
      * launch) and resets its counter: a 4-byte store */
     {"layernorm bwd", "eo_layernorm_bwd_wb_part", -1, -1, 99.5, 0.0},
     {"adamw", "eo_adamw", 16.00, 100.0, 100.0, 0.0},
+    /* 16-bit (bf16) kernels, ptx/<family>16.ptx: 16-byte groups of 8 halves
+     * (16 sectors a request, every byte used) */
+    {"fill16", "eo_fill16_bf16", -1, -1, 100.0, 0.0},
+    {"add16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 0.0},
+    {"mul16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 0.0},
+    /* x * w with w a row: dx on the 16-byte kernel, w's groups at a column
+     * that advances without division (2 rem a thread, in the prologue) */
+    {"scale16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 2.0},
+    /* a bias gradient: a warp's 32 columns of one dout row (64 bytes, 2
+     * sectors, all used) per summed position, the position a counter (no
+     * division past the prologue's 12 a warp), no atomics; then the 4
+     * chunks' f32 sums added in order */
+    {"bias add16 bwd", "eo_binary16_bwd_4d_bf16", 2.00, 100.0, 100.0, 12.0},
+    {"bias add16 bwd", "eo_binary16_bwd_sum_bf16", 3.60, 100.0, 100.0, 6.0},
+    /* 16-byte groups of x, dy, dx; w's groups, each row's mean and rstd
+     * (broadcasts: one sector for 4 bytes) pull the average down */
+    {"layernorm16 bwd", "eo_layernorm16_bwd_dx_bf16", 5.57, 89.1, 100.0, 0.0},
+    /* a warp's 32 columns of x and dy (2 sectors each), and per row the
+     * mean and rstd broadcasts */
+    {"layernorm16 bwd", "eo_layernorm16_bwd_wb_part_bf16", 1.50, 70.8, 100.0, 0.0},
+    {"layernorm16 bwd", "eo_layernorm16_bwd_wb_sum_bf16", 3.60, 100.0, 100.0, 0.0},
+    /* 64 ids, all 0 here: one list of 64 positions, walked by the first
+     * position's threads in 16-byte groups; the link and id loads are
+     * broadcasts. The lists themselves: the ids a thread each (4 sectors),
+     * no atomics, no division */
+    {"embedding16 bwd", "eo_embedding16_bwd_bf16", 2.50, 68.6, 100.0, 0.0},
+    {"embedding16 bwd", "eo_embedding16_links", 4.00, 100.0, 100.0, 0.0},
+    {"embedding16 bwd", "eo_embedding16_link_join", 4.00, 100.0, 100.0, 0.0},
+    /* f32 w and v in 16 bytes (16 sectors), the bf16 gradient in 8 (8) */
+    {"sgd16", "eo_sgd16_bf16", 13.33, 100.0, 100.0, 0.0},
 };
 
 START_TEST(memory_bound_fast_paths)

@@ -196,5 +196,11 @@ eo_k_cross_entropy16_fn eo_cuda_k_cross_entropy16;
 eo_k_cross_entropy_backward16_fn eo_cuda_k_cross_entropy_backward16;
 eo_k_embedding16_fn eo_cuda_k_embedding16;
 eo_k_adamw16_fn eo_cuda_k_adamw16;
+eo_k_fill16_fn eo_cuda_k_fill16;
+/* contiguous: 16-byte groups; broadcast or strided: the summed axes in a fixed order */
+eo_k_binary_backward16_fn eo_cuda_k_binary_backward16;
+eo_k_layernorm_backward16_fn eo_cuda_k_layernorm_backward16; /* the device's work buffer, no ws */
+eo_k_embedding_backward16_fn eo_cuda_k_embedding_backward16; /* index order, no atomics */
+eo_k_sgd16_fn eo_cuda_k_sgd16;
 
 #endif

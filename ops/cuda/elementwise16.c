@@ -114,3 +114,134 @@ void eo_cuda_k_binary16(eo_binop op, int dt, const int64_t shape[4], void *out,
            eo_cuda_grid(sh.total), 1, 1, BLOCK, 1, &o, N4(sh), &po, S4(t_o), &pa, S4(t_a), &pb,
            S4(t_b));
 }
+
+/* The bf16 kernel's id, or its f16 twin (the next line of kernels.def). */
+static eo_cuda_kernel pick(eo_cuda_kernel bf16, int dt)
+{
+    return dt == DT_BF16 ? bf16 : (eo_cuda_kernel)(bf16 + 1);
+}
+
+void eo_cuda_k_fill16(int64_t n, int dt, void *x, float value, const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || !dt_ok(cu, "fill16", dt) || !eo_cuda_fits(cu, "fill16", n) || n == 0)
+        return;
+    uint32_t nn = (uint32_t)n, nv = groups8(n, x, NULL, NULL, NULL);
+    uint64_t px = eo_cuda_dp(x);
+    LAUNCH(cu, pick(EO_CUK_FILL16_BF16, dt), grid16(n, nv), 1, 1, BLOCK, 1, &nn, &nv, &px, &value);
+}
+
+/* One gradient g (which: 0 a's, 1 b's) of a binary op over any strides,
+ * through eo_binary16_bwd_4d: the axes where g's stride is 0 are summed
+ * in a fixed order. The summed positions go in chunks of at least 64
+ * (grid y), enough chunks that the kept elements times the chunks make
+ * about 2^18 threads, their f32 sums in the work buffer, then
+ * eo_binary16_bwd_sum adds the chunks in order; one chunk adds into g
+ * directly. The chunking depends on the shape alone, so the bits do too. */
+static void grad4d(eo_cuda *cu, int dt, uint32_t op, uint32_t which, const int64_t shape[4],
+                   const void *dout, const int64_t sdo[4], const void *a, const int64_t sa[4],
+                   const void *b, const int64_t sb[4], void *g, const int64_t sg[4])
+{
+    static const char who[] = "binary_backward16";
+    const int reads = op >= EO_BIN_MUL;
+    strides4 t_d, t_a, t_b, t_g;
+    if (!eo_cuda_strides4(cu, who, shape, sdo, &t_d) ||
+        !eo_cuda_strides4(cu, who, shape, reads ? sa : NULL, &t_a) ||
+        !eo_cuda_strides4(cu, who, shape, reads ? sb : NULL, &t_b) ||
+        !eo_cuda_strides4(cu, who, shape, sg, &t_g))
+        return;
+    uint32_t n[4], r[4];
+    int64_t kept = 1, summed = 1;
+    for (int d = 0; d < 4; d++) {
+        const int sum = sg[d] == 0 && shape[d] > 1;
+        n[d] = sum ? 1u : (uint32_t)shape[d];
+        r[d] = sum ? (uint32_t)shape[d] : 1u;
+        kept *= n[d];
+        summed *= r[d];
+    }
+    int64_t R = (summed + 63) / 64, cap = ((int64_t)1 << 18) / kept;
+    const int64_t fit = WORK_BYTES / 4 / kept;
+    if (R > cap)
+        R = cap;
+    if (R > fit)
+        R = fit;
+    if (R > MAX_GRID)
+        R = MAX_GRID;
+    if (R < 1)
+        R = 1;
+    const int64_t chunk = (summed + R - 1) / R;
+    R = (summed + chunk - 1) / chunk;
+    uint32_t ch = (uint32_t)chunk, R32 = (uint32_t)R;
+    uint64_t pd = eo_cuda_dp(dout), pa = reads ? eo_cuda_dp(a) : 0, pb = reads ? eo_cuda_dp(b) : 0;
+    uint64_t pg = eo_cuda_dp(g), part = R > 1 ? cu->scratch + SCRATCH_WORK : 0;
+    LAUNCH(cu, pick(EO_CUK_BINARY16_BWD_4D_BF16, dt), eo_cuda_grid(kept), R32, 1, BLOCK, 1, &op,
+           &which, &n[0], &n[1], &n[2], &n[3], &r[0], &r[1], &r[2], &r[3], &ch, &pd, S4(t_d), &pa,
+           S4(t_a), &pb, S4(t_b), &pg, S4(t_g), &part);
+    if (R > 1)
+        LAUNCH(cu, pick(EO_CUK_BINARY16_BWD_SUM_BF16, dt), eo_cuda_grid(kept), 1, 1, BLOCK, 1,
+               &R32, &n[0], &n[1], &n[2], &n[3], &part, &pg, S4(t_g));
+}
+
+/* An input of the binary backward for the 16-byte kernel: 0 contiguous
+ * over the shape, 1 a row of *cols values repeated over the leading axes
+ * (stride 0 or extent 1 there, contiguous after: a bias, a scale vector),
+ * -1 neither. */
+static int row_mode(const int64_t shape[4], const int64_t s[4], int64_t *cols)
+{
+    if (eo_cuda_contiguous(shape, s))
+        return 0;
+    int k = 0;
+    while (k < 4 && (s[k] == 0 || shape[k] == 1))
+        k++;
+    int64_t run = 1;
+    for (int d = 3; d >= k; d--) {
+        if (shape[d] != 1 && s[d] != run)
+            return -1;
+        run *= shape[d];
+    }
+    *cols = run;
+    return 1;
+}
+
+void eo_cuda_k_binary_backward16(eo_binop op, int dt, const int64_t shape[4], const void *dout,
+                                 const int64_t sdo[4], const void *a, const int64_t sa[4],
+                                 const void *b, const int64_t sb[4], void *da,
+                                 const int64_t sda[4], void *db, const int64_t sdb[4],
+                                 const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    shape4 sh;
+    if (!cu || !dt_ok(cu, "binary_backward16", dt) ||
+        !eo_cuda_shape4(cu, "binary_backward16", shape, &sh) || sh.total == 0 || (!da && !db))
+        return;
+    uint32_t o = (uint32_t)op;
+    const int reads = op >= EO_BIN_MUL;
+    /* The 16-byte kernel takes every gradient that is contiguous when dout
+     * is, with each input the op reads contiguous or a row repeated over
+     * the rows (x * w); add and sub read neither, so a bias add's dx goes
+     * here too. A row input needs whole 16-byte groups (cols % 8 == 0,
+     * every pointer aligned: then n % 8 == 0 and there is no tail). */
+    int64_t ca = 0, cb = 0;
+    const int ma = reads ? row_mode(shape, sa, &ca) : 0, mb = reads ? row_mode(shape, sb, &cb) : 0;
+    const int64_t cols = ma == 1 ? ca : mb == 1 ? cb : sh.total;
+    int flat = eo_cuda_contiguous(shape, sdo) && ma >= 0 && mb >= 0 &&
+               (ma != 1 || ca == cols) && (mb != 1 || cb == cols);
+    void *fa = flat && da && eo_cuda_contiguous(shape, sda) ? da : NULL;
+    void *fb = flat && db && eo_cuda_contiguous(shape, sdb) ? db : NULL;
+    uint32_t nv = a16(fb) ? groups8(sh.total, dout, reads ? a : NULL, reads ? b : NULL, fa) : 0u;
+    if ((ma == 1 || mb == 1) && (cols % 8 != 0 || (int64_t)nv * 8 != sh.total))
+        fa = fb = NULL;
+    if (fa || fb) {
+        uint32_t nn = (uint32_t)sh.total, c = (uint32_t)cols, am = (uint32_t)ma, bm = (uint32_t)mb;
+        uint64_t pd = eo_cuda_dp(dout), pa = reads ? eo_cuda_dp(a) : 0, pb = reads ? eo_cuda_dp(b) : 0;
+        uint64_t pda = eo_cuda_dp(fa), pdb = eo_cuda_dp(fb);
+        LAUNCH(cu, pick(EO_CUK_BINARY16_BWD_BF16, dt), grid16(sh.total, nv), 1, 1, BLOCK, 1, &o,
+               &nn, &nv, &c, &am, &bm, &pd, &pa, &pb, &pda, &pdb);
+    }
+    /* Broadcast or strided: each remaining gradient on its own, its sums in
+     * a fixed order (da first, so da = db gets both, as on the CPU). */
+    if (da && !fa)
+        grad4d(cu, dt, o, 0, shape, dout, sdo, a, sa, b, sb, da, sda);
+    if (db && !fb)
+        grad4d(cu, dt, o, 1, shape, dout, sdo, a, sa, b, sb, db, sdb);
+}

@@ -29,3 +29,54 @@ void eo_cuda_k_embedding16(int dt, int64_t n, int64_t dim, const void *table, co
     LAUNCH(cu, EO_CUK_EMBEDDING16, eo_cuda_grid(nv ? (int64_t)nv : dim), gy, 1, BLOCK, 1, &nn, &d,
            &nv, &pt, &pi, &po);
 }
+
+/* dtable[idx[i], :] += dout[i, :] in index order, each sum rounded, no
+ * atomics: eo_embedding16_links (in segments of positions) and
+ * eo_embedding16_link_join write each position's next occurrence of its
+ * id into the work buffer, then eo_embedding16_bwd_* walks each id's
+ * list from its first occurrence, with the gather's grid (16-byte groups
+ * when rows allow). Past about 2^19 indices the lists do not fit and
+ * eo_embedding16_bwd_cols_* (a thread per column, every index in order)
+ * takes over. The ids were checked before, as for the f32 backward. */
+void eo_cuda_k_embedding_backward16(int dt, int64_t n, int64_t dim, const int32_t *idx,
+                                    const void *dout, void *dtable, const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || n == 0 || dim == 0)
+        return;
+    if (dt != 2 && dt != 3) {
+        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED,
+                          "embedding_backward16: the table must be bf16 or f16", NULL, NULL);
+        return;
+    }
+    if (!eo_cuda_fits(cu, "embedding_backward16", n) ||
+        !eo_cuda_fits(cu, "embedding_backward16", dim) ||
+        !eo_cuda_fits(cu, "embedding_backward16", n * dim))
+        return;
+    uint32_t nn = (uint32_t)n, d = (uint32_t)dim;
+    uint64_t pi = eo_cuda_dp(idx), pd = eo_cuda_dp(dout), pt = eo_cuda_dp(dtable);
+    /* the lists: positions in segments of tps tiles of 256 ids, enough
+     * segments (up to 32) that the n^2 compares spread over the whole GPU;
+     * S partial lists and the joined one in the work buffer */
+    int64_t tiles = (n + 255) / 256, S = tiles < 32 ? tiles : 32;
+    while (S > 1 && (S + 1) * n > WORK_BYTES / 4)
+        S--;
+    if ((S + 1) * n > WORK_BYTES / 4) {
+        LAUNCH(cu, dt == 2 ? EO_CUK_EMBEDDING16_BWD_COLS_BF16 : EO_CUK_EMBEDDING16_BWD_COLS_F16,
+               eo_cuda_grid(dim), 1, 1, BLOCK, 1, &nn, &d, &pi, &pd, &pt);
+        return;
+    }
+    const int64_t tps = (tiles + S - 1) / S;
+    S = (tiles + tps - 1) / tps;
+    uint32_t t32 = (uint32_t)tps, S32 = (uint32_t)S;
+    uint64_t part = cu->scratch + SCRATCH_WORK, link = part + (uint64_t)S * n * 4;
+    LAUNCH(cu, EO_CUK_EMBEDDING16_LINKS, (unsigned)tiles, S32, 1, BLOCK, 1, &nn, &t32, &pi, &part);
+    LAUNCH(cu, EO_CUK_EMBEDDING16_LINK_JOIN, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &S32, &part,
+           &link);
+    int vec = dim % 8 == 0 && eo_cuda_dp(dtable) % 16 == 0 && eo_cuda_dp(dout) % 16 == 0;
+    uint32_t nv = vec ? (uint32_t)(dim / 8) : 0u;
+    unsigned gy = n < MAX_GRID ? (unsigned)n : MAX_GRID;
+    LAUNCH(cu, dt == 2 ? EO_CUK_EMBEDDING16_BWD_BF16 : EO_CUK_EMBEDDING16_BWD_F16,
+           eo_cuda_grid(nv ? (int64_t)nv : dim), gy, 1, BLOCK, 1, &nn, &d, &nv, &pi, &link, &pd,
+           &pt);
+}

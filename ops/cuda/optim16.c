@@ -51,3 +51,29 @@ void eo_cuda_k_adamw16(int64_t n, float *w, int gdt, const void *g, float gscale
            eo_cuda_grid(nv ? (int64_t)nv : n), 1, 1, BLOCK, 1, &nn, &nv, &pw, &pg, &g16, &gscale,
            &pm, &pv, &lr, &beta1, &beta2, &eps, &wd, &ss, &sq, &ph);
 }
+
+void eo_cuda_k_sgd16(int64_t n, float *w, int gdt, const void *g, float gscale, float *v,
+                     float lr, float momentum, float dampening, float wd, int nesterov, int dt16,
+                     void *w16, const eo_exec *ex)
+{
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || !eo_cuda_fits(cu, "sgd16", n) || n == 0)
+        return;
+    /* One 16-bit type per kernel, as adamw16. */
+    int t = gdt != DT_F32 ? gdt : w16 ? dt16 : DT_BF16;
+    if ((t != DT_BF16 && t != DT_F16) || (gdt != DT_F32 && gdt != t) || (w16 && dt16 != t)) {
+        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "sgd16: the gradient must be f32, bf16 or "
+                          "f16, and a 16-bit gradient and weight copy of the same type", NULL,
+                          NULL);
+        return;
+    }
+    uint32_t g16 = gdt != DT_F32, nest = nesterov != 0;
+    /* v is read only with momentum: NULL then counts as aligned */
+    int vec = eo_cuda_dp(w) % 16 == 0 && eo_cuda_dp(v) % 16 == 0 &&
+              eo_cuda_dp(g) % (g16 ? 8u : 16u) == 0 && eo_cuda_dp(w16) % 8 == 0;
+    uint32_t nn = (uint32_t)n, nv = vec ? (uint32_t)(n / 4) : 0u;
+    uint64_t pw = eo_cuda_dp(w), pg = eo_cuda_dp(g), pv = eo_cuda_dp(v), ph = eo_cuda_dp(w16);
+    LAUNCH(cu, t == DT_BF16 ? EO_CUK_SGD16_BF16 : EO_CUK_SGD16_F16,
+           eo_cuda_grid(nv ? (int64_t)nv : n), 1, 1, BLOCK, 1, &nn, &nv, &pw, &pg, &g16, &gscale,
+           &pv, &lr, &momentum, &dampening, &wd, &nest, &ph);
+}

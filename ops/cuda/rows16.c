@@ -139,3 +139,53 @@ void eo_cuda_k_cross_entropy_backward16(int dt, int64_t rows, int64_t cols, cons
     LAUNCH(cu, pick(EO_CUK_CE16_BWD_BF16, dt), r, 1, 1, BLOCK, 1, &r, &c, &nv, &px, &pt,
            &ignore_index, &pst, &ps, &prow, &pdx);
 }
+
+/* dx: a block per row (eo_layernorm16_bwd_dx). dw, db: column sums over
+ * chunks of 64 rows or more (eo_layernorm16_bwd_wb_part, grid (columns /
+ * 256, chunks), f32 sums in the work buffer), then the chunks added in
+ * order and rounded once (eo_layernorm16_bwd_wb_sum): no atomics, and a
+ * chunking that depends on the shape alone. */
+void eo_cuda_k_layernorm_backward16(int dt, int64_t rows, int64_t cols, const void *x,
+                                    const void *w, const float *mean, const float *rstd,
+                                    const void *dy, void *dx, void *dw, void *db, void *ws,
+                                    const eo_exec *ex)
+{
+    (void)ws;
+    eo_cuda *cu = eo_cuda_ready(ex);
+    if (!cu || !rows_ok(cu, "layernorm_backward16", dt, rows, cols) || rows == 0 || cols == 0)
+        return;
+    uint32_t r = (uint32_t)rows, c = (uint32_t)cols;
+    uint64_t px = eo_cuda_dp(x), pw = eo_cuda_dp(w), pm = eo_cuda_dp(mean), pr = eo_cuda_dp(rstd);
+    uint64_t pdy = eo_cuda_dp(dy);
+    if (dx) {
+        /* w's groups line up with x's only when rows start on 16-byte
+         * boundaries, i.e. cols % 8 == 0 */
+        uint32_t nv = vec16(x, dy, dx, w) && (!w || cols % 8 == 0);
+        uint64_t pdx = eo_cuda_dp(dx);
+        LAUNCH(cu, pick(EO_CUK_LAYERNORM16_BWD_DX_BF16, dt), r, 1, 1, BLOCK, 1, &r, &c, &nv, &px,
+               &pw, &pm, &pr, &pdy, &pdx);
+    }
+    if (!dw && !db)
+        return;
+    /* chunks of 64 rows (enough blocks to keep the GPU busy at 4096 rows),
+     * at most 64 of them (the sum's rounds), and two f32 sums per column
+     * and chunk must fit the work buffer */
+    int64_t R = (rows + 63) / 64, fit = WORK_BYTES / 8 / cols;
+    if (fit < 1) {
+        eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "layernorm_backward16: dw, db of rows of more "
+                          "than 2^19 columns", NULL, NULL);
+        return;
+    }
+    if (R > fit)
+        R = fit;
+    if (R > 64)
+        R = 64;
+    const int64_t chunk = (rows + R - 1) / R;
+    R = (rows + chunk - 1) / chunk;
+    uint32_t ch = (uint32_t)chunk, R32 = (uint32_t)R;
+    uint64_t work = cu->scratch + SCRATCH_WORK, pdw = eo_cuda_dp(dw), pdb = eo_cuda_dp(db);
+    LAUNCH(cu, pick(EO_CUK_LAYERNORM16_BWD_WB_PART_BF16, dt), (unsigned)((cols + 255) / 256), R32,
+           1, BLOCK, 1, &r, &c, &ch, &px, &pm, &pr, &pdy, &work);
+    LAUNCH(cu, pick(EO_CUK_LAYERNORM16_BWD_WB_SUM_BF16, dt), eo_cuda_grid(cols), 1, 1, BLOCK, 1,
+           &R32, &c, &work, &pdw, &pdb);
+}

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "ops/cuda/device.h"
+#include "ops/cuda/launch.h"
 #include "ops/cuda/ptx.h"
 #include "tools/bench/bench_sim.h"
 #include "tools/bench/perfmodel.h"
@@ -425,6 +426,76 @@ static void run_adamw16(sim *s, const bcase *c)
                           3, BF16, w16, &s->ex);
 }
 
+/* The 16-bit backward kernels, fill and SGD: variant 0 fill */
+static void run_fill16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *x = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_fill16((int64_t)n, BF16, x, 0.5f, &s->ex);
+}
+
+/* as run_binary_bwd: variant 0 add with both gradients full, 1 a bias add
+ * (da full, db summed over the rows), 2 mul with both full, 3 x * w with w
+ * a [b] row (dx through the strided kernel, dw summed over the rows) */
+static void run_binary16_bwd(sim *s, const bcase *c)
+{
+    const int row = c->variant == 1 || c->variant == 3;
+    size_t n = (size_t)(c->a * c->b), nb = row ? (size_t)c->b : n;
+    void *g = hbuf(s, n, 0.5f), *x = hbuf(s, n, 0.5f), *w = hbuf(s, nb, 0.25f);
+    void *da = hbuf(s, n, 0.0f), *db = hbuf(s, nb, 0.0f);
+    const int64_t sh[4] = {1, 1, c->a, c->b}, st[4] = {(int64_t)n, (int64_t)n, c->b, 1};
+    const int64_t sb[4] = {0, 0, row ? 0 : c->b, 1};
+    eo_binop op = c->variant >= 2 ? EO_BIN_MUL : EO_BIN_ADD;
+    if (!s->failed)
+        eo_cuda_k_binary_backward16(op, BF16, sh, g, st, x, st, w, sb, da, st, db, sb, &s->ex);
+}
+
+static void run_layernorm16_bwd(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    void *x = hbuf(s, n, 0.5f), *w = hbuf(s, (size_t)c->b, 1.0f), *dy = hbuf(s, n, 0.5f);
+    void *dx = hbuf(s, n, 0.0f), *dw = hbuf(s, (size_t)c->b, 0.0f), *db = hbuf(s, (size_t)c->b, 0.0f);
+    float *m = dbuf(s, (size_t)c->a, 0.5f), *r = dbuf(s, (size_t)c->a, 1.0f);
+    if (!s->failed)
+        eo_cuda_k_layernorm_backward16(BF16, c->a, c->b, x, w, m, r, dy, dx, dw, db, NULL,
+                                       &s->ex);
+}
+
+/* a ids of width b into a table of as many rows, distinct ids as run_embedding16 */
+static void run_embedding16_bwd(sim *s, const bcase *c)
+{
+    static int32_t ids[4096];
+    void *tab = hbuf(s, (size_t)(c->a * c->b), 0.5f);
+    void *d = hbuf(s, (size_t)(c->a * c->b), 0.5f);
+    int32_t *idx = ibuf(s, (size_t)c->a, 0);
+    if (s->failed || c->a > 4096)
+        return;
+    for (int64_t i = 0; i < c->a; i++)
+        ids[i] = (int32_t)((7 * i) % c->a);
+    if (eo_cuda_h2d(&s->cu, (eo_cu_deviceptr)(uintptr_t)idx, ids, (size_t)c->a * 4) != EO_OK) {
+        s->failed = 1;
+        return;
+    }
+    /* The lists the backward follows, as distinct ids make them (no next
+     * occurrence anywhere), already in the work buffer: a sampled run of
+     * eo_embedding16_links writes only its sampled blocks' entries, and the
+     * sampled blocks of the backward must see real lists. */
+    eo_cuda_memset32(&s->cu, s->cu.scratch + EO_CU_SCRATCH_WORK, 0x7fffffffu,
+                     EO_CU_WORK_BYTES / 4);
+    eo_cuda_k_embedding_backward16(BF16, c->a, c->b, idx, d, tab, &s->ex);
+}
+
+static void run_sgd16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b);
+    float *w = dbuf(s, n, 0.5f), *v = dbuf(s, n, 0.0f);
+    void *g = hbuf(s, n, 0.01f), *w16 = hbuf(s, n, 0.0f);
+    if (!s->failed)
+        eo_cuda_k_sgd16((int64_t)n, w, BF16, g, 1.0f, v, 0.1f, 0.9f, 0.0f, 0.01f, 0, BF16, w16,
+                        &s->ex);
+}
+
 #define MM(shape, M, N, K, v, samp) \
     {v == 0 ? "matmul nn" : v == 1 ? "matmul tn" : "matmul nt", shape, M, N, K, 0, v, \
      2.0 * M * N * K, 1, samp, run_matmul}
@@ -471,6 +542,8 @@ static const bcase cases[] = {
     ROWS("layernorm", "4096x1024", 4096, 1024, 0, 2, run_layernorm),
     ROWS16("layernorm bf16", "4096x1024", 4096, 1024, 0, 4, run_layernorm16),
     ROWS("layernorm_bwd", "4096x1024", 4096, 1024, 0, 3, run_layernorm_bwd),
+    /* x, dy read, dx read and written (dw, db: one row) */
+    ROWS16("layernorm_bwd bf16", "4096x1024", 4096, 1024, 0, 8, run_layernorm16_bwd),
     ROWS("cross_entropy", "4096x1024", 4096, 1024, 0, 1, run_xent),
     ROWS16("cross_entropy bf16", "4096x1024", 4096, 1024, 0, 2, run_xent16),
     ROWS("cross_entropy", "512x50257", 512, 50257, 0, 1, run_xent),
@@ -487,15 +560,26 @@ static const bcase cases[] = {
     ROWS("add_bwd", "4096x1024", 4096, 1024, 0, 5, run_binary_bwd),
     ROWS("add bias_bwd", "4096x1024", 4096, 1024, 1, 3, run_binary_bwd),
     ROWS("mul bias_bwd", "4096x1024", 4096, 1024, 2, 4, run_binary_bwd),
+    /* bf16: dout read, da and db read and written; mul reads a and b too;
+     * a bias add's db is one row */
+    ROWS16("add_bwd bf16", "4096x1024", 4096, 1024, 0, 10, run_binary16_bwd),
+    ROWS16("mul_bwd bf16", "4096x1024", 4096, 1024, 2, 14, run_binary16_bwd),
+    ROWS16("add bias_bwd bf16", "4096x1024", 4096, 1024, 1, 6, run_binary16_bwd),
+    ROWS16("mul bias_bwd bf16", "4096x1024", 4096, 1024, 3, 8, run_binary16_bwd),
     ROWS("copy", "4096x1024", 4096, 1024, 0, 2, run_copy),
     ROWS("accumulate", "4096x1024", 4096, 1024, 1, 3, run_copy),
     ROWS("fill", "4096x1024", 4096, 1024, 2, 1, run_copy),
+    ROWS16("fill bf16", "4096x1024", 4096, 1024, 0, 2, run_fill16),
     ROWS("relu_bwd", "4096x1024", 4096, 1024, 0, 4, run_relu_bwd),
     ROWS("dropout", "4096x1024", 4096, 1024, 0, 2, run_dropout),
     ROWS("dropout_bwd", "4096x1024", 4096, 1024, 1, 3, run_dropout),
     ROWS("embedding", "4096x1024", 4096, 1024, 0, 2, run_embedding),
     ROWS("embedding_bwd", "4096x1024", 4096, 1024, 1, 2, run_embedding),
+    /* dout read, the table rows read and written */
+    ROWS16("embedding_bwd bf16", "4096x1024", 4096, 1024, 0, 6, run_embedding16_bwd),
     ROWS("sgd", "4096x1024", 4096, 1024, 0, 5, run_sgd),
+    /* f32 w, v read and written (16 bytes), bf16 g read and bf16 w written (4) */
+    ROWS16("sgd bf16", "4096x1024", 4096, 1024, 0, 20, run_sgd16),
     ROWS16("gelu bf16", "4096x1024", 4096, 1024, 0, 4, run_gelu16),
     ROWS16("add bf16", "4096x1024", 4096, 1024, 0, 6, run_add16),
     ROWS16("cast f32->bf16", "4096x1024", 4096, 1024, 0, 6, run_cast16),

@@ -132,13 +132,19 @@ class Ty:
         k.o("ld.global.u16 %%cv_h, [%s];" % addr)
         self.widen(k, f)
 
-    def widen(self, k, f):
+    def widen(self, k, f, h="%cv_h"):
+        """The 16-bit value in the b16 register h -> f32 f (exact)."""
+        k.r("b32", "cv_t")
         if self.name == "bf16":
-            k.o("cvt.u32.u16 %cv_t, %cv_h;")
+            k.o("cvt.u32.u16 %%cv_t, %s;" % h)
             k.o("shl.b32 %cv_t, %cv_t, 16;", "bf16 -> f32")
             k.o("mov.b32 %s, %%cv_t;" % f)
         else:
-            k.o("cvt.f32.f16 %s, %%cv_h;" % f)
+            k.o("cvt.f32.f16 %s, %s;" % (f, h))
+
+    def round1(self, k, h, f):
+        """f32 f -> the b16 register h, rounded to nearest even."""
+        k.o("cvt.rn.%s.f32 %s, %s;" % (self.name, h, f), "round to nearest even")
 
     def store1(self, k, addr, f):
         k.r("b16", "cv_h")
@@ -289,6 +295,35 @@ def grid_stride(k, i="i", step="step"):
     k.o("mul.lo.u32 %%%s, %%%s, %%gs_t;" % (step, step))
     k.o("mov.u32 %gs_u, %tid.x;")
     k.o("mad.lo.u32 %%%s, %%%s, %%gs_t, %%gs_u;" % (i, i))
+
+
+def tail_start(k, shift, comment=None):
+    """%i = this thread's first element past the nvec groups of 2^shift
+    values (the one-value-a-thread tail after a group loop)."""
+    k.r("b32", "e0")
+    k.o("mov.u32 %gs_t, %ntid.x;")
+    k.o("mov.u32 %e0, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
+    k.o("shl.b32 %%e0, %%nvec, %d;" % shift)
+    k.o("add.u32 %i, %i, %e0;", comment)
+
+
+def until(k, idx, bound, target):
+    """Leave for target once idx >= bound (u32)."""
+    k.r("pred", "pg")
+    k.o("setp.ge.u32 %%pg, %s, %s;" % (idx, bound))
+    k.o("@%%pg bra %s;" % target)
+
+
+def advance(k, loop):
+    """The grid-stride step, back to loop."""
+    k.o("add.u32 %i, %i, %step;")
+    k.o("bra %s;" % loop)
+
+
+def finish(k):
+    k.label("DONE")
+    k.o("ret;")
 
 
 def addr(k, dst, base, idx, size):
@@ -463,8 +498,7 @@ def k_unary(t):
     grid_stride(k)
     k.o("setp.ne.u32 %pscal, 0, 0;", "vector phase first")
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "ax", "x", "i", 16)
     load8(k, t, "%ax", Q)
     k.o("mov.u32 %j, 0;")
@@ -478,30 +512,21 @@ def k_unary(t):
     k.o("@%pg bra TURN;")
     addr(k, "ay", "y", "i", 16)
     store8(k, t, "%ay", Q)
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
     k.c("the elements past the groups: one per thread, same code for f")
-    k.r("b32", "e0")
     k.o("setp.ne.u32 %pscal, 0, 1;")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;", "first element past the groups")
+    tail_start(k, 3, "first element past the groups")
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "ax", "x", "i", 2)
     t.load1(k, "%q0", "%ax")
     k.o("bra TURN;")
     k.label("TAIL_STORE")
     addr(k, "ay", "y", "i", 2)
     t.store1(k, "%ay", "%r")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -532,8 +557,7 @@ def k_unary_bwd(t):
     grid_stride(k)
     k.o("setp.ne.u32 %pscal, 0, 0;")
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "ax", "src", "i", 16)
     k.o("@%pnone bra VEC_SKIP;")
     load8(k, t, "%ax", Q)
@@ -559,19 +583,12 @@ def k_unary_bwd(t):
         k.o("mul.rn.f32 %s, %s, %s;" % (G[j], G[j], Q[j]))
         k.o("add.rn.f32 %s, %s, %s;" % (A[j], A[j], G[j]))
     store8(k, t, "%adx", A)
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.r("b32", "e0")
     k.o("setp.ne.u32 %pscal, 0, 1;")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 3)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "ax", "src", "i", 2)
     k.o("@%pnone bra TURN;")
     t.load1(k, "%q0", "%ax")
@@ -584,10 +601,8 @@ def k_unary_bwd(t):
     k.o("mul.rn.f32 %g, %g, %r;")
     k.o("add.rn.f32 %a, %a, %g;")
     t.store1(k, "%adx", "%a")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -641,8 +656,7 @@ def k_binary(t):
     grid_stride(k)
     k.o("setp.ne.u32 %pscal, 0, 0;")
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "aa", "a", "i", 16)
     load8(k, t, "%aa", Q)
     addr(k, "ab", "b", "i", 16)
@@ -661,19 +675,12 @@ def k_binary(t):
     k.o("@%pg bra TURN;")
     addr(k, "ao", "out", "i", 16)
     store8(k, t, "%ao", Q)
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.r("b32", "e0")
     k.o("setp.ne.u32 %pscal, 0, 1;")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 3)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "aa", "a", "i", 2)
     t.load1(k, "%q0", "%aa")
     addr(k, "ab", "b", "i", 2)
@@ -682,10 +689,8 @@ def k_binary(t):
     k.label("TAIL_STORE")
     addr(k, "ao", "out", "i", 2)
     t.store1(k, "%ao", "%r")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -732,10 +737,8 @@ def k_binary_4d(t):
     k.o("mul.wide.s32 %po, %oo, 2;")
     k.o("add.u64 %po, %o, %po;")
     t.store1(k, "%po", "%r")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "LOOP")
+    finish(k)
     return k
 
 
@@ -760,8 +763,7 @@ def k_convert(t, to16):
     k.r("f32", *["q%d" % j for j in range(4)]).r("pred", "pg").r("b32", "e0 w0 w1")
     grid_stride(k)
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     if to16:
         addr(k, "as", "src", "i", 16)
         k.o("ld.global.v4.f32 {%q0, %q1, %q2, %q3}, [%as];")
@@ -776,17 +778,11 @@ def k_convert(t, to16):
         t.unpack(k, "%w1", "%q2", "%q3")
         addr(k, "ad", "dst", "i", 16)
         k.o("st.global.v4.f32 [%ad], {%q0, %q1, %q2, %q3};")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 2;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 2)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     if to16:
         addr(k, "as", "src", "i", 4)
         k.o("ld.global.f32 %q0, [%as];")
@@ -797,10 +793,8 @@ def k_convert(t, to16):
         t.load1(k, "%q0", "%as")
         addr(k, "ad", "dst", "i", 4)
         k.o("st.global.f32 [%ad], %q0;")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
@@ -813,38 +807,30 @@ def k_copy16():
     k.r("b32", "w0 w1 w2 w3 e0").r("b16", "h").r("pred", "pg")
     grid_stride(k)
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "as", "src", "i", 16)
     k.o("ld.global.v4.b32 {%w0, %w1, %w2, %w3}, [%as];")
     addr(k, "ad", "dst", "i", 16)
     k.o("st.global.v4.b32 [%ad], {%w0, %w1, %w2, %w3};")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 3;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 3)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "as", "src", "i", 2)
     k.o("ld.global.u16 %h, [%as];")
     addr(k, "ad", "dst", "i", 2)
     k.o("st.global.b16 [%ad], %h;")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
 def module_elementwise16():
     head = """// ptx/elementwise16.ptx - elementwise kernels on 16-bit tensors (bf16, f16):
-// conversions to and from f32, a 16-bit copy, unary ops forward and
-// backward, binary ops forward (launchers: ops/cuda/elementwise16.c).
+// conversions to and from f32, a 16-bit copy, fill, unary ops forward and
+// backward, binary ops forward and backward (launchers:
+// ops/cuda/elementwise16.c).
 // GENERATED by tools/build/gen-ptx16.py (edit that, then regenerate).
 //
 // 16-bit storage, f32 arithmetic: each value is widened to f32 when it is
@@ -860,6 +846,8 @@ def module_elementwise16():
 // contiguous kernels take nvec = n/8 when every pointer is 16-byte aligned
 // (else 0): the first 8 nvec elements go 8 per thread with 16-byte accesses,
 // the rest one per thread (the f32 <-> 16-bit conversions: groups of 4).
+// Except eo_binary16_bwd_4d_*, whose grid y splits the summed positions
+// into chunks (see its comment).
 .version 7.0
 .target sm_80
 .address_size 64
@@ -870,6 +858,8 @@ def module_elementwise16():
     ks.append(k_copy16())
     for t in TYPES:
         ks += [k_unary(t), k_unary_bwd(t), k_binary(t), k_binary_4d(t)]
+    for t in TYPES:
+        ks += [k_fill16(t), k_binary_bwd(t), k_binary_bwd_4d(t), k_binary_bwd_sum(t)]
     return head + "".join("\n" + k.text() for k in ks)
 
 
@@ -1293,8 +1283,7 @@ def k_ce_fwd(t):
     k.o("mul.wide.u32 %a8, %row, 4;")
     k.o("add.u64 %a8, %rowloss, %a8;")
     k.o("st.global.f32 [%a8], %loss;")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1398,8 +1387,7 @@ def k_ce_loss(t):
     k.o("and.pred %pz, %pz, %pg;")
     k.o("@%pz mov.f32 %sum, 0f00000000;", "... 0 when no row is kept")
     t.store1(k, "%loss", "%sum")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1424,8 +1412,7 @@ def k_ce_scale(t):
     k.o("and.pred %pz, %pz, %pg;")
     k.o("@%pz mov.f32 %d, 0f00000000;")
     k.o("st.global.f32 [%scale], %d;")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
@@ -1478,15 +1465,15 @@ def k_ce_bwd(t):
             k.o("fma.rn.f32 %s, %%sr, %s, %s;" % (W[j], V[j], W[j]))
         st(k, t, nv, "%dxr", W)
     walk(k, "P", body, 2)
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
 def module_rows16():
     head = """// ptx/rows16.ptx - row kernels on 16-bit tensors (bf16, f16): softmax and
 // log_softmax forward and backward, layernorm forward, cross-entropy forward
-// (row statistics, then the loss) and backward (launchers: ops/cuda/rows16.c).
+// (row statistics, then the loss) and backward, layernorm backward
+// (launchers: ops/cuda/rows16.c).
 // GENERATED by tools/build/gen-ptx16.py (edit that, then regenerate).
 //
 // 16-bit storage, f32 arithmetic: values are widened to f32 as they are
@@ -1497,7 +1484,9 @@ def module_rows16():
 //
 // Launch contract: a block of exactly 256 threads per row, grid (rows, 1, 1),
 // 32 bytes of static shared memory (one f32 per warp); eo_ce16_loss and
-// eo_ce16_scale are one block of 256.
+// eo_ce16_scale are one block of 256; the layernorm backward's dw, db
+// column sums (eo_layernorm16_bwd_wb_part_*, _wb_sum_*) have their own grids
+// (see their comments).
 .version 7.0
 .target sm_80
 .address_size 64
@@ -1506,6 +1495,8 @@ def module_rows16():
     for t in TYPES:
         ks += [k_softmax(t), k_softmax_bwd(t), k_layernorm(t), k_ce_fwd(t), k_ce_loss(t), k_ce_scale(t),
                k_ce_bwd(t)]
+    for t in TYPES:
+        ks += [k_layernorm_bwd_dx(t), k_layernorm_bwd_wb_part(t), k_layernorm_bwd_wb_sum(t)]
     return head + "".join("\n" + k.text() for k in ks)
 
 
@@ -1534,8 +1525,7 @@ def k_embedding():
     k.o("mul.lo.u32 %cstep, %cstep, %nt;")
     k.o("mov.u32 %i, %ctaid.y;")
     k.label("ROW")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     k.o("mul.wide.u32 %a, %i, 4;")
     k.o("add.u64 %a, %idx, %a;")
     k.o("ld.global.s32 %id, [%a];")
@@ -1573,23 +1563,25 @@ def k_embedding():
     k.o("mov.u32 %ny, %nctaid.y;")
     k.o("add.u32 %i, %i, %ny;")
     k.o("bra ROW;")
-    k.label("DONE")
-    k.o("ret;")
+    finish(k)
     return k
 
 
 def module_embedding16():
     head = """// ptx/embedding16.ptx - the embedding gather for 16-bit tables (bf16 or f16:
-// the bits are copied, so one kernel serves both); launcher
+// the bits are copied, so one kernel serves both) and its backward; launchers
 // ops/cuda/embedding16.c. GENERATED by tools/build/gen-ptx16.py.
-// The backward (16-bit rows added in index order, each sum rounded to 16
-// bits, as the core's contract asks) has no native kernel: the core runs it
-// over f32 copies (core/op_cast.c).
+// The backward adds 16-bit rows in index order, each sum rounded to 16 bits
+// (the core's contract), without atomics: eo_embedding16_links lists each
+// id's positions, eo_embedding16_bwd_* walks each list from its first
+// occurrence (eo_embedding16_bwd_cols_*: the fallback past ~2^19 indices).
 .version 7.0
 .target sm_80
 .address_size 64
 """
-    return head + "\n" + k_embedding().text()
+    ks = [k_embedding(), k_embedding_links(), k_embedding_link_join()]
+    ks += [k_embedding_bwd_lists(t) for t in TYPES] + [k_embedding_bwd(t) for t in TYPES]
+    return head + "".join("\n" + k.text() for k in ks)
 
 
 # ================================================================ optim16 --
@@ -1651,8 +1643,7 @@ def k_adamw(t):
 
     grid_stride(k)
     k.label("VEC")
-    k.o("setp.ge.u32 %pg, %i, %nvec;")
-    k.o("@%pg bra TAIL;")
+    until(k, "%i", "%nvec", "TAIL")
     addr(k, "aw", "w", "i", 16)
     addr(k, "am", "m", "i", 16)
     addr(k, "av", "v", "i", 16)
@@ -1680,17 +1671,11 @@ def k_adamw(t):
     addr(k, "ah", "w16", "i", 8)
     k.o("st.global.v2.b32 [%ah], {%h01, %h23};")
     k.label("VNEXT")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra VEC;")
+    advance(k, "VEC")
     k.label("TAIL")
-    k.o("mov.u32 %gs_t, %ntid.x;")
-    k.o("mov.u32 %e0, %ctaid.x;")
-    k.o("mad.lo.u32 %i, %e0, %gs_t, %gs_u;")
-    k.o("shl.b32 %e0, %nvec, 2;")
-    k.o("add.u32 %i, %i, %e0;")
+    tail_start(k, 2)
     k.label("TAIL_LOOP")
-    k.o("setp.ge.u32 %pg, %i, %n;")
-    k.o("@%pg bra DONE;")
+    until(k, "%i", "%n", "DONE")
     addr(k, "aw", "w", "i", 4)
     addr(k, "am", "m", "i", 4)
     addr(k, "av", "v", "i", 4)
@@ -1713,22 +1698,1183 @@ def k_adamw(t):
     addr(k, "ah", "w16", "i", 2)
     t.store1(k, "%ah", "%x")
     k.label("TNEXT")
-    k.o("add.u32 %i, %i, %step;")
-    k.o("bra TAIL_LOOP;")
-    k.label("DONE")
-    k.o("ret;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
     return k
 
 
 def module_optim16():
-    head = """// ptx/optim16.ptx - AdamW for mixed precision: f32 master weights and state,
+    head = """// ptx/optim16.ptx - AdamW and SGD for mixed precision: f32 master weights and state,
 // a 16-bit (or f32) gradient, the 16-bit weight copy written in the same
 // pass (launcher ops/cuda/optim16.c). GENERATED by tools/build/gen-ptx16.py.
 .version 7.0
 .target sm_80
 .address_size 64
 """
-    return head + "".join("\n" + k_adamw(t).text() for t in TYPES)
+    return head + "".join("\n" + k.text() for k in [k_adamw(t) for t in TYPES] + [k_sgd(t) for t in TYPES])
+
+
+# ------------------------------------------- elementwise16: fill, backward --
+
+def k_fill16(t):
+    k = K("eo_fill16_" + t.name, [
+        ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u64", "x", "%s *x" % t.name), ("f32", "value", "the value (f32)")],
+        "eo_fill16_%s(n, nvec, x, value): x[i] = value rounded to %s (nearest even)\n"
+        "once, before the loop. 16-byte stores of 8 copies on [0, 8 nvec), one value\n"
+        "a thread on the rest (nvec = n/8 when x is 16-byte aligned, else 0)."
+        % (t.name, t.name))
+    k.r("b32", "wv").r("b16", "hv")
+    k.o("cvt.rn.%sx2.f32 %%wv, %%value, %%value;" % t.name, "two rounded copies in one word")
+    t.round1(k, "%hv", "%value")
+    grid_stride(k)
+    k.label("VEC")
+    until(k, "%i", "%nvec", "TAIL")
+    addr(k, "ax", "x", "i", 16)
+    k.o("st.global.v4.b32 [%ax], {%wv, %wv, %wv, %wv};", "8 values, one 16-byte store")
+    advance(k, "VEC")
+    k.label("TAIL")
+    tail_start(k, 3)
+    k.label("TAIL_LOOP")
+    until(k, "%i", "%n", "DONE")
+    addr(k, "ax", "x", "i", 2)
+    k.o("st.global.b16 [%ax], %hv;")
+    advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
+
+
+GRAD_NOTE = """The gradient terms are ops/cpu/binary.c's (grad_term), in its operation
+order, so a full gradient is the CPU's f32 result rounded once:
+  add: dout, dout;  sub: dout, -dout;  mul: dout b, dout a;
+  div: dout / b, -(dout / b) (a / b)  (not dout a / b^2: b^2 overflows first);
+  max: the larger input gets dout, a tie dout / 2 each, a NaN on either side
+  dout to both (PyTorch's rule); min: the same with the smaller."""
+
+
+def bin_preds(k):
+    """%b0..%b4: op is add, sub, mul, div, max (min: none of them)."""
+    k.r("pred", "b0 b1 b2 b3 b4")
+    for i in range(5):
+        k.o("setp.eq.u32 %%b%d, %%op, %d;" % (i, i))
+
+
+def grad_terms(k, lab, d, a, b, ta, tb):
+    """ta = dout d(out)/da, tb = dout d(out)/db for the op in %b0..%b4."""
+    done = lab + "_DONE"
+    k.r("f32", "gt_h gt_q").r("pred", "gt_lt gt_gt gt_eq")
+    for i, name in enumerate(["ADD", "SUB", "MUL", "DIV"]):
+        k.o("@%%b%d bra %s_%s;" % (i, lab, name))
+    k.c("max / min: a < b, a > b and a == b are all false with a NaN: dout to both")
+    k.o("mul.rn.f32 %%gt_h, %s, 0f3F000000;" % d, "a tie: dout / 2 each")
+    k.o("setp.lt.f32 %%gt_lt, %s, %s;" % (a, b))
+    k.o("setp.gt.f32 %%gt_gt, %s, %s;" % (a, b))
+    k.o("setp.eq.f32 %%gt_eq, %s, %s;" % (a, b))
+    k.o("selp.f32 %s, %%gt_h, %s, %%gt_eq;" % (ta, d))
+    k.o("@%%gt_lt mov.f32 %s, 0f00000000;" % ta, "max: a gets dout unless a < b")
+    k.o("selp.f32 %s, %%gt_h, %s, %%gt_eq;" % (tb, d))
+    k.o("@%%gt_gt mov.f32 %s, 0f00000000;" % tb, "... b unless a > b")
+    k.o("@!%%b4 mov.f32 %%gt_q, %s;" % ta, "min: the other way round")
+    k.o("@!%%b4 mov.f32 %s, %s;" % (ta, tb))
+    k.o("@!%%b4 mov.f32 %s, %%gt_q;" % tb)
+    k.o("bra %s;" % done)
+    k.label(lab + "_ADD")
+    k.o("mov.f32 %s, %s;" % (ta, d))
+    k.o("mov.f32 %s, %s;" % (tb, d))
+    k.o("bra %s;" % done)
+    k.label(lab + "_SUB")
+    k.o("mov.f32 %s, %s;" % (ta, d))
+    k.o("neg.f32 %s, %s;" % (tb, d))
+    k.o("bra %s;" % done)
+    k.label(lab + "_MUL")
+    k.o("mul.rn.f32 %s, %s, %s;" % (ta, d, b))
+    k.o("mul.rn.f32 %s, %s, %s;" % (tb, d, a))
+    k.o("bra %s;" % done)
+    k.label(lab + "_DIV")
+    k.o("div.rn.f32 %s, %s, %s;" % (ta, d, b), "dout / b")
+    k.o("div.rn.f32 %%gt_q, %s, %s;" % (a, b))
+    k.o("neg.f32 %%gt_h, %s;" % ta)
+    k.o("mul.rn.f32 %s, %%gt_h, %%gt_q;" % tb, "-(dout / b) (a / b)")
+    k.label(done)
+
+
+def k_binary_bwd(t):
+    k = K("eo_binary16_bwd_" + t.name, [
+        ("u32", "op", "eo_binop"), ("u32", "n", "element count"),
+        ("u32", "nvec", "groups of 8 taken 16 bytes at a time (n/8 or 0)"),
+        ("u32", "cols", "row length of a row-mode input (a multiple of 8), else n"),
+        ("u32", "am", "a's mode: 0 full, 1 a [cols] row repeated over the rows"),
+        ("u32", "bm", "b's mode, the same"),
+        ("u64", "dout", "const %s *dout" % t.name),
+        ("u64", "a", "const %s *a (read by mul, div, max, min)" % t.name),
+        ("u64", "b", "const %s *b (read by mul, div, max, min)" % t.name),
+        ("u64", "da", "%s *da (accumulated) or 0" % t.name),
+        ("u64", "db", "%s *db (accumulated) or 0" % t.name)],
+        "eo_binary16_bwd_%s(op, n, nvec, cols, am, bm, dout, a, b, da, db): da[i] += ta,\n"
+        "db[i] += tb for contiguous dout, da, db of one shape (a residual add, a\n"
+        "gate), each input full or a [cols] row repeated over the rows (x * w: then\n"
+        "only the full input's gradient is passed here, the row's is a sum:\n"
+        "eo_binary16_bwd_4d_%s); each sum in f32, rounded to %s once. A row input's\n"
+        "group starts at column cg = 8 i mod cols: one rem per thread, then cg\n"
+        "advances by 8 step mod cols with a conditional subtract (the launcher\n"
+        "takes row mode only with cols %% 8 = 0 and 16-byte groups, so there is\n"
+        "no tail then; the tail's own rem is for completeness). When da = db (x op x) the\n"
+        "element gets both terms, added in that order and rounded once. Other\n"
+        "layouts take eo_binary16_bwd_4d_%s.\n%s\n%s\n"
+        "Three queues of 8 (dout, a, b): each turn computes ta and tb of the front\n"
+        "element and puts them at the back of the dout and a queues, which then\n"
+        "hold the 8 ta and the 8 tb in order." % (t.name, t.name, t.name, t.name, GRAD_NOTE, VEC_NOTE))
+    A = ["%%a%d" % j for j in range(8)]
+    B = ["%%c%d" % j for j in range(8)]
+    G = ["%%g%d" % j for j in range(8)]
+    k.r("f32", *[r[1:] for r in Q + A + B + G]).r("f32", "vd va vb ta tb acc").r("b32", "j")
+    k.r("pred", "pg pscal preads pda pdb palias")
+    bin_preds(k)
+    k.o("setp.ge.u32 %preads, %op, 2;", "add and sub read neither input")
+    k.o("setp.ne.u64 %pda, %da, 0;")
+    k.o("setp.ne.u64 %pdb, %db, 0;")
+    k.o("setp.eq.u64 %palias, %da, %db;")
+    k.o("and.pred %palias, %palias, %pda;", "da = db: one read-modify-write with both terms")
+    k.o("@%palias setp.ne.u32 %pdb, 0, 0;")
+    for r in A + B:
+        k.o("mov.f32 %s, 0f00000000;" % r)
+    k.r("pred", "parow pbrow").r("b32", "cg stepc rt").r("b64", "ao")
+    k.o("setp.ne.u32 %parow, %am, 0;")
+    k.o("setp.ne.u32 %pbrow, %bm, 0;")
+    grid_stride(k)
+    k.r("pred", "prow")
+    k.o("mov.u32 %cg, 0;")
+    k.o("mov.u32 %stepc, 0;")
+    k.o("mov.u32 %rt, 0;")
+    k.o("or.pred %prow, %parow, %pbrow;")
+    k.o("@!%prow bra ROWS_SET;", "(uniform) full inputs need no column")
+    k.o("shl.b32 %rt, %i, 3;")
+    k.o("rem.u32 %cg, %rt, %cols;", "the column of this thread's first group")
+    k.o("shl.b32 %rt, %step, 3;")
+    k.o("rem.u32 %stepc, %rt, %cols;", "... and how far it moves each round")
+    k.label("ROWS_SET")
+    k.o("setp.ne.u32 %pscal, 0, 0;", "vector phase first")
+    k.label("VEC")
+    until(k, "%i", "%nvec", "TAIL")
+    addr(k, "ad", "dout", "i", 16)
+    load8(k, t, "%ad", Q)
+    k.o("@!%preads bra VEC_GO;")
+    addr(k, "aa", "a", "i", 16)
+    k.o("mul.wide.u32 %ao, %cg, 2;")
+    k.o("@%parow add.u64 %aa, %a, %ao;", "a row: its group at column cg")
+    load8(k, t, "%aa", A)
+    addr(k, "ab", "b", "i", 16)
+    k.o("@%pbrow add.u64 %ab, %b, %ao;")
+    load8(k, t, "%ab", B)
+    k.label("VEC_GO")
+    k.o("mov.u32 %j, 0;")
+    k.label("TURN")
+    k.o("mov.f32 %vd, %q0;")
+    k.o("mov.f32 %va, %a0;")
+    k.o("mov.f32 %vb, %c0;")
+    grad_terms(k, "G", "%vd", "%va", "%vb", "%ta", "%tb")
+    k.o("@%pscal bra TAIL_STORE;")
+    rotate(k, Q, "%ta")
+    rotate(k, A, "%tb")
+    for j in range(7):
+        k.o("mov.f32 %s, %s;" % (B[j], B[j + 1]))
+    k.o("add.u32 %j, %j, 1;")
+    k.o("setp.lt.u32 %pg, %j, 8;")
+    k.o("@%pg bra TURN;")
+    k.c("q0..q7 = ta, a0..a7 = tb of the group")
+    k.o("@!%pda bra VEC_DB;")
+    addr(k, "ag", "da", "i", 16)
+    load8(k, t, "%ag", G)
+    for j in range(8):
+        k.o("add.rn.f32 %s, %s, %s;" % (G[j], G[j], Q[j]))
+        k.o("@%%palias add.rn.f32 %s, %s, %s;" % (G[j], G[j], A[j]))
+    store8(k, t, "%ag", G)
+    k.label("VEC_DB")
+    k.o("@!%pdb bra VEC_NEXT;")
+    addr(k, "ag", "db", "i", 16)
+    load8(k, t, "%ag", G)
+    for j in range(8):
+        k.o("add.rn.f32 %s, %s, %s;" % (G[j], G[j], A[j]))
+    store8(k, t, "%ag", G)
+    k.label("VEC_NEXT")
+    k.o("add.u32 %cg, %cg, %stepc;")
+    k.o("setp.ge.u32 %pg, %cg, %cols;")
+    k.o("@%pg sub.u32 %cg, %cg, %cols;", "the next group's column, no division")
+    advance(k, "VEC")
+    k.label("TAIL")
+    k.c("the elements past the groups: one per thread, the same code for the terms")
+    k.o("setp.ne.u32 %pscal, 0, 1;")
+    tail_start(k, 3)
+    k.label("TAIL_LOOP")
+    until(k, "%i", "%n", "DONE")
+    addr(k, "ad", "dout", "i", 2)
+    t.load1(k, "%q0", "%ad")
+    k.o("@!%preads bra TURN;")
+    k.o("@%prow rem.u32 %rt, %i, %cols;")
+    k.o("mul.wide.u32 %ao, %rt, 2;")
+    addr(k, "aa", "a", "i", 2)
+    k.o("@%parow add.u64 %aa, %a, %ao;")
+    t.load1(k, "%a0", "%aa")
+    addr(k, "ab", "b", "i", 2)
+    k.o("@%pbrow add.u64 %ab, %b, %ao;")
+    t.load1(k, "%c0", "%ab")
+    k.o("bra TURN;")
+    k.label("TAIL_STORE")
+    k.o("@!%pda bra TAIL_DB;")
+    addr(k, "ag", "da", "i", 2)
+    t.load1(k, "%acc", "%ag")
+    k.o("add.rn.f32 %acc, %acc, %ta;")
+    k.o("@%palias add.rn.f32 %acc, %acc, %tb;")
+    t.store1(k, "%ag", "%acc")
+    k.label("TAIL_DB")
+    k.o("@!%pdb bra TAIL_NEXT;")
+    addr(k, "ag", "db", "i", 2)
+    t.load1(k, "%acc", "%ag")
+    k.o("add.rn.f32 %acc, %acc, %tb;")
+    t.store1(k, "%ag", "%acc")
+    k.label("TAIL_NEXT")
+    advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
+
+
+def index4(k, flat, ext, idx):
+    """idx[0..3] = the 4-D index of flat over the extents ext[0..3] (3 div, 3 rem)."""
+    k.r("b32", "ix_rest")
+    k.o("rem.u32 %s, %s, %s;" % (idx[3], flat, ext[3]), "(i0, i1, i2, i3) from the flat index")
+    k.o("div.u32 %%ix_rest, %s, %s;" % (flat, ext[3]))
+    k.o("rem.u32 %s, %%ix_rest, %s;" % (idx[2], ext[2]))
+    k.o("div.u32 %%ix_rest, %%ix_rest, %s;" % ext[2])
+    k.o("rem.u32 %s, %%ix_rest, %s;" % (idx[1], ext[1]))
+    k.o("div.u32 %s, %%ix_rest, %s;" % (idx[0], ext[1]))
+
+
+def offset4(k, dst, idx, strides):
+    """dst = sum idx[d] * strides[d] (s32 elements)."""
+    k.o("mul.lo.s32 %s, %s, %s;" % (dst, idx[0], strides[0]))
+    for d in (1, 2, 3):
+        k.o("mad.lo.s32 %s, %s, %s, %s;" % (dst, idx[d], strides[d], dst))
+
+
+def at16(k, dst, base, off):
+    """dst = base + 2 off (off: s32 elements)."""
+    k.o("mul.wide.s32 %s, %s, 2;" % (dst, off))
+    k.o("add.u64 %s, %s, %s;" % (dst, base, dst))
+
+
+def k_binary_bwd_4d(t):
+    ps = [("u32", "op", "eo_binop"), ("u32", "which", "0: the gradient of a, 1: of b")]
+    ps += [("u32", "n%d" % d, "kept extent of axis %d (1 where summed)" % d) for d in range(4)]
+    ps += [("u32", "r%d" % d, "summed extent of axis %d (1 where kept)" % d) for d in range(4)]
+    ps.append(("u32", "chunk", "summed positions per block row (grid y)"))
+    for nm, pn, what in (("d", "pd", "const %s *dout" % t.name), ("a", "pa", "const %s *a" % t.name),
+                         ("b", "pb", "const %s *b" % t.name),
+                         ("g", "pgp", "%s *g, the gradient (accumulated)" % t.name)):
+        ps.append(("u64", pn, what))
+        ps += [("s32", "s%s%d" % (nm, d), "its stride on axis %d (elements)" % d) for d in range(4)]
+    ps.append(("u64", "part", "float *part [grid y][kept] or 0: add into g directly"))
+    k = K("eo_binary16_bwd_4d_%s" % t.name, ps,
+          "eo_binary16_bwd_4d_%s(op, which, n0..3, r0..3, chunk, dout, sd0..3, a, sa0..3,\n"
+          "b, sb0..3, g, sg0..3, part): one gradient of a binary op over any strides,\n"
+          "its broadcast axes summed in a fixed order, without atomics. The launcher\n"
+          "splits the shape into the axes g keeps (n, g's stride nonzero) and those it\n"
+          "sums (r, g's stride 0; each axis is one or the other, the other extent 1).\n"
+          "A thread owns one element e of g (grid-stride over the kept elements, its\n"
+          "4-D index by div/rem once) and sums the terms of the summed positions\n"
+          "[chunk ctaid.y, chunk (ctaid.y + 1)) in row-major order, stepping the\n"
+          "position as a 4-digit counter (an add per axis that carries, no division);\n"
+          "a warp's threads walk the same positions, so their dout loads are as\n"
+          "contiguous as g's elements. Without part (one chunk) the sum goes into g,\n"
+          "rounded once; with part, into part[ctaid.y][e] (f32), and\n"
+          "eo_binary16_bwd_sum_%s adds the chunks in order. The bits depend on the\n"
+          "shape and the chunk only.\n%s" % (t.name, t.name, GRAD_NOTE))
+    k.r("b32", "total rn e i0 i1 i2 i3 j0 j1 j2 j3 jb je cnt od oa ob og xd xa xb")
+    k.r("b32", "dd0 dd1 dd2 da0 da1 da2 db0 db1 db2 tmp").r("pred", "pg pw ppart preads")
+    k.r("f32", "vd va vb ta tb acc term").r("b64", "ad aa ab ag")
+    bin_preds(k)
+    k.o("setp.ge.u32 %preads, %op, 2;", "add and sub read neither input")
+    k.o("setp.ne.u64 %ppart, %part, 0;")
+    k.o("setp.ne.u32 %pw, %which, 0;")
+    k.o("mul.lo.u32 %total, %n0, %n1;")
+    k.o("mul.lo.u32 %total, %total, %n2;")
+    k.o("mul.lo.u32 %total, %total, %n3;", "kept elements")
+    k.o("mul.lo.u32 %rn, %r0, %r1;")
+    k.o("mul.lo.u32 %rn, %rn, %r2;")
+    k.o("mul.lo.u32 %rn, %rn, %r3;", "summed positions")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mul.lo.u32 %jb, %tmp, %chunk;", "this block row's first position ...")
+    k.o("add.u32 %je, %jb, %chunk;")
+    k.o("min.u32 %je, %je, %rn;", "... and its end")
+    k.o("setp.ge.u32 %pg, %jb, %rn;")
+    k.o("@%pg bra DONE;")
+    k.c("carries of the position counter: when axis d+1 wraps, each offset moves by")
+    k.c("s[d] - r[d+1] s[d+1]")
+    for nm, dl in (("d", "dd"), ("a", "da"), ("b", "db")):
+        for d in range(3):
+            k.o("mul.lo.s32 %%tmp, %%r%d, %%s%s%d;" % (d + 1, nm, d + 1))
+            k.o("sub.s32 %%%s%d, %%s%s%d, %%tmp;" % (dl, d, nm, d))
+    idx_j = ["%j0", "%j1", "%j2", "%j3"]
+    JJ = ["%jj0", "%jj1", "%jj2", "%jj3"]
+    R4 = ["%r0", "%r1", "%r2", "%r3"]
+    k.r("b32", "jj0 jj1 jj2 jj3 qd qa qb")
+    k.c("the chunk's first summed position (once per thread), each operand's offset there")
+    index4(k, "%jb", R4, JJ)
+    for nm in ("d", "a", "b"):
+        offset4(k, "%q" + nm, JJ, ["%%s%s%d" % (nm, d) for d in range(4)])
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%total", "DONE")
+    I4 = ["%i0", "%i1", "%i2", "%i3"]
+    index4(k, "%i", ["%n0", "%n1", "%n2", "%n3"], I4)
+    for d in range(4):
+        k.o("mov.u32 %s, %s;" % (idx_j[d], JJ[d]))
+    for nm in ("d", "a", "b"):
+        offset4(k, "%o" + nm, I4, ["%%s%s%d" % (nm, d) for d in range(4)])
+        k.o("add.s32 %%x%s, %%o%s, %%q%s;" % (nm, nm, nm))
+    offset4(k, "%og", I4, ["%%sg%d" % d for d in range(4)])
+    k.o("mov.f32 %acc, 0f00000000;")
+    k.o("mov.f32 %va, 0f00000000;")
+    k.o("mov.f32 %vb, 0f00000000;")
+    k.o("mov.u32 %cnt, %jb;")
+
+    def step_pos():
+        """The next summed position: axis 3 steps, a wrap carries into axis 2, ..."""
+        done = k.uniq("STEPPED")
+        k.o("add.u32 %j3, %j3, 1;")
+        for nm in ("d", "a", "b"):
+            k.o("add.s32 %%x%s, %%x%s, %%s%s3;" % (nm, nm, nm))
+        for d in (3, 2, 1):
+            k.o("setp.lt.u32 %%pg, %%j%d, %%r%d;" % (d, d))
+            k.o("@%%pg bra %s;" % done)
+            k.o("mov.u32 %%j%d, 0;" % d)
+            k.o("add.u32 %%j%d, %%j%d, 1;" % (d - 1, d - 1))
+            for nm, dl in (("d", "dd"), ("a", "da"), ("b", "db")):
+                k.o("add.s32 %%x%s, %%x%s, %%%s%d;" % (nm, nm, dl, d - 1))
+        k.label(done)
+
+    def loads(sfx, lab):
+        at16(k, "%ad", "%pd", "%xd" + sfx)
+        t.load1(k, "%vd" + sfx, "%ad")
+        k.o("@!%%preads bra %s;" % lab)
+        at16(k, "%aa", "%pa", "%xa" + sfx)
+        t.load1(k, "%va" + sfx, "%aa")
+        at16(k, "%ab", "%pb", "%xb" + sfx)
+        t.load1(k, "%vb" + sfx, "%ab")
+        k.label(lab)
+
+    def accumulate(sfx, lab):
+        grad_terms(k, lab, "%vd" + sfx, "%va" + sfx, "%vb" + sfx, "%ta", "%tb")
+        k.o("selp.f32 %term, %tb, %ta, %pw;")
+        k.o("add.rn.f32 %acc, %acc, %term;")
+
+    k.c("four positions at a time: their offsets, then their loads together, then the")
+    k.c("terms added in position order")
+    k.r("b32", "cnt4", *["x%s%d" % (nm, q) for q in range(4) for nm in "dab"])
+    k.r("f32", *["v%s%d" % (nm, q) for q in range(4) for nm in "dab"])
+    for q in range(4):
+        k.o("mov.f32 %%va%d, 0f00000000;" % q)
+        k.o("mov.f32 %%vb%d, 0f00000000;" % q)
+    k.label("SUM4")
+    k.o("add.u32 %cnt4, %cnt, 4;")
+    k.o("setp.gt.u32 %pg, %cnt4, %je;")
+    k.o("@%pg bra SUM;")
+    for q in range(4):
+        for nm in "dab":
+            k.o("mov.u32 %%x%s%d, %%x%s;" % (nm, q, nm))
+        step_pos()
+    k.r("b16", *["hd%d ha%d hb%d" % (q, q, q) for q in range(4)])
+    for q in range(4):
+        at16(k, "%ad", "%pd", "%%xd%d" % q)
+        k.o("ld.global.u16 %%hd%d, [%%ad];" % q, "the 4 loads issued before any use" if q == 0 else None)
+    k.o("@!%preads bra LOADED4;")
+    for q in range(4):
+        for nm in "ab":
+            at16(k, "%%a%s" % nm, "%%p%s" % nm, "%%x%s%d" % (nm, q))
+            k.o("ld.global.u16 %%h%s%d, [%%a%s];" % (nm, q, nm))
+    for q in range(4):
+        for nm in "ab":
+            t.widen(k, "%%v%s%d" % (nm, q), "%%h%s%d" % (nm, q))
+    k.label("LOADED4")
+    for q in range(4):
+        t.widen(k, "%%vd%d" % q, "%%hd%d" % q)
+    for q in range(4):
+        accumulate(str(q), "G%d" % q)
+    k.o("mov.u32 %cnt, %cnt4;")
+    k.o("bra SUM4;")
+    k.label("SUM")
+    until(k, "%cnt", "%je", "SUMMED")
+    loads("", "TERM")
+    accumulate("", "G")
+    k.o("add.u32 %cnt, %cnt, 1;")
+    step_pos()
+    k.o("bra SUM;")
+    k.label("SUMMED")
+    k.o("@%ppart bra TO_PART;")
+    at16(k, "%ag", "%pgp", "%og")
+    t.load1(k, "%term", "%ag")
+    k.o("add.rn.f32 %term, %term, %acc;", "g += the sum, rounded once")
+    t.store1(k, "%ag", "%term")
+    advance(k, "LOOP")
+    k.label("TO_PART")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mad.lo.u32 %tmp, %tmp, %total, %i;")
+    k.o("mul.wide.u32 %ag, %tmp, 4;")
+    k.o("add.u64 %ag, %part, %ag;", "&part[ctaid.y][e]")
+    k.o("st.global.f32 [%ag], %acc;")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+def k_binary_bwd_sum(t):
+    ps = [("u32", "R", "chunks (rows of part)")]
+    ps += [("u32", "n%d" % d, "kept extent of axis %d" % d) for d in range(4)]
+    ps.append(("u64", "part", "const float *part [R][kept]"))
+    ps.append(("u64", "pgp", "%s *g (accumulated)" % t.name))
+    ps += [("s32", "sg%d" % d, "g's stride on axis %d" % d) for d in range(4)]
+    k = K("eo_binary16_bwd_sum_%s" % t.name, ps,
+          "eo_binary16_bwd_sum_%s(R, n0..3, part, g, sg0..3): g[e] += part[0][e] + ... +\n"
+          "part[R-1][e], added in chunk order in f32 and rounded once (the second\n"
+          "pass of eo_binary16_bwd_4d_%s). Grid-stride over the kept elements; a\n"
+          "warp reads 32 consecutive floats of each part row." % (t.name, t.name))
+    k.r("b32", "total r i0 i1 i2 i3 og").r("b64", "ap ag rs").r("f32", "acc v")
+    k.o("mul.lo.u32 %total, %n0, %n1;")
+    k.o("mul.lo.u32 %total, %total, %n2;")
+    k.o("mul.lo.u32 %total, %total, %n3;")
+    k.o("mul.wide.u32 %rs, %total, 4;", "bytes from one part row to the next")
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%total", "DONE")
+    k.o("mul.wide.u32 %ap, %i, 4;")
+    k.o("add.u64 %ap, %part, %ap;")
+    k.o("mov.f32 %acc, 0f00000000;")
+    k.o("mov.u32 %r, 0;")
+    k.r("b32", "r8").r("f32", *["p%d" % q for q in range(8)])
+    k.label("ROWS8")
+    k.o("add.u32 %r8, %r, 8;")
+    k.o("setp.gt.u32 %pg, %r8, %R;")
+    k.o("@%pg bra ROWS;")
+    for q in range(8):
+        k.o("ld.global.f32 %%p%d, [%%ap];" % q, "8 chunks' loads in flight" if q == 0 else None)
+        k.o("add.u64 %ap, %ap, %rs;")
+    for q in range(8):
+        k.o("add.rn.f32 %%acc, %%acc, %%p%d;" % q)
+    k.o("mov.u32 %r, %r8;")
+    k.o("bra ROWS8;")
+    k.label("ROWS")
+    until(k, "%r", "%R", "ADD")
+    k.o("ld.global.f32 %v, [%ap];")
+    k.o("add.rn.f32 %acc, %acc, %v;")
+    k.o("add.u64 %ap, %ap, %rs;")
+    k.o("add.u32 %r, %r, 1;")
+    k.o("bra ROWS;")
+    k.label("ADD")
+    I4 = ["%i0", "%i1", "%i2", "%i3"]
+    index4(k, "%i", ["%n0", "%n1", "%n2", "%n3"], I4)
+    offset4(k, "%og", I4, ["%%sg%d" % d for d in range(4)])
+    at16(k, "%ag", "%pgp", "%og")
+    t.load1(k, "%v", "%ag")
+    k.o("add.rn.f32 %v, %v, %acc;", "g += the sum, rounded once")
+    t.store1(k, "%ag", "%v")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+# ---------------------------------------------------- rows16: layernorm bwd --
+
+def k_layernorm_bwd_dx(t):
+    k = K("eo_layernorm16_bwd_dx_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "columns, >= 1"),
+        ("u32", "vec", "nonzero: 16-byte groups (bases aligned; cols % 8 = 0 with w)"),
+        ("u64", "x", "const %s *x [rows, cols]" % t.name), ("u64", "w", "const %s *w [cols] or 0" % t.name),
+        ("u64", "mean", "const float *mean [rows]"), ("u64", "rstd", "const float *rstd [rows]"),
+        ("u64", "dy", "const %s *dy [rows, cols]" % t.name),
+        ("u64", "dx", "%s *dx [rows, cols] (accumulated)" % t.name)],
+        "eo_layernorm16_bwd_dx_%s(rows, cols, vec, x, w, mean, rstd, dy, dx): the dx part\n"
+        "of eo_k_layernorm_backward16, one block per row, the f32 kernel's\n"
+        "arithmetic (ptx/layernorm.ptx, eo_layernorm_bwd_dx) on widened values:\n"
+        "  xhat = (x - mean) rstd, g = dy w (dy without w),\n"
+        "  dx += rstd ((g - mean_c(g)) - xhat mean_c(g xhat)), rounded once.\n"
+        "Pass 1 reads x, dy, w for the two row sums (block-reduced in a fixed\n"
+        "order); pass 2 reads them again (from L2) with dx and writes dx.\n%s" % (t.name, ROW_NOTE))
+    row_setup(k, ["x", "dy", "dx"])
+    row_split(k, "%xr")
+    Z = ["%%z%d" % j for j in range(16)]
+    k.r("f32", "mu rs fc s1 s2 tt", *[v[1:] for v in V[:16] + W[:16] + Y[:16] + Z]).r("pred", "pwt")
+    k.r("b64", "ms")
+    k.o("setp.ne.u64 %pwt, %w, 0;")
+    k.o("cvt.rn.f32.u32 %fc, %cols;")
+    k.o("mul.wide.u32 %ms, %row, 4;")
+    k.o("add.u64 %ms, %mean, %ms;")
+    k.o("ld.global.f32 %mu, [%ms];")
+    k.o("mul.wide.u32 %ms, %row, 4;")
+    k.o("add.u64 %ms, %rstd, %ms;")
+    k.o("ld.global.f32 %rs, [%ms];")
+    k.o("mov.f32 %s1, 0f00000000;")
+    k.o("mov.f32 %s2, 0f00000000;")
+
+    def xhat_g(nv):
+        """V = xhat, W = g of nv values at %off."""
+        ld(k, t, nv, "%xr", V)
+        ld(k, t, nv, "%dyr", W)
+        k.o("@!%%pwt bra %s;" % k.uniq_label("NOW"))
+        ld(k, t, nv, "%w", Y)
+        k.label(k.last_label)
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%mu;" % (V[j], V[j]))
+            k.o("mul.rn.f32 %s, %s, %%rs;" % (V[j], V[j]), "xhat" if j == 0 else None)
+            k.o("@%%pwt mul.rn.f32 %s, %s, %s;" % (W[j], W[j], Y[j]), "g = dy w" if j == 0 else None)
+
+    def body1(nv):
+        xhat_g(nv)
+        for j in range(nv):
+            k.o("add.rn.f32 %%s1, %%s1, %s;" % W[j])
+            k.o("mul.rn.f32 %%tt, %s, %s;" % (W[j], V[j]))
+            k.o("add.rn.f32 %s2, %s2, %tt;")
+    walk(k, "P1", body1, 2)
+    block_reduce(k, "%s1", "add")
+    block_reduce(k, "%s2", "add")
+    k.o("div.rn.f32 %s1, %s1, %fc;", "mean_c(g)")
+    k.o("div.rn.f32 %s2, %s2, %fc;", "mean_c(g xhat)")
+
+    def body2(nv):
+        xhat_g(nv)
+        ld(k, t, nv, "%dxr", Z)
+        for j in range(nv):
+            k.o("sub.rn.f32 %s, %s, %%s1;" % (W[j], W[j]), "g - mean(g)" if j == 0 else None)
+            k.o("mul.rn.f32 %%tt, %s, %%s2;" % V[j])
+            k.o("sub.rn.f32 %s, %s, %%tt;" % (W[j], W[j]), "... - xhat mean(g xhat)" if j == 0 else None)
+            k.o("mul.rn.f32 %s, %%rs, %s;" % (W[j], W[j]), "* rstd" if j == 0 else None)
+            k.o("add.rn.f32 %s, %s, %s;" % (Z[j], Z[j], W[j]))
+        st(k, t, nv, "%dxr", Z)
+    walk(k, "P2", body2, 2)
+    k.o("ret;")
+    return k
+
+
+def k_layernorm_bwd_wb_part(t):
+    k = K("eo_layernorm16_bwd_wb_part_" + t.name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "columns"),
+        ("u32", "chunk", "rows per block row (grid y)"),
+        ("u64", "x", "const %s *x [rows, cols]" % t.name),
+        ("u64", "mean", "const float *mean [rows]"), ("u64", "rstd", "const float *rstd [rows]"),
+        ("u64", "dy", "const %s *dy [rows, cols]" % t.name),
+        ("u64", "part", "float *part [grid y][2][cols]: sum dy xhat, sum dy")],
+        "eo_layernorm16_bwd_wb_part_%s(rows, cols, chunk, x, mean, rstd, dy, part): the\n"
+        "column sums of dw and db over one chunk of rows, without atomics. Grid\n"
+        "(ceil(cols/256), R), block 256: thread c = column, block row r = rows\n"
+        "[r chunk, (r+1) chunk), walked in order with four rows' loads in flight\n"
+        "(a warp reads 64 contiguous bytes of x and of dy per row). The sums are\n"
+        "f32; eo_layernorm16_bwd_wb_sum_%s adds the R chunks in order and rounds\n"
+        "dw and db once." % (t.name, t.name))
+    k.r("b32", "c r0 r1 tmp rr").r("b64", "ax ady am ar rowb o").r("f32", "sw sb tt").r("pred", "pg")
+    XS = ["%%x%d" % u for u in range(4)]
+    DS = ["%%d%d" % u for u in range(4)]
+    MS = ["%%m%d" % u for u in range(4)]
+    RS = ["%%s%d" % u for u in range(4)]
+    k.r("f32", *[r[1:] for r in XS + DS + MS + RS])
+    k.o("mov.u32 %c, %ctaid.x;")
+    k.o("mov.u32 %tmp, %tid.x;")
+    k.o("mad.lo.u32 %c, %c, 256, %tmp;", "this thread's column")
+    until(k, "%c", "%cols", "DONE")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mul.lo.u32 %r0, %tmp, %chunk;")
+    k.o("add.u32 %r1, %r0, %chunk;")
+    k.o("min.u32 %r1, %r1, %rows;", "rows [r0, r1)")
+    k.o("mul.wide.u32 %o, %r0, %cols;")
+    k.o("cvt.u64.u32 %ax, %c;")
+    k.o("add.u64 %o, %o, %ax;")
+    k.o("shl.b64 %o, %o, 1;", "byte offset of (r0, c)")
+    k.o("add.u64 %ax, %x, %o;")
+    k.o("add.u64 %ady, %dy, %o;")
+    k.o("mul.wide.u32 %am, %r0, 4;")
+    k.o("add.u64 %ar, %rstd, %am;")
+    k.o("add.u64 %am, %mean, %am;")
+    k.o("mul.wide.u32 %rowb, %cols, 2;", "bytes per row")
+    k.o("mov.f32 %sw, 0f00000000;")
+    k.o("mov.f32 %sb, 0f00000000;")
+    k.o("mov.u32 %rr, %r0;")
+
+    def rows_step(U):
+        for u in range(U):
+            k.r("b64", "px%d pd%d" % (u, u))
+            if u == 0:
+                k.o("mov.u64 %px0, %ax;")
+                k.o("mov.u64 %pd0, %ady;")
+            else:
+                k.o("add.u64 %%px%d, %%px%d, %%rowb;" % (u, u - 1))
+                k.o("add.u64 %%pd%d, %%pd%d, %%rowb;" % (u, u - 1))
+            t.load1(k, XS[u], "%%px%d" % u)
+            t.load1(k, DS[u], "%%pd%d" % u)
+            k.o("ld.global.f32 %s, [%%am+%d];" % (MS[u], 4 * u))
+            k.o("ld.global.f32 %s, [%%ar+%d];" % (RS[u], 4 * u))
+        for u in range(U):
+            k.o("sub.rn.f32 %s, %s, %s;" % (XS[u], XS[u], MS[u]))
+            k.o("mul.rn.f32 %s, %s, %s;" % (XS[u], XS[u], RS[u]), "xhat" if u == 0 else None)
+            k.o("mul.rn.f32 %%tt, %s, %s;" % (DS[u], XS[u]))
+            k.o("add.rn.f32 %sw, %sw, %tt;", "dw: sum dy xhat" if u == 0 else None)
+            k.o("add.rn.f32 %%sb, %%sb, %s;" % DS[u], "db: sum dy" if u == 0 else None)
+        k.o("add.u32 %%rr, %%rr, %d;" % U)
+        for u in range(U):
+            k.o("add.u64 %ax, %ax, %rowb;")
+            k.o("add.u64 %ady, %ady, %rowb;")
+        k.o("add.u64 %%am, %%am, %d;" % (4 * U))
+        k.o("add.u64 %%ar, %%ar, %d;" % (4 * U))
+
+    k.label("FOUR")
+    k.o("add.u32 %tmp, %rr, 4;")
+    k.o("setp.gt.u32 %pg, %tmp, %r1;")
+    k.o("@%pg bra ONE;")
+    rows_step(4)
+    k.o("bra FOUR;")
+    k.label("ONE")
+    until(k, "%rr", "%r1", "STORE")
+    rows_step(1)
+    k.o("bra ONE;")
+    k.label("STORE")
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("shl.b32 %tmp, %tmp, 1;")
+    k.o("mad.lo.u32 %tmp, %tmp, %cols, %c;", "part[r][0][c]")
+    k.o("mul.wide.u32 %o, %tmp, 4;")
+    k.o("add.u64 %o, %part, %o;")
+    k.o("st.global.f32 [%o], %sw;")
+    k.o("mul.wide.u32 %ax, %cols, 4;")
+    k.o("add.u64 %o, %o, %ax;", "part[r][1][c]")
+    k.o("st.global.f32 [%o], %sb;")
+    finish(k)
+    return k
+
+
+def k_layernorm_bwd_wb_sum(t):
+    k = K("eo_layernorm16_bwd_wb_sum_" + t.name, [
+        ("u32", "R", "chunks"), ("u32", "cols", "columns"),
+        ("u64", "part", "const float *part [R][2][cols]"),
+        ("u64", "dw", "%s *dw [cols] (accumulated) or 0" % t.name),
+        ("u64", "db", "%s *db [cols] (accumulated) or 0" % t.name)],
+        "eo_layernorm16_bwd_wb_sum_%s(R, cols, part, dw, db): dw[c] += sum_r part[r][0][c],\n"
+        "db[c] += sum_r part[r][1][c], the chunks added in order in f32 and each\n"
+        "result rounded once. Grid-stride over cols, block 256; 8 chunks' loads\n"
+        "(16 floats) in flight a thread, then added in order." % t.name)
+    k.r("b32", "r r8").r("b64", "ap rs cb a2").r("f32", "sw sb v").r("pred", "pdw pdb pg")
+    PW = ["%%pw%d" % u for u in range(8)]
+    PB = ["%%pb%d" % u for u in range(8)]
+    k.r("f32", *[r[1:] for r in PW + PB])
+    k.o("setp.ne.u64 %pdw, %dw, 0;")
+    k.o("setp.ne.u64 %pdb, %db, 0;")
+    k.o("mul.wide.u32 %rs, %cols, 8;", "bytes from one chunk to the next")
+    k.o("mul.wide.u32 %cb, %cols, 4;", "... from its dw sums to its db sums")
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%cols", "DONE")
+    k.o("mul.wide.u32 %ap, %i, 4;")
+    k.o("add.u64 %ap, %part, %ap;")
+    k.o("mov.f32 %sw, 0f00000000;")
+    k.o("mov.f32 %sb, 0f00000000;")
+    k.o("mov.u32 %r, 0;")
+    k.label("EIGHT")
+    k.o("add.u32 %r8, %r, 8;")
+    k.o("setp.gt.u32 %pg, %r8, %R;")
+    k.o("@%pg bra CHUNKS;")
+    k.o("mov.u64 %a2, %ap;")
+    for u in range(8):
+        k.o("ld.global.f32 %s, [%%a2];" % PW[u])
+        k.o("add.u64 %a2, %a2, %cb;")
+        k.o("ld.global.f32 %s, [%%a2];" % PB[u])
+        k.o("sub.u64 %a2, %a2, %cb;")
+        k.o("add.u64 %a2, %a2, %rs;")
+    for u in range(8):
+        k.o("add.rn.f32 %%sw, %%sw, %s;" % PW[u])
+        k.o("add.rn.f32 %%sb, %%sb, %s;" % PB[u])
+    k.o("mov.u64 %ap, %a2;")
+    k.o("mov.u32 %r, %r8;")
+    k.o("bra EIGHT;")
+    k.label("CHUNKS")
+    until(k, "%r", "%R", "ADD")
+    k.o("ld.global.f32 %v, [%ap];")
+    k.o("add.rn.f32 %sw, %sw, %v;")
+    k.o("add.u64 %a2, %ap, %cb;")
+    k.o("ld.global.f32 %v, [%a2];")
+    k.o("add.rn.f32 %sb, %sb, %v;")
+    k.o("add.u64 %ap, %ap, %rs;")
+    k.o("add.u32 %r, %r, 1;")
+    k.o("bra CHUNKS;")
+    k.label("ADD")
+    k.o("@!%pdw bra DB;")
+    addr(k, "a2", "dw", "i", 2)
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sw;")
+    t.store1(k, "%a2", "%v")
+    k.label("DB")
+    k.o("@!%pdb bra NEXT;")
+    addr(k, "a2", "db", "i", 2)
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sb;")
+    t.store1(k, "%a2", "%v")
+    k.label("NEXT")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+# ------------------------------------------------ embedding16: the backward --
+
+EMB_U = 8
+
+
+def k_embedding_bwd(t):
+    U = EMB_U
+    k = K("eo_embedding16_bwd_cols_" + t.name, [
+        ("u32", "n", "indices"), ("u32", "dim", "row length"),
+        ("u64", "idx", "const int32 *idx [n] (checked: every id in the table)"),
+        ("u64", "dout", "const %s *dout [n, dim]" % t.name),
+        ("u64", "dtable", "%s *dtable [vocab, dim] (accumulated)" % t.name)],
+        ("eo_embedding16_bwd_cols_%s(n, dim, idx, dout, dtable): the fallback of\n"
+         "eo_embedding16_bwd_%s for more indices than its lists fit (~2^19).\n"
+         "dtable[idx[i], c] += dout[i, c]\n"
+         "for i = 0, 1, ..., n-1 in that order, each sum rounded to %s when it is\n"
+         "stored (the contract of eo_k_embedding_backward16: a 16-bit index_add), so\n"
+         "a repeated id sees the rounded result of its previous occurrence. No\n"
+         "atomics: a thread owns column c of every row (grid-stride over dim, block\n"
+         "256), which makes the order of the additions the index order by\n"
+         "construction, and a warp's accesses to a dout or dtable row are 64\n"
+         "contiguous bytes. The indices go %d at a time: their ids, dout values and\n"
+         "dtable values are loaded together (%d independent loads in flight instead\n"
+         "of one chain per index), then added in order, where an id equal to an\n"
+         "earlier one of the batch takes that one's rounded sum instead of its own\n"
+         "(stale) load; the stores follow in index order, so the last store of a\n"
+         "repeated id is its final value. Only dim threads: slow, but it needs no\n"
+         "memory.") % (t.name, t.name, t.name, U, 2 * U))
+    IDS = ["%%id%d" % u for u in range(U)]
+    DV = ["%%d%d" % u for u in range(U)]
+    TV = ["%%t%d" % u for u in range(U)]
+    HV = ["%%h%d" % u for u in range(U)]
+    AT = ["%%at%d" % u for u in range(U)]
+    k.r("b32", *[r[1:] for r in IDS]).r("f32", *[r[1:] for r in DV + TV]).r("b16", *[r[1:] for r in HV])
+    k.r("b64", *[r[1:] for r in AT]).r("b64", "pi pdo rowb ad cc").r("b32", "c ii tmp").r("pred", "pg peq")
+    grid_stride(k, "c", "step")
+    k.o("mul.wide.u32 %rowb, %dim, 2;", "bytes per row")
+    k.label("COL")
+    until(k, "%c", "%dim", "DONE")
+    k.o("mov.u64 %pi, %idx;")
+    k.o("mul.wide.u32 %pdo, %c, 2;")
+    k.o("add.u64 %pdo, %dout, %pdo;", "&dout[0, c]")
+    k.o("cvt.u64.u32 %cc, %c;")
+    k.o("mov.u32 %ii, 0;")
+
+    def batch(B):
+        for u in range(B):
+            k.o("ld.global.s32 %s, [%%pi+%d];" % (IDS[u], 4 * u), "the same id for the whole warp" if u == 0 else None)
+        for u in range(B):
+            k.o("mul.wide.u32 %s, %s, %%dim;" % (AT[u], IDS[u]))
+            k.o("add.u64 %s, %s, %%cc;" % (AT[u], AT[u]))
+            k.o("shl.b64 %s, %s, 1;" % (AT[u], AT[u]))
+            k.o("add.u64 %s, %%dtable, %s;" % (AT[u], AT[u]), "&dtable[id, c]" if u == 0 else None)
+            t.load1(k, TV[u], AT[u])
+            if u == 0:
+                k.o("mov.u64 %ad, %pdo;")
+            else:
+                k.o("add.u64 %ad, %ad, %rowb;")
+            t.load1(k, DV[u], "%ad")
+        for u in range(B):
+            for j in range(u):
+                k.o("setp.eq.u32 %%peq, %s, %s;" % (IDS[u], IDS[j]))
+                k.o("@%%peq mov.f32 %s, %s;" % (TV[u], TV[j]),
+                    "a repeat: the latest earlier sum, not the stale load" if j == 0 and u == 1 else None)
+            k.o("add.rn.f32 %s, %s, %s;" % (TV[u], TV[u], DV[u]))
+            t.round1(k, HV[u], TV[u])
+            if u + 1 < B:
+                t.widen(k, TV[u], HV[u])
+        for u in range(B):
+            k.o("st.global.b16 [%s], %s;" % (AT[u], HV[u]))
+        k.o("add.u32 %%ii, %%ii, %d;" % B)
+        k.o("add.u64 %%pi, %%pi, %d;" % (4 * B))
+        for u in range(B):
+            k.o("add.u64 %pdo, %pdo, %rowb;")
+
+    k.label("BATCH")
+    k.o("add.u32 %%tmp, %%ii, %d;" % U)
+    k.o("setp.gt.u32 %pg, %tmp, %n;")
+    k.o("@%pg bra ONE;")
+    batch(U)
+    k.o("bra BATCH;")
+    k.label("ONE")
+    until(k, "%ii", "%n", "NEXT")
+    batch(1)
+    k.o("bra ONE;")
+    k.label("NEXT")
+    k.o("add.u32 %c, %c, %step;")
+    k.o("bra COL;")
+    finish(k)
+    return k
+
+
+def k_embedding_links():
+    k = K("eo_embedding16_links", [
+        ("u32", "n", "indices"), ("u32", "tps", "tiles of 256 ids per segment (grid y)"),
+        ("u64", "idx", "const int32 *idx [n] (checked: ids >= 0)"),
+        ("u64", "part", "int32 *part [segments][n] (the work buffer)")],
+        "eo_embedding16_links(n, tps, idx, part): position i's occurrences of its id\n"
+        "among the positions of segment y = ctaid.y (tiles [y tps, (y+1) tps) of 256\n"
+        "ids): part[y][i] = the first such position j > i (0x7fffffff: none), its\n"
+        "top bit set when one j < i is there. eo_embedding16_link_join combines\n"
+        "the segments. Grid (ceil(n/256), segments), block 256, 1 KiB of shared\n"
+        "memory: the block stages its segment's ids 256 at a time and every thread\n"
+        "compares its own id with them, 4 at a time from one 128-bit shared load\n"
+        "(the same address for the whole warp: a broadcast), the bookkeeping only\n"
+        "where one of the 4 matches. n^2 compares in all, over n x segments threads.")
+    k.shared.append(".shared .align 16 .b32 s_id[256];      // a tile of ids")
+    k.r("b32", "i tx my seen nx T Tend jj jb u v c0 c1 c2 c3 res ty").r("b64", "a sb sa")
+    k.r("pred", "pin pg pl pq pe0 pe1 pe2 pe3 pany pb")
+    k.o("mov.u32 %tx, %tid.x;")
+    k.o("mov.u32 %i, %ctaid.x;")
+    k.o("mad.lo.u32 %i, %i, 256, %tx;", "this thread's position")
+    k.o("setp.lt.u32 %pin, %i, %n;")
+    k.o("mov.u32 %my, -1;", "past the end: an id no position has")
+    k.o("mul.wide.u32 %a, %i, 4;")
+    k.o("add.u64 %a, %idx, %a;")
+    k.o("@%pin ld.global.u32 %my, [%a];")
+    k.o("mov.u32 %seen, 0;")
+    k.o("mov.u32 %nx, 2147483647;", "no next position yet")
+    k.o("mov.u64 %sa, s_id;")
+    k.o("mul.wide.u32 %a, %tx, 4;")
+    k.o("add.u64 %sb, %sa, %a;", "&s_id[tid]")
+    k.o("mov.u32 %ty, %ctaid.y;")
+    k.o("mul.lo.u32 %T, %ty, %tps;")
+    k.o("shl.b32 %T, %T, 8;", "the segment's first position ...")
+    k.o("add.u32 %Tend, %ty, 1;")
+    k.o("mul.lo.u32 %Tend, %Tend, %tps;")
+    k.o("shl.b32 %Tend, %Tend, 8;")
+    k.o("min.u32 %Tend, %Tend, %n;", "... and its end")
+    k.label("TILE")
+    until(k, "%T", "%Tend", "END")
+    k.o("add.u32 %jj, %T, %tx;")
+    k.o("setp.lt.u32 %pq, %jj, %n;")
+    k.o("mov.u32 %v, -1;")
+    k.o("mul.wide.u32 %a, %jj, 4;")
+    k.o("add.u64 %a, %idx, %a;")
+    k.o("@%pq ld.global.u32 %v, [%a];")
+    k.o("st.shared.u32 [%sb], %v;")
+    k.o("bar.sync 0;")
+    k.o("mov.u32 %u, 0;")
+    k.o("mov.u64 %a, %sa;")
+    k.label("CMP")
+    k.o("ld.shared.v4.u32 {%c0, %c1, %c2, %c3}, [%a];", "4 ids, the same for every lane")
+    for q in range(4):
+        k.o("setp.eq.u32 %%pe%d, %%c%d, %%my;" % (q, q))
+    k.o("or.pred %pany, %pe0, %pe1;")
+    k.o("or.pred %pb, %pe2, %pe3;")
+    k.o("or.pred %pany, %pany, %pb;")
+    k.o("@!%pany bra CMP_NEXT;", "no match among the 4 (the common case)")
+    k.o("add.u32 %jb, %T, %u;")
+    for q in range(4):
+        k.o("add.u32 %%jj, %%jb, %d;" % q)
+        k.o("setp.lt.u32 %pl, %jj, %i;")
+        k.o("and.pred %%pl, %%pl, %%pe%d;" % q)
+        k.o("@%pl mov.u32 %seen, 1;", "an earlier occurrence" if q == 0 else None)
+        k.o("setp.gt.u32 %pl, %jj, %i;")
+        k.o("and.pred %%pl, %%pl, %%pe%d;" % q)
+        k.o("@%pl min.u32 %nx, %nx, %jj;", "the first later one" if q == 0 else None)
+    k.label("CMP_NEXT")
+    k.o("add.u32 %u, %u, 4;")
+    k.o("add.u64 %a, %a, 16;")
+    k.o("setp.lt.u32 %pg, %u, 256;")
+    k.o("@%pg bra CMP;")
+    k.o("bar.sync 0;", "the tile may be overwritten after this")
+    k.o("add.u32 %T, %T, 256;")
+    k.o("bra TILE;")
+    k.label("END")
+    k.o("@!%pin bra DONE;")
+    k.o("shl.b32 %seen, %seen, 31;")
+    k.o("or.b32 %res, %nx, %seen;")
+    k.o("mad.lo.u32 %jj, %ty, %n, %i;")
+    k.o("mul.wide.u32 %a, %jj, 4;")
+    k.o("add.u64 %a, %part, %a;", "&part[y][i]")
+    k.o("st.global.u32 [%a], %res;")
+    finish(k)
+    return k
+
+
+def k_embedding_link_join():
+    k = K("eo_embedding16_link_join", [
+        ("u32", "n", "indices"), ("u32", "S", "segments"),
+        ("u64", "part", "const int32 *part [S][n]"), ("u64", "link", "int32 *link [n]")],
+        "eo_embedding16_link_join(n, S, part, link): link[i] = the smallest next\n"
+        "position over the S segments, with the top bit set when any segment saw an\n"
+        "earlier occurrence (min and or: the result does not depend on any order).\n"
+        "Grid-stride over n, block 256.")
+    k.r("b32", "s v nx seen lo").r("b64", "a rs")
+    k.o("mul.wide.u32 %rs, %n, 4;", "bytes from one segment to the next")
+    grid_stride(k)
+    k.label("LOOP")
+    until(k, "%i", "%n", "DONE")
+    k.o("mul.wide.u32 %a, %i, 4;")
+    k.o("add.u64 %a, %part, %a;")
+    k.o("mov.u32 %nx, 2147483647;")
+    k.o("mov.u32 %seen, 0;")
+    k.o("mov.u32 %s, 0;")
+    k.label("SEG4")
+    k.r("b32", "s4 v0 v1 v2 v3").r("pred", "p4")
+    k.o("add.u32 %s4, %s, 4;")
+    k.o("setp.gt.u32 %p4, %s4, %S;")
+    k.o("@%p4 bra SEG;")
+    for q in range(4):
+        k.o("ld.global.u32 %%v%d, [%%a];" % q, "4 segments' loads in flight" if q == 0 else None)
+        k.o("add.u64 %a, %a, %rs;")
+    for q in range(4):
+        k.o("and.b32 %%lo, %%v%d, -2147483648;" % q)
+        k.o("or.b32 %seen, %seen, %lo;")
+        k.o("and.b32 %%v%d, %%v%d, 2147483647;" % (q, q))
+        k.o("min.u32 %%nx, %%nx, %%v%d;" % q)
+    k.o("mov.u32 %s, %s4;")
+    k.o("bra SEG4;")
+    k.label("SEG")
+    until(k, "%s", "%S", "OUT")
+    k.o("ld.global.u32 %v, [%a];")
+    k.o("and.b32 %lo, %v, -2147483648;")
+    k.o("or.b32 %seen, %seen, %lo;")
+    k.o("and.b32 %v, %v, 2147483647;")
+    k.o("min.u32 %nx, %nx, %v;")
+    k.o("add.u64 %a, %a, %rs;")
+    k.o("add.u32 %s, %s, 1;")
+    k.o("bra SEG;")
+    k.label("OUT")
+    k.o("or.b32 %nx, %nx, %seen;")
+    k.o("mul.wide.u32 %a, %i, 4;")
+    k.o("add.u64 %a, %link, %a;")
+    k.o("st.global.u32 [%a], %nx;")
+    advance(k, "LOOP")
+    finish(k)
+    return k
+
+
+def k_embedding_bwd_lists(t):
+    k = K("eo_embedding16_bwd_" + t.name, [
+        ("u32", "n", "indices"), ("u32", "dim", "row length"),
+        ("u32", "nvec", "dim/8 when 16-byte groups fit, else 0"),
+        ("u64", "idx", "const int32 *idx [n] (checked)"),
+        ("u64", "link", "const int32 *link [n] (eo_embedding16_links)"),
+        ("u64", "dout", "const %s *dout [n, dim]" % t.name),
+        ("u64", "dtable", "%s *dtable [vocab, dim] (accumulated)" % t.name)],
+        ("eo_embedding16_bwd_%s(n, dim, nvec, idx, link, dout, dtable): dtable[idx[i], :]\n"
+         "+= dout[i, :] for i = 0, 1, ..., n-1 in that order, each sum rounded to %s\n"
+         "(the contract of eo_k_embedding_backward16: a 16-bit index_add), so a\n"
+         "repeated id sees the rounded result of its previous occurrence. No\n"
+         "atomics: the first occurrence of each id (link's top bit clear) reads its\n"
+         "table row once, adds the dout rows of every occurrence in index order\n"
+         "(following link), rounding after each, and writes the row once; the other\n"
+         "positions do nothing. Distinct ids are all first occurrences, so a batch\n"
+         "of them is as parallel as the gather (eo_embedding16: grid x a row's\n"
+         "16-byte groups or values, grid y the positions, no division); a repeated\n"
+         "id costs one chain step per occurrence.") % (t.name, t.name))
+    A = ["%%a%d" % j for j in range(8)]
+    D = ["%%e%d" % j for j in range(8)]
+    k.r("f32", *[r[1:] for r in A + D]).r("f32", "sa sd")
+    k.r("b32", "i id c st0 cstep nt lk j w0 w1 w2 w3 x0 x1 x2 x3 top").r("b64", "trow a o dr")
+    k.r("b16", "h").r("pred", "pg pv plead")
+    k.o("setp.ne.u32 %pv, %nvec, 0;")
+    k.o("mov.u32 %nt, %ntid.x;")
+    k.o("mov.u32 %st0, %ctaid.x;")
+    k.o("mov.u32 %c, %tid.x;")
+    k.o("mad.lo.u32 %st0, %st0, %nt, %c;", "this thread's first group (or value)")
+    k.o("mov.u32 %cstep, %nctaid.x;")
+    k.o("mul.lo.u32 %cstep, %cstep, %nt;")
+    k.o("mov.u32 %i, %ctaid.y;")
+    k.label("ROW")
+    until(k, "%i", "%n", "DONE")
+    k.o("mul.wide.u32 %a, %i, 4;")
+    k.o("add.u64 %o, %link, %a;")
+    k.o("ld.global.u32 %lk, [%o];")
+    k.o("and.b32 %top, %lk, -2147483648;")
+    k.o("setp.eq.u32 %plead, %top, 0;", "the id's first occurrence?")
+    k.o("@!%plead bra NEXT;", "(uniform over the block row)")
+    k.o("add.u64 %o, %idx, %a;")
+    k.o("ld.global.s32 %id, [%o];")
+    k.o("mul.wide.u32 %trow, %id, %dim;")
+    k.o("shl.b64 %trow, %trow, 1;")
+    k.o("add.u64 %trow, %dtable, %trow;", "&dtable[id, 0]")
+    k.o("mov.u32 %c, %st0;")
+    k.o("@!%pv bra ONE;")
+    k.label("VEC")
+    until(k, "%c", "%nvec", "NEXT")
+    k.o("mul.wide.u32 %dr, %c, 16;", "the group's byte offset in a row")
+    k.o("add.u64 %a, %trow, %dr;")
+    k.o("ld.global.v4.b32 {%w0, %w1, %w2, %w3}, [%a];", "the table row's group, once")
+    for q in range(4):
+        t.unpack(k, "%%w%d" % q, A[2 * q], A[2 * q + 1])
+    k.o("mov.u32 %j, %i;")
+    k.o("mov.u32 %x0, %lk;")
+    k.label("VCHAIN")
+    k.o("mul.wide.u32 %o, %j, %dim;")
+    k.o("shl.b64 %o, %o, 1;")
+    k.o("add.u64 %o, %o, %dr;")
+    k.o("add.u64 %o, %dout, %o;", "&dout[j, group]")
+    k.o("ld.global.v4.b32 {%x0, %x1, %x2, %x3}, [%o];".replace("%x0, %x1, %x2, %x3", "%w0, %w1, %w2, %w3"))
+    for q in range(4):
+        t.unpack(k, "%%w%d" % q, D[2 * q], D[2 * q + 1])
+    for q in range(8):
+        k.o("add.rn.f32 %s, %s, %s;" % (A[q], A[q], D[q]))
+    for q in range(4):
+        t.pack(k, "%%w%d" % q, A[2 * q], A[2 * q + 1])
+    k.o("and.b32 %x0, %x0, 2147483647;", "the next occurrence")
+    k.o("setp.eq.u32 %pg, %x0, 2147483647;")
+    k.o("@%pg bra VSTORE;")
+    k.c("the rounded sums are the next step's inputs")
+    for q in range(4):
+        t.unpack(k, "%%w%d" % q, A[2 * q], A[2 * q + 1])
+    k.o("mov.u32 %j, %x0;")
+    k.o("mul.wide.u32 %o, %j, 4;")
+    k.o("add.u64 %o, %link, %o;")
+    k.o("ld.global.u32 %x0, [%o];")
+    k.o("bra VCHAIN;")
+    k.label("VSTORE")
+    k.o("add.u64 %a, %trow, %dr;")
+    k.o("st.global.v4.b32 [%a], {%w0, %w1, %w2, %w3};")
+    k.o("add.u32 %c, %c, %cstep;")
+    k.o("bra VEC;")
+    k.label("ONE")
+    until(k, "%c", "%dim", "NEXT")
+    k.o("mul.wide.u32 %dr, %c, 2;")
+    k.o("add.u64 %a, %trow, %dr;")
+    t.load1(k, "%sa", "%a")
+    k.o("mov.u32 %j, %i;")
+    k.o("mov.u32 %x0, %lk;")
+    k.label("OCHAIN")
+    k.o("mul.wide.u32 %o, %j, %dim;")
+    k.o("shl.b64 %o, %o, 1;")
+    k.o("add.u64 %o, %o, %dr;")
+    k.o("add.u64 %o, %dout, %o;")
+    t.load1(k, "%sd", "%o")
+    k.o("add.rn.f32 %sa, %sa, %sd;")
+    t.round1(k, "%h", "%sa")
+    t.widen(k, "%sa", "%h")
+    k.o("and.b32 %x0, %x0, 2147483647;")
+    k.o("setp.eq.u32 %pg, %x0, 2147483647;")
+    k.o("@%pg bra OSTORE;")
+    k.o("mov.u32 %j, %x0;")
+    k.o("mul.wide.u32 %o, %j, 4;")
+    k.o("add.u64 %o, %link, %o;")
+    k.o("ld.global.u32 %x0, [%o];")
+    k.o("bra OCHAIN;")
+    k.label("OSTORE")
+    k.o("add.u64 %a, %trow, %dr;")
+    k.o("st.global.b16 [%a], %h;")
+    k.o("add.u32 %c, %c, %cstep;")
+    k.o("bra ONE;")
+    k.label("NEXT")
+    k.r("b32", "ny")
+    k.o("mov.u32 %ny, %nctaid.y;")
+    k.o("add.u32 %i, %i, %ny;")
+    k.o("bra ROW;")
+    finish(k)
+    return k
+
+
+# ---------------------------------------------------------- optim16: SGD --
+
+def k_sgd(t):
+    k = K("eo_sgd16_" + t.name, [
+        ("u32", "n", "parameter count"), ("u32", "nvec", "groups of 4 (n/4 when aligned, else 0)"),
+        ("u64", "w", "float *w (f32 master weights), updated"),
+        ("u64", "g", "const gradient: float or %s (g16)" % t.name), ("u32", "g16", "nonzero: g is %s" % t.name),
+        ("f32", "gscale", "g' = gscale g (1 / loss scale)"),
+        ("u64", "v", "float *v (momentum buffer) or 0"),
+        ("f32", "lr", "learning rate"), ("f32", "mom", "momentum"),
+        ("f32", "damp", "dampening (0 on a buffer's first step)"), ("f32", "wd", "weight decay"),
+        ("u32", "nest", "nonzero: Nesterov momentum"),
+        ("u64", "w16", "%s *w16: the updated weights rounded, or 0" % t.name)],
+        "eo_sgd16_%s(n, nvec, w, g, g16, gscale, v, lr, mom, damp, wd, nest, w16): SGD\n"
+        "on f32 master weights (eo_k_sgd16 in ops/kernels.h), the gradient stored as\n"
+        "f32 or %s and unscaled first (g' = gscale g), then exactly the CPU kernel's\n"
+        "arithmetic (ops/cpu/optim.c, torch.optim.SGD's order, every step rounded):\n"
+        "  d = g' + wd w;  if mom != 0: v = mom v + (1 - damp) d,\n"
+        "                  d = nest ? d + mom v : v;   w = w - lr d\n"
+        "and, in the same pass, w16 = w rounded to %s (the copy the 16-bit forward\n"
+        "reads). v is neither read nor written without momentum (it may be 0).\n"
+        "Groups of 4 as eo_adamw16_%s: 16-byte accesses of w and v (and of g when\n"
+        "f32), 8-byte ones of a 16-bit g and of w16; nvec = n/4 when all of them\n"
+        "are aligned for that, else 0; the rest one per thread." % (t.name, t.name, t.name, t.name))
+    k.r("f32", "keep x gr ve d tt").r("pred", "pg pg16 pw16 pmom pnest").r("b32", "h01 h23")
+    k.o("setp.ne.u32 %pg16, %g16, 0;")
+    k.o("setp.ne.u64 %pw16, %w16, 0;")
+    k.o("setp.ne.f32 %pmom, %mom, 0f00000000;")
+    k.o("setp.ne.u32 %pnest, %nest, 0;")
+    k.o("sub.rn.f32 %keep, 0f3F800000, %damp;", "1 - dampening")
+    X = ["%%x%d" % j for j in range(4)]
+    G = ["%%g%d" % j for j in range(4)]
+    Vv = ["%%v%d" % j for j in range(4)]
+    k.r("f32", *[r[1:] for r in X + G + Vv])
+    for r in Vv + ["%ve"]:
+        k.o("mov.f32 %s, 0f00000000;" % r, "(v is not read without momentum)" if r == Vv[0] else None)
+
+    def update(x, g, v):
+        k.o("mul.rn.f32 %s, %s, %%gscale;" % (g, g), "unscale")
+        k.o("mul.rn.f32 %%tt, %%wd, %s;" % x)
+        k.o("add.rn.f32 %%d, %s, %%tt;" % g, "d = g + wd w")
+        k.o("@%%pmom mul.rn.f32 %s, %%mom, %s;" % (v, v))
+        k.o("@%pmom mul.rn.f32 %tt, %keep, %d;")
+        k.o("@%%pmom add.rn.f32 %s, %s, %%tt;" % (v, v), "v = mom v + (1 - damp) d")
+        k.o("@%%pmom mul.rn.f32 %%tt, %%mom, %s;" % v)
+        k.o("@%pmom add.rn.f32 %tt, %d, %tt;", "d + mom v")
+        k.o("@%%pmom selp.f32 %%d, %%tt, %s, %%pnest;" % v, "nesterov ? that : v")
+        k.o("mul.rn.f32 %tt, %lr, %d;")
+        k.o("sub.rn.f32 %s, %s, %%tt;" % (x, x), "w = w - lr d")
+
+    grid_stride(k)
+    k.label("VEC")
+    until(k, "%i", "%nvec", "TAIL")
+    addr(k, "aw", "w", "i", 16)
+    addr(k, "av", "v", "i", 16)
+    k.o("ld.global.v4.f32 {%x0, %x1, %x2, %x3}, [%aw];")
+    k.o("@%pmom ld.global.v4.f32 {%v0, %v1, %v2, %v3}, [%av];")
+    k.o("@%pg16 bra G16;")
+    addr(k, "ag", "g", "i", 16)
+    k.o("ld.global.v4.f32 {%g0, %g1, %g2, %g3}, [%ag];")
+    k.o("bra GOT;")
+    k.label("G16")
+    addr(k, "ag", "g", "i", 8)
+    k.o("ld.global.v2.b32 {%h01, %h23}, [%ag];", "4 halves, one 8-byte load")
+    t.unpack(k, "%h01", "%g0", "%g1")
+    t.unpack(k, "%h23", "%g2", "%g3")
+    k.label("GOT")
+    for j in range(4):
+        update(X[j], G[j], Vv[j])
+    k.o("st.global.v4.f32 [%aw], {%x0, %x1, %x2, %x3};")
+    k.o("@%pmom st.global.v4.f32 [%av], {%v0, %v1, %v2, %v3};")
+    k.o("@!%pw16 bra VNEXT;")
+    t.pack(k, "%h01", "%x0", "%x1")
+    t.pack(k, "%h23", "%x2", "%x3")
+    addr(k, "ah", "w16", "i", 8)
+    k.o("st.global.v2.b32 [%ah], {%h01, %h23};")
+    k.label("VNEXT")
+    advance(k, "VEC")
+    k.label("TAIL")
+    tail_start(k, 2)
+    k.label("TAIL_LOOP")
+    until(k, "%i", "%n", "DONE")
+    addr(k, "aw", "w", "i", 4)
+    addr(k, "av", "v", "i", 4)
+    k.o("ld.global.f32 %x, [%aw];")
+    k.o("@%pmom ld.global.f32 %ve, [%av];")
+    k.o("@%pg16 bra T16;")
+    addr(k, "ag", "g", "i", 4)
+    k.o("ld.global.f32 %gr, [%ag];")
+    k.o("bra TGOT;")
+    k.label("T16")
+    addr(k, "ag", "g", "i", 2)
+    t.load1(k, "%gr", "%ag")
+    k.label("TGOT")
+    update("%x", "%gr", "%ve")
+    k.o("st.global.f32 [%aw], %x;")
+    k.o("@%pmom st.global.f32 [%av], %ve;")
+    k.o("@!%pw16 bra TNEXT;")
+    addr(k, "ah", "w16", "i", 2)
+    t.store1(k, "%ah", "%x")
+    k.label("TNEXT")
+    advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
 
 
 MODULES = {"elementwise16": module_elementwise16, "rows16": module_rows16,
