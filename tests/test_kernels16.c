@@ -27,6 +27,7 @@
 #include <string.h>
 #include "ops/kernels.h"
 #include "ops/cpu/half.h"
+#include "ops/cpu/matmul.h"
 #include "tools/threads/pool.h"
 
 #define CHECK_MSG(cond, ...)                                                   \
@@ -543,49 +544,77 @@ START_TEST(embedding16_lookup_and_index_add)
 }
 END_TEST
 
-/* matmul16 widens op(A) and C a panel of rows at a time (ops/cpu/
- * matmul16.c): with M = 150 (two full panels of 64 and a ragged one),
- * every transpose, C in f32 and in the 16-bit dtype, beta 0 and 1, it
- * equals the f32 kernel on the widened whole matrices, rounded once. */
-START_TEST(matmul16_panels_equal_f32)
+/* matmul16 widens op(A) and op(B) while packing them into the f32
+ * kernel's blocks (ops/cpu/matmul.c), and sums a 16-bit C in an f32 tile
+ * of at most 144 x 2048: it must equal, bit for bit, the f32 kernel of
+ * the same path run on the widened operands, C rounded once. Odd shapes
+ * that cross a tile edge in every dimension (M = 150 > 144 rows of a
+ * block, N = 21 = 16 + 5, K = 270: two K slices), all four transposes,
+ * padded leading dimensions, a batch of two at offset strides, C in f32
+ * and in the 16-bit dtype, beta 0 and 1, one thread and a pool of two;
+ * _i >> 3 picks the portable path (eo_mm_run16) or the public entry
+ * (eo_k_matmul16 against eo_k_matmul: the best compiled path). */
+START_TEST(matmul16_packing_equals_f32)
 {
-    const int dt = DTS[_i & 1], ta = (_i >> 1) & 1, tb = (_i >> 2) & 1;
-    const int64_t M = 150, N = 7, K = 19;
-    uint16_t *a16 = buf(M * K * 2), *b16 = buf(K * N * 2), *c16 = buf(M * N * 2);
-    float *a = buf(M * K * 4), *b = buf(K * N * 4), *c = buf(M * N * 4), *cf = buf(M * N * 4);
-    for (int64_t i = 0; i < M * K; i++) {
-        a16[i] = eo_half_put(dt, frand() * 2);
-        a[i] = eo_half_get(dt, a16[i]);
-    }
-    for (int64_t i = 0; i < K * N; i++) {
-        b16[i] = eo_half_put(dt, frand() * 2);
-        b[i] = eo_half_get(dt, b16[i]);
-    }
-    const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    const int dt = DTS[_i & 1], ta = (_i >> 1) & 1, tb = (_i >> 2) & 1, best = _i >> 3;
+    const int64_t M = 150, N = 21, K = 270, batch = 2;
+    const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+    const int64_t sa = (ta ? K : M) * lda + 7, sb = (tb ? N : K) * ldb + 1, sc = M * ldc + 3;
+    uint16_t *a16 = rand16(dt, batch * sa, 2), *b16 = rand16(dt, batch * sb, 2);
+    float *a = f32(batch * sa), *b = f32(batch * sb);
+    eo_half_to_f32_scalar(dt, batch * sa, a16, a);
+    eo_half_to_f32_scalar(dt, batch * sb, b16, b);
+    uint16_t *c16 = h16(batch * sc);
+    float *c = f32(batch * sc), *cf = f32(batch * sc);
+    void *ws = buf(eo_k_matmul16_ws(M, N, K, 3)), *ws32 = buf(eo_k_matmul_ws(M, N, K, 3));
     for (int out16 = 0; out16 < 2; out16++)
         for (int beta = 0; beta < 2; beta++) {
-            for (int64_t i = 0; i < M * N; i++) {
+            const eo_exec *ex = exec_of(out16 == beta ? 0 : 2);
+            const eo_par *par = eo_exec_par(ex);
+            for (int64_t i = 0; i < batch * sc; i++) {
                 c16[i] = eo_half_put(dt, frand());
                 c[i] = out16 ? eo_half_get(dt, c16[i]) : frand();
                 cf[i] = c[i];
             }
-            void *ws = buf(eo_k_matmul16_ws(M, N, K, 1));
-            void *ws32 = buf(eo_k_matmul_ws(M, N, K, 1));
-            eo_k_matmul(ta, tb, 1, M, N, K, a, lda, 0, b, ldb, 0, (float)beta, c, N, 0, ws32, NULL);
-            eo_k_matmul16(ta, tb, 1, M, N, K, dt, a16, lda, 0, b16, ldb, 0, (float)beta,
-                          out16 ? dt : EO_K_F32, out16 ? (void *)c16 : (void *)cf, N, 0, ws, NULL);
-            for (int64_t i = 0; i < M * N; i++) {
-                if (out16)
-                    CHECK_MSG(c16[i] == eo_half_put(dt, c[i]), "%s ta %d tb %d beta %d [%lld]: "
-                              "0x%04x, want %g", dtname(dt), ta, tb, beta, (long long)i,
-                              c16[i], (double)c[i]);
-                else
-                    CHECK_MSG(cf[i] == c[i], "%s ta %d tb %d beta %d [%lld]: %g, want %g",
-                              dtname(dt), ta, tb, beta, (long long)i, (double)cf[i],
-                              (double)c[i]);
+            const int out = out16 ? dt : EO_K_F32;
+            void *cout = out16 ? (void *)c16 : (void *)cf;
+            if (best) {
+                eo_k_matmul(ta, tb, batch, M, N, K, a, lda, sa, b, ldb, sb, (float)beta, c, ldc,
+                            sc, ws32, ex);
+                eo_k_matmul16(ta, tb, batch, M, N, K, dt, a16, lda, sa, b16, ldb, sb,
+                              (float)beta, out, cout, ldc, sc, ws, ex);
+            } else {
+                eo_mm_run(EO_MM_PORTABLE, ta, tb, batch, M, N, K, a, lda, sa, b, ldb, sb,
+                          (float)beta, c, ldc, sc, ws32, par);
+                eo_mm_run16(EO_MM_PORTABLE, ta, tb, batch, M, N, K, dt, a16, lda, sa, b16, ldb,
+                            sb, (float)beta, out, cout, ldc, sc, ws, par);
+            }
+            int bad = 0;
+            for (int64_t i = 0; i < batch * sc && bad < 3; i++) {
+                int ok = out16 ? c16[i] == eo_half_put(dt, c[i])
+                               : eo_f32_bits(cf[i]) == eo_f32_bits(c[i]);
+                if (!ok)
+                    bad++;
+                CHECK_MSG(ok, "%s %s ta %d tb %d out16 %d beta %d [%lld]: %g, want %g",
+                          best ? "best" : "portable", dtname(dt), ta, tb, out16, beta,
+                          (long long)i, out16 ? (double)eo_half_get(dt, c16[i]) : (double)cf[i],
+                          (double)c[i]);
             }
         }
     free_bufs();
+}
+END_TEST
+
+/* The workspace is the f32 kernel's packing plus a C tile per thread:
+ * bounded, however large the operands (the old kernel held all of B). */
+START_TEST(matmul16_workspace_bounded)
+{
+    const size_t tile = (size_t)144 * 2048 * 4;
+    ck_assert_uint_le(eo_k_matmul16_ws(1 << 20, 1 << 16, 1 << 14, 1),
+                      eo_k_matmul_ws(1 << 20, 1 << 16, 1 << 14, 1) + tile);
+    ck_assert_uint_le(eo_k_matmul16_ws(128, 256, 784, 2),
+                      eo_k_matmul_ws(128, 256, 784, 2) + 2 * ((size_t)128 * 256 * 4 + 64));
+    ck_assert_uint_eq(eo_k_matmul16_ws(0, 5, 5, 1), 0);
 }
 END_TEST
 
@@ -603,7 +632,8 @@ Suite *eo_suite_kernels16(void)
                         2 * (int)(sizeof cecases / sizeof cecases[0]));
     tcase_add_test(tc, cross_entropy16_all_ignored);
     tcase_add_loop_test(tc, embedding16_lookup_and_index_add, 0, 6);
-    tcase_add_loop_test(tc, matmul16_panels_equal_f32, 0, 8);
+    tcase_add_loop_test(tc, matmul16_packing_equals_f32, 0, 16);
+    tcase_add_test(tc, matmul16_workspace_bounded);
     suite_add_tcase(s, tc);
     return s;
 }
