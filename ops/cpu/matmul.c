@@ -69,6 +69,13 @@ enum { KC = 128, MC = 24, NC = 64 };
 #else
 enum { KC = 256, MC = 144, NC = 2048 };
 #endif
+/* The 16-bit matmul blocks its rows and columns smaller (the same KC, so
+ * the same K slices and the same sums): its packed blocks and C tile are
+ * scratch lent in the step arena beside activations that are half the
+ * f32 size, and a 2 MiB B block would outweigh them. Smaller MC and NC
+ * only re-read the packed B block from L2 and re-pack A a little more
+ * often (once per NC16 columns: 1/128 of the multiply-adds). */
+enum { MC16 = 72, NC16 = 128 };
 
 /* Up to this width of C block, untransposed A is not packed (mm_block). */
 enum { A_INPLACE_MAX_NC = 512 };
@@ -409,23 +416,28 @@ typedef struct mm_impl {
 
 /* Scratch of one thread: a packed A block then a packed B block, each
  * starting on a 64-byte boundary (the B loads in the micro-kernel are
- * aligned ones); for the 16-bit matmul, then an f32 tile of C, at most
- * MC x NC (the block one mm_block call covers), in which a 16-bit C is
- * summed before its single rounding. */
-static size_t pack_a_floats(int64_t M, int64_t K)
+ * aligned ones); for the 16-bit matmul (blocked by MC16 x NC16), then an
+ * f32 tile of C of that block's size, in which a 16-bit C is summed
+ * before its single rounding. */
+static int64_t mc_of(int half) { return half ? MC16 : MC; }
+static int64_t nc_of(int half) { return half ? NC16 : NC; }
+static size_t pack_a_floats(int64_t M, int64_t K, int half)
 {
-    return (size_t)(round_up(min64(M, MC), MR) * min64(K, KC));
+    return (size_t)(round_up(min64(M, mc_of(half)), MR) * min64(K, KC));
 }
-static size_t pack_b_floats(int64_t N, int64_t K)
+static size_t pack_b_floats(int64_t N, int64_t K, int half)
 {
-    return (size_t)(round_up(min64(N, NC), NR) * min64(K, KC));
+    return (size_t)(round_up(min64(N, nc_of(half)), NR) * min64(K, KC));
 }
-static size_t c_tile_floats(int64_t M, int64_t N) { return (size_t)(min64(M, MC) * min64(N, NC)); }
+static size_t c_tile_floats(int64_t M, int64_t N)
+{
+    return (size_t)(min64(M, MC16) * min64(N, NC16));
+}
 static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K, int half)
 {
-    return align64(pack_a_floats(M, K) * sizeof(float)) +
-           align64(pack_b_floats(N, K) * sizeof(float)) +
+    return align64(pack_a_floats(M, K, half) * sizeof(float)) +
+           align64(pack_b_floats(N, K, half) * sizeof(float)) +
            (half ? align64(c_tile_floats(M, N) * sizeof(float)) : 0);
 }
 
@@ -452,6 +464,7 @@ size_t eo_k_matmul16_ws(int64_t M, int64_t N, int64_t K, int nthreads)
 typedef struct mm_job {
     const mm_impl *impl;
     int el, out;       /* element types of A and B, and of C (EO_K_*) */
+    int64_t mc, nc;    /* row and column blocking: MC, NC or MC16, NC16 */
     int ta, tb;
     int64_t M, N, K;
     const void *A;
@@ -476,14 +489,14 @@ static void mm_block(const mm_job *J, const void *A, const void *B, float *C, in
     const mm_impl *im = J->impl;
     const int64_t K = J->K;
     const int64_t nk = (K + KC - 1) / KC;
-    for (int64_t jc = n0; jc < n1; jc += NC) {
-        int64_t nc = min64(NC, n1 - jc);
+    for (int64_t jc = n0; jc < n1; jc += J->nc) {
+        int64_t nc = min64(J->nc, n1 - jc);
         for (int64_t q = 0; q < nk; q++) {
             int64_t p0 = K * q / nk, kc = K * (q + 1) / nk - p0;
             int acc = q > 0 || accumulate;
             im->pack_b(J->tb, kc, nc, B, J->ldb, p0, jc, pb);
-            for (int64_t ic = m0; ic < m1; ic += MC) {
-                int64_t mc = min64(MC, m1 - ic);
+            for (int64_t ic = m0; ic < m1; ic += J->mc) {
+                int64_t mc = min64(J->mc, m1 - ic);
                 /* A narrow block of C reuses a packed A block too few
                  * times to repay the packing, so there untransposed A
                  * is read where it lies (the micro-kernel takes A's
@@ -528,7 +541,7 @@ static void mm_block(const mm_job *J, const void *A, const void *B, float *C, in
     }
 }
 
-/* A 16-bit C, block by block of at most MC x NC: the block is formed in
+/* A 16-bit C, block by block of at most MC16 x NC16: the block is formed in
  * the thread's f32 tile (the old C widened into it first when beta = 1,
  * so the addition happens in f32 exactly as in the f32 kernel) and
  * rounded once. The blocking changes nothing in the sums: every element
@@ -536,9 +549,9 @@ static void mm_block(const mm_job *J, const void *A, const void *B, float *C, in
 static void mm_block16(const mm_job *J, const void *A, const void *B, uint16_t *C, int64_t m0,
                        int64_t m1, int64_t n0, int64_t n1, float *pa, float *pb, float *tile)
 {
-    for (int64_t i0 = m0; i0 < m1; i0 += MC)
-        for (int64_t j0 = n0; j0 < n1; j0 += NC) {
-            const int64_t m = min64(MC, m1 - i0), n = min64(NC, n1 - j0);
+    for (int64_t i0 = m0; i0 < m1; i0 += MC16)
+        for (int64_t j0 = n0; j0 < n1; j0 += NC16) {
+            const int64_t m = min64(MC16, m1 - i0), n = min64(NC16, n1 - j0);
             if (J->accumulate)
                 for (int64_t r = 0; r < m; r++)
                     eo_half_to_f32(J->out, n, C + (i0 + r) * J->ldc + j0, tile + r * n);
@@ -563,9 +576,10 @@ static void mm_body(void *arg, int64_t begin, int64_t end, int worker)
     const mm_job *J = arg;
     unsigned char *mine = J->ws + (size_t)worker * J->ws_thread;
     float *pa = (float *)(void *)mine;
-    unsigned char *at = mine + align64(pack_a_floats(J->M, J->K) * sizeof(float));
+    const int half = J->el != EO_K_F32;
+    unsigned char *at = mine + align64(pack_a_floats(J->M, J->K, half) * sizeof(float));
     float *pb = (float *)(void *)at;
-    float *tile = (float *)(void *)(at + align64(pack_b_floats(J->N, J->K) * sizeof(float)));
+    float *tile = (float *)(void *)(at + align64(pack_b_floats(J->N, J->K, half) * sizeof(float)));
     const size_t esz = J->el == EO_K_F32 ? 4 : 2;
     for (int64_t it = begin; it < end; it++) {
         int64_t b = it / J->pieces, p = it % J->pieces;
@@ -632,7 +646,7 @@ static void mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, in
         return;
     }
     mm_job J = {path == EO_MM_PORTABLE ? &impl_portable[el] : &impl_simd[el],
-                el, out, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
+                el, out, mc_of(el != EO_K_F32), nc_of(el != EO_K_F32), ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
                 (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64),
                 per_thread_bytes(M, N, K, el != EO_K_F32), 1, 0};
     if ((float)batch * (float)M * (float)N * (float)K < (float)PAR_MIN_FMAS) /* a float: no libgcc double on an M4 */

@@ -42,7 +42,7 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
  * batch strides in elements. The operands are widened exactly to f32 as
  * the packing copies them into its blocks, so the workspace
  * (eo_k_matmul16_ws) is the f32 kernel's packing buffers plus, per
- * thread, an f32 tile of C of at most 144 x 2048 values (a 16-bit C is
+ * thread, an f32 tile of C of at most 72 x 128 values (a 16-bit C is
  * summed there, then rounded once) — bounded whatever the shapes. The
  * result is bit-identical to widening A, B (and, with beta = 1, C) to
  * f32, running the f32 kernel, and rounding C once. */
