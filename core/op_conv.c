@@ -91,7 +91,10 @@ eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
  * 16-bit output (and, in the backward, the f32 gradients rounded once and
  * added into the 16-bit ones). That is exactly the fallback's arithmetic
  * (core/op_cast.c), but only the 16-bit tensors stay on the tape: the
- * f32 copies live for one call. */
+ * f32 copies live for one call. A backend with the 16-bit backward slot
+ * (the CPU's) converts inside the kernel, image by image, instead: dy is
+ * the batch's largest tensor, and at the backward's peak a whole f32
+ * copy of it would outweigh everything else the 16-bit step holds. */
 static eo_status conv2d_fused(eo_ctx *ctx, const eo_backend *be, eo_tensor *x, eo_tensor *w,
                               eo_tensor *bias, int pad, int stride, const conv_sizes *cs,
                               eo_tensor **out)
@@ -155,8 +158,36 @@ eo_status eo_bwd_conv2d(eo_ctx *ctx, eo_node *n)
     eo_conv_geom g = { x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                        w->shape[0], n->p.conv.kh, n->p.conv.kw, n->p.conv.pad,
                        n->p.conv.stride };
-    const size_t wsb = be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par));
     eo_lent ws;
+    const eo_tensor *dy = n->out->grad;
+    if (eo_is_half(x->dtype) && be->conv2d_backward16 && be->conv2d_ws16 &&
+        dy->dtype == x->dtype && (!gx || gx->dtype == x->dtype)) {
+        /* The backend's 16-bit backward: x, dy and gx converted image by
+         * image inside the kernel (no batch-sized f32 copy of dy, the
+         * largest tensor here), only w and the f32 gw, gb lent. */
+        eo_lent lw, lgw = { 0 }, lgb = { 0 };
+        const size_t wsb = be->conv2d_ws16(&g, eo_par_threads(&ctx->exec.par));
+        EO_CHECK(eo_lend_f32(ctx, w, w, &lw));
+        eo_status st = EO_OK;
+        if (gw)
+            st = eo_lend_f32(ctx, w, NULL, &lgw);
+        if (st == EO_OK && gb)
+            st = eo_lend_f32(ctx, b, NULL, &lgb);
+        if (st == EO_OK)
+            st = eo_lend(ctx, x->device, wsb, &ws);
+        if (st == EO_OK) {
+            be->conv2d_backward16(&g, (int)x->dtype, x->data, lw.p, dy->data,
+                                  gx ? gx->data : NULL, gw ? lgw.p : NULL, gb ? lgb.p : NULL,
+                                  ws.p, &ctx->exec);
+            if (gw)
+                st = eo_add_f32_into(ctx, gw, lgw.p, 1);
+            if (st == EO_OK && gb)
+                st = eo_add_f32_into(ctx, gb, lgb.p, 1);
+        }
+        eo_give_back(&lw);
+        return st;
+    }
+    const size_t wsb = be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par));
     if (eo_is_half(x->dtype)) { /* f32 scratch: inputs, dy, and fresh f32 gradients */
         eo_lent lx, lw, ldy, lgx = { 0 }, lgw = { 0 }, lgb = { 0 };
         EO_CHECK(eo_lend_f32(ctx, x, x, &lx));

@@ -523,6 +523,8 @@ static void use_fallback_only(void)
     b->embedding_backward16 = NULL;
     b->sgd16 = NULL;
     b->adamw16 = NULL;
+    b->conv2d_backward16 = NULL;
+    b->conv2d_ws16 = NULL;
     ot_ctx->backend[EO_CPU] = &fallback_only;
 }
 

@@ -620,6 +620,58 @@ START_TEST(matmul16_workspace_bounded)
 }
 END_TEST
 
+/* conv2d's 16-bit backward widens x and dy and rounds dx image by image
+ * inside the kernel (ops/cpu/conv.c): it must equal, bit for bit, the
+ * f32 backward on the widened tensors with dx = round(dx + f32 dx) and
+ * the same f32 dw, db (the old route, which widened the whole batch).
+ * _i: geometry (a "same" 3x3, a strided one without padding, a 1x1) x
+ * dtype; both on one thread and on the pool of two. */
+START_TEST(conv2d_backward16_equals_f32)
+{
+    static const eo_conv_geom geoms[3] = {
+        {3, 2, 7, 6, 5, 3, 3, 1, 1}, {3, 2, 7, 6, 4, 3, 3, 0, 2}, {2, 3, 5, 4, 4, 1, 1, 0, 1}};
+    const eo_conv_geom *g = &geoms[_i >> 1];
+    const int dt = DTS[_i & 1];
+    const int64_t OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
+    const int64_t OW = (g->W + 2 * g->pad - g->kw) / g->stride + 1;
+    const int64_t nx = g->N * g->C * g->H * g->W, ny = g->N * g->Co * OH * OW;
+    const int64_t nw = g->Co * g->C * g->kh * g->kw;
+    uint16_t *x16 = rand16(dt, nx, 2), *dy16 = rand16(dt, ny, 2), *dx0 = rand16(dt, nx, 1);
+    float *x = f32(nx), *dy = f32(ny), *w = f32(nw);
+    eo_half_to_f32_scalar(dt, nx, x16, x);
+    eo_half_to_f32_scalar(dt, ny, dy16, dy);
+    for (int64_t i = 0; i < nw; i++)
+        w[i] = eo_half_get(dt, eo_half_put(dt, frand()));
+    for (int k = 0; k < 3; k += 2) {
+        const eo_exec *ex = exec_of(k);
+        float *dx = f32(nx), *dw = f32(nw), *db = f32(g->Co);
+        float *dw16 = f32(nw), *db16 = f32(g->Co);
+        for (int64_t i = 0; i < nw; i++)
+            dw[i] = dw16[i] = frand();
+        void *ws = buf(eo_k_conv2d_ws(g, 3)), *ws16 = buf(eo_k_conv2d_ws16(g, 3));
+        eo_k_conv2d_backward(g, x, w, dy, dx, dw, db, ws, ex);
+        uint16_t *dx16 = copy16(dx0, nx);
+        eo_k_conv2d_backward16(g, dt, x16, w, dy16, dx16, dw16, db16, ws16, ex);
+        for (int64_t i = 0; i < nx; i++)
+            CHECK_MSG(dx16[i] == eo_half_put(dt, eo_half_get(dt, dx0[i]) + dx[i]),
+                      "%s geom %d threads %d: dx[%lld] 0x%04x", dtname(dt), _i >> 1, k,
+                      (long long)i, dx16[i]);
+        for (int64_t i = 0; i < nw; i++)
+            CHECK_MSG(eo_f32_bits(dw16[i]) == eo_f32_bits(dw[i]), "%s geom %d: dw[%lld]",
+                      dtname(dt), _i >> 1, (long long)i);
+        for (int64_t i = 0; i < g->Co; i++)
+            CHECK_MSG(eo_f32_bits(db16[i]) == eo_f32_bits(db[i]), "%s geom %d: db[%lld]",
+                      dtname(dt), _i >> 1, (long long)i);
+        /* dx alone (the weights frozen) */
+        uint16_t *dxa = copy16(dx0, nx);
+        eo_k_conv2d_backward16(g, dt, x16, w, dy16, dxa, NULL, NULL, ws16, ex);
+        for (int64_t i = 0; i < nx; i++)
+            CHECK_MSG(dxa[i] == dx16[i], "%s: dx alone [%lld]", dtname(dt), (long long)i);
+    }
+    free_bufs();
+}
+END_TEST
+
 Suite *eo_suite_kernels16(void)
 {
     Suite *s = suite_create("kernels16");
@@ -636,6 +688,7 @@ Suite *eo_suite_kernels16(void)
     tcase_add_loop_test(tc, embedding16_lookup_and_index_add, 0, 6);
     tcase_add_loop_test(tc, matmul16_packing_equals_f32, 0, 16);
     tcase_add_test(tc, matmul16_workspace_bounded);
+    tcase_add_loop_test(tc, conv2d_backward16_equals_f32, 0, 6);
     suite_add_tcase(s, tc);
     return s;
 }
