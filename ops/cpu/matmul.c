@@ -670,11 +670,20 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
            ldc, sc, ws, par);
 }
 
+/* The pairs the 16-bit entries take (the core checks dtypes before a
+ * kernel runs; anything else does nothing rather than misread memory). */
+static int mm16_types_ok(int in, int out)
+{
+    return (in == EO_K_BF16 || in == EO_K_F16) && (out == EO_K_F32 || out == in);
+}
+
 void eo_mm_run16(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N,
                  int64_t K, int in, const void *A, int64_t lda, int64_t sa, const void *B,
                  int64_t ldb, int64_t sb, float beta, int out, void *C, int64_t ldc, int64_t sc,
                  void *ws, const eo_par *par)
 {
+    if (!mm16_types_ok(in, out))
+        return;
     mm_run(path, ta, tb, batch, M, N, K, in, A, lda, sa, B, ldb, sb, beta, out, C, ldc, sc, ws,
            par);
 }
@@ -694,6 +703,8 @@ void eo_k_matmul16(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t 
                    float beta, int out, void *C, int64_t ldc, int64_t sc, void *ws,
                    const eo_exec *ex)
 {
+    if (!mm16_types_ok(in, out))
+        return;
     mm_run(EO_MM_BEST, ta, tb, batch, M, N, K, in, A, lda, sa, B, ldb, sb, beta, out, C, ldc,
            sc, ws, eo_exec_par(ex));
 }
