@@ -92,6 +92,8 @@ typedef struct eo_backend {
     eo_k_embedding_backward16_fn *embedding_backward16;
     eo_k_sgd16_fn *sgd16;
     eo_k_adamw16_fn *adamw16;
+    eo_k_conv2d_backward16_fn *conv2d_backward16; /* with conv2d_ws16 */
+    eo_k_conv2d_ws_fn *conv2d_ws16;
 } eo_backend;
 
 extern const eo_backend eo_backend_cpu;

@@ -94,4 +94,6 @@ const eo_backend eo_backend_cpu = {
     .embedding_backward16 = eo_k_embedding_backward16,
     .sgd16 = eo_k_sgd16,
     .adamw16 = eo_k_adamw16,
+    .conv2d_backward16 = eo_k_conv2d_backward16,
+    .conv2d_ws16 = eo_k_conv2d_ws16,
 };

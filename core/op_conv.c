@@ -91,7 +91,10 @@ eo_status eo_bwd_im2col(eo_ctx *ctx, eo_node *n)
  * 16-bit output (and, in the backward, the f32 gradients rounded once and
  * added into the 16-bit ones). That is exactly the fallback's arithmetic
  * (core/op_cast.c), but only the 16-bit tensors stay on the tape: the
- * f32 copies live for one call. */
+ * f32 copies live for one call. A backend with the 16-bit backward slot
+ * (the CPU's) converts inside the kernel, image by image, instead: dy is
+ * the batch's largest tensor, and at the backward's peak a whole f32
+ * copy of it would outweigh everything else the 16-bit step holds. */
 static eo_status conv2d_fused(eo_ctx *ctx, const eo_backend *be, eo_tensor *x, eo_tensor *w,
                               eo_tensor *bias, int pad, int stride, const conv_sizes *cs,
                               eo_tensor **out)
@@ -155,8 +158,36 @@ eo_status eo_bwd_conv2d(eo_ctx *ctx, eo_node *n)
     eo_conv_geom g = { x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                        w->shape[0], n->p.conv.kh, n->p.conv.kw, n->p.conv.pad,
                        n->p.conv.stride };
-    const size_t wsb = be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par));
     eo_lent ws;
+    const eo_tensor *dy = n->out->grad;
+    if (eo_is_half(x->dtype) && be->conv2d_backward16 && be->conv2d_ws16 &&
+        dy->dtype == x->dtype && (!gx || gx->dtype == x->dtype)) {
+        /* The backend's 16-bit backward: x, dy and gx converted image by
+         * image inside the kernel (no batch-sized f32 copy of dy, the
+         * largest tensor here), only w and the f32 gw, gb lent. */
+        eo_lent lw, lgw = { 0 }, lgb = { 0 };
+        const size_t wsb = be->conv2d_ws16(&g, eo_par_threads(&ctx->exec.par));
+        EO_CHECK(eo_lend_f32(ctx, w, w, &lw));
+        eo_status st = EO_OK;
+        if (gw)
+            st = eo_lend_f32(ctx, w, NULL, &lgw);
+        if (st == EO_OK && gb)
+            st = eo_lend_f32(ctx, b, NULL, &lgb);
+        if (st == EO_OK)
+            st = eo_lend(ctx, x->device, wsb, &ws);
+        if (st == EO_OK) {
+            be->conv2d_backward16(&g, (int)x->dtype, x->data, lw.p, dy->data,
+                                  gx ? gx->data : NULL, gw ? lgw.p : NULL, gb ? lgb.p : NULL,
+                                  ws.p, &ctx->exec);
+            if (gw)
+                st = eo_add_f32_into(ctx, gw, lgw.p, 1);
+            if (st == EO_OK && gb)
+                st = eo_add_f32_into(ctx, gb, lgb.p, 1);
+        }
+        eo_give_back(&lw);
+        return st;
+    }
+    const size_t wsb = be->conv2d_ws(&g, eo_par_threads(&ctx->exec.par));
     if (eo_is_half(x->dtype)) { /* f32 scratch: inputs, dy, and fresh f32 gradients */
         eo_lent lx, lw, ldy, lgx = { 0 }, lgw = { 0 }, lgb = { 0 };
         EO_CHECK(eo_lend_f32(ctx, x, x, &lx));
@@ -315,14 +346,37 @@ eo_status eo_bwd_maxpool2d(eo_ctx *ctx, eo_node *n)
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d_backward);
     EO_CHECK(eo_grad_of(ctx, x, &g));
-    if (eo_is_half(x->dtype)) { /* f32 scratch, as the forward */
+    if (eo_is_half(x->dtype)) {
+        /* f32 scratch, as the forward, but a slab of planes at a time:
+         * planes are independent (arg indexes within its plane), so the
+         * result is the same as for the whole batch at once, and the
+         * scratch stays ~320 KiB instead of an f32 copy of x and of dy at
+         * the backward's peak. */
+        EO_NEED_KERNEL(ctx, "maxpool2d", be, cast);
+        EO_NEED_KERNEL(ctx, "maxpool2d", be, zero);
+        const eo_tensor *dy = n->out->grad;
+        const int64_t P = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
+        const int64_t k = n->p.pool.k, plane = H * W, oplane = (H / k) * (W / k);
+        const int64_t slab = plane >= (1 << 16) ? 1 : (1 << 16) / plane;
+        const size_t de = eo_dtype_size(dy->dtype), ge = eo_dtype_size(g->dtype);
         eo_lent ldy, lg;
-        EO_CHECK(eo_lend_f32(ctx, n->out, n->out->grad, &ldy));
-        eo_status st = eo_lend_f32(ctx, x, NULL, &lg);
-        if (st == EO_OK) {
-            be->maxpool2d_backward(x->shape[0] * x->shape[1], x->shape[2], x->shape[3],
-                                   n->p.pool.k, ldy.p, n->saved[0]->data, lg.p, &ctx->exec);
-            st = eo_add_f32_into(ctx, g, lg.p, 1);
+        const int64_t p1 = slab < P ? slab : P;
+        EO_CHECK(eo_lend(ctx, x->device, (size_t)(p1 * oplane) * sizeof(float), &ldy));
+        eo_status st = eo_lend(ctx, x->device, (size_t)(p1 * plane) * sizeof(float), &lg);
+        for (int64_t p0 = 0; st == EO_OK && p0 < P; p0 += slab) {
+            const int64_t np = P - p0 < slab ? P - p0 : slab;
+            int64_t sh_y[4] = { 1, 1, 1, np * oplane }, sh_x[4] = { 1, 1, 1, np * plane };
+            const int64_t st1[4] = { 0, 0, 0, 1 };
+            be->cast(sh_y, EO_K_F32, ldy.p, st1, (int)dy->dtype,
+                     (const char *)dy->data + (size_t)(p0 * oplane) * de, st1, 0, &ctx->exec);
+            st = be->zero(ctx, lg.p, (size_t)(np * plane) * sizeof(float));
+            if (st != EO_OK)
+                break;
+            be->maxpool2d_backward(np, H, W, k, ldy.p,
+                                   (const int32_t *)n->saved[0]->data + p0 * oplane, lg.p,
+                                   &ctx->exec);
+            be->cast(sh_x, (int)g->dtype, (char *)g->data + (size_t)(p0 * plane) * ge, st1,
+                     EO_K_F32, lg.p, st1, 1, &ctx->exec);
         }
         eo_give_back(&ldy);
         return st;

@@ -516,7 +516,21 @@ typedef void eo_k_adamw16_fn(int64_t n, float *w, int gdt, const void *g, float 
                              float *m, float *v, float lr, float beta1, float beta2, float eps,
                              float wd, int64_t step, int dt16, void *w16, const eo_exec *ex);
 
-/* The CPU implementations of the 16-bit slots (ops/cpu/ *16.c). */
+/* eo_k_conv2d_backward with x, dy and dx stored as dt (bf16 or f16), the
+ * weight w and the gradients dw, db in f32 (w widened by the caller: it
+ * is small; dw and db are summed in f32 as by the f32 kernel, +=). dx,
+ * when not NULL, gets dx = round(dx + that image's f32 gradient) image by
+ * image. Each image's x, dy and dx are widened into the worker's own f32
+ * buffers, so the scratch (eo_k_conv2d_ws16: the f32 kernel's plus three
+ * images' worth per worker) does not grow with the batch, and the results
+ * equal, bit for bit, the f32 kernel run on the widened tensors with dx
+ * rounded once. */
+typedef void eo_k_conv2d_backward16_fn(const eo_conv_geom *g, int dt, const void *x,
+                                       const float *w, const void *dy, void *dx, float *dw,
+                                       float *db, void *ws, const eo_exec *ex);
+
+/* The CPU implementations of the 16-bit slots (ops/cpu/ *16.c; conv2d's
+ * in ops/cpu/conv.c, beside the f32 one). */
 eo_k_cast_fn eo_k_cast;
 eo_k_fill16_fn eo_k_fill16;
 eo_k_matmul16_fn eo_k_matmul16;
@@ -538,6 +552,8 @@ eo_k_embedding16_fn eo_k_embedding16;
 eo_k_embedding_backward16_fn eo_k_embedding_backward16;
 eo_k_sgd16_fn eo_k_sgd16;
 eo_k_adamw16_fn eo_k_adamw16;
+eo_k_conv2d_backward16_fn eo_k_conv2d_backward16;
+eo_k_conv2d_ws_fn eo_k_conv2d_ws16;
 /* ==== end of 16-bit storage ==== */
 
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 #include "ops/kernels.h"
 #include "ops/cpu/half.h"
+#include "ops/cpu/matmul.h"
 #include "tools/threads/pool.h"
 
 #define CHECK_MSG(cond, ...)                                                   \
@@ -543,48 +544,130 @@ START_TEST(embedding16_lookup_and_index_add)
 }
 END_TEST
 
-/* matmul16 widens op(A) and C a panel of rows at a time (ops/cpu/
- * matmul16.c): with M = 150 (two full panels of 64 and a ragged one),
- * every transpose, C in f32 and in the 16-bit dtype, beta 0 and 1, it
- * equals the f32 kernel on the widened whole matrices, rounded once. */
-START_TEST(matmul16_panels_equal_f32)
+/* matmul16 widens op(A) and op(B) while packing them into the f32
+ * kernel's blocks (ops/cpu/matmul.c), and sums a 16-bit C in an f32 tile
+ * of at most 72 x 128: it must equal, bit for bit, the f32 kernel of
+ * the same path run on the widened operands, C rounded once. Odd shapes
+ * that cross a block edge in every dimension (M = 80 > 72 rows of a
+ * block, N = 140 = 128 + 12 columns, K = 262: two K slices), all four
+ * transposes, padded leading dimensions, a batch of two at offset
+ * strides, C in f32 and in the 16-bit dtype, beta 0 and 1, one thread
+ * and a pool of two;
+ * _i >> 3 picks the portable path (eo_mm_run16) or the public entry
+ * (eo_k_matmul16 against eo_k_matmul: the best compiled path). */
+START_TEST(matmul16_packing_equals_f32)
 {
-    const int dt = DTS[_i & 1], ta = (_i >> 1) & 1, tb = (_i >> 2) & 1;
-    const int64_t M = 150, N = 7, K = 19;
-    uint16_t *a16 = buf(M * K * 2), *b16 = buf(K * N * 2), *c16 = buf(M * N * 2);
-    float *a = buf(M * K * 4), *b = buf(K * N * 4), *c = buf(M * N * 4), *cf = buf(M * N * 4);
-    for (int64_t i = 0; i < M * K; i++) {
-        a16[i] = eo_half_put(dt, frand() * 2);
-        a[i] = eo_half_get(dt, a16[i]);
-    }
-    for (int64_t i = 0; i < K * N; i++) {
-        b16[i] = eo_half_put(dt, frand() * 2);
-        b[i] = eo_half_get(dt, b16[i]);
-    }
-    const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    const int dt = DTS[_i & 1], ta = (_i >> 1) & 1, tb = (_i >> 2) & 1, best = _i >> 3;
+    const int64_t M = 80, N = 140, K = 262, batch = 2;
+    const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+    const int64_t sa = (ta ? K : M) * lda + 7, sb = (tb ? N : K) * ldb + 1, sc = M * ldc + 3;
+    uint16_t *a16 = rand16(dt, batch * sa, 2), *b16 = rand16(dt, batch * sb, 2);
+    float *a = f32(batch * sa), *b = f32(batch * sb);
+    eo_half_to_f32_scalar(dt, batch * sa, a16, a);
+    eo_half_to_f32_scalar(dt, batch * sb, b16, b);
+    uint16_t *c16 = h16(batch * sc);
+    float *c = f32(batch * sc), *cf = f32(batch * sc);
+    void *ws = buf(eo_k_matmul16_ws(M, N, K, 3)), *ws32 = buf(eo_k_matmul_ws(M, N, K, 3));
     for (int out16 = 0; out16 < 2; out16++)
         for (int beta = 0; beta < 2; beta++) {
-            for (int64_t i = 0; i < M * N; i++) {
+            const eo_exec *ex = exec_of(out16 == beta ? 0 : 2);
+            const eo_par *par = eo_exec_par(ex);
+            for (int64_t i = 0; i < batch * sc; i++) {
                 c16[i] = eo_half_put(dt, frand());
                 c[i] = out16 ? eo_half_get(dt, c16[i]) : frand();
                 cf[i] = c[i];
             }
-            void *ws = buf(eo_k_matmul16_ws(M, N, K, 1));
-            void *ws32 = buf(eo_k_matmul_ws(M, N, K, 1));
-            eo_k_matmul(ta, tb, 1, M, N, K, a, lda, 0, b, ldb, 0, (float)beta, c, N, 0, ws32, NULL);
-            eo_k_matmul16(ta, tb, 1, M, N, K, dt, a16, lda, 0, b16, ldb, 0, (float)beta,
-                          out16 ? dt : EO_K_F32, out16 ? (void *)c16 : (void *)cf, N, 0, ws, NULL);
-            for (int64_t i = 0; i < M * N; i++) {
-                if (out16)
-                    CHECK_MSG(c16[i] == eo_half_put(dt, c[i]), "%s ta %d tb %d beta %d [%lld]: "
-                              "0x%04x, want %g", dtname(dt), ta, tb, beta, (long long)i,
-                              c16[i], (double)c[i]);
-                else
-                    CHECK_MSG(cf[i] == c[i], "%s ta %d tb %d beta %d [%lld]: %g, want %g",
-                              dtname(dt), ta, tb, beta, (long long)i, (double)cf[i],
-                              (double)c[i]);
+            const int out = out16 ? dt : EO_K_F32;
+            void *cout = out16 ? (void *)c16 : (void *)cf;
+            if (best) {
+                eo_k_matmul(ta, tb, batch, M, N, K, a, lda, sa, b, ldb, sb, (float)beta, c, ldc,
+                            sc, ws32, ex);
+                eo_k_matmul16(ta, tb, batch, M, N, K, dt, a16, lda, sa, b16, ldb, sb,
+                              (float)beta, out, cout, ldc, sc, ws, ex);
+            } else {
+                eo_mm_run(EO_MM_PORTABLE, ta, tb, batch, M, N, K, a, lda, sa, b, ldb, sb,
+                          (float)beta, c, ldc, sc, ws32, par);
+                eo_mm_run16(EO_MM_PORTABLE, ta, tb, batch, M, N, K, dt, a16, lda, sa, b16, ldb,
+                            sb, (float)beta, out, cout, ldc, sc, ws, par);
+            }
+            int bad = 0;
+            for (int64_t i = 0; i < batch * sc && bad < 3; i++) {
+                int ok = out16 ? c16[i] == eo_half_put(dt, c[i])
+                               : eo_f32_bits(cf[i]) == eo_f32_bits(c[i]);
+                if (!ok)
+                    bad++;
+                CHECK_MSG(ok, "%s %s ta %d tb %d out16 %d beta %d [%lld]: %g, want %g",
+                          best ? "best" : "portable", dtname(dt), ta, tb, out16, beta,
+                          (long long)i, out16 ? (double)eo_half_get(dt, c16[i]) : (double)cf[i],
+                          (double)c[i]);
             }
         }
+    free_bufs();
+}
+END_TEST
+
+/* The workspace is packing buffers plus a C tile per thread, blocked
+ * smaller than the f32 kernel's: bounded however large the operands (the
+ * old kernel held all of B in f32), and never more than the f32 one. */
+START_TEST(matmul16_workspace_bounded)
+{
+    ck_assert_uint_le(eo_k_matmul16_ws(1 << 20, 1 << 16, 1 << 14, 1), (size_t)1 << 20);
+    ck_assert_uint_le(eo_k_matmul16_ws(1 << 20, 1 << 16, 1 << 14, 1),
+                      eo_k_matmul_ws(1 << 20, 1 << 16, 1 << 14, 1));
+    ck_assert_uint_le(eo_k_matmul16_ws(128, 256, 784, 2), eo_k_matmul_ws(128, 256, 784, 2));
+    ck_assert_uint_le(eo_k_matmul16_ws(256, 784, 128, 2), eo_k_matmul_ws(256, 784, 128, 2));
+    ck_assert_uint_eq(eo_k_matmul16_ws(0, 5, 5, 1), 0);
+}
+END_TEST
+
+/* conv2d's 16-bit backward widens x and dy and rounds dx image by image
+ * inside the kernel (ops/cpu/conv.c): it must equal, bit for bit, the
+ * f32 backward on the widened tensors with dx = round(dx + f32 dx) and
+ * the same f32 dw, db (the old route, which widened the whole batch).
+ * _i: geometry (a "same" 3x3, a strided one without padding, a 1x1) x
+ * dtype; both on one thread and on the pool of two. */
+START_TEST(conv2d_backward16_equals_f32)
+{
+    static const eo_conv_geom geoms[3] = {
+        {3, 2, 7, 6, 5, 3, 3, 1, 1}, {3, 2, 7, 6, 4, 3, 3, 0, 2}, {2, 3, 5, 4, 4, 1, 1, 0, 1}};
+    const eo_conv_geom *g = &geoms[_i >> 1];
+    const int dt = DTS[_i & 1];
+    const int64_t OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
+    const int64_t OW = (g->W + 2 * g->pad - g->kw) / g->stride + 1;
+    const int64_t nx = g->N * g->C * g->H * g->W, ny = g->N * g->Co * OH * OW;
+    const int64_t nw = g->Co * g->C * g->kh * g->kw;
+    uint16_t *x16 = rand16(dt, nx, 2), *dy16 = rand16(dt, ny, 2), *dx0 = rand16(dt, nx, 1);
+    float *x = f32(nx), *dy = f32(ny), *w = f32(nw);
+    eo_half_to_f32_scalar(dt, nx, x16, x);
+    eo_half_to_f32_scalar(dt, ny, dy16, dy);
+    for (int64_t i = 0; i < nw; i++)
+        w[i] = eo_half_get(dt, eo_half_put(dt, frand()));
+    for (int k = 0; k < 3; k += 2) {
+        const eo_exec *ex = exec_of(k);
+        float *dx = f32(nx), *dw = f32(nw), *db = f32(g->Co);
+        float *dw16 = f32(nw), *db16 = f32(g->Co);
+        for (int64_t i = 0; i < nw; i++)
+            dw[i] = dw16[i] = frand();
+        void *ws = buf(eo_k_conv2d_ws(g, 3)), *ws16 = buf(eo_k_conv2d_ws16(g, 3));
+        eo_k_conv2d_backward(g, x, w, dy, dx, dw, db, ws, ex);
+        uint16_t *dx16 = copy16(dx0, nx);
+        eo_k_conv2d_backward16(g, dt, x16, w, dy16, dx16, dw16, db16, ws16, ex);
+        for (int64_t i = 0; i < nx; i++)
+            CHECK_MSG(dx16[i] == eo_half_put(dt, eo_half_get(dt, dx0[i]) + dx[i]),
+                      "%s geom %d threads %d: dx[%lld] 0x%04x", dtname(dt), _i >> 1, k,
+                      (long long)i, dx16[i]);
+        for (int64_t i = 0; i < nw; i++)
+            CHECK_MSG(eo_f32_bits(dw16[i]) == eo_f32_bits(dw[i]), "%s geom %d: dw[%lld]",
+                      dtname(dt), _i >> 1, (long long)i);
+        for (int64_t i = 0; i < g->Co; i++)
+            CHECK_MSG(eo_f32_bits(db16[i]) == eo_f32_bits(db[i]), "%s geom %d: db[%lld]",
+                      dtname(dt), _i >> 1, (long long)i);
+        /* dx alone (the weights frozen) */
+        uint16_t *dxa = copy16(dx0, nx);
+        eo_k_conv2d_backward16(g, dt, x16, w, dy16, dxa, NULL, NULL, ws16, ex);
+        for (int64_t i = 0; i < nx; i++)
+            CHECK_MSG(dxa[i] == dx16[i], "%s: dx alone [%lld]", dtname(dt), (long long)i);
+    }
     free_bufs();
 }
 END_TEST
@@ -603,7 +686,9 @@ Suite *eo_suite_kernels16(void)
                         2 * (int)(sizeof cecases / sizeof cecases[0]));
     tcase_add_test(tc, cross_entropy16_all_ignored);
     tcase_add_loop_test(tc, embedding16_lookup_and_index_add, 0, 6);
-    tcase_add_loop_test(tc, matmul16_panels_equal_f32, 0, 8);
+    tcase_add_loop_test(tc, matmul16_packing_equals_f32, 0, 16);
+    tcase_add_test(tc, matmul16_workspace_bounded);
+    tcase_add_loop_test(tc, conv2d_backward16_equals_f32, 0, 6);
     suite_add_tcase(s, tc);
     return s;
 }

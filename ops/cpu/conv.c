@@ -19,6 +19,7 @@
  * independent, so the thread hook gets ranges of planes. 2x2 windows, the
  * common case, go eight at a time through AVX2 selects. */
 #include "ops/cpu/grain.h"
+#include "ops/cpu/half.h"
 #include "ops/cpu/matmul.h"
 #include "ops/kernels.h"
 
@@ -151,9 +152,15 @@ typedef struct fconv {
     int64_t OH, OW, P, K;
     const float *x, *w, *bias, *dy;
     float *y, *dx, *dw, *db;
+    /* The 16-bit backward (dt EO_K_BF16 / EO_K_F16, else 0): x, dy and dx
+     * in dt, each image widened into (or dx rounded out of) the worker's
+     * own f32 buffers, img_b bytes for x and dx, dyi_b for dy. */
+    int dt;
+    const uint16_t *x16, *dy16;
+    uint16_t *dx16;
     unsigned char *ws; /* 64-byte aligned */
     size_t per;        /* bytes per worker */
-    size_t cols_b, dw_b, db_b;
+    size_t cols_b, dw_b, db_b, mm_b, img_b, dyi_b;
 } fconv;
 
 static size_t al64(size_t b) { return (b + 63) / 64 * 64; }
@@ -162,7 +169,7 @@ static int fconv_direct(const eo_conv_geom *g)
     return g->kh == 1 && g->kw == 1 && g->pad == 0 && g->stride == 1;
 }
 
-static void fconv_sizes(const eo_conv_geom *g, fconv *f)
+static void fconv_sizes(const eo_conv_geom *g, int half, fconv *f)
 {
     f->g = g;
     f->OH = (g->H + 2 * g->pad - g->kh) / g->stride + 1;
@@ -176,13 +183,26 @@ static void fconv_sizes(const eo_conv_geom *g, fconv *f)
     size_t mm = eo_k_matmul_ws(g->Co, f->P, f->K, 1);
     size_t mm2 = eo_k_matmul_ws(g->Co, f->K, f->P, 1), mm3 = eo_k_matmul_ws(f->K, f->P, g->Co, 1);
     mm = mm > mm2 ? mm : mm2;
-    f->per = f->cols_b + f->dw_b + f->db_b + al64(mm > mm3 ? mm : mm3);
+    f->mm_b = al64(mm > mm3 ? mm : mm3);
+    f->img_b = half ? al64((size_t)(g->C * g->H * g->W) * sizeof(float)) : 0;
+    f->dyi_b = half ? al64((size_t)(g->Co * f->P) * sizeof(float)) : 0;
+    f->per = f->cols_b + f->dw_b + f->db_b + f->mm_b + 2 * f->img_b + f->dyi_b;
+    f->dt = 0;
+    f->x16 = f->dy16 = NULL;
+    f->dx16 = NULL;
 }
 
 size_t eo_k_conv2d_ws(const eo_conv_geom *g, int nthreads)
 {
     fconv f;
-    fconv_sizes(g, &f);
+    fconv_sizes(g, 0, &f);
+    return (size_t)(nthreads < 1 ? 1 : nthreads) * f.per + 64;
+}
+
+size_t eo_k_conv2d_ws16(const eo_conv_geom *g, int nthreads)
+{
+    fconv f;
+    fconv_sizes(g, 1, &f);
     return (size_t)(nthreads < 1 ? 1 : nthreads) * f.per + 64;
 }
 
@@ -272,11 +292,10 @@ static void col2im_same_s1(const eo_conv_geom *g, int64_t OH, float *dcols, floa
             }
 }
 
-/* Image n's columns into `cols` (im2col of that image alone). */
-static const float *fconv_cols(const fconv *f, int64_t n, float *cols)
+/* The columns of image xn into `cols` (im2col of that image alone). */
+static const float *fconv_cols(const fconv *f, const float *xn, float *cols)
 {
     const eo_conv_geom *g = f->g;
-    const float *xn = f->x + n * g->C * g->H * g->W;
     if (fconv_direct(g))
         return xn;
     if (fconv_same_s1(g, f->OW)) {
@@ -297,7 +316,7 @@ static void fconv_fwd_body(void *arg, int64_t n0, int64_t n1, int worker)
     void *mm = mine + f->cols_b + f->dw_b + f->db_b;
     const int64_t Co = g->Co, P = f->P, K = f->K;
     for (int64_t n = n0; n < n1; n++) {
-        const float *b = fconv_cols(f, n, cols);
+        const float *b = fconv_cols(f, f->x + n * g->C * g->H * g->W, cols);
         float *yn = f->y + n * Co * P;
         if (f->bias)
             for (int64_t o = 0; o < Co; o++)
@@ -312,7 +331,7 @@ void eo_k_conv2d(const eo_conv_geom *g, const float *x, const float *w, const fl
                  float *y, void *ws, const eo_exec *ex)
 {
     fconv f;
-    fconv_sizes(g, &f);
+    fconv_sizes(g, 0, &f);
     if (g->N <= 0 || g->Co <= 0 || f.P <= 0)
         return;
     f.x = x, f.w = w, f.bias = bias, f.y = y;
@@ -344,33 +363,86 @@ static void fconv_bwd_body(void *arg, int64_t n0, int64_t n1, int worker)
     float *cols = (float *)mine, *dwp = (float *)(mine + f->cols_b);
     float *dbp = (float *)(mine + f->cols_b + f->dw_b);
     void *mm = mine + f->cols_b + f->dw_b + f->db_b;
+    unsigned char *w16 = mine + f->cols_b + f->dw_b + f->db_b + f->mm_b;
+    float *xb = (float *)(void *)w16, *dxb = (float *)(void *)(w16 + f->img_b);
+    float *dyb = (float *)(void *)(w16 + 2 * f->img_b);
     const int64_t Co = g->Co, P = f->P, K = f->K, img = g->C * g->H * g->W;
     for (int64_t n = n0; n < n1; n++) {
-        const float *dyn = f->dy + n * Co * P;
+        const float *dyn, *xn = NULL;
+        float *dxn = NULL;
+        if (f->dt) { /* this image widened; its dx formed from zero in f32 */
+            eo_half_to_f32(f->dt, Co * P, f->dy16 + n * Co * P, dyb);
+            dyn = dyb;
+            if (f->dw) {
+                eo_half_to_f32(f->dt, img, f->x16 + n * img, xb);
+                xn = xb;
+            }
+            if (f->dx16) {
+                memset(dxb, 0, (size_t)img * sizeof(float));
+                dxn = dxb;
+            }
+        } else {
+            dyn = f->dy + n * Co * P;
+            xn = f->x + n * img;
+            dxn = f->dx ? f->dx + n * img : NULL;
+        }
         if (f->dw) {
-            const float *b = fconv_cols(f, n, cols);
+            const float *b = fconv_cols(f, xn, cols);
             eo_mm_run(EO_MM_BEST, 0, 1, 1, Co, K, P, dyn, P, 0, b, P, 0, 1.0f, dwp, K, 0, mm,
                       NULL);
         }
         if (f->db)
             for (int64_t o = 0; o < Co; o++)
                 dbp[o] += sum_lanes(dyn + o * P, P);
-        if (f->dx) {
-            if (fconv_direct(g)) { /* dx_n [C, P] += W^T . dy_n directly */
-                eo_mm_run(EO_MM_BEST, 1, 0, 1, K, P, Co, f->w, K, 0, dyn, P, 0, 1.0f,
-                          f->dx + n * img, P, 0, mm, NULL);
-                continue;
-            }
+        if (!dxn)
+            continue;
+        if (fconv_direct(g)) { /* dx_n [C, P] += W^T . dy_n directly */
+            eo_mm_run(EO_MM_BEST, 1, 0, 1, K, P, Co, f->w, K, 0, dyn, P, 0, 1.0f, dxn, P, 0, mm,
+                      NULL);
+        } else {
             eo_mm_run(EO_MM_BEST, 1, 0, 1, K, P, Co, f->w, K, 0, dyn, P, 0, 0.0f, cols, P, 0,
                       mm, NULL);
             if (fconv_same_s1(g, f->OW)) {
-                col2im_same_s1(g, f->OH, cols, f->dx + n * img);
-                continue;
+                col2im_same_s1(g, f->OH, cols, dxn);
+            } else {
+                conv_args a = { 1, g->C, g->H, g->W, g->kh, g->kw, g->pad, g->stride,
+                                NULL, cols, NULL, dxn };
+                im2col_walk(&a, 0, 1, 0);
             }
-            conv_args a = { 1, g->C, g->H, g->W, g->kh, g->kw, g->pad, g->stride,
-                            NULL, cols, NULL, f->dx + n * img };
-            im2col_walk(&a, 0, 1, 0);
         }
+        if (f->dx16) { /* dx += this image's f32 gradient, rounded once */
+            uint16_t *d = f->dx16 + n * img;
+            eo_half_to_f32(f->dt, img, d, xb);
+            for (int64_t i = 0; i < img; i++)
+                xb[i] += dxb[i];
+            eo_f32_to_half(f->dt, img, xb, d);
+        }
+    }
+}
+
+/* Both backward entries: f filled in but for the workspace. */
+static void fconv_backward(fconv *f, void *ws, const eo_exec *ex)
+{
+    const eo_conv_geom *g = f->g;
+    f->ws = (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64);
+    const eo_par *par = eo_par_if(eo_exec_par(ex), g->N * g->Co * f->P);
+    const int T = eo_par_threads(par);
+    float *dw = f->dw, *db = f->db;
+    /* Every worker's partials start at zero, also those of workers that
+     * get no images. */
+    for (int t = 0; t < T; t++)
+        memset(f->ws + (size_t)t * f->per + f->cols_b, 0, f->dw_b + f->db_b);
+    eo_par_for(par, g->N, fconv_bwd_body, f);
+    const int64_t nw = g->Co * f->K;
+    for (int t = 0; t < T; t++) {
+        const float *dwp = (const float *)(f->ws + (size_t)t * f->per + f->cols_b);
+        const float *dbp = (const float *)(f->ws + (size_t)t * f->per + f->cols_b + f->dw_b);
+        if (dw)
+            for (int64_t i = 0; i < nw; i++)
+                dw[i] += dwp[i];
+        if (db)
+            for (int64_t o = 0; o < g->Co; o++)
+                db[o] += dbp[o];
     }
 }
 
@@ -379,30 +451,27 @@ void eo_k_conv2d_backward(const eo_conv_geom *g, const float *x, const float *w,
                           const eo_exec *ex)
 {
     fconv f;
-    fconv_sizes(g, &f);
+    fconv_sizes(g, 0, &f);
     if (g->N <= 0 || g->Co <= 0 || f.P <= 0 || (!dx && !dw && !db))
         return;
     f.x = x, f.w = w, f.bias = NULL, f.y = NULL;
     f.dy = dy, f.dx = dx, f.dw = dw, f.db = db;
-    f.ws = (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64);
-    const eo_par *par = eo_par_if(eo_exec_par(ex), g->N * g->Co * f.P);
-    const int T = eo_par_threads(par);
-    /* Every worker's partials start at zero, also those of workers that
-     * get no images. */
-    for (int t = 0; t < T; t++)
-        memset(f.ws + (size_t)t * f.per + f.cols_b, 0, f.dw_b + f.db_b);
-    eo_par_for(par, g->N, fconv_bwd_body, &f);
-    const int64_t nw = g->Co * f.K;
-    for (int t = 0; t < T; t++) {
-        const float *dwp = (const float *)(f.ws + (size_t)t * f.per + f.cols_b);
-        const float *dbp = (const float *)(f.ws + (size_t)t * f.per + f.cols_b + f.dw_b);
-        if (dw)
-            for (int64_t i = 0; i < nw; i++)
-                dw[i] += dwp[i];
-        if (db)
-            for (int64_t o = 0; o < g->Co; o++)
-                db[o] += dbp[o];
-    }
+    fconv_backward(&f, ws, ex);
+}
+
+void eo_k_conv2d_backward16(const eo_conv_geom *g, int dt, const void *x, const float *w,
+                            const void *dy, void *dx, float *dw, float *db, void *ws,
+                            const eo_exec *ex)
+{
+    fconv f;
+    fconv_sizes(g, 1, &f);
+    if (g->N <= 0 || g->Co <= 0 || f.P <= 0 || (!dx && !dw && !db))
+        return;
+    f.x = NULL, f.w = w, f.bias = NULL, f.y = NULL;
+    f.dy = NULL, f.dx = NULL, f.dw = dw, f.db = db;
+    f.dt = dt;
+    f.x16 = x, f.dy16 = dy, f.dx16 = dx;
+    fconv_backward(&f, ws, ex);
 }
 
 /* ---- max pooling ------------------------------------------------------- */

@@ -39,6 +39,7 @@
  * pieces of C, decided once per call. */
 #include "ops/kernels.h"
 #include "ops/cpu/matmul.h"
+#include "ops/cpu/half.h"
 
 #include <string.h>
 
@@ -68,6 +69,13 @@ enum { KC = 128, MC = 24, NC = 64 };
 #else
 enum { KC = 256, MC = 144, NC = 2048 };
 #endif
+/* The 16-bit matmul blocks its rows and columns smaller (the same KC, so
+ * the same K slices and the same sums): its packed blocks and C tile are
+ * scratch lent in the step arena beside activations that are half the
+ * f32 size, and a 2 MiB B block would outweigh them. Smaller MC and NC
+ * only re-read the packed B block from L2 and re-pack A a little more
+ * often (once per NC16 columns: 1/128 of the multiply-adds). */
+enum { MC16 = 72, NC16 = 128 };
 
 /* Up to this width of C block, untransposed A is not packed (mm_block). */
 enum { A_INPLACE_MAX_NC = 512 };
@@ -84,17 +92,31 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
  * Portable path: packing by plain element loops, and a micro-kernel the
  * compiler may vectorise as it sees fit. */
 
+/* The packing reads op(A) and op(B) in their stored element type `el`:
+ * f32 (EO_K_F32), or bf16 / f16 (EO_K_BF16, EO_K_F16), widened exactly to
+ * f32 on the way into the packed slivers. That is how eo_mm_run16 (the
+ * 16-bit matmul) needs no f32 copy of its operands: the packed blocks are
+ * the only f32 form they ever take. Each packer is written once, with el
+ * as an argument; the instances below pass it as a constant, so the
+ * compiler folds the f32 instance back to plain float loads. */
+static inline float ld1(int el, const void *p, int64_t i)
+{
+    if (el == EO_K_F32)
+        return ((const float *)p)[i];
+    return eo_half_get(el, ((const uint16_t *)p)[i]);
+}
+
 /* Pack rows [i0, i0+mc) and k [p0, p0+kc) of op(A) into MR-row slivers:
  * dst[s*MR*kc + k*MR + r] = op(A)[i0 + s*MR + r][p0 + k], 0 past row mc. */
-static void pack_a_portable(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
-                            int64_t i0, int64_t p0, float *dst)
+static inline void pack_a_portable(int el, int ta, int64_t mc, int64_t kc, const void *A,
+                                   int64_t lda, int64_t i0, int64_t p0, float *dst)
 {
     for (int64_t s = 0; s < mc; s += MR) {
         int64_t mr = min64(MR, mc - s);
         for (int64_t k = 0; k < kc; k++) {
             for (int64_t r = 0; r < mr; r++) {
                 int64_t i = i0 + s + r, p = p0 + k;
-                dst[k * MR + r] = ta ? A[p * lda + i] : A[i * lda + p];
+                dst[k * MR + r] = ld1(el, A, ta ? p * lda + i : i * lda + p);
             }
             for (int64_t r = mr; r < MR; r++)
                 dst[k * MR + r] = 0.0f;
@@ -105,15 +127,15 @@ static void pack_a_portable(int ta, int64_t mc, int64_t kc, const float *A, int6
 
 /* Pack k [p0, p0+kc) and columns [j0, j0+nc) of op(B) into NR-column
  * slivers: dst[s*NR*kc + k*NR + c] = op(B)[p0 + k][j0 + s*NR + c]. */
-static void pack_b_portable(int tb, int64_t kc, int64_t nc, const float *B, int64_t ldb,
-                            int64_t p0, int64_t j0, float *dst)
+static inline void pack_b_portable(int el, int tb, int64_t kc, int64_t nc, const void *B,
+                                   int64_t ldb, int64_t p0, int64_t j0, float *dst)
 {
     for (int64_t s = 0; s < nc; s += NR) {
         int64_t nr = min64(NR, nc - s);
         for (int64_t k = 0; k < kc; k++) {
             for (int64_t c = 0; c < nr; c++) {
                 int64_t j = j0 + s + c, p = p0 + k;
-                dst[k * NR + c] = tb ? B[j * ldb + p] : B[p * ldb + j];
+                dst[k * NR + c] = ld1(el, B, tb ? j * ldb + p : p * ldb + j);
             }
             for (int64_t c = nr; c < NR; c++)
                 dst[k * NR + c] = 0.0f;
@@ -140,25 +162,57 @@ void eo_mm_micro_portable(int64_t kc, const float *a, int64_t rsa, int64_t csa, 
  * AVX2 + FMA path. */
 #if EO_MM_HAVE_SIMD
 
-/* Load `rows` (<= 8) rows of 8 floats, src + i*ld, as an 8x8 block
+/* Elements i .. i+7 (or i .. i+3) of p, of type el, as f32 lanes: bf16 is
+ * the top half of an f32 (shift left by 16); f16 goes through F16C's
+ * vcvtph2ps where the build has it, else the scalar widening. Both are
+ * exact and equal to eo_half_get (tests/test_half.c). */
+static inline __m256 ld8(int el, const void *p, int64_t i)
+{
+    if (el == EO_K_F32)
+        return _mm256_loadu_ps((const float *)p + i);
+    const uint16_t *h = (const uint16_t *)p + i;
+    if (el == EO_K_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)h)), 16));
+#if defined(__F16C__)
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+#else
+    float t[8];
+    for (int j = 0; j < 8; j++)
+        t[j] = eo_f16_to_f32(h[j]);
+    return _mm256_loadu_ps(t);
+#endif
+}
+static inline __m128 ld4(int el, const void *p, int64_t i)
+{
+    if (el == EO_K_F32)
+        return _mm_loadu_ps((const float *)p + i);
+    const uint16_t *h = (const uint16_t *)p + i;
+    float t[4];
+    for (int j = 0; j < 4; j++)
+        t[j] = eo_half_get(el, h[j]);
+    return _mm_loadu_ps(t);
+}
+
+/* Load `rows` (<= 8) rows of 8 elements, src[at + i*ld ...], as an 8x8 block
  * (missing rows are zeros), transpose it, and store column j (now 8
  * values, one per row) at dst + j*ds: all of it (width 8) or its first
  * six values (width 6, an A sliver). Three rounds, each halving the size
  * of the blocks being swapped: interleave pairs of rows (unpack), then
  * pairs of pairs (shuffle), then exchange 128-bit halves (permute2f128).
  * Everything is a named local so the whole block stays in registers. */
-static inline void transpose8_store(const float *src, int64_t ld, int rows, float *dst,
-                                    int64_t ds, int width)
+static inline void transpose8_store(int el, const void *src, int64_t at, int64_t ld, int rows,
+                                    float *dst, int64_t ds, int width)
 {
     const __m256 z = _mm256_setzero_ps();
-    __m256 r0 = _mm256_loadu_ps(src);
-    __m256 r1 = rows > 1 ? _mm256_loadu_ps(src + ld) : z;
-    __m256 r2 = rows > 2 ? _mm256_loadu_ps(src + 2 * ld) : z;
-    __m256 r3 = rows > 3 ? _mm256_loadu_ps(src + 3 * ld) : z;
-    __m256 r4 = rows > 4 ? _mm256_loadu_ps(src + 4 * ld) : z;
-    __m256 r5 = rows > 5 ? _mm256_loadu_ps(src + 5 * ld) : z;
-    __m256 r6 = rows > 6 ? _mm256_loadu_ps(src + 6 * ld) : z;
-    __m256 r7 = rows > 7 ? _mm256_loadu_ps(src + 7 * ld) : z;
+    __m256 r0 = ld8(el, src, at);
+    __m256 r1 = rows > 1 ? ld8(el, src, at + ld) : z;
+    __m256 r2 = rows > 2 ? ld8(el, src, at + 2 * ld) : z;
+    __m256 r3 = rows > 3 ? ld8(el, src, at + 3 * ld) : z;
+    __m256 r4 = rows > 4 ? ld8(el, src, at + 4 * ld) : z;
+    __m256 r5 = rows > 5 ? ld8(el, src, at + 5 * ld) : z;
+    __m256 r6 = rows > 6 ? ld8(el, src, at + 6 * ld) : z;
+    __m256 r7 = rows > 7 ? ld8(el, src, at + 7 * ld) : z;
     /* t0 = r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5], t1 the same
      * for elements 2, 3 | 6, 7; likewise t2..t7 for the other pairs. */
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
@@ -193,71 +247,72 @@ static inline void transpose8_store(const float *src, int64_t ld, int rows, floa
  * as rows and turned into columns with one 8x8 transpose (zero rows fill
  * it out to 8, and supply the padding of a ragged last sliver).
  * Transposed A already has them side by side. */
-static void pack_a_simd(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
-                        int64_t i0, int64_t p0, float *dst)
+static inline void pack_a_simd(int el, int ta, int64_t mc, int64_t kc, const void *A,
+                               int64_t lda, int64_t i0, int64_t p0, float *dst)
 {
     for (int64_t s = 0; s < mc; s += MR, dst += MR * kc) {
         int64_t mr = min64(MR, mc - s);
         if (ta) {
-            const float *src = A + p0 * lda + i0 + s;
-            if (mr == MR) { /* six floats: one vector of four, then two */
+            int64_t src = p0 * lda + i0 + s;
+            if (mr == MR) { /* six values: one vector of four, then two */
                 for (int64_t k = 0; k < kc; k++, src += lda) {
-                    _mm_storeu_ps(dst + k * MR, _mm_loadu_ps(src));
-                    dst[k * MR + 4] = src[4];
-                    dst[k * MR + 5] = src[5];
+                    _mm_storeu_ps(dst + k * MR, ld4(el, A, src));
+                    dst[k * MR + 4] = ld1(el, A, src + 4);
+                    dst[k * MR + 5] = ld1(el, A, src + 5);
                 }
                 continue;
             }
             for (int64_t k = 0; k < kc; k++, src += lda)
                 for (int64_t i = 0; i < MR; i++)
-                    dst[k * MR + i] = i < mr ? src[i] : 0.0f;
+                    dst[k * MR + i] = i < mr ? ld1(el, A, src + i) : 0.0f;
             continue;
         }
-        const float *src = A + (i0 + s) * lda + p0;
+        const int64_t src = (i0 + s) * lda + p0;
         int64_t k = 0;
         for (; k + 8 <= kc; k += 8)
-            transpose8_store(src + k, lda, (int)mr, dst + k * MR, MR, 6);
+            transpose8_store(el, A, src + k, lda, (int)mr, dst + k * MR, MR, 6);
         for (; k < kc; k++)
             for (int64_t i = 0; i < MR; i++)
-                dst[k * MR + i] = i < mr ? src[i * lda + k] : 0.0f;
+                dst[k * MR + i] = i < mr ? ld1(el, A, src + i * lda + k) : 0.0f;
     }
 }
 
 /* As pack_b_portable. Untransposed B has each sliver row contiguous (two
  * vector copies per k); transposed B needs the 16 columns gathered, done
  * as two 8x8 transposes per eight k. */
-static void pack_b_simd(int tb, int64_t kc, int64_t nc, const float *B, int64_t ldb,
-                        int64_t p0, int64_t j0, float *dst)
+static inline void pack_b_simd(int el, int tb, int64_t kc, int64_t nc, const void *B,
+                               int64_t ldb, int64_t p0, int64_t j0, float *dst)
 {
     for (int64_t s = 0; s < nc; s += NR, dst += NR * kc) {
         int64_t nr = min64(NR, nc - s);
         if (!tb) {
-            const float *src = B + p0 * ldb + j0 + s;
+            int64_t src = p0 * ldb + j0 + s;
             if (nr < NR) {
                 for (int64_t k = 0; k < kc; k++, src += ldb)
                     for (int64_t c = 0; c < NR; c++)
-                        dst[k * NR + c] = c < nr ? src[c] : 0.0f;
+                        dst[k * NR + c] = c < nr ? ld1(el, B, src + c) : 0.0f;
                 continue;
             }
             for (int64_t k = 0; k < kc; k++, src += ldb) {
-                _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src));
-                _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
+                _mm256_store_ps(dst + k * NR, ld8(el, B, src));
+                _mm256_store_ps(dst + k * NR + 8, ld8(el, B, src + 8));
             }
             continue;
         }
-        const float *src = B + (j0 + s) * ldb + p0;
+        const int64_t src = (j0 + s) * ldb + p0;
         int64_t k = 0;
         for (; k + 8 <= kc; k += 8) {
-            transpose8_store(src + k, ldb, nr < 8 ? (int)nr : 8, dst + k * NR, NR, 8);
+            transpose8_store(el, B, src + k, ldb, nr < 8 ? (int)nr : 8, dst + k * NR, NR, 8);
             if (nr > 8)
-                transpose8_store(src + 8 * ldb + k, ldb, (int)(nr - 8), dst + k * NR + 8, NR, 8);
+                transpose8_store(el, B, src + 8 * ldb + k, ldb, (int)(nr - 8), dst + k * NR + 8,
+                                 NR, 8);
             else
                 for (int j = 0; j < 8; j++)
                     _mm256_store_ps(dst + (k + j) * NR + 8, _mm256_setzero_ps());
         }
         for (; k < kc; k++)
             for (int64_t c = 0; c < NR; c++)
-                dst[k * NR + c] = c < nr ? src[c * ldb + k] : 0.0f;
+                dst[k * NR + c] = c < nr ? ld1(el, B, src + c * ldb + k) : 0.0f;
     }
 }
 
@@ -327,10 +382,31 @@ int eo_mm_simd_compiled(void) { return EO_MM_HAVE_SIMD; }
 /* ---------------------------------------------------------------------------
  * The blocked loops, shared by both paths. */
 
-typedef void pack_a_fn(int ta, int64_t mc, int64_t kc, const float *A, int64_t lda,
+typedef void pack_a_fn(int ta, int64_t mc, int64_t kc, const void *A, int64_t lda,
                        int64_t i0, int64_t p0, float *dst);
-typedef void pack_b_fn(int tb, int64_t kc, int64_t nc, const float *B, int64_t ldb,
+typedef void pack_b_fn(int tb, int64_t kc, int64_t nc, const void *B, int64_t ldb,
                        int64_t p0, int64_t j0, float *dst);
+
+/* One instance of each packer per (path, element type), el a constant. */
+#define MM_PACKERS(path, name, el)                                                            \
+    static void pack_a_##path##_##name(int t, int64_t mc, int64_t kc, const void *A,         \
+                                       int64_t ld, int64_t i0, int64_t p0, float *dst)       \
+    {                                                                                         \
+        pack_a_##path(el, t, mc, kc, A, ld, i0, p0, dst);                                     \
+    }                                                                                         \
+    static void pack_b_##path##_##name(int t, int64_t kc, int64_t nc, const void *B,         \
+                                       int64_t ld, int64_t p0, int64_t j0, float *dst)       \
+    {                                                                                         \
+        pack_b_##path(el, t, kc, nc, B, ld, p0, j0, dst);                                     \
+    }
+MM_PACKERS(portable, f32, EO_K_F32)
+MM_PACKERS(portable, bf16, EO_K_BF16)
+MM_PACKERS(portable, f16, EO_K_F16)
+#if EO_MM_HAVE_SIMD
+MM_PACKERS(simd, f32, EO_K_F32)
+MM_PACKERS(simd, bf16, EO_K_BF16)
+MM_PACKERS(simd, f16, EO_K_F16)
+#endif
 
 typedef struct mm_impl {
     pack_a_fn *pack_a;
@@ -340,42 +416,63 @@ typedef struct mm_impl {
 
 /* Scratch of one thread: a packed A block then a packed B block, each
  * starting on a 64-byte boundary (the B loads in the micro-kernel are
- * aligned ones). */
-static size_t pack_a_floats(int64_t M, int64_t K)
+ * aligned ones); for the 16-bit matmul (blocked by MC16 x NC16), then an
+ * f32 tile of C of that block's size, in which a 16-bit C is summed
+ * before its single rounding. */
+static int64_t mc_of(int half) { return half ? MC16 : MC; }
+static int64_t nc_of(int half) { return half ? NC16 : NC; }
+static size_t pack_a_floats(int64_t M, int64_t K, int half)
 {
-    return (size_t)(round_up(min64(M, MC), MR) * min64(K, KC));
+    return (size_t)(round_up(min64(M, mc_of(half)), MR) * min64(K, KC));
 }
-static size_t pack_b_floats(int64_t N, int64_t K)
+static size_t pack_b_floats(int64_t N, int64_t K, int half)
 {
-    return (size_t)(round_up(min64(N, NC), NR) * min64(K, KC));
+    return (size_t)(round_up(min64(N, nc_of(half)), NR) * min64(K, KC));
+}
+static size_t c_tile_floats(int64_t M, int64_t N)
+{
+    return (size_t)(min64(M, MC16) * min64(N, NC16));
 }
 static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K)
+static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K, int half)
 {
-    return align64(pack_a_floats(M, K) * sizeof(float)) +
-           align64(pack_b_floats(N, K) * sizeof(float));
+    return align64(pack_a_floats(M, K, half) * sizeof(float)) +
+           align64(pack_b_floats(N, K, half) * sizeof(float)) +
+           (half ? align64(c_tile_floats(M, N) * sizeof(float)) : 0);
 }
 
-size_t eo_k_matmul_ws(int64_t M, int64_t N, int64_t K, int nthreads)
+static size_t ws_bytes(int64_t M, int64_t N, int64_t K, int nthreads, int half)
 {
     if (M <= 0 || N <= 0 || K <= 0)
         return 0;
     if (nthreads < 1)
         nthreads = 1;
     /* +64: the caller's pointer is rounded up to a 64-byte boundary. */
-    return (size_t)nthreads * per_thread_bytes(M, N, K) + 64;
+    return (size_t)nthreads * per_thread_bytes(M, N, K, half) + 64;
+}
+
+size_t eo_k_matmul_ws(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+    return ws_bytes(M, N, K, nthreads, 0);
+}
+
+size_t eo_k_matmul16_ws(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+    return ws_bytes(M, N, K, nthreads, 1);
 }
 
 typedef struct mm_job {
     const mm_impl *impl;
+    int el, out;       /* element types of A and B, and of C (EO_K_*) */
+    int64_t mc, nc;    /* row and column blocking: MC, NC or MC16, NC16 */
     int ta, tb;
     int64_t M, N, K;
-    const float *A;
+    const void *A;
     int64_t lda, sa;
-    const float *B;
+    const void *B;
     int64_t ldb, sb;
     int accumulate; /* beta == 1 */
-    float *C;
+    void *C;
     int64_t ldc, sc;
     unsigned char *ws; /* 64-byte aligned */
     size_t ws_thread;
@@ -383,29 +480,34 @@ typedef struct mm_job {
     int split_n;       /* pieces are column blocks (else row blocks) */
 } mm_job;
 
-/* C[m0:m1, n0:n1] of one batch item, all of K. */
-static void mm_block(const mm_job *J, const float *A, const float *B, float *C, int64_t m0,
-                     int64_t m1, int64_t n0, int64_t n1, float *pa, float *pb)
+/* C[m0:m1, n0:n1] of one batch item, all of K; C points at element
+ * (m0, n0), rows ldc apart. */
+static void mm_block(const mm_job *J, const void *A, const void *B, float *C, int64_t ldc,
+                     int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *pa, float *pb,
+                     int accumulate)
 {
     const mm_impl *im = J->impl;
-    const int64_t K = J->K, ldc = J->ldc;
+    const int64_t K = J->K;
     const int64_t nk = (K + KC - 1) / KC;
-    for (int64_t jc = n0; jc < n1; jc += NC) {
-        int64_t nc = min64(NC, n1 - jc);
+    for (int64_t jc = n0; jc < n1; jc += J->nc) {
+        int64_t nc = min64(J->nc, n1 - jc);
         for (int64_t q = 0; q < nk; q++) {
             int64_t p0 = K * q / nk, kc = K * (q + 1) / nk - p0;
-            int acc = q > 0 || J->accumulate;
+            int acc = q > 0 || accumulate;
             im->pack_b(J->tb, kc, nc, B, J->ldb, p0, jc, pb);
-            for (int64_t ic = m0; ic < m1; ic += MC) {
-                int64_t mc = min64(MC, m1 - ic);
+            for (int64_t ic = m0; ic < m1; ic += J->mc) {
+                int64_t mc = min64(J->mc, m1 - ic);
                 /* A narrow block of C reuses a packed A block too few
                  * times to repay the packing, so there untransposed A
                  * is read where it lies (the micro-kernel takes A's
                  * strides); only a ragged last sliver is still packed,
                  * to get its zero rows. Wide blocks pack: the packed
                  * copy is contiguous, while rows of A that are a power
-                 * of two apart compete for the same cache sets. */
-                int64_t mfull = J->ta || nc >= A_INPLACE_MAX_NC ? 0 : mc / MR * MR;
+                 * of two apart compete for the same cache sets. A
+                 * 16-bit A is always packed (the micro-kernel reads
+                 * f32). */
+                int64_t mfull = J->ta || J->el != EO_K_F32 || nc >= A_INPLACE_MAX_NC
+                                    ? 0 : mc / MR * MR;
                 im->pack_a(J->ta, mc - mfull, kc, A, J->lda, ic + mfull, p0, pa);
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     int64_t nr = min64(NR, nc - jr);
@@ -415,11 +517,11 @@ static void mm_block(const mm_job *J, const float *A, const float *B, float *C, 
                         const float *as = pa + (ir - mfull) * kc;
                         int64_t rsa = 1, csa = MR;
                         if (ir < mfull) {
-                            as = A + (ic + ir) * J->lda + p0;
+                            as = (const float *)A + (ic + ir) * J->lda + p0;
                             rsa = J->lda;
                             csa = 1;
                         }
-                        float *c = C + (ic + ir) * ldc + jc + jr;
+                        float *c = C + (ic - m0 + ir) * ldc + (jc - n0) + jr;
                         if (mr == MR && nr == NR) {
                             im->micro(kc, as, rsa, csa, bs, c, ldc, acc);
                             continue;
@@ -439,6 +541,26 @@ static void mm_block(const mm_job *J, const float *A, const float *B, float *C, 
     }
 }
 
+/* A 16-bit C, block by block of at most MC16 x NC16: the block is formed in
+ * the thread's f32 tile (the old C widened into it first when beta = 1,
+ * so the addition happens in f32 exactly as in the f32 kernel) and
+ * rounded once. The blocking changes nothing in the sums: every element
+ * still runs over the same K slices in the same order. */
+static void mm_block16(const mm_job *J, const void *A, const void *B, uint16_t *C, int64_t m0,
+                       int64_t m1, int64_t n0, int64_t n1, float *pa, float *pb, float *tile)
+{
+    for (int64_t i0 = m0; i0 < m1; i0 += MC16)
+        for (int64_t j0 = n0; j0 < n1; j0 += NC16) {
+            const int64_t m = min64(MC16, m1 - i0), n = min64(NC16, n1 - j0);
+            if (J->accumulate)
+                for (int64_t r = 0; r < m; r++)
+                    eo_half_to_f32(J->out, n, C + (i0 + r) * J->ldc + j0, tile + r * n);
+            mm_block(J, A, B, tile, n, i0, i0 + m, j0, j0 + n, pa, pb, J->accumulate);
+            for (int64_t r = 0; r < m; r++)
+                eo_f32_to_half(J->out, n, tile + r * n, C + (i0 + r) * J->ldc + j0);
+        }
+}
+
 /* Piece p of `pieces` along a dimension of `len`, cut on multiples of the
  * tile size `unit` so that no thread gets a needlessly ragged tile. */
 static void piece_range(int64_t len, int64_t unit, int64_t p, int64_t pieces, int64_t *lo,
@@ -453,8 +575,12 @@ static void mm_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     const mm_job *J = arg;
     unsigned char *mine = J->ws + (size_t)worker * J->ws_thread;
-    float *pa = (float *)mine;
-    float *pb = (float *)(mine + align64(pack_a_floats(J->M, J->K) * sizeof(float)));
+    float *pa = (float *)(void *)mine;
+    const int half = J->el != EO_K_F32;
+    unsigned char *at = mine + align64(pack_a_floats(J->M, J->K, half) * sizeof(float));
+    float *pb = (float *)(void *)at;
+    float *tile = (float *)(void *)(at + align64(pack_b_floats(J->N, J->K, half) * sizeof(float)));
+    const size_t esz = J->el == EO_K_F32 ? 4 : 2;
     for (int64_t it = begin; it < end; it++) {
         int64_t b = it / J->pieces, p = it % J->pieces;
         int64_t m0 = 0, m1 = J->M, n0 = 0, n1 = J->N;
@@ -462,9 +588,15 @@ static void mm_body(void *arg, int64_t begin, int64_t end, int worker)
             piece_range(J->N, NR, p, J->pieces, &n0, &n1);
         else
             piece_range(J->M, MR, p, J->pieces, &m0, &m1);
-        if (m0 < m1 && n0 < n1)
-            mm_block(J, J->A + b * J->sa, J->B + b * J->sb, J->C + b * J->sc, m0, m1, n0, n1,
-                     pa, pb);
+        if (m0 >= m1 || n0 >= n1)
+            continue;
+        const void *A = (const unsigned char *)J->A + (size_t)(b * J->sa) * esz;
+        const void *B = (const unsigned char *)J->B + (size_t)(b * J->sb) * esz;
+        if (J->out == EO_K_F32)
+            mm_block(J, A, B, (float *)J->C + b * J->sc + m0 * J->ldc + n0, J->ldc, m0, m1, n0,
+                     n1, pa, pb, J->accumulate);
+        else
+            mm_block16(J, A, B, (uint16_t *)J->C + b * J->sc, m0, m1, n0, n1, pa, pb, tile);
     }
 }
 
@@ -478,30 +610,45 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-static const mm_impl impl_portable = {pack_a_portable, pack_b_portable, eo_mm_micro_portable};
+/* Indexed by element type: f32, (i32: none), bf16, f16. */
+static const mm_impl impl_portable[4] = {
+    {pack_a_portable_f32, pack_b_portable_f32, eo_mm_micro_portable},
+    {0, 0, 0},
+    {pack_a_portable_bf16, pack_b_portable_bf16, eo_mm_micro_portable},
+    {pack_a_portable_f16, pack_b_portable_f16, eo_mm_micro_portable},
+};
 #if EO_MM_HAVE_SIMD
-static const mm_impl impl_simd = {pack_a_simd, pack_b_simd, micro_simd};
+static const mm_impl impl_simd[4] = {
+    {pack_a_simd_f32, pack_b_simd_f32, micro_simd},
+    {0, 0, 0},
+    {pack_a_simd_bf16, pack_b_simd_bf16, micro_simd},
+    {pack_a_simd_f16, pack_b_simd_f16, micro_simd},
+};
 #else
-static const mm_impl impl_simd = {pack_a_portable, pack_b_portable, eo_mm_micro_portable};
+#define impl_simd impl_portable
 #endif
 
-void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
-               const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
-               float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_par *par)
+/* Both entries: el is the element type of A and B, out that of C. */
+static void mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N,
+                   int64_t K, int el, const void *A, int64_t lda, int64_t sa, const void *B,
+                   int64_t ldb, int64_t sb, float beta, int out, void *C, int64_t ldc,
+                   int64_t sc, void *ws, const eo_par *par)
 {
     if (batch <= 0 || M <= 0 || N <= 0)
         return;
     if (K <= 0) { /* an empty sum: C = beta·C */
-        if (beta == 0.0f)
+        const size_t osz = out == EO_K_F32 ? 4 : 2;
+        if (beta == 0.0f) /* +0 is all zero bits in all three types */
             for (int64_t b = 0; b < batch; b++)
                 for (int64_t i = 0; i < M; i++)
-                    memset(C + b * sc + i * ldc, 0, (size_t)N * sizeof(float));
+                    memset((unsigned char *)C + (size_t)(b * sc + i * ldc) * osz, 0,
+                           (size_t)N * osz);
         return;
     }
-    mm_job J = {path == EO_MM_PORTABLE ? &impl_portable : &impl_simd,
-                ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
-                (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64), per_thread_bytes(M, N, K),
-                1, 0};
+    mm_job J = {path == EO_MM_PORTABLE ? &impl_portable[el] : &impl_simd[el],
+                el, out, mc_of(el != EO_K_F32), nc_of(el != EO_K_F32), ta, tb, M, N, K, A, lda, sa, B, ldb, sb, beta != 0.0f, C, ldc, sc,
+                (unsigned char *)(((uintptr_t)ws + 63) / 64 * 64),
+                per_thread_bytes(M, N, K, el != EO_K_F32), 1, 0};
     if ((float)batch * (float)M * (float)N * (float)K < (float)PAR_MIN_FMAS) /* a float: no libgcc double on an M4 */
         par = NULL;
     /* Enough pieces that the batch x pieces items divide evenly among the
@@ -515,10 +662,49 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
     eo_par_for(par, batch * J.pieces, mm_body, &J);
 }
 
+void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+               const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
+               float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_par *par)
+{
+    mm_run(path, ta, tb, batch, M, N, K, EO_K_F32, A, lda, sa, B, ldb, sb, beta, EO_K_F32, C,
+           ldc, sc, ws, par);
+}
+
+/* The pairs the 16-bit entries take (the core checks dtypes before a
+ * kernel runs; anything else does nothing rather than misread memory). */
+static int mm16_types_ok(int in, int out)
+{
+    return (in == EO_K_BF16 || in == EO_K_F16) && (out == EO_K_F32 || out == in);
+}
+
+void eo_mm_run16(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N,
+                 int64_t K, int in, const void *A, int64_t lda, int64_t sa, const void *B,
+                 int64_t ldb, int64_t sb, float beta, int out, void *C, int64_t ldc, int64_t sc,
+                 void *ws, const eo_par *par)
+{
+    if (!mm16_types_ok(in, out))
+        return;
+    mm_run(path, ta, tb, batch, M, N, K, in, A, lda, sa, B, ldb, sb, beta, out, C, ldc, sc, ws,
+           par);
+}
+
 void eo_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
                  const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
                  float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_exec *ex)
 {
-    eo_mm_run(EO_MM_BEST, ta, tb, batch, M, N, K, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, ws,
-              eo_exec_par(ex));
+    mm_run(EO_MM_BEST, ta, tb, batch, M, N, K, EO_K_F32, A, lda, sa, B, ldb, sb, beta, EO_K_F32,
+           C, ldc, sc, ws, eo_exec_par(ex));
+}
+
+/* bf16 / f16 operands (ops/kernels.h): the same blocked loops, the
+ * operands widened as they are packed; see eo_mm_run16 (matmul.h). */
+void eo_k_matmul16(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K, int in,
+                   const void *A, int64_t lda, int64_t sa, const void *B, int64_t ldb, int64_t sb,
+                   float beta, int out, void *C, int64_t ldc, int64_t sc, void *ws,
+                   const eo_exec *ex)
+{
+    if (!mm16_types_ok(in, out))
+        return;
+    mm_run(EO_MM_BEST, ta, tb, batch, M, N, K, in, A, lda, sa, B, ldb, sb, beta, out, C, ldc,
+           sc, ws, eo_exec_par(ex));
 }

@@ -36,6 +36,21 @@ void eo_mm_run(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_
                const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
                float beta, float *C, int64_t ldc, int64_t sc, void *ws, const eo_par *par);
 
+/* The 16-bit matmul (eo_k_matmul16, ops/kernels.h) with the path chosen:
+ * A and B of element type `in` (EO_K_BF16 or EO_K_F16; EO_K_F32 runs the
+ * f32 kernel), C of type `out` (EO_K_F32 or `in`); leading dimensions and
+ * batch strides in elements. The operands are widened exactly to f32 as
+ * the packing copies them into its blocks, so the workspace
+ * (eo_k_matmul16_ws) is the f32 kernel's packing buffers plus, per
+ * thread, an f32 tile of C of at most 72 x 128 values (a 16-bit C is
+ * summed there, then rounded once) — bounded whatever the shapes. The
+ * result is bit-identical to widening A, B (and, with beta = 1, C) to
+ * f32, running the f32 kernel, and rounding C once. */
+void eo_mm_run16(eo_mm_path path, int ta, int tb, int64_t batch, int64_t M, int64_t N,
+                 int64_t K, int in, const void *A, int64_t lda, int64_t sa, const void *B,
+                 int64_t ldb, int64_t sb, float beta, int out, void *C, int64_t ldc, int64_t sc,
+                 void *ws, const eo_par *par);
+
 /* A micro-kernel: acc[i][j] = sum over k < kc of a[k*MR + i] * b[k*NR + j]
  * (a and b are packed slivers, b 32-byte aligned), then
  * C[i*ldc + j] = acc (accumulate == 0: C is not read) or C + acc. */
