@@ -40,6 +40,18 @@ void eo_test_ctx_free(eo_ctx *ctx);
 eo_ctx *eo_test_cuda_ctx(size_t persist_mb, size_t step_mb);
 void eo_test_cuda_ctx_free(eo_ctx *ctx);
 
+/* 1 when the 16-bit device kernels cannot be emulated here, after
+ * printing why once per test: the PTX interpreter on a big-endian host.
+ * PTX packs two 16-bit values in one 32-bit register with the element at
+ * the lower address in the low half, which is the memory order of a
+ * little-endian device; the interpreter keeps device memory in the
+ * host's byte order (so that what the host uploads reads back as the
+ * host wrote it), and on a big-endian host a 32-bit access to two halves
+ * sees them the other way round. No big-endian host drives an NVIDIA GPU;
+ * the f32 kernels, whose accesses all have their element's width, run
+ * there as elsewhere. With EO_TEST_CUDA=real: 0. */
+int eo_test_skip_16bit_device(const char *test);
+
 /* A step-arena CPU tensor of the given shape with values uniform in
  * [lo, hi) from a fixed per-call seed; requires_grad as given. */
 eo_tensor *eo_test_rand(eo_ctx *ctx, int rank, const int64_t *shape, float lo, float hi,

@@ -23,6 +23,8 @@ static eo_cuda_driver D;
 
 START_TEST(mlp_bf16_f16_on_cuda_match_cpu)
 {
+    if (eo_test_skip_16bit_device("cuda_amp: mlp_bf16_f16_on_cuda_match_cpu"))
+        return;
     for (int d = 0; d < 2; d++) {
         eo_dtype dt = d ? EO_F16 : EO_BF16;
         float lc[8], lg[8];
@@ -47,6 +49,8 @@ END_TEST
  * model on the CPU.) */
 START_TEST(models_train_in_16_bit_on_cuda)
 {
+    if (eo_test_skip_16bit_device("cuda_amp: models_train_in_16_bit_on_cuda"))
+        return;
     const char *mode = getenv("EO_TEST_CUDA");
     int sim = !mode || strcmp(mode, "real") != 0;
     char err[512];

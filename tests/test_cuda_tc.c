@@ -19,6 +19,7 @@
 #include "core/everyo.h"
 #include "ops/cuda/device.h"
 #include "tests/cuda_fixture.h"
+#include "tests/gradcheck.h"
 #include "ops/kernels.h"
 #include "tools/ptxsim/driver.h"
 
@@ -209,6 +210,8 @@ END_TEST
 Suite *eo_suite_cuda_tc(void)
 {
     Suite *s = suite_create("cuda_tc");
+    if (eo_test_skip_16bit_device("suite cuda_tc"))
+        return s;
     TCase *t = tcase_create("vs_double");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);

@@ -4,13 +4,14 @@
  *
  * eo_cuda_check_ids launches eo_check_ids on the stream in front of the
  * kernel that will use the ids and returns the device address that kernel
- * should read: a copy in the scratch work buffer with every bad id
+ * should read: a copy in the scratch's id region with every bad id
  * replaced (so nothing is read or written outside a table), or, for more
  * ids than the buffer holds, the ids themselves (checked, not replaced).
  * The first bad id of each kind lands in a flag slot of the scratch; the
  * next eo_cuda_sync or device-to-host copy (ops/cuda/device.c) reads the
  * slots when a check has run since, and records EO_ERR_ARG with the id,
  * its position and the limit, as the CPU path would have refused it. */
+#include <string.h>
 #include "ops/cuda/launch.h"
 
 static const char *const check_who[EO_CU_CHECK_SLOTS] = {"embedding: index ",
@@ -22,7 +23,7 @@ uint64_t eo_cuda_check_ids(eo_cuda *cu, int slot, const int32_t *ids, int64_t n,
     uint64_t pin = eo_cuda_dp(ids);
     if (n <= 0 || !eo_cuda_fits(cu, check_who[slot], n) || !eo_cuda_fits(cu, check_who[slot], limit))
         return pin;
-    uint64_t pout = n <= (int64_t)WORK_BYTES / 4 ? cu->scratch + SCRATCH_WORK : 0;
+    uint64_t pout = n <= (int64_t)EO_CU_IDS_BYTES / 4 ? cu->scratch + EO_CU_SCRATCH_IDS : 0;
     uint64_t pflag = cu->scratch + SCRATCH_CHECK + (uint64_t)slot * EO_CU_CHECK_SLOT_BYTES;
     uint32_t nn = (uint32_t)n, lim = (uint32_t)limit, hi = has_ignore != 0;
     LAUNCH(cu, EO_CUK_CHECK_IDS, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &pin, &lim, &hi, &ignore,
@@ -44,14 +45,21 @@ eo_status eo_cuda_check_report(eo_cuda *cu)
         return eo_cuda_fail_text(cu, EO_ERR_CUDA, "reading the id checks failed", NULL, NULL);
     for (int s = 0; s < EO_CU_CHECK_SLOTS; s++) {
         const uint32_t *slot = w + s * EO_CU_CHECK_SLOT_BYTES / 4;
-        if (slot[0] == 0xffffffffu && slot[1] == 0xffffffffu)
+        /* The first 8 bytes are one u64, (position << 32) | id, written by
+         * red.min.u64: read as a u64 and split arithmetically, not as two
+         * u32 words (their order is the device's byte order: the PTX
+         * interpreter keeps device memory in the host's, big-endian on
+         * s390x). */
+        uint64_t key;
+        memcpy(&key, slot, sizeof key);
+        if (key == UINT64_MAX)
             continue;
-        /* (position << 32) | id, little-endian: the id first */
+        uint32_t id = (uint32_t)key, pos = (uint32_t)(key >> 32);
         eo_cuda_msg m = eo_cuda_fail_begin(cu, EO_ERR_ARG);
         eo_cuda_msg_put(&m, check_who[s]);
-        eo_cuda_msg_int(&m, (int32_t)slot[0]);
+        eo_cuda_msg_int(&m, (int32_t)id);
         eo_cuda_msg_put(&m, " at position ");
-        eo_cuda_msg_int(&m, slot[1]);
+        eo_cuda_msg_int(&m, pos);
         eo_cuda_msg_put(&m, " is outside [0, ");
         eo_cuda_msg_int(&m, slot[2]);
         eo_cuda_msg_put(&m, ") (found on the device)");

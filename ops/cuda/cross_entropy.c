@@ -23,14 +23,13 @@ void eo_cuda_k_cross_entropy(int64_t rows, int64_t cols, const float *logits,
     uint32_t r = (uint32_t)rows, c = (uint32_t)cols, red = (uint32_t)reduction;
     uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pst = eo_cuda_dp(stats), ploss = eo_cuda_dp(loss);
     uint64_t pdone = cu->scratch + SCRATCH_CE_DONE;
-    /* Each row's loss: into loss itself (none) or the upper half of the
-     * work buffer (mean, sum), where the last block sums them. The lower
-     * half may hold the checked copy of the targets (ops/cuda/check.c puts
-     * it at the buffer's start), which this kernel reads. Past 2^19 rows
-     * the half is too small and the last block gathers the losses from
-     * the stats instead. */
+    /* Each row's loss: into loss itself (none) or the work buffer (mean,
+     * sum), where the last block sums them (the checked copy of the
+     * targets, which this kernel reads, has its own scratch region:
+     * ops/cuda/launch.h). Past 2^20 rows the buffer is too small and the
+     * last block gathers the losses from the stats instead. */
     uint64_t prl = reduction == EO_CE_NONE ? ploss
-                   : rows <= (int64_t)WORK_BYTES / 8 ? cu->scratch + SCRATCH_WORK + WORK_BYTES / 2
+                   : rows <= (int64_t)WORK_BYTES / 4 ? cu->scratch + SCRATCH_WORK
                                                     : 0;
     uint32_t rpb = cols <= 1024 ? 8 : 1; /* rows per block: a warp or a block per row */
     uint32_t grid = (r + rpb - 1) / rpb;

@@ -26,13 +26,21 @@
  *                      (0 between launches: zeroed at open, each reset by
  *                      its strip's last block, so the kernels share them);
  *   [24832, +4 MiB)    the work buffer for two-stage sums
- *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part). */
+ *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part) and the
+ *                      other launchers' temporaries (cross-entropy's row
+ *                      losses, attention's row sums, embedding lists);
+ *   [+4 MiB, +8 MiB)   the checked copy of token ids or class targets
+ *                      (ops/cuda/check.c), apart from the work buffer: the
+ *                      kernel that reads the copy may use the work buffer
+ *                      for its own temporaries (cross-entropy's row losses
+ *                      once overwrote the targets there). */
 enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SCRATCH_CHECK = 64,
        EO_CU_SCRATCH_CE_DONE = 128, EO_CU_CHECK_SLOTS = 2, EO_CU_CHECK_SLOT_BYTES = 16, EO_CU_SCRATCH_SUMSQ = 256,
        EO_CU_SUMSQ_PARTS = 1024, EO_CU_SCRATCH_COLDONE = EO_CU_SCRATCH_SUMSQ + EO_CU_SUMSQ_PARTS * 8,
        EO_CU_COLDONE_STRIPS = 4096,
        EO_CU_SCRATCH_WORK = EO_CU_SCRATCH_COLDONE + EO_CU_COLDONE_STRIPS * 4,
-       EO_CU_WORK_BYTES = 4 << 20, EO_CU_SCRATCH_BYTES = EO_CU_SCRATCH_WORK + EO_CU_WORK_BYTES };
+       EO_CU_WORK_BYTES = 4 << 20, EO_CU_SCRATCH_IDS = EO_CU_SCRATCH_WORK + EO_CU_WORK_BYTES,
+       EO_CU_IDS_BYTES = 4 << 20, EO_CU_SCRATCH_BYTES = EO_CU_SCRATCH_IDS + EO_CU_IDS_BYTES };
 #define BLOCK EO_CU_BLOCK
 #define MAX_GRID EO_CU_MAX_GRID
 #define WORK_BYTES EO_CU_WORK_BYTES
