@@ -175,6 +175,15 @@ eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g);
  * every fresh gradient the size of an activation. */
 eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *beta);
 
+/* x's gradient += src, for a gradient that passes through unchanged:
+ * src (contiguous, x's element count, dtype and device; check with
+ * eo_grad_passes) is read in x's shape, row-major. With take = 1 and no
+ * gradient yet, x takes src's buffer instead of a zero fill and an add
+ * (core/tape.c says why that is safe: at most one take per rule, src the
+ * running node's output gradient). take = 0: a fresh gradient is a copy. */
+eo_status eo_grad_add(eo_ctx *ctx, eo_tensor *x, const eo_tensor *src, int take);
+int eo_grad_passes(const eo_tensor *x, const eo_tensor *src);
+
 /* Normalise a possibly negative axis for rank r; -1 if out of range. */
 int eo_axis(int axis, int rank);
 

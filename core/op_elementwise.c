@@ -93,6 +93,16 @@ static eo_status binary(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *b, eo
     EO_RUN(ctx, eo_op_names[id], binary_body(ctx, id, a, b, out));
 }
 
+static int same_shape(const eo_tensor *a, const eo_tensor *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
 static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *a = n->in[0], *b = n->in[1], *y = n->out, *ga = NULL, *gb = NULL;
@@ -102,9 +112,28 @@ static eo_status binary_backward(eo_ctx *ctx, eo_node *n)
         EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, binary_backward16);
     else
         EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, binary_backward);
-    if (a->requires_grad)
+    /* add and sub pass dy unchanged to an operand of y's own shape (the
+     * residual stream, a bias add's activation): that operand takes or
+     * adds dy directly (eo_grad_add) instead of the kernel's zero fill
+     * and add; only what is left (a broadcast operand's sum, sub's -dy)
+     * goes to the kernel. The operands must differ: x + x adds twice. */
+    int need_a = a->requires_grad, need_b = b->requires_grad, took = 0;
+    if ((n->op == EO_OP_ADD || n->op == EO_OP_SUB) && a != b) {
+        if (need_a && same_shape(a, y) && eo_grad_passes(a, y->grad)) {
+            EO_CHECK(eo_grad_add(ctx, a, y->grad, 1));
+            need_a = 0;
+            took = 1;
+        }
+        if (n->op == EO_OP_ADD && need_b && same_shape(b, y) && eo_grad_passes(b, y->grad)) {
+            EO_CHECK(eo_grad_add(ctx, b, y->grad, !took));
+            need_b = 0;
+        }
+        if (!need_a && !need_b)
+            return EO_OK;
+    }
+    if (need_a)
         EO_CHECK(eo_grad_of(ctx, a, &ga));
-    if (b->requires_grad)
+    if (need_b)
         EO_CHECK(eo_grad_of(ctx, b, &gb));
     int64_t shape[4], sy[4], sa[4], sb[4], sga[4] = {0}, sgb[4] = {0};
     eo_pad4(y, shape, sy);

@@ -70,9 +70,18 @@ eo_status eo_bwd_view(eo_ctx *ctx, eo_node *n)
     eo_tensor *x = n->in[0], *g, v;
     if (!x->requires_grad)
         return EO_OK;
+    /* A reshape's gradient is the output's, read in the input's shape:
+     * taken, not added (eo_grad_add). A permutation's fresh gradient is
+     * written through the view: every element is hit once, so no zero
+     * fill is needed. A slice's covers part of x and keeps zero + add. */
+    if (n->p.view.kind == EO_VIEW_RESHAPE && eo_grad_passes(x, n->out->grad))
+        return eo_grad_add(ctx, x, n->out->grad, 1);
+    const int fresh = !x->grad && n->p.view.kind == EO_VIEW_PERMUTE;
+    if (fresh)
+        EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &x->grad));
     EO_CHECK(eo_grad_of(ctx, x, &g));
     view_of(g, &n->p, n->out->rank, n->out->shape, &v);
-    return accumulate_into(ctx, &v, n->out->grad);
+    return fresh ? eo_copy_any(ctx, &v, n->out->grad) : accumulate_into(ctx, &v, n->out->grad);
 }
 
 EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))
@@ -116,6 +125,8 @@ eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
     eo_tensor *g;
     if (!n->in[0]->requires_grad)
         return EO_OK;
+    if (eo_grad_passes(n->in[0], n->out->grad)) /* taken, not added */
+        return eo_grad_add(ctx, n->in[0], n->out->grad, 1);
     EO_CHECK(eo_grad_of(ctx, n->in[0], &g));
     return accumulate_into(ctx, g, n->out->grad);
 }

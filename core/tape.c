@@ -78,6 +78,55 @@ eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *bet
     return EO_OK;
 }
 
+/* Gradients that pass through unchanged (a reshape, a contiguous copy, the
+ * full-shape operands of add and sub) are where a step's memory traffic
+ * goes if each one is zero-filled and then added to: three passes over an
+ * activation-sized buffer for no arithmetic. The first gradient a tensor
+ * receives can instead be *taken*: the tensor's gradient becomes a header
+ * over the incoming buffer, in its own shape. PyTorch's autograd engine
+ * does the same with the first gradient an input buffer receives.
+ *
+ * Why this is safe: src is the gradient of the node being run (n->out),
+ * and the reverse walk never reads n->out->grad again once n's rule has
+ * returned (every reader of it, n's consumers, ran before n). So the
+ * buffer has one live owner at a time, as long as a rule hands it to at
+ * most one input (`take` is 1 for at most one call per rule); the others
+ * get a copy (fresh) or an add (existing). The intermediate tensor's
+ * .grad keeps pointing at the buffer, and later contributions to the
+ * taker change it: after backward, only the gradients of leaves (tensors
+ * without a node: parameters, inputs) are defined, as in PyTorch. */
+eo_status eo_grad_add(eo_ctx *ctx, eo_tensor *x, const eo_tensor *src, int take)
+{
+    eo_tensor v = *src; /* src read in x's shape, row-major (src is contiguous) */
+    v.grad = NULL;
+    v.node = NULL;
+    v.rank = x->rank;
+    for (int i = 0; i < x->rank; i++)
+        v.shape[i] = x->shape[i];
+    eo_contiguous_strides(v.rank, v.shape, v.stride);
+    if (x->grad)
+        return eo_accumulate_any(ctx, x->grad, &v);
+    if (take) {
+        eo_tensor *g;
+        EO_CHECK(eo_host_alloc(ctx, EO_STEP, sizeof *g, (void **)&g));
+        *g = v;
+        g->requires_grad = 0;
+        g->name = NULL;
+        g->low = NULL;
+        g->lifetime = EO_STEP;
+        x->grad = g;
+        return EO_OK;
+    }
+    EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &x->grad));
+    return eo_copy_any(ctx, x->grad, &v);
+}
+
+int eo_grad_passes(const eo_tensor *x, const eo_tensor *src)
+{
+    return x->dtype == src->dtype && x->device == src->device &&
+           eo_numel(x) == eo_numel(src) && eo_is_contiguous(src);
+}
+
 /* Was t->grad made during the running call (and so about to be rewound)?
  * Gradient metadata always lives in the host step arena. */
 static int grad_is_new(const eo_ctx *ctx, const eo_tensor *t)
