@@ -81,7 +81,10 @@ typedef struct eo_tensor {
     int rank;                      /* 0..EO_MAX_RANK */
     int64_t shape[EO_MAX_RANK];
     int64_t stride[EO_MAX_RANK];   /* in elements */
-    struct eo_tensor *grad;        /* dL/dthis, contiguous, same shape; NULL until needed */
+    struct eo_tensor *grad;        /* dL/dthis, contiguous, same shape; NULL until needed.
+                                      Defined after eo_backward for leaves (no node:
+                                      parameters, inputs); an op's output may share its
+                                      buffer with an input's (core/README.md) */
     struct eo_node *node;          /* the op that made it; NULL for a leaf */
     uint8_t requires_grad;
     uint8_t lifetime;              /* eo_lifetime of the data */

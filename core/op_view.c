@@ -65,11 +65,66 @@ static eo_status make_view(eo_ctx *ctx, eo_tensor *x, eo_op_params p, int rank,
     return EO_OK;
 }
 
+/* A chain of views (q = transpose(slice(reshape(qkv)))) would pass its
+ * gradient down one buffer per link: a copy into the transposed view's
+ * gradient, then an add of that into the slice of the next. While the
+ * tensors in between have no gradient yet (nothing else has used them),
+ * the chain is applied at once to the deepest one's gradient instead, and
+ * the output's gradient added straight into it: a skipped tensor that is
+ * used elsewhere later still gets its own gradient, and its view's rule
+ * adds that in, so every contribution arrives. Returns 0 when the chain
+ * is a single link or cannot be composed (a reshape of a view that is not
+ * contiguous in the composed gradient), and the rule goes link by link. */
+enum { VIEW_CHAIN_MAX = 8 };
+
+static int chain_backward(eo_ctx *ctx, eo_node *n, eo_status *s)
+{
+    const eo_node *link[VIEW_CHAIN_MAX];
+    int len = 0;
+    eo_tensor *root = n->in[0];
+    link[len++] = n;
+    while (len < VIEW_CHAIN_MAX && !root->grad && root->node && root->node->op == EO_OP_VIEW &&
+           root->node->in[0]->requires_grad) {
+        link[len++] = root->node;
+        root = root->node->in[0];
+    }
+    if (len == 1)
+        return 0;
+    eo_tensor *g, v, w;
+    if (!root->grad) { /* only the layout matters here: zeros come below */
+        eo_tensor probe = *root;
+        eo_contiguous_strides(probe.rank, probe.shape, probe.stride);
+        v = probe;
+    } else {
+        v = *root->grad;
+    }
+    for (int i = len - 1; i >= 0; i--) {
+        if (link[i]->p.view.kind == EO_VIEW_RESHAPE && !eo_is_contiguous(&v))
+            return 0;
+        view_of(&v, &link[i]->p, link[i]->out->rank, link[i]->out->shape, &w);
+        v = w;
+    }
+    *s = eo_grad_of(ctx, root, &g);
+    if (*s != EO_OK)
+        return 1;
+    /* The same composition over the real buffer. */
+    v = *g;
+    for (int i = len - 1; i >= 0; i--) {
+        view_of(&v, &link[i]->p, link[i]->out->rank, link[i]->out->shape, &w);
+        v = w;
+    }
+    *s = accumulate_into(ctx, &v, n->out->grad);
+    return 1;
+}
+
 eo_status eo_bwd_view(eo_ctx *ctx, eo_node *n)
 {
     eo_tensor *x = n->in[0], *g, v;
     if (!x->requires_grad)
         return EO_OK;
+    eo_status s;
+    if (n->p.view.kind != EO_VIEW_RESHAPE && chain_backward(ctx, n, &s))
+        return s;
     /* A reshape's gradient is the output's, read in the input's shape:
      * taken, not added (eo_grad_add). A permutation's fresh gradient is
      * written through the view: every element is hit once, so no zero
