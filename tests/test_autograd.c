@@ -63,6 +63,59 @@ START_TEST(broadcast_gradient_is_summed)
 }
 END_TEST
 
+/* Gradients that pass through unchanged are taken, not added (core/
+ * tape.c), and a chain of views adds straight into the deepest gradient
+ * (core/op_view.c). Against finite differences, x reaches the loss
+ * through a chain of views (reshape, slice, transpose, contiguous) whose
+ * reshape is also used on its own, as both operands of one add, as the
+ * residual of another, and through sub with a broadcast bias. */
+#define TRY(e)                                                                           \
+    do {                                                                                 \
+        eo_status st_ = (e);                                                             \
+        if (st_ != EO_OK)                                                                \
+            return st_;                                                                  \
+    } while (0)
+
+static eo_status gf_passthrough(eo_ctx *ctx, eo_tensor *const *in, void *user, eo_tensor **out)
+{
+    (void)user;
+    eo_tensor *x = in[0], *y = in[1], *b = in[2], *r, *t, *c, *u, *v, *w, *a, *d, *L[4];
+    const int64_t s4[4] = { 2, 3, 2, 4 };
+    TRY(eo_reshape(ctx, x, 4, s4, &r));    /* [2, 3, 2, 4] */
+    TRY(eo_slice(ctx, r, 2, 1, 1, &t));    /* [2, 3, 1, 4] */
+    TRY(eo_transpose(ctx, t, 1, 3, &t));   /* [2, 4, 1, 3] */
+    TRY(eo_contiguous(ctx, t, &c));
+    TRY(eo_mul(ctx, c, c, &u));
+    TRY(eo_sum_all(ctx, u, &L[0]));
+    TRY(eo_mul(ctx, r, r, &v));            /* r feeds the chain and this */
+    TRY(eo_sum_all(ctx, v, &L[1]));
+    TRY(eo_add(ctx, x, x, &w));            /* one tensor as both operands */
+    TRY(eo_add(ctx, w, x, &a));            /* a residual: both full shape */
+    TRY(eo_mul(ctx, a, y, &a));
+    TRY(eo_sum_all(ctx, a, &L[2]));
+    TRY(eo_sub(ctx, y, x, &d));
+    TRY(eo_sub(ctx, d, b, &d));            /* broadcast bias on the right */
+    TRY(eo_mul(ctx, d, d, &d));
+    TRY(eo_sum_all(ctx, d, &L[3]));
+    TRY(eo_add(ctx, L[0], L[1], &L[0]));
+    TRY(eo_add(ctx, L[0], L[2], &L[0]));
+    return eo_add(ctx, L[0], L[3], out);
+}
+
+START_TEST(pass_through_gradients_and_view_chains)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 8);
+    const int64_t sx[3] = { 2, 3, 8 }, sb[1] = { 8 };
+    eo_tensor *in[3] = { eo_test_rand(ctx, 3, sx, -1, 1, 1, 11),
+                         eo_test_rand(ctx, 3, sx, -1, 1, 1, 12),
+                         eo_test_rand(ctx, 1, sb, -1, 1, 1, 13) };
+    char msg[256];
+    ck_assert_msg(eo_gradcheck(ctx, gf_passthrough, in, 3, NULL, NULL, msg, sizeof msg), "%s",
+                  msg);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(errors_name_the_op_and_leave_context_usable)
 {
     eo_ctx *ctx = eo_test_ctx(1, 1);
@@ -195,6 +248,7 @@ Suite *eo_suite_autograd(void)
     tcase_add_test(tc, fan_out_accumulates_and_backward_twice_adds_leaves_only);
     tcase_add_test(tc, no_grad_mode_records_nothing);
     tcase_add_test(tc, broadcast_gradient_is_summed);
+    tcase_add_test(tc, pass_through_gradients_and_view_chains);
     tcase_add_test(tc, errors_name_the_op_and_leave_context_usable);
     tcase_add_test(tc, mlp_learns_xor);
     tcase_add_test(tc, profile_hook_nests_and_changes_nothing);
