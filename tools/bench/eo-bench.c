@@ -1243,7 +1243,8 @@ static void write_svg(const char *path)
 /* Shapes are written M x K · K x N. The small ones are the matmuls of the
  * models EveryO trains (BASELINES.md): the MLP 784-256-10 at batch 128,
  * the char-GPT (batch 32 x context 64 = 2048 rows, d 128, 4 heads of 32,
- * vocabulary 70) and the CNN's convolutions as im2col over the whole batch
+ * vocabulary 70), the ViT's projections and their gradients (128 images
+ * x 49 patches = 6272 rows, d 64, qkv 192) and the CNN's convolutions as im2col over the whole batch
  * of 128 (28x28 and 14x14 images), plus the same convolution done image
  * by image with one shared weight (batch stride 0). */
 static const bcase full_cases[] = {
@@ -1262,6 +1263,9 @@ static const bcase full_cases[] = {
     MM(0, 0, 1, 2048, 128, 70, "GPT head"),
     MM(0, 1, 128, 64, 32, 64, "attention Q·Kt"),
     MM(0, 0, 128, 64, 64, 32, "attention P·V"),
+    MM(0, 0, 1, 6272, 64, 192, "ViT qkv"),
+    MM(1, 0, 1, 64, 6272, 192, "ViT dW"),
+    MM(0, 1, 1, 6272, 192, 64, "ViT dX"),
     MMS(0, 0, 128, 64, 288, 196, "conv2, one image at a time"),
     MM(0, 0, 1, 32, 9, 100352, "CNN conv1 (im2col)"),
     MM(0, 0, 1, 64, 288, 25088, "CNN conv2 (im2col)"),
