@@ -21,6 +21,10 @@
  * one row that hides it from both, a NaN among -infs (max -inf, nothing
  * summed), is looked at in the rare branch that handles -inf rows.
  *
+ * The backward is two walks per row (the sum, then dx); with arrays too
+ * large for the cache, the dx walk prefetches the next row's y and dy
+ * (softmax_backward_row).
+ *
  * Rows are independent, so the thread hook gets whole rows; each row is
  * computed the same way whoever computes it, and results do not depend on
  * the thread count. */
