@@ -1,7 +1,8 @@
 /* tests/test_stream.c — the streaming-store paths (outputs of 32 MiB and
  * more bypass the cache, ops/cpu/simd.h) of layernorm, softmax, log_softmax
  * and the unary ops must give bit-identical results to the ordinary
- * path, which small calls take; the destination is deliberately
+ * path, which small calls take (and so must the softmax backward's
+ * prefetching of the next rows); the destination is deliberately
  * misaligned so the masked heads and tails run too. */
 #include <check.h>
 #include <math.h>
@@ -65,6 +66,40 @@ START_TEST(softmax_streaming_matches_row_by_row)
 }
 END_TEST
 
+/* The softmax backward prefetches the next rows when y, dy and dx
+ * together pass the threshold (ops/cpu/softmax.c): same dx as row by row
+ * (each row alone stays below it), for softmax and log_softmax, on a
+ * misaligned dx, at row lengths around the vector width and the long
+ * rows, with a row of -inf (log_softmax: no mass) and NaN, +inf and huge
+ * values in y and dy. */
+START_TEST(softmax_backward_prefetch_matches_row_by_row)
+{
+    const int64_t lens[] = {1, 7, 8, 9, 2049, 50257};
+    for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+        const int64_t cols = lens[k], rows = (int64_t)ROWS * COLS / 3 / cols + 1, n = rows * cols;
+        float *y = inputs(n), *dy = inputs(n), *dx1 = malloc(sizeof(float) * (size_t)(n + 1));
+        float *dx2 = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] / 16.0f - 0.5f, dy[i] = dy[i] * 0.25f - 1.0f;
+        for (int64_t j = 0; j < cols; j++)
+            y[1 * cols + j] = -INFINITY;
+        y[2 * cols] = NAN, dy[3 * cols + cols / 2] = INFINITY, y[4 * cols + cols - 1] = 3e38f;
+        dy[5 * cols] = -1e30f;
+        for (int log = 0; log < 2; log++) {
+            for (int64_t i = 0; i < n; i++)
+                dx1[i + 1] = dx2[i] = (float)(i % 3);
+            eo_k_softmax_backward(log, rows, cols, y, dy, dx1 + 1, NULL);
+            for (int64_t r = 0; r < rows; r++)
+                eo_k_softmax_backward(log, 1, cols, y + r * cols, dy + r * cols, dx2 + r * cols,
+                                      NULL);
+            /* bytes, so NaNs compare too */
+            ck_assert_int_eq(memcmp(dx1 + 1, dx2, sizeof(float) * (size_t)n), 0);
+        }
+        free(y); free(dy); free(dx1); free(dx2);
+    }
+}
+END_TEST
+
 START_TEST(unary_streaming_matches_blocks)
 {
     const int64_t n = (int64_t)ROWS * COLS;
@@ -88,6 +123,7 @@ Suite *eo_suite_stream(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, layernorm_streaming_matches_row_by_row);
     tcase_add_test(tc, softmax_streaming_matches_row_by_row);
+    tcase_add_test(tc, softmax_backward_prefetch_matches_row_by_row);
     tcase_add_test(tc, unary_streaming_matches_blocks);
     suite_add_tcase(s, tc);
     return s;
