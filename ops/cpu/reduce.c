@@ -115,7 +115,8 @@ void eo_k_reduce(eo_redop op, int64_t outer, int64_t n, int64_t inner, const flo
     eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_body, &a);
 }
 
-static void reduce_backward_body(void *arg, int64_t o0, int64_t o1, int worker)
+/* max: each slab o scatters its inner gradients to the argmax rows. */
+static void max_backward_body(void *arg, int64_t o0, int64_t o1, int worker)
 {
     (void)worker;
     const reduce_args *a = arg;
@@ -123,25 +124,52 @@ static void reduce_backward_body(void *arg, int64_t o0, int64_t o1, int worker)
     for (int64_t o = o0; o < o1; o++) {
         const float *dy = a->dy + o * inner;
         float *dx = a->dx + o * n * inner;
-        if (a->op == EO_RED_MAX) {
-            const int32_t *k = a->argmax_in + o * inner;
-            for (int64_t c = 0; c < inner; c++)
-                dx[(int64_t)k[c] * inner + c] += dy[c];
-            continue;
+        const int32_t *k = a->argmax_in + o * inner;
+        for (int64_t c = 0; c < inner; c++)
+            dx[(int64_t)k[c] * inner + c] += dy[c];
+    }
+}
+
+/* sum, mean: every row j of every slab o gets dy[o] / div, so the items
+ * are the outer * n rows (each dx element in one item: any cut of them
+ * gives the same result), not the slabs: a sum over everything is one
+ * slab of n rows and would otherwise run on one thread. A row of one
+ * element (inner = 1: the sum of a whole tensor) is a long run with one
+ * value, its quotient formed once (the same division, so the same value
+ * as per element). */
+static void sum_backward_body(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const reduce_args *a = arg;
+    const int64_t n = a->n, inner = a->inner;
+    const float div = a->op == EO_RED_MEAN ? (float)n : 1.0f;
+    if (inner == 1) {
+        for (int64_t r = r0; r < r1;) {
+            const int64_t o = r / n, end = (o + 1) * n < r1 ? (o + 1) * n : r1;
+            const float v = a->dy[o] / div;
+            for (; r < end; r++)
+                a->dx[r] += v;
         }
-        const float div = a->op == EO_RED_MEAN ? (float)n : 1.0f;
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t c = 0; c < inner; c++)
-                dx[j * inner + c] += dy[c] / div;
+        return;
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        const float *dy = a->dy + r / n * inner;
+        float *dx = a->dx + r * inner;
+        for (int64_t c = 0; c < inner; c++)
+            dx[c] += dy[c] / div;
     }
 }
 
 void eo_k_reduce_backward(eo_redop op, int64_t outer, int64_t n, int64_t inner, const float *dy,
                           const int32_t *argmax, float *dx, const eo_exec *ex)
 {
-    const eo_par *par = eo_exec_par(ex);
+    const eo_par *par = eo_par_if(eo_exec_par(ex), outer * n * inner);
     reduce_args a = {op, n, inner, NULL, dy, NULL, dx, NULL, argmax};
-    eo_par_for(eo_par_if(par, outer * n * inner), outer, reduce_backward_body, &a);
+    if (op == EO_RED_MAX) {
+        eo_par_for(par, outer, max_backward_body, &a);
+        return;
+    }
+    eo_par_for(par, outer * n, sum_backward_body, &a);
 }
 
 /* ---- log-sum-exp ----------------------------------------------------------
