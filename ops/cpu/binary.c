@@ -78,10 +78,11 @@ static void binary_body(void *arg, int64_t begin, int64_t end, int worker)
     int64_t r0, r1, j0, j1;
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
-    for (int64_t r = r0; r < r1; r++)
-        eo_bin_run((eo_binop)w->kind, j1 - j0, w->o + eo_strided_at(w->sh, w->st[0], r, j0),
-                   w->st[0][3], w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
-                   w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3]);
+    eo_strided_row p;
+    eo_strided_row_start(w->sh, 3, w->st, r0, j0, &p);
+    for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 3, w->st, &p))
+        eo_bin_run((eo_binop)w->kind, j1 - j0, w->o + p.off[0], w->st[0][3], w->p1 + p.off[1],
+                   w->st[1][3], w->p2 + p.off[2], w->st[2][3]);
 }
 
 void eo_k_binary(eo_binop op, const int64_t shape[4], float *out, const int64_t so[4],
@@ -149,12 +150,12 @@ static void grad_body(void *arg, int64_t begin, int64_t end, int worker)
     int64_t r0, r1, j0, j1;
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
-    for (int64_t r = r0; r < r1; r++)
-        eo_bin_grad_run((eo_bin_grad)w->kind, j1 - j0,
-                        w->o + eo_strided_at(w->sh, w->st[0], r, j0), w->st[0][3],
-                        w->p1 + eo_strided_at(w->sh, w->st[1], r, j0), w->st[1][3],
-                        w->p2 + eo_strided_at(w->sh, w->st[2], r, j0), w->st[2][3],
-                        w->p3 + eo_strided_at(w->sh, w->st[3], r, j0), w->st[3][3]);
+    eo_strided_row p;
+    eo_strided_row_start(w->sh, 4, w->st, r0, j0, &p);
+    for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 4, w->st, &p))
+        eo_bin_grad_run((eo_bin_grad)w->kind, j1 - j0, w->o + p.off[0], w->st[0][3],
+                        w->p1 + p.off[1], w->st[1][3], w->p2 + p.off[2], w->st[2][3],
+                        w->p3 + p.off[3], w->st[3][3]);
 }
 
 static void grad_pass(eo_bin_grad k, const int64_t shape[4], float *g, const int64_t sg[4],

@@ -131,9 +131,11 @@ static void cast_body(void *arg, int64_t begin, int64_t end, int worker)
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
     const size_t de = esize(w->dd), se = esize(w->sdt);
-    for (int64_t r = r0; r < r1; r++) {
-        char *d = (char *)w->dst + (size_t)eo_strided_at(w->sh, w->st[0], r, j0) * de;
-        const char *s = (const char *)w->src + (size_t)eo_strided_at(w->sh, w->st[1], r, j0) * se;
+    eo_strided_row p;
+    eo_strided_row_start(w->sh, 2, w->st, r0, j0, &p);
+    for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 2, w->st, &p)) {
+        char *d = (char *)w->dst + (size_t)p.off[0] * de;
+        const char *s = (const char *)w->src + (size_t)p.off[1] * se;
         cast_row(w, j1 - j0, d, w->st[0][3], s, w->st[1][3]);
     }
 }

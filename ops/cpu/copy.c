@@ -29,9 +29,11 @@ static void copy_body(void *arg, int64_t begin, int64_t end, int worker)
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
     const int64_t n = j1 - j0, dj = w->st[0][3], sj = w->st[1][3];
-    for (int64_t r = r0; r < r1; r++) {
-        uint32_t *dr = (uint32_t *)w->dst + eo_strided_at(w->sh, w->st[0], r, j0);
-        const uint32_t *sr = (const uint32_t *)w->src + eo_strided_at(w->sh, w->st[1], r, j0);
+    eo_strided_row p;
+    eo_strided_row_start(w->sh, 2, w->st, r0, j0, &p);
+    for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 2, w->st, &p)) {
+        uint32_t *dr = (uint32_t *)w->dst + p.off[0];
+        const uint32_t *sr = (const uint32_t *)w->src + p.off[1];
         if (dj == 1 && sj == 1)
             memcpy(dr, sr, (size_t)n * sizeof *dr);
         else
@@ -80,11 +82,11 @@ static void accumulate_body(void *arg, int64_t begin, int64_t end, int worker)
     int64_t r0, r1, j0, j1;
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
-    for (int64_t r = r0; r < r1; r++)
-        accumulate_row(j1 - j0, (float *)w->dst + eo_strided_at(w->sh, w->st[0], r, j0),
-                       w->st[0][3],
-                       (const float *)w->src + eo_strided_at(w->sh, w->st[1], r, j0),
-                       w->st[1][3]);
+    eo_strided_row p;
+    eo_strided_row_start(w->sh, 2, w->st, r0, j0, &p);
+    for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 2, w->st, &p))
+        accumulate_row(j1 - j0, (float *)w->dst + p.off[0], w->st[0][3],
+                       (const float *)w->src + p.off[1], w->st[1][3]);
 }
 
 void eo_k_accumulate(const int64_t shape[4], float *dst, const int64_t sd[4], const float *src,
