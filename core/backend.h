@@ -30,6 +30,7 @@ typedef struct eo_backend {
     eo_k_binary_backward_fn *binary_backward;
     eo_k_unary_fn *unary;
     eo_k_unary_backward_fn *unary_backward;
+    eo_k_unary_backward_fn *unary_backward_set;     /* NULL: zero fill + unary_backward */
     eo_k_matmul_fn *matmul;
     eo_k_matmul_ws_fn *matmul_ws;
     eo_k_reduce_fn *reduce;
@@ -40,6 +41,7 @@ typedef struct eo_backend {
     eo_k_softmax_fn *softmax;
     eo_k_softmax_ws_fn *softmax_ws; /* NULL: no scratch */
     eo_k_softmax_backward_fn *softmax_backward;
+    eo_k_softmax_backward_fn *softmax_backward_set; /* NULL: zero fill + softmax_backward */
     eo_k_cross_entropy_fn *cross_entropy;
     eo_k_cross_entropy_backward_fn *cross_entropy_backward;
     eo_k_layernorm_fn *layernorm;

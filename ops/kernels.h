@@ -92,6 +92,11 @@ typedef void eo_k_unary_fn(eo_unop op, int64_t n, const float *x, float *y, floa
 typedef void eo_k_unary_backward_fn(eo_unop op, int64_t n, const float *x, const float *y,
                                     const float *dy, float *dx, float alpha,
                                     const eo_exec *ex);
+/* The _set variants of a backward (eo_k_unary_backward_set,
+ * eo_k_softmax_backward_set) write dx = +0 + term instead of dx += term:
+ * the same values as the add into a zero-filled dx, without reading dx.
+ * The core calls them for a gradient that does not exist yet, which
+ * saves the zero fill and one of the kernel's read streams. */
 
 /* ---- matmul --------------------------------------------------------------
  * For each b in [0, batch):
@@ -338,7 +343,7 @@ eo_k_fill_fn eo_k_fill;
 eo_k_binary_fn eo_k_binary;
 eo_k_binary_backward_fn eo_k_binary_backward;
 eo_k_unary_fn eo_k_unary;
-eo_k_unary_backward_fn eo_k_unary_backward;
+eo_k_unary_backward_fn eo_k_unary_backward, eo_k_unary_backward_set;
 eo_k_matmul_fn eo_k_matmul;
 eo_k_matmul_ws_fn eo_k_matmul_ws;
 eo_k_reduce_fn eo_k_reduce;
@@ -348,7 +353,7 @@ eo_k_logsumexp_fn eo_k_logsumexp;
 eo_k_logsumexp_backward_fn eo_k_logsumexp_backward;
 eo_k_softmax_fn eo_k_softmax;
 eo_k_softmax_ws_fn eo_k_softmax_ws;
-eo_k_softmax_backward_fn eo_k_softmax_backward;
+eo_k_softmax_backward_fn eo_k_softmax_backward, eo_k_softmax_backward_set;
 eo_k_cross_entropy_fn eo_k_cross_entropy;
 eo_k_cross_entropy_backward_fn eo_k_cross_entropy_backward;
 eo_k_layernorm_fn eo_k_layernorm;

@@ -407,6 +407,50 @@ START_TEST(unary_backward_reads_only_what_it_needs)
 }
 END_TEST
 
+/* The _set backwards (ops/kernels.h) write what the add into a zero-filled
+ * dx gives, bit for bit (-0 included), and never read dx: it starts as
+ * NaN here. Lengths across the vector width and the unary kernel's
+ * 4096-element blocks; inputs with NaN, +-inf and -0. */
+START_TEST(set_backwards_equal_add_into_zeros)
+{
+    const int64_t sizes[] = {1, 7, 8, 9, 4101};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const int64_t n = sizes[s];
+        float *x = alloc_f(n), *y = alloc_f(n), *dy = alloc_f(n), *a = alloc_f(n),
+              *b = alloc_f(n);
+        fill_rand(x, n, 6.0f);
+        fill_rand(dy, n, 1.0f);
+        const float odd[] = {NAN, INFINITY, -INFINITY, -0.0f};
+        for (int64_t i = 0; i < n && i < 4; i++)
+            x[n - 1 - i] = odd[i];
+        dy[0] = -0.0f;
+        for (int op = 0; op < EO_UN_COUNT; op++) {
+            eo_k_unary((eo_unop)op, n, x, y, -1.5f, NULL);
+            for (int64_t i = 0; i < n; i++)
+                a[i] = 0.0f, b[i] = NAN;
+            eo_k_unary_backward((eo_unop)op, n, x, y, dy, a, -1.5f, NULL);
+            eo_k_unary_backward_set((eo_unop)op, n, x, y, dy, b, -1.5f, NULL);
+            CHECK_MSG(memcmp(a, b, sizeof(float) * (size_t)n) == 0, "unary op %d, n %lld", op,
+                      (long long)n);
+        }
+        for (int lg = 0; lg < 2; lg++) { /* one row of n, then n rows of 1 */
+            for (int shape = 0; shape < 2; shape++) {
+                const int64_t R = shape ? n : 1, C = shape ? 1 : n;
+                eo_k_softmax(lg, R, C, x, y, NULL, NULL);
+                for (int64_t i = 0; i < n; i++)
+                    a[i] = 0.0f, b[i] = NAN;
+                eo_k_softmax_backward(lg, R, C, y, dy, a, NULL);
+                eo_k_softmax_backward_set(lg, R, C, y, dy, b, NULL);
+                CHECK_MSG(memcmp(a, b, sizeof(float) * (size_t)n) == 0,
+                          "%s backward %lldx%lld", lg ? "log_softmax" : "softmax",
+                          (long long)R, (long long)C);
+            }
+        }
+        free(x), free(y), free(dy), free(a), free(b);
+    }
+}
+END_TEST
+
 /* ---- reductions ------------------------------------------------------- */
 START_TEST(reduce_sum_mean_max)
 {
@@ -1681,6 +1725,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, row_kernels_independent_of_split);
     tcase_add_test(tc, strided_kernels_independent_of_split);
     tcase_add_test(tc, unary_ops_keep_nan);
+    tcase_add_test(tc, set_backwards_equal_add_into_zeros);
 #ifdef EO_AVX2
     tcase_add_test(tc, v8_exp_forms_keep_nan);
     tcase_add_test(tc, v8_exp_within_2ulp);

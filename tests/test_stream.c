@@ -67,7 +67,8 @@ START_TEST(softmax_streaming_matches_row_by_row)
 END_TEST
 
 /* The softmax backward prefetches the next rows when y, dy and dx
- * together pass the threshold (ops/cpu/softmax.c): same dx as row by row
+ * together pass the threshold (ops/cpu/softmax.c), and its _set form
+ * streams dx: same dx as row by row
  * (each row alone stays below it), for softmax and log_softmax, on a
  * misaligned dx, at row lengths around the vector width and the long
  * rows, with a row of -inf (log_softmax: no mass) and NaN, +inf and huge
@@ -94,6 +95,16 @@ START_TEST(softmax_backward_prefetch_matches_row_by_row)
                                       NULL);
             /* bytes, so NaNs compare too */
             ck_assert_int_eq(memcmp(dx1 + 1, dx2, sizeof(float) * (size_t)n), 0);
+            /* The _set form streams a large fresh dx from its first 32-byte
+             * boundary (dx1 + 1 is misaligned): the bytes of the add into
+             * zeros, row by row, and it never reads dx (NaN before). */
+            for (int64_t i = 0; i < n; i++)
+                dx1[i + 1] = NAN, dx2[i] = 0.0f;
+            eo_k_softmax_backward_set(log, rows, cols, y, dy, dx1 + 1, NULL);
+            for (int64_t r = 0; r < rows; r++)
+                eo_k_softmax_backward(log, 1, cols, y + r * cols, dy + r * cols, dx2 + r * cols,
+                                      NULL);
+            ck_assert_int_eq(memcmp(dx1 + 1, dx2, sizeof(float) * (size_t)n), 0);
         }
         free(y); free(dy); free(dx1); free(dx2);
     }
@@ -111,6 +122,21 @@ START_TEST(unary_streaming_matches_blocks)
         for (int64_t i = 0; i < n; i += 1000)
             eo_k_unary(ops[k], n - i < 1000 ? n - i : 1000, x + i, y2 + i, 0.0f, NULL);
         ck_assert_int_eq(memcmp(y1 + 1, y2, sizeof(float) * (size_t)n), 0);
+        /* The _set backward streams a large fresh dx (misaligned here):
+         * the bytes of the add into zeros, block by block. */
+        float *dy = inputs(n);
+        for (int64_t i = 0; i < n; i++)
+            y1[i + 1] = NAN, y2[i] = 0.0f;
+        eo_k_unary(ops[k], n, x, y2, 0.0f, NULL); /* the forward output: y for sigmoid */
+        float *yf = malloc(sizeof(float) * (size_t)n), *g = malloc(sizeof(float) * (size_t)n);
+        memcpy(yf, y2, sizeof(float) * (size_t)n);
+        memset(g, 0, sizeof(float) * (size_t)n);
+        eo_k_unary_backward_set(ops[k], n, x, yf, dy, y1 + 1, 0.0f, NULL);
+        for (int64_t i = 0; i < n; i += 1000)
+            eo_k_unary_backward(ops[k], n - i < 1000 ? n - i : 1000, x + i, yf + i, dy + i,
+                                g + i, 0.0f, NULL);
+        ck_assert_int_eq(memcmp(y1 + 1, g, sizeof(float) * (size_t)n), 0);
+        free(dy); free(yf); free(g);
     }
     free(x); free(y1); free(y2);
 }

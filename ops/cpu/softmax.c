@@ -42,6 +42,7 @@ typedef struct softmax_args {
     float *ws;  /* forward only: one row per worker (softmax) */
     int stream; /* forward: stream y (see EO_STREAM_MIN_BYTES); backward: y, dy and dx
                  * together are that large, so prefetch the next rows */
+    int set;    /* backward: dx's old values are taken as +0 and not read */
 } softmax_args;
 
 #ifdef EO_AVX2
@@ -303,11 +304,11 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
 
 /* dx += y (dy - s) (softmax) or dy - exp(y) s, 0 where y = -inf
  * (log_softmax), for 8 columns. */
-static inline void smb_dx8(int log, const float *y, const float *dy, float *dx, int64_t j, int whole,
-                           __m256i m, __m256 s)
+static inline void smb_dx8(int log, int set, const float *y, const float *dy, float *dx, int64_t j,
+                           int whole, __m256i m, __m256 s)
 {
     const __m256 yv = eo_v8_ld(y + j, whole, m, 0.0f), g = eo_v8_ld(dy + j, whole, m, 0.0f);
-    const __m256 d = eo_v8_ld(dx + j, whole, m, 0.0f);
+    const __m256 d = set ? _mm256_setzero_ps() : eo_v8_ld(dx + j, whole, m, 0.0f);
     __m256 r;
     if (log) {
         const __m256 t = _mm256_fnmadd_ps(eo_v8_exp_neg(yv), s, g);
@@ -332,8 +333,8 @@ static inline void smb_dx8(int log, const float *y, const float *dy, float *dx, 
  * shared machine, same-run ratios); the prefetch changes no result.
  * s = sum dy*y for softmax, sum dy for log_softmax; lanes past the end
  * load 0 and add 0. */
-static void softmax_backward_row(int log, int64_t cols, const float *y, const float *dy, float *dx,
-                                 const float *nexty, const float *nextdy)
+static void softmax_backward_row(int log, int set, int64_t cols, const float *y, const float *dy,
+                                 float *dx, const float *nexty, const float *nextdy)
 {
     const int64_t body = cols - cols % 8;
     const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(cols % 8);
@@ -350,15 +351,34 @@ static void softmax_backward_row(int log, int64_t cols, const float *y, const fl
         acc0 = log ? _mm256_add_ps(acc0, g) : _mm256_fmadd_ps(g, eo_v8_ld(y + j, whole, tail, 0.0f), acc0);
     }
     const __m256 s = _mm256_set1_ps(eo_v8_hsum(_mm256_add_ps(acc0, acc1)));
+    if (set && nexty) {
+        /* A fresh dx too large for the cache is not read again soon:
+         * streamed past the cache from its first 32-byte boundary on, it
+         * costs one stream of memory traffic instead of two (the read
+         * for ownership a plain store makes). The values are the same. */
+        const int64_t h = eo_v8_stream_head(dx, cols);
+        if (h > 0)
+            smb_dx8(log, 1, y, dy, dx, 0, 0, eo_v8_mask(h), s);
+        for (j = h; j + 8 <= cols; j += 8) {
+            if ((j - h) % 16 == 0) {
+                _mm_prefetch((const char *)(nexty + j), _MM_HINT_T0);
+                _mm_prefetch((const char *)(nextdy + j), _MM_HINT_T0);
+            }
+            smb_dx8(log, 1, y, dy, dx, j, EO_V8_STREAM, all, s);
+        }
+        if (j < cols)
+            smb_dx8(log, 1, y, dy, dx, j, 0, eo_v8_mask(cols - j), s);
+        return;
+    }
     for (j = 0; j < body; j += 8) {
         if (nexty && j % 16 == 0) {
             _mm_prefetch((const char *)(nexty + j), _MM_HINT_T0);
             _mm_prefetch((const char *)(nextdy + j), _MM_HINT_T0);
         }
-        smb_dx8(log, y, dy, dx, j, 1, all, s);
+        smb_dx8(log, set, y, dy, dx, j, 1, all, s);
     }
     if (body < cols)
-        smb_dx8(log, y, dy, dx, body, 0, tail, s);
+        smb_dx8(log, set, y, dy, dx, body, 0, tail, s);
 }
 #else
 static void softmax_row(int log, int64_t cols, const float *x, float *y, const float *next)
@@ -391,8 +411,8 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
     }
 }
 
-static void softmax_backward_row(int log, int64_t cols, const float *y, const float *dy, float *dx,
-                                 const float *nexty, const float *nextdy)
+static void softmax_backward_row(int log, int set, int64_t cols, const float *y, const float *dy,
+                                 float *dx, const float *nexty, const float *nextdy)
 {
     (void)nexty, (void)nextdy; /* the scalar path leaves prefetching to the hardware */
     eo_sum8 acc;
@@ -401,10 +421,11 @@ static void softmax_backward_row(int log, int64_t cols, const float *y, const fl
         eo_sum8_add(&acc, j, log ? dy[j] : dy[j] * y[j]);
     const float s = eo_sum8_total(&acc);
     for (int64_t j = 0; j < cols; j++) {
+        const float d = set ? 0.0f : dx[j]; /* set: +0, as an add into zeros */
         if (log)
-            dx[j] += y[j] == -INFINITY ? 0.0f : dy[j] - expf(y[j]) * s;
+            dx[j] = d + (y[j] == -INFINITY ? 0.0f : dy[j] - expf(y[j]) * s);
         else
-            dx[j] += y[j] * (dy[j] - s);
+            dx[j] = d + y[j] * (dy[j] - s);
     }
 }
 #endif
@@ -439,10 +460,14 @@ static void softmax_backward_body(void *arg, int64_t r0, int64_t r1, int worker)
     const softmax_args *a = arg;
     for (int64_t r = r0; r < r1; r++) {
         const int more = a->stream && r + 1 < r1;
-        softmax_backward_row(a->log, a->cols, a->y + r * a->cols, a->dy + r * a->cols,
+        softmax_backward_row(a->log, a->set, a->cols, a->y + r * a->cols, a->dy + r * a->cols,
                              a->out + r * a->cols, more ? a->y + (r + 1) * a->cols : NULL,
                              more ? a->dy + (r + 1) * a->cols : NULL);
     }
+#ifdef EO_AVX2
+    if (a->set && a->stream)
+        _mm_sfence(); /* the streamed stores are visible before the call returns */
+#endif
 }
 
 size_t eo_k_softmax_ws(int log, int64_t rows, int64_t cols, int nthreads)
@@ -461,20 +486,32 @@ void eo_k_softmax(int log, int64_t rows, int64_t cols, const float *x, float *y,
                   const eo_exec *ex)
 {
     const eo_par *par = eo_exec_par(ex);
-    softmax_args a = {log, cols, x, NULL, NULL, y, ws, 0};
+    softmax_args a = {log, cols, x, NULL, NULL, y, ws, 0, 0};
 #ifdef EO_AVX2
     a.stream = eo_v8_stream_worth(rows * cols);
 #endif
     eo_par_for(eo_par_if(par, rows * cols), rows, softmax_body, &a);
 }
 
-void eo_k_softmax_backward(int log, int64_t rows, int64_t cols, const float *y, const float *dy,
-                           float *dx, const eo_exec *ex)
+static void softmax_backward(int log, int set, int64_t rows, int64_t cols, const float *y,
+                             const float *dy, float *dx, const eo_exec *ex)
 {
     const eo_par *par = eo_exec_par(ex);
-    softmax_args a = {log, cols, NULL, y, dy, dx, NULL, 0};
+    softmax_args a = {log, cols, NULL, y, dy, dx, NULL, 0, set};
 #ifdef EO_AVX2
     a.stream = eo_v8_stream_worth(3 * rows * cols); /* here: prefetch the next rows */
 #endif
     eo_par_for(eo_par_if(par, rows * cols), rows, softmax_backward_body, &a);
+}
+
+void eo_k_softmax_backward(int log, int64_t rows, int64_t cols, const float *y, const float *dy,
+                           float *dx, const eo_exec *ex)
+{
+    softmax_backward(log, 0, rows, cols, y, dy, dx, ex);
+}
+
+void eo_k_softmax_backward_set(int log, int64_t rows, int64_t cols, const float *y,
+                               const float *dy, float *dx, const eo_exec *ex)
+{
+    softmax_backward(log, 1, rows, cols, y, dy, dx, ex);
 }

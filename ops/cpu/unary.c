@@ -35,6 +35,7 @@ typedef struct unary_args {
     float *out; /* y in the forward, dx in the backward */
     float alpha;
     int stream; /* forward: y is big enough to stream (simd.h) */
+    int set;    /* backward: dx's old values are taken as +0 and not read */
 } unary_args;
 
 /* ---- scalar definitions (the portable path, and the reference for the
@@ -81,23 +82,28 @@ static void unary_scalar(const unary_args *a, int64_t i0, int64_t i1)
     }
 }
 
-/* dx += dy * f'. Each case reads only the operand its derivative needs. */
+/* dx += dy * f' (dx = +0 + dy * f' in set mode: the same value as an
+ * add into zeros, -0 included). Each case reads only the operand its
+ * derivative needs. */
+#define DX0(i) (set ? 0.0f : dx[i])
 static void unary_backward_scalar(const unary_args *a, int64_t i0, int64_t i1)
 {
     const float *x = a->x, *y = a->y, *dy = a->dy, al = a->alpha;
     float *dx = a->out;
+    const int set = a->set;
     switch (a->op) {
-    EO_MAP(EO_UN_RELU, dx[i] += x[i] > 0.0f ? dy[i] : 0.0f);
-    EO_MAP(EO_UN_GELU_TANH, dx[i] += dy[i] * gelu_d(x[i]));
-    EO_MAP(EO_UN_GELU_ERF, dx[i] += dy[i] * gelu_erf_d(x[i]));
-    EO_MAP(EO_UN_TANH, dx[i] += dy[i] * (1.0f - y[i] * y[i]));
-    EO_MAP(EO_UN_SIGMOID, dx[i] += dy[i] * (y[i] * (1.0f - y[i])));
-    EO_MAP(EO_UN_EXP, dx[i] += dy[i] * y[i]);
-    EO_MAP(EO_UN_LOG, dx[i] += dy[i] / x[i]);
-    EO_MAP(EO_UN_SCALE, dx[i] += dy[i] * al);
+    EO_MAP(EO_UN_RELU, dx[i] = DX0(i) + (x[i] > 0.0f ? dy[i] : 0.0f));
+    EO_MAP(EO_UN_GELU_TANH, dx[i] = DX0(i) + dy[i] * gelu_d(x[i]));
+    EO_MAP(EO_UN_GELU_ERF, dx[i] = DX0(i) + dy[i] * gelu_erf_d(x[i]));
+    EO_MAP(EO_UN_TANH, dx[i] = DX0(i) + dy[i] * (1.0f - y[i] * y[i]));
+    EO_MAP(EO_UN_SIGMOID, dx[i] = DX0(i) + dy[i] * (y[i] * (1.0f - y[i])));
+    EO_MAP(EO_UN_EXP, dx[i] = DX0(i) + dy[i] * y[i]);
+    EO_MAP(EO_UN_LOG, dx[i] = DX0(i) + dy[i] / x[i]);
+    EO_MAP(EO_UN_SCALE, dx[i] = DX0(i) + dy[i] * al);
     default: break;
     }
 }
+#undef DX0
 #undef EO_MAP
 
 #ifdef EO_AVX2
@@ -194,16 +200,19 @@ EO_V8_INLINE void v8_loop(eo_unop op, int backward, const unary_args *a, int64_t
     const __m256 z = _mm256_setzero_ps();
     /* A large forward output is streamed (simd.h) from its first 32-byte
      * boundary on; the elements before it go through the masked path. A
-     * backward reads dx anyway, so it gains nothing from streaming. */
-    const int mode = !backward && a->stream ? EO_V8_STREAM : 1;
+     * backward that adds reads dx anyway, so it gains nothing from
+     * streaming; a _set backward writes a fresh dx and streams it too. */
+    const int mode = (!backward || a->set) && a->stream ? EO_V8_STREAM : 1;
     const __m256i all = _mm256_set1_epi32(-1);
     int64_t i = i0;
     if (mode == EO_V8_STREAM) {
         const int64_t h = eo_v8_stream_head(a->out + i0, i1 - i0);
         if (h > 0) {
             const __m256i m = eo_v8_mask(h);
-            const __m256 x = _mm256_maskload_ps(a->x + i, m);
-            _mm256_maskstore_ps(a->out + i, m, unary8(op, 0, x, z, z, z, a->alpha));
+            const __m256 x = need_x ? _mm256_maskload_ps(a->x + i, m) : z;
+            const __m256 y = need_y ? _mm256_maskload_ps(a->y + i, m) : z;
+            const __m256 dy = backward ? _mm256_maskload_ps(a->dy + i, m) : z;
+            _mm256_maskstore_ps(a->out + i, m, unary8(op, backward, x, y, dy, z, a->alpha));
             i += h;
         }
     }
@@ -211,7 +220,7 @@ EO_V8_INLINE void v8_loop(eo_unop op, int backward, const unary_args *a, int64_t
         const __m256 x = need_x ? _mm256_loadu_ps(a->x + i) : z;
         const __m256 y = need_y ? _mm256_loadu_ps(a->y + i) : z;
         const __m256 dy = backward ? _mm256_loadu_ps(a->dy + i) : z;
-        const __m256 dx = backward ? _mm256_loadu_ps(a->out + i) : z;
+        const __m256 dx = backward && !a->set ? _mm256_loadu_ps(a->out + i) : z;
         eo_v8_st(a->out + i, mode, all, unary8(op, backward, x, y, dy, dx, a->alpha));
     }
     if (i < i1) {
@@ -219,7 +228,7 @@ EO_V8_INLINE void v8_loop(eo_unop op, int backward, const unary_args *a, int64_t
         const __m256 x = need_x ? _mm256_maskload_ps(a->x + i, m) : z;
         const __m256 y = need_y ? _mm256_maskload_ps(a->y + i, m) : z;
         const __m256 dy = backward ? _mm256_maskload_ps(a->dy + i, m) : z;
-        const __m256 dx = backward ? _mm256_maskload_ps(a->out + i, m) : z;
+        const __m256 dx = backward && !a->set ? _mm256_maskload_ps(a->out + i, m) : z;
         _mm256_maskstore_ps(a->out + i, m, unary8(op, backward, x, y, dy, dx, a->alpha));
     }
 }
@@ -270,8 +279,11 @@ static void unary_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
     const unary_args *a = arg;
     const int64_t i0 = b0 * BLOCK, i1 = b1 * BLOCK < a->n ? b1 * BLOCK : a->n;
 #ifdef EO_AVX2
-    if (unary_v8(a, i0, i1, 1))
+    if (unary_v8(a, i0, i1, 1)) {
+        if (a->set && a->stream)
+            _mm_sfence();
         return;
+    }
 #endif
     unary_backward_scalar(a, i0, i1);
 }
@@ -279,17 +291,32 @@ static void unary_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
 void eo_k_unary(eo_unop op, int64_t n, const float *x, float *y, float alpha, const eo_exec *ex)
 {
     const eo_par *par = eo_exec_par(ex);
-    unary_args a = {op, n, x, NULL, NULL, y, alpha, 0};
+    unary_args a = {op, n, x, NULL, NULL, y, alpha, 0, 0};
 #ifdef EO_AVX2
     a.stream = eo_v8_stream_worth(n);
 #endif
     eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, unary_body, &a);
 }
 
+static void unary_backward(eo_unop op, int64_t n, const float *x, const float *y,
+                           const float *dy, float *dx, float alpha, int set, const eo_exec *ex)
+{
+    const eo_par *par = eo_exec_par(ex);
+    unary_args a = {op, n, x, y, dy, dx, alpha, 0, set};
+#ifdef EO_AVX2
+    a.stream = set && eo_v8_stream_worth(n);
+#endif
+    eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, unary_backward_body, &a);
+}
+
 void eo_k_unary_backward(eo_unop op, int64_t n, const float *x, const float *y, const float *dy,
                          float *dx, float alpha, const eo_exec *ex)
 {
-    const eo_par *par = eo_exec_par(ex);
-    unary_args a = {op, n, x, y, dy, dx, alpha, 0};
-    eo_par_for(eo_par_if(par, n), (n + BLOCK - 1) / BLOCK, unary_backward_body, &a);
+    unary_backward(op, n, x, y, dy, dx, alpha, 0, ex);
+}
+
+void eo_k_unary_backward_set(eo_unop op, int64_t n, const float *x, const float *y,
+                             const float *dy, float *dx, float alpha, const eo_exec *ex)
+{
+    unary_backward(op, n, x, y, dy, dx, alpha, 1, ex);
 }

@@ -452,7 +452,7 @@ static void naive_softmax_bwd(int64_t rows, int64_t cols, const float *y, const 
         for (int64_t j = 0; j < cols; j++)
             dot += gr[j] * yr[j];
         for (int64_t j = 0; j < cols; j++)
-            dx[r * cols + j] += yr[j] * (gr[j] - dot);
+            dx[r * cols + j] = yr[j] * (gr[j] - dot);
     }
 }
 
@@ -543,7 +543,7 @@ static void naive_gelu_bwd(int64_t n, const float *x, const float *dy, float *dx
     for (int64_t i = 0; i < n; i++) {
         float u = GELU_K * (x[i] + 0.044715f * x[i] * x[i] * x[i]), t = tanhf(u);
         float du = GELU_K * (1.0f + 3 * 0.044715f * x[i] * x[i]);
-        dx[i] += dy[i] * (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * du);
+        dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * du);
     }
 }
 
@@ -618,7 +618,9 @@ static void run_impl(int impl, const state *s)
         break;
     case K_SOFTMAX_BWD:
         if (impl == IMPL_EO)
-            eo_k_softmax_backward(0, rows, cols, s->y, s->dy, s->dx, &s->ex);
+            /* the _set form: what the core calls for a gradient that does not
+             * exist yet, and what PyTorch's backward does (a fresh dx) */
+            eo_k_softmax_backward_set(0, rows, cols, s->y, s->dy, s->dx, &s->ex);
         else
             naive_softmax_bwd(rows, cols, s->y, s->dy, s->dx);
         break;
@@ -643,7 +645,7 @@ static void run_impl(int impl, const state *s)
         break;
     case K_GELU_BWD:
         if (impl == IMPL_EO)
-            eo_k_unary_backward(EO_UN_GELU_TANH, n, s->x, s->y, s->dy, s->dx, 0.0f, &s->ex);
+            eo_k_unary_backward_set(EO_UN_GELU_TANH, n, s->x, s->y, s->dy, s->dx, 0.0f, &s->ex);
         else
             naive_gelu_bwd(n, s->x, s->dy, s->dx);
         break;
@@ -709,9 +711,9 @@ static double case_work(const bcase *c, int *is_flops)
     case K_LOG_SOFTMAX:
     case K_LAYERNORM:
     case K_GELU: return 2 * n * f;            /* x in, y out */
-    case K_SOFTMAX_BWD: return 4 * n * f;     /* y, dy in; dx in and out */
+    case K_SOFTMAX_BWD: return 3 * n * f;     /* y, dy in; dx out (the _set form) */
     case K_LAYERNORM_BWD: return 4 * n * f;   /* x, dy in; dx in and out */
-    case K_GELU_BWD: return 4 * n * f;        /* x, dy in; dx in and out */
+    case K_GELU_BWD: return 3 * n * f;        /* x, dy in; dx out (the _set form) */
     case K_XENT: return n * f;                /* logits in */
     case K_XENT_BWD: return 3 * n * f;        /* logits in; dlogits in and out */
     case K_ADAMW: return 7 * n * f;           /* w, g, m, v in; w, m, v out */
