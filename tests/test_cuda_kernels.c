@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/cuda/device.h"
+#include "ops/cuda/launch.h"
 #include "tests/cuda_fixture.h"
 #include "ops/kernels.h"
 #include "tools/ptxsim/driver.h"
@@ -374,7 +375,8 @@ static void matmul_case(int ta, int tb, int64_t batch, int64_t M, int64_t N, int
     free_all();
 }
 
-/* The 64x64 kernel (M or N below 128): every transpose, beta 0 and 1, odd
+/* The 64x64 kernel (M or N below 128, both above 32) and the split-K one
+ * (N = 10, a single row): every transpose, beta 0 and 1, odd
  * sizes, N = 10, a single row, a batch sharing A, padded and unaligned
  * leading dimensions, a base pointer off 16-byte alignment. */
 START_TEST(matmul_small_tiles)
@@ -388,6 +390,37 @@ START_TEST(matmul_small_tiles)
         matmul_case(ta, tb, 3, 33, 65, 8, 4, 0, 1, beta);  /* lda > K, ld % 4 = 0 */
     }
     matmul_case(0, 1, 1, 7, 130, 257, 1, 1, 0, 0.0f);      /* long K, unaligned */
+}
+END_TEST
+
+/* The split-K kernel (M or N at most 32): N = 1, 10, 17 (one tile, a
+ * tile and one column) against M = 1, 128, 4096, K = 1 (one stage) and 784
+ * (25 stages, split), odd everywhere; the thin-M mirrors (operands
+ * swapped, C written by columns); batches with a shared A, beta 1, padded
+ * and unaligned leading dimensions; every transpose. */
+START_TEST(matmul_skinny)
+{
+    for (int t = 0; t < 4; t++) {
+        int ta = t & 1, tb = t >> 1;
+        float beta = (float)(t & 1);
+        matmul_case(ta, tb, 1, 1, 1, 1, 0, 0, 0, beta);
+        matmul_case(ta, tb, 1, 1, 10, 784, 0, 0, 0, beta);
+        matmul_case(ta, tb, 1, 128, 17, 257, 1, 1, 0, beta);    /* unaligned, odd K */
+        matmul_case(ta, tb, 1, 1, 129, 65, 0, 0, 0, beta);      /* thin M: one row */
+        matmul_case(ta, tb, 3, 37, 10, 65, 4, 0, 1, beta);      /* a batch sharing A */
+        matmul_case(ta, tb, 2, 10, 45, 29, 1, 0, 0, 1.0f);
+        matmul_case(ta, tb, 2, 32, 32, 40, 0, 0, 0, beta);      /* the dispatch edge */
+        /* the big ones on two transposes each (interpreter time) */
+        if (t == 0 || t == 3)
+            matmul_case(ta, tb, 1, 128, 10, 784, 0, 0, 0, 1.0f - beta);
+        else
+            matmul_case(ta, tb, 1, 10, 128, 784, 0, 0, 0, beta); /* thin M, split */
+        if (t == 0 || t == 3)
+            matmul_case(ta, tb, 1, 4096, 17, 1, 0, 0, 0, beta);
+        else
+            matmul_case(ta, tb, 1, 4096, 1, 33, 3, 0, 0, beta);
+    }
+    matmul_case(0, 1, 1, 10, 4096, 1, 0, 1, 0, 1.0f);
 }
 END_TEST
 
@@ -744,6 +777,64 @@ static void layernorm_case(int64_t R, int64_t C)
     free_all();
 }
 
+/* ---- the embedding backward: the CPU's bits, whatever the repeats ----------------
+ * One case: n ids (idx) into a [V, dim] table that already holds values
+ * (the backward accumulates), on the list walk (eo_cuda_k_embedding_backward)
+ * and on its per-column fallback (launched directly, on a copy); both must
+ * equal the CPU kernel's index-order sums bit for bit. */
+static void embedding_bwd_case(const char *what, int64_t n, int64_t V, int64_t dim,
+                               const int32_t *idx)
+{
+    size_t nt = (size_t)(V * dim), nd = (size_t)(n * dim);
+    float *tab = rand_buf(nt, -1, 1), *dout = rand_buf(nd, -1, 1);
+    float *dt = up(tab, nt * 4), *dt2 = up(tab, nt * 4), *dd = up(dout, nd * 4);
+    int32_t *di = up(idx, (size_t)n * 4);
+    eo_k_embedding_backward(n, dim, idx, dout, tab, NULL);
+    eo_cuda_k_embedding_backward(n, dim, di, dd, dt, &EX);
+    uint32_t nn = (uint32_t)n, d32 = (uint32_t)dim;
+    uint64_t pi = eo_cuda_dp(di), pd = eo_cuda_dp(dd), pt = eo_cuda_dp(dt2);
+    LAUNCH(&CU, EO_CUK_EMBEDDING_BWD_COLS, 1, 1, 1, 256, 1, &nn, &d32, &pi, &pd, &pt);
+    float *got = malloc(nt * 4);
+    char msg[160];
+    for (int pass = 0; pass < 2; pass++) {
+        down(got, pass ? dt2 : dt, nt * 4);
+        for (size_t i = 0; i < nt; i++)
+            if (memcmp(&got[i], &tab[i], 4)) {
+                snprintf(msg, sizeof msg, "%s%s: [%zu] cuda %.9g, cpu %.9g", what,
+                         pass ? " (columns)" : "", i, (double)got[i], (double)tab[i]);
+                ck_abort_msg("%s", msg);
+            }
+    }
+    free(got), free(tab), free(dout);
+    free_all();
+}
+
+START_TEST(embedding_backward_order)
+{
+    static int32_t idx[2048];
+    /* 300 ids over 5 rows (each about 60 times), 0 and V-1 among them,
+     * runs of one id and far repeats; odd width (single floats) and a
+     * width of whole groups of 4 (the 16-byte path) */
+    for (int i = 0; i < 300; i++)
+        idx[i] = i < 40 ? 4 : i % 7 == 0 ? 0 : (int32_t)((i * 13) % 5);
+    embedding_bwd_case("embedding_backward repeated, dim 37", 300, 5, 37, idx);
+    embedding_bwd_case("embedding_backward repeated, dim 36", 300, 5, 36, idx);
+    /* a table of one row: every id is 0 */
+    for (int i = 0; i < 50; i++)
+        idx[i] = 0;
+    embedding_bwd_case("embedding_backward one row", 50, 1, 8, idx);
+    embedding_bwd_case("embedding_backward one id", 1, 1, 3, idx);
+    /* the char-GPT's shape: 32 x 64 ids into a 70 x 128 table */
+    for (int i = 0; i < 2048; i++)
+        idx[i] = (int32_t)((i * 31 + i / 64) % 70);
+    idx[5] = 69;
+    embedding_bwd_case("embedding_backward 2048 ids, 70 x 128", 2048, 70, 128, idx);
+    /* GPT-2's vocabulary, few rows touched (first, last, repeated) */
+    static const int32_t few[12] = {50256, 0, 17, 50256, 17, 17, 30000, 0, 1, 50255, 17, 50256};
+    embedding_bwd_case("embedding_backward 50257 x 768", 12, 50257, 768, few);
+}
+END_TEST
+
 /* ---- embedding, dropout, optimizers, convolution ------------------------------------ */
 START_TEST(embedding_dropout)
 {
@@ -763,7 +854,7 @@ START_TEST(embedding_dropout)
     check_dev("embedding, chunks of 4", dout_, out, NI * (DIM - 1), 0, 0);
     eo_k_embedding_backward(NI, DIM, idx, dout, dtab, NULL);
     eo_cuda_k_embedding_backward(NI, DIM, di, ddo, ddt, &EX);
-    check_dev("embedding_backward", ddt, dtab, V * DIM, 1e-6f, 1e-6f);
+    check_dev("embedding_backward", ddt, dtab, V * DIM, 0, 0); /* index order: the CPU's bits */
 
     enum { N = 2000 };
     float *x = rand_buf(N, -1, 1), y[N], g[N];
@@ -1086,11 +1177,17 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, cross_entropy_many_rows);
     tcase_add_test(t, layernorm_forward_backward);
     tcase_add_test(t, embedding_dropout);
+    tcase_add_test(t, embedding_backward_order);
     tcase_add_test(t, optimizers);
     tcase_add_test(t, convolution_helpers);
     tcase_add_test(t, attention_forward_backward);
     tcase_add_test(t, edge_cases);
     tcase_add_test(t, launch_failure_is_sticky);
+    suite_add_tcase(s, t);
+    t = tcase_create("matmul_skinny");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, matmul_skinny);
     suite_add_tcase(s, t);
     t = tcase_create("attention_blocked");
     tcase_add_checked_fixture(t, setup, teardown);

@@ -230,6 +230,16 @@ static void run(const char *name)
         float *a = fb(128 * 64 / 2, 0.5f), *b = fb(128 * 64 / 2, 0.5f), *c = fb(128 * 128, 0);
         eo_cuda_k_matmul16(ta, tb, 1, 128, 128, 64, 2 /* EO_BF16 */, a, ta ? 128 : 64, 0, b,
                            tb ? 64 : 128, 0, 0.0f, 0 /* EO_F32 */, c, 128, 0, NULL, &EX);
+    } else if (!strncmp(name, "matmul sk", 9)) {
+        /* "matmul sk nt" etc.: the MLP head, 128x10x256 (split-K: 2 tiles x
+         * 8 splits of one 32-k stage); "matmul sk dW": its weight gradient
+         * 10x256x128, tn (thin M: computed as its transpose, C by columns) */
+        int dw = name[10] == 'd', ta = dw || name[10] == 't', tb = !dw && name[11] == 't';
+        int64_t M = dw ? 10 : 128, N = dw ? 256 : 10, K = dw ? 128 : 256;
+        float *a = fb((size_t)(M * K), 0.5f), *b = fb((size_t)(K * N), 0.5f);
+        float *c = fb((size_t)(M * N), 0);
+        eo_cuda_k_matmul(ta, tb, 1, M, N, K, a, ta ? M : K, 0, b, tb ? K : N, 0, 0.0f, c, N, 0,
+                         NULL, &EX);
     } else if (!strncmp(name, "matmul", 6)) { /* "matmul nn" etc., 128x128x32: one 128x128 block */
         int ta = name[7] == 't', tb = name[8] == 't';
         int64_t lda = ta ? 128 : 32, ldb = tb ? 32 : 128;
@@ -342,6 +352,24 @@ static const struct expected {
     {"matmul nn", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 1.60, 68.9, 97.1},
     {"matmul tn", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 4.00, 69.4, 97.1},
     {"matmul nt", "eo_matmul", 16.00, 100.0, 100.0, 4.00, 1.00, 68.3, 97.2},
+    /* the split-K kernel for skinny shapes (N = 10 at 128x10x256, and the
+     * thin-M weight gradient 10x256x128): 4-byte cp.async copies, a warp's
+     * 32 in 4 rows x 8 k (k contiguous: 4 sectors, all used) or 32
+     * consecutive m (4 sectors); B's rows of 10 floats (40 bytes) straddle
+     * sectors, and the last block's partial sums are 16-byte loads (16
+     * sectors); shared: the copies hit 32 distinct banks (1 wavefront), the
+     * v4 inner-loop loads and the k-group sums 4 (no conflict; 3.91 and
+     * 1.85 are those mixed with the 1-wavefront scalar accesses). B stored
+     * k x n (nn, tn): rows of 10 floats, 93 % of the sectors used; n x k
+     * (nt, tt): 100 %. C's rows of 10 floats are scalar stores (82 % of
+     * their sectors; the partials' v4 stores 100 %). Integer
+     * work of the staging and the tiny K per block (one stage of 32) keep
+     * the FFMA share low at this shape. */
+    {"matmul sk nn", "eo_matmul_sk", 5.18, 93.0, 82.1, 3.91, 1.85, 25.9, 96.5},
+    {"matmul sk tn", "eo_matmul_sk", 5.18, 93.0, 82.1, 3.91, 1.85, 25.9, 96.5},
+    {"matmul sk nt", "eo_matmul_sk", 5.05, 100.0, 82.1, 3.91, 1.85, 25.9, 96.5},
+    {"matmul sk tt", "eo_matmul_sk", 5.05, 100.0, 82.1, 3.91, 1.85, 25.9, 96.5},
+    {"matmul sk dW", "eo_matmul_sk", 5.18, 93.0, 99.9, 3.91, 1.85, 25.5, 96.4},
     /* the tensor-core matmul, every transpose: ldmatrix.x4 (4 wavefronts a
      * request, one per 8x8 matrix) and the cp.async stores (16 bytes a
      * lane) without a conflict, every global sector used in full */
@@ -452,6 +480,10 @@ START_TEST(production_kernel_counters)
         ck_assert_uint_eq(c.gld.bytes, 8192 * 4);
         ck_assert_uint_eq(c.gst.bytes, 8192 * 2);
     }
+    /* split-K: one integer atomic per block (its tile's count of splits
+     * done), no float atomics */
+    if (!strncmp(e->cas, "matmul sk", 9))
+        ck_assert_uint_eq(c.gatom.requests, c.blocks);
     if (strstr(e->cas, "bwd"))
         ck_assert_msg(c.gatom.requests == 0, "%s (%s): %llu atomic requests", e->cas, e->kernel,
                       (unsigned long long)c.gatom.requests);
@@ -532,6 +564,10 @@ static void run_mem(const char *name)
         float *t = fb(1000 * 128, 0.5f), *o = fb(64 * 128, 0);
         int32_t *ids = (int32_t *)fb(64, 0); /* all-zero bits: id 0 */
         eo_cuda_k_embedding(64, 128, t, ids, o, &EX);
+    } else if (!strcmp(name, "embedding bwd")) { /* 64 ids of width 128, all id 0 */
+        float *t = fb(100 * 128, 0.5f), *d = fb(64 * 128, 0.5f);
+        int32_t *ids = (int32_t *)fb(64, 0);
+        eo_cuda_k_embedding_backward(64, 128, ids, d, t, &EX);
     } else if (!strcmp(name, "fill16")) { /* 16-bit cases: f32 buffers of n/2 words hold n halves */
         float *x = fb(4096, 0);
         eo_cuda_k_fill16(8192, 2, x, 0.5f, &EX);
@@ -595,6 +631,11 @@ static const struct expected_mem {
     /* the id (one per chunk, broadcast) and 16-byte table chunks */
     {"embedding", "eo_embedding", -1, -1, 100.0, 4.0},
     {"dropout", "eo_dropout_bwd", 16.00, 100.0, 100.0, 0.0},
+    /* the f32 backward on the 16-bit one's lists: 64 ids, all 0, one list
+     * walked by the first position's threads in 16-byte groups (16 sectors
+     * a request), the link and id loads broadcasts; no atomics (was one
+     * atom.global.add.f32 per element), no division */
+    {"embedding bwd", "eo_embedding_bwd", 2.50, 68.6, 100.0, 0.0},
     /* the row in registers: x, dy, w, dx of 16 columns a thread, scalar and
      * coalesced (mean and rstd are one float each: 1 sector) */
     {"layernorm bwd", "eo_layernorm_bwd_dx", -1, -1, 100.0, 0.0},

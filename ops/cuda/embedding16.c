@@ -37,7 +37,8 @@ void eo_cuda_k_embedding16(int dt, int64_t n, int64_t dim, const void *table, co
  * list from its first occurrence, with the gather's grid (16-byte groups
  * when rows allow). Past about 2^19 indices the lists do not fit and
  * eo_embedding16_bwd_cols_* (a thread per column, every index in order)
- * takes over. The ids were checked before, as for the f32 backward. */
+ * takes over. The ids were checked before, as for the f32 backward,
+ * which shares the lists (eo_cuda_embedding_links, below). */
 void eo_cuda_k_embedding_backward16(int dt, int64_t n, int64_t dim, const int32_t *idx,
                                     const void *dout, void *dtable, const eo_exec *ex)
 {
@@ -55,28 +56,37 @@ void eo_cuda_k_embedding_backward16(int dt, int64_t n, int64_t dim, const int32_
         return;
     uint32_t nn = (uint32_t)n, d = (uint32_t)dim;
     uint64_t pi = eo_cuda_dp(idx), pd = eo_cuda_dp(dout), pt = eo_cuda_dp(dtable);
-    /* the lists: positions in segments of tps tiles of 256 ids, enough
-     * segments (up to 32) that the n^2 compares spread over the whole GPU;
-     * S partial lists and the joined one in the work buffer */
-    int64_t tiles = (n + 255) / 256, S = tiles < 32 ? tiles : 32;
-    while (S > 1 && (S + 1) * n > WORK_BYTES / 4)
-        S--;
-    if ((S + 1) * n > WORK_BYTES / 4) {
+    uint64_t link = eo_cuda_embedding_links(cu, n, idx);
+    if (!link) {
         LAUNCH(cu, dt == 2 ? EO_CUK_EMBEDDING16_BWD_COLS_BF16 : EO_CUK_EMBEDDING16_BWD_COLS_F16,
                eo_cuda_grid(dim), 1, 1, BLOCK, 1, &nn, &d, &pi, &pd, &pt);
         return;
     }
-    const int64_t tps = (tiles + S - 1) / S;
-    S = (tiles + tps - 1) / tps;
-    uint32_t t32 = (uint32_t)tps, S32 = (uint32_t)S;
-    uint64_t part = cu->scratch + SCRATCH_WORK, link = part + (uint64_t)S * n * 4;
-    LAUNCH(cu, EO_CUK_EMBEDDING16_LINKS, (unsigned)tiles, S32, 1, BLOCK, 1, &nn, &t32, &pi, &part);
-    LAUNCH(cu, EO_CUK_EMBEDDING16_LINK_JOIN, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &S32, &part,
-           &link);
     int vec = dim % 8 == 0 && eo_cuda_dp(dtable) % 16 == 0 && eo_cuda_dp(dout) % 16 == 0;
     uint32_t nv = vec ? (uint32_t)(dim / 8) : 0u;
     unsigned gy = n < MAX_GRID ? (unsigned)n : MAX_GRID;
     LAUNCH(cu, dt == 2 ? EO_CUK_EMBEDDING16_BWD_BF16 : EO_CUK_EMBEDDING16_BWD_F16,
            eo_cuda_grid(nv ? (int64_t)nv : dim), gy, 1, BLOCK, 1, &nn, &d, &nv, &pi, &link, &pd,
            &pt);
+}
+
+/* The lists: positions in segments of tps tiles of 256 ids, enough
+ * segments (up to 32) that the n^2 compares spread over the whole GPU;
+ * S partial lists and the joined one in the work buffer. */
+uint64_t eo_cuda_embedding_links(eo_cuda *cu, int64_t n, const int32_t *idx)
+{
+    int64_t tiles = (n + 255) / 256, S = tiles < 32 ? tiles : 32;
+    while (S > 1 && (S + 1) * n > WORK_BYTES / 4)
+        S--;
+    if ((S + 1) * n > WORK_BYTES / 4)
+        return 0;
+    const int64_t tps = (tiles + S - 1) / S;
+    S = (tiles + tps - 1) / tps;
+    uint32_t nn = (uint32_t)n, t32 = (uint32_t)tps, S32 = (uint32_t)S;
+    uint64_t pi = eo_cuda_dp(idx);
+    uint64_t part = cu->scratch + SCRATCH_WORK, link = part + (uint64_t)S * n * 4;
+    LAUNCH(cu, EO_CUK_EMBEDDING16_LINKS, (unsigned)tiles, S32, 1, BLOCK, 1, &nn, &t32, &pi, &part);
+    LAUNCH(cu, EO_CUK_EMBEDDING16_LINK_JOIN, eo_cuda_grid(n), 1, 1, BLOCK, 1, &nn, &S32, &part,
+           &link);
+    return link;
 }

@@ -22,11 +22,14 @@
  *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
  *   [8448, 24832)      4096 u32 counters of finished blocks, one per column
  *                      strip, for the fused column sums of
- *                      eo_binary_bwd_colpart and eo_layernorm_bwd_wb_part
+ *                      eo_binary_bwd_colpart and eo_layernorm_bwd_wb_part,
+ *                      or one per tile for eo_matmul_sk's split-K sums
  *                      (0 between launches: zeroed at open, each reset by
- *                      its strip's last block, so the kernels share them);
+ *                      its strip's or tile's last block, so the kernels
+ *                      share them);
  *   [24832, +4 MiB)    the work buffer for two-stage sums
- *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part) and the
+ *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part, the
+ *                      split-K matmul's partial tiles) and the
  *                      other launchers' temporaries (cross-entropy's row
  *                      losses, attention's row sums, embedding lists);
  *   [+4 MiB, +8 MiB)   the checked copy of token ids or class targets
@@ -59,6 +62,15 @@ enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SC
 enum { EO_CU_CHECK_EMBEDDING = 0, EO_CU_CHECK_TARGET = 1 };
 uint64_t eo_cuda_check_ids(eo_cuda *cu, int slot, const int32_t *ids, int64_t n, int64_t limit,
                            int has_ignore, int32_t ignore, int32_t rep);
+
+/* The embedding backwards' pre-pass (ops/cuda/embedding16.c), shared by
+ * the f32 and 16-bit backwards: for n checked ids (>= 0) at idx, writes
+ * link[i] = the next position of idx[i]'s id (low 31 bits, 0x7fffffff:
+ * none), top bit set when an earlier one exists, into the work buffer
+ * (eo_embedding16_links over segments, then eo_embedding16_link_join) and
+ * returns link's device address; 0 when the lists do not fit the work
+ * buffer (past ~2^19 ids: the caller takes its per-column fallback). */
+uint64_t eo_cuda_embedding_links(eo_cuda *cu, int64_t n, const int32_t *idx);
 
 /* The device a launcher runs on: ex->cuda when it is open and no failure
  * is pending (a pending failure means this launch's inputs may be wrong,

@@ -1,12 +1,14 @@
 /* ops/cuda/matmul.c — CUDA launcher for matmul (batched, either operand transposed):
  * the host side of ptx/matmul.ptx, behind the kernel type of ops/kernels.h.
  *
- * Two kernels of one design (see the header of ptx/matmul.ptx): eo_matmul
- * computes 128x128 tiles of C with 256 threads, eo_matmul_64 64x64 tiles
- * with 64 threads. The choice is by shape: the big tile when both M and
- * N are at least 128, the small one for skinny products (N = 10
- * classifier heads, one-row sampling steps), where most of a 128-wide
- * tile would be padding. grid.z walks the batch.
+ * Three kernels (see the header of ptx/matmul.ptx): eo_matmul computes
+ * 128x128 tiles of C with 256 threads, eo_matmul_64 64x64 tiles with 64
+ * threads, eo_matmul_sk 64x16 tiles over a share of K (split-K). The
+ * choice is by shape: split-K when M or N is at most 32 (N = 10
+ * classifier heads and their weight gradients, one-row sampling steps),
+ * where a square tile would be mostly padding and too few blocks would
+ * walk all of K; else the big tile when both M and N are at least 128,
+ * the 64x64 one otherwise. grid.z walks the batch.
  *
  * The launcher tells the kernel how each operand lies in memory (flags):
  * whether its tile rows are contiguous (A with ta = 1, B with tb = 0:
@@ -22,6 +24,52 @@
 
 enum { MM_FLAG_A_DIRECT = 1, MM_FLAG_B_DIRECT = 2, MM_FLAG_A_VEC = 4, MM_FLAG_B_VEC = 8,
        MM_FLAG_C_VEC = 16 };
+
+enum { SK_THIN = 32, SK_BM = 64, SK_BN = 16, SK_BK = 32, SK_TILE_BYTES = SK_BM * SK_BN * 4 };
+
+/* The split-K path. The thin side must be N: a thin-M product is computed
+ * as C^T = op(B)^T op(A)^T (the operands swap, their transposes flip, and
+ * C is written through its column stride). S, the number of K splits, is
+ * chosen so that the grid has about 4 blocks per SM (tiles x S), each split
+ * a whole number of 32-k stages, no split empty; the partials (4 KiB a
+ * tile and split) go to the work buffer and each tile's counter is one of
+ * the column-strip counters (zero between launches, reset by the tile's
+ * last block): S = 1, which needs neither, when they would not fit. */
+static void matmul_sk(eo_cuda *cu, int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
+                      int64_t sb, float beta, float *C, int64_t ldc, int64_t sc, int64_t tiles)
+{
+    int swap = M < N;
+    const float *pA = swap ? B : A, *pB = swap ? A : B;
+    int32_t la = (int32_t)(swap ? ldb : lda), lb = (int32_t)(swap ? lda : ldb);
+    int64_t xa = swap ? sb : sa, xb = swap ? sa : sb;
+    int tA = swap ? !tb : ta, tB = swap ? !ta : tb;
+    uint32_t m = (uint32_t)(swap ? N : M), n = (uint32_t)(swap ? M : N), k = (uint32_t)K;
+    int32_t lcr = swap ? 1 : (int32_t)ldc, lcc = swap ? (int32_t)ldc : 1;
+    uint32_t flags = (tA ? 1u : 0u) | (tB ? 2u : 0u);
+    int64_t stages = (K + SK_BK - 1) / SK_BK, sms = cu->sm_count > 0 ? cu->sm_count : 1;
+    for (int64_t b0 = 0; b0 < batch; b0 += MAX_GRID) {
+        int64_t nb = batch - b0 < MAX_GRID ? batch - b0 : MAX_GRID, cells = tiles * nb;
+        int64_t S = (4 * sms + cells - 1) / cells;
+        if (S > stages)
+            S = stages;
+        if (S > WORK_BYTES / SK_TILE_BYTES / cells)
+            S = WORK_BYTES / SK_TILE_BYTES / cells;
+        if (S < 1 || cells > COLDONE_STRIPS)
+            S = 1;
+        int64_t kst = S > 1 ? (stages + S - 1) / S : (stages > 0 ? stages : 1);
+        if (S > 1)
+            S = (stages + kst - 1) / kst; /* no empty split */
+        uint32_t kst32 = (uint32_t)kst;
+        uint64_t pa = eo_cuda_dp(pA) + (uint64_t)(b0 * xa) * 4u;
+        uint64_t pb = eo_cuda_dp(pB) + (uint64_t)(b0 * xb) * 4u;
+        uint64_t pc = eo_cuda_dp(C) + (uint64_t)(b0 * sc) * 4u;
+        uint64_t part = cu->scratch + SCRATCH_WORK, done = cu->scratch + SCRATCH_COLDONE;
+        LAUNCH(cu, EO_CUK_MATMUL_SK, (unsigned)S, (unsigned)tiles, (unsigned)nb, 128, 1, &m, &n,
+               &k, &pa, &la, &xa, &pb, &lb, &xb, &beta, &pc, &lcr, &lcc, &sc, &flags, &kst32,
+               &part, &done);
+    }
+}
 
 /* 16-byte accesses at every (batch entry, row) start of an operand? */
 static int vec_ok(const void *p, int64_t ld, int64_t batch, int64_t stride)
@@ -47,6 +95,14 @@ void eo_cuda_k_matmul(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64
         !eo_cuda_fits(cu, "matmul", rows_a * lda) || !eo_cuda_fits(cu, "matmul", rows_b * ldb) ||
         !eo_cuda_fits(cu, "matmul", M * ldc))
         return;
+    if (M <= SK_THIN || N <= SK_THIN) {
+        int64_t lo = M < N ? M : N, hi = M < N ? N : M;
+        int64_t tiles = (hi + SK_BM - 1) / SK_BM * ((lo + SK_BN - 1) / SK_BN);
+        if (tiles <= MAX_GRID) {
+            matmul_sk(cu, ta, tb, batch, M, N, K, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, tiles);
+            return;
+        }
+    }
     int big = M >= 128 && N >= 128;
     int64_t tile = big ? 128 : 64;
     int64_t gy = (M + tile - 1) / tile, gx = (N + tile - 1) / tile;

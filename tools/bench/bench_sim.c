@@ -91,6 +91,10 @@ static void run_matmul(sim *s, const bcase *c)
         return;
     eo_cuda_k_matmul(ta, tb, 1, M, N, K, A, ta ? M : K, 0, B, tb ? K : N, 0, 0.0f, C, N, 0, NULL,
                      &s->ex);
+    /* A sampled run of the split-K kernel leaves its tiles' counters of
+     * finished splits part-way (the tiles' other blocks never ran): zero
+     * them, as a whole run would have left them, for the cases after. */
+    eo_cuda_memset32(&s->cu, s->cu.scratch + EO_CU_SCRATCH_COLDONE, 0, EO_CU_COLDONE_STRIPS);
 }
 
 /* The tensor-core matmul: variant 0 bf16, 1 f16 (nn, f32 C). 16-bit
@@ -257,11 +261,14 @@ static void run_dropout(sim *s, const bcase *c)
 }
 
 /* a ids of width b from a table of 50257 rows, distinct ids (each row of
- * the table read once, as the byte count assumes); variant 1 the backward */
+ * the table read once, as the byte count assumes); variant 1 the backward;
+ * variant 2 the backward into a table of c rows, ids i*31 % c (each id
+ * about a/c times: the char-GPT's token embedding), every block run */
 static void run_embedding(sim *s, const bcase *c)
 {
     size_t n = (size_t)(c->a * c->b);
-    float *t = dbuf(s, 50257 * (size_t)c->b, 0.5f), *o = dbuf(s, n, 0.0f);
+    int64_t vocab = c->variant == 2 ? c->c : 50257;
+    float *t = dbuf(s, (size_t)vocab * (size_t)c->b, 0.5f), *o = dbuf(s, n, 0.0f);
     int32_t *ids = ibuf(s, (size_t)c->a, 7);
     int32_t *host = s->failed ? NULL : malloc((size_t)c->a * sizeof *host);
     if (!host)
@@ -269,9 +276,16 @@ static void run_embedding(sim *s, const bcase *c)
     if (s->failed)
         return;
     for (int64_t i = 0; i < c->a; i++)
-        host[i] = (int32_t)((i * 12289) % 50257);
+        host[i] = (int32_t)(c->variant == 2 ? (i * 31) % vocab : (i * 12289) % 50257);
     eo_cuda_h2d(&s->cu, (eo_cu_deviceptr)(uintptr_t)ids, host, (size_t)c->a * sizeof *host);
     free(host);
+    /* Distinct ids, sampled: the lists the backward follows (no next
+     * occurrence anywhere) already in the work buffer, as in
+     * run_embedding16_bwd, since a sampled run of the list pre-pass writes
+     * only its sampled blocks' entries. */
+    if (c->variant == 1)
+        eo_cuda_memset32(&s->cu, s->cu.scratch + EO_CU_SCRATCH_WORK, 0x7fffffffu,
+                         EO_CU_WORK_BYTES / 4);
     if (c->variant)
         eo_cuda_k_embedding_backward(c->a, c->b, ids, o, t, &s->ex);
     else
@@ -497,7 +511,8 @@ static void run_sgd16(sim *s, const bcase *c)
 }
 
 #define MM(shape, M, N, K, v, samp) \
-    {v == 0 ? "matmul nn" : v == 1 ? "matmul tn" : "matmul nt", shape, M, N, K, 0, v, \
+    {v == 0 ? "matmul nn" : v == 1 ? "matmul tn" : v == 2 ? "matmul nt" : "matmul tt", shape, M, \
+     N, K, 0, v, \
      2.0 * M * N * K, 1, samp, run_matmul}
 #define ROWS(name, shape, r, c, v, passes, fn) \
     {name, shape, r, c, 0, 0, v, (passes) * 4.0 * (r) * (c), 0, 8, fn}
@@ -527,6 +542,19 @@ static const bcase cases[] = {
     MM("128x10x256", 128, 10, 256, 0, 4),
     MM("4096x10x784", 4096, 10, 784, 0, 4), /* the skinny last layer at a large batch */
     MM("784x256x128", 784, 256, 128, 1, 4),
+    /* the skinny layers as training runs them (Linear: y = x W^T, nt; its
+     * backward dx = dy W, nn, and dW = dy^T x, tn): the MLP's 256 -> 10 and
+     * the CNN's 128 -> 10 at batch 128 (every block run: the split-K
+     * kernel's last blocks sum the partials), and the MLP head at batch 4096 */
+    MM("128x10x256", 128, 10, 256, 2, 0),
+    MM("128x256x10", 128, 256, 10, 0, 0),
+    MM("10x256x128", 10, 256, 128, 1, 0),
+    MM("128x10x128", 128, 10, 128, 2, 0),
+    MM("128x128x10", 128, 128, 10, 0, 0),
+    MM("10x128x128", 10, 128, 128, 1, 0),
+    MM("4096x10x784", 4096, 10, 784, 2, 4),
+    MM("4096x784x10", 4096, 784, 10, 0, 4),
+    MM("10x784x4096", 10, 784, 4096, 1, 4),
     /* the char-GPT (d_model 128, context 64, batch 32: 2048 rows): qkv, MLP up, MLP down */
     MM("2048x384x128", 2048, 384, 128, 0, 4),
     MM("2048x512x128", 2048, 512, 128, 0, 4),
@@ -575,6 +603,10 @@ static const bcase cases[] = {
     ROWS("dropout_bwd", "4096x1024", 4096, 1024, 1, 3, run_dropout),
     ROWS("embedding", "4096x1024", 4096, 1024, 0, 2, run_embedding),
     ROWS("embedding_bwd", "4096x1024", 4096, 1024, 1, 2, run_embedding),
+    /* 2048 ids (32 x 64) of width 128 into a 70-row table: dout read, the
+     * 70 rows read and written */
+    {"embedding_bwd", "2048x128 V70", 2048, 128, 70, 0, 2, 4.0 * (2048 + 2 * 70) * 128, 0, 0,
+     run_embedding},
     /* dout read, the table rows read and written */
     ROWS16("embedding_bwd bf16", "4096x1024", 4096, 1024, 0, 6, run_embedding16_bwd),
     ROWS("sgd", "4096x1024", 4096, 1024, 0, 5, run_sgd),
