@@ -181,19 +181,46 @@ static void mask_strides(const eo_tensor *m, int64_t st[4])
             st[i] = 0;
 }
 
+static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                                     eo_tensor *mask, int causal, float scale, eo_dtype half,
+                                     eo_tensor **out);
+
 EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                            eo_tensor *mask, int causal, float scale, eo_tensor **out),
           (ctx, q, k, v, mask, causal, scale, out))
 {
-    /* bf16 / f16: through f32 (core/op_cast.c); the additive mask may have
-     * any float dtype and is added in f32. */
+    /* bf16 / f16: the forward through f32 (core/op_cast.c: the widening
+     * casts are on the tape, the output is cast back); the additive mask
+     * may have any float dtype and is added in f32. q, k and v of one
+     * 16-bit dtype are remembered on the node (attn.half): their widened
+     * values are exact 16-bit values, so the backward may run the
+     * tensor-core kernels on 16-bit copies of them (eo_bwd_attention). */
     if (mask && eo_is_half(mask->dtype))
         EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
     eo_tensor *h[3] = { q, k, v };
     EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3,
                 eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
-    EO_HALF_FALLBACK(ctx, "attention_fused", h, 3, 0, out,
-                     eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "attention_fused: NULL output pointer");
+    eo_half_route hr;
+    EO_CHECK(eo_half_plan(ctx, "attention_fused", h, 3, 0, &hr));
+    if (hr.any16) {
+        const eo_dtype dt = q->dtype;
+        const eo_dtype half = eo_is_half(dt) && k && v && k->dtype == dt && v->dtype == dt
+                                  ? dt : EO_F32;
+        EO_CHECK(eo_half_widen(ctx, h, 3));
+        EO_CHECK(attention_fused_f32(ctx, h[0], h[1], h[2], mask, causal, scale, half, out));
+        return eo_half_narrow(ctx, &hr, out);
+    }
+    return attention_fused_f32(ctx, q, k, v, mask, causal, scale, EO_F32, out);
+}
+
+/* The fused op on f32 q, k, v; half: their 16-bit dtype when they are
+ * widened 16-bit tensors, else EO_F32. */
+static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                                     eo_tensor *mask, int causal, float scale, eo_dtype half,
+                                     eo_tensor **out)
+{
     EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));
     const eo_backend *be = eo_backend_of(ctx, q);
     EO_NEED_KERNEL(ctx, "attention_fused", be, attention);
@@ -225,6 +252,7 @@ EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *
         nd->saved[0] = lse; /* [B,H,Tq]: all the backward keeps of the softmax */
         nd->p.attn.causal = causal;
         nd->p.attn.scale = scale;
+        nd->p.attn.half = half;
     }
     *out = o;
     return EO_OK;
@@ -247,6 +275,26 @@ eo_status eo_bwd_attention(eo_ctx *ctx, eo_node *n)
         mask_strides(mask, ms);
     if (gm)
         mask_strides(gm, gms);
+    /* Widened 16-bit inputs, no mask, a backend with the 16-bit backward:
+     * 16-bit copies of q, k, v (exact) and of dout (rounded, as the
+     * gradient reaching a 16-bit attention is in PyTorch's autocast), and
+     * the tensor-core kernels (ptx/attention_tc.ptx). D must be a multiple
+     * of 8 up to 64 (their rule, ops/kernels.h); they may still decline
+     * (unaligned data), and the f32 kernel then runs as for any other. */
+    if (n->p.attn.half != EO_F32 && !mask && be->attention16_backward && (gq || gk || gv) &&
+        D % 8 == 0 && D <= 64) {
+        eo_tensor *c16[4], *src[4] = { q, k, v, o->grad };
+        for (int i = 0; i < 4; i++) {
+            EO_CHECK(eo_new_out(ctx, q->device, n->p.attn.half, 4, src[i]->shape, &c16[i]));
+            EO_CHECK(eo_copy_any(ctx, c16[i], src[i]));
+        }
+        if (be->attention16_backward(B, H, Tq, Tk, D, (int)n->p.attn.half, c16[0]->data,
+                                     c16[1]->data, c16[2]->data, n->p.attn.causal,
+                                     n->p.attn.scale, o->data, n->saved[0]->data, c16[3]->data,
+                                     o->grad->data, gq ? gq->data : NULL, gk ? gk->data : NULL,
+                                     gv ? gv->data : NULL, &ctx->exec))
+            return EO_OK;
+    }
     size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws;
     EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
