@@ -215,6 +215,28 @@ EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *
     return attention_fused_f32(ctx, q, k, v, mask, causal, scale, EO_F32, out);
 }
 
+/* dst (1-D, 16-bit, numel q + k + v) = q, k, v rounded to dst's dtype, one
+ * after the other: three contiguous casts into views of dst. */
+static eo_status pack16(eo_ctx *ctx, eo_tensor *dst, eo_tensor *q, eo_tensor *k, eo_tensor *v)
+{
+    eo_tensor *src[3] = { q, k, v };
+    int64_t at = 0;
+    for (int i = 0; i < 3; i++) {
+        eo_tensor part = *dst;
+        part.rank = 1;
+        part.shape[0] = eo_numel(src[i]);
+        part.stride[0] = 1;
+        part.data = (char *)dst->data + 2 * at;
+        eo_tensor flat = *src[i];
+        flat.rank = 1;
+        flat.shape[0] = part.shape[0];
+        flat.stride[0] = 1;
+        EO_CHECK(eo_copy_any(ctx, &part, &flat));
+        at += part.shape[0];
+    }
+    return EO_OK;
+}
+
 /* The fused op on f32 q, k, v; half: their 16-bit dtype when they are
  * widened 16-bit tensors, else EO_F32. */
 static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
@@ -239,17 +261,36 @@ static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo
     eo_tensor *o, *lse;
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 4, q->shape, &o));
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 3, q->shape, &lse));
-    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
-    eo_lent ws; /* the tiles live for this call only */
-    EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
-    be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
-                  causal, scale, o->data, lse->data, ws.p, &ctx->exec);
-    eo_give_back(&ws);
+    /* Widened 16-bit q, k, v, no mask, a backend with the 16-bit kernels
+     * and a head size they run (D a multiple of 8 up to 64, ops/kernels.h):
+     * q, k, v go back to 16 bits (exact: they are widened 16-bit values),
+     * packed in one tensor that the backward reuses (saved[1]), and the
+     * forward runs on the tensor cores. Else, or when the kernel declines,
+     * the f32 kernel. */
+    eo_tensor *h16 = NULL;
+    int done = 0;
+    if (half != EO_F32 && !mask && be->attention16 && D % 8 == 0 && D <= 64) {
+        const int64_t nq = eo_numel(q), nk = eo_numel(k), n = nq + 2 * nk;
+        EO_CHECK(eo_new_out(ctx, q->device, half, 1, &n, &h16));
+        EO_CHECK(pack16(ctx, h16, q, k, v));
+        char *b = h16->data;
+        done = be->attention16(B, H, Tq, Tk, D, (int)half, b, b + 2 * nq, b + 2 * (nq + nk),
+                               causal, scale, o->data, lse->data, &ctx->exec);
+    }
+    if (!done) {
+        size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
+        eo_lent ws; /* the tiles live for this call only */
+        EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
+        be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
+                      causal, scale, o->data, lse->data, ws.p, &ctx->exec);
+        eo_give_back(&ws);
+    }
     eo_tensor *in[4] = { q, k, v, mask };
     if (eo_needs_grad(ctx, in, 4)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_ATTENTION, in, 4, o, &nd));
         nd->saved[0] = lse; /* [B,H,Tq]: all the backward keeps of the softmax */
+        nd->saved[1] = h16; /* 16-bit q, k, v packed (or NULL) */
         nd->p.attn.causal = causal;
         nd->p.attn.scale = scale;
         nd->p.attn.half = half;
@@ -276,21 +317,27 @@ eo_status eo_bwd_attention(eo_ctx *ctx, eo_node *n)
     if (gm)
         mask_strides(gm, gms);
     /* Widened 16-bit inputs, no mask, a backend with the 16-bit backward:
-     * 16-bit copies of q, k, v (exact) and of dout (rounded, as the
-     * gradient reaching a 16-bit attention is in PyTorch's autocast), and
+     * the forward's 16-bit q, k, v (or copies made now: exact), a 16-bit
+     * copy of dout (rounded, as the gradient reaching a 16-bit attention is
+     * in PyTorch's autocast), and
      * the tensor-core kernels (ptx/attention_tc.ptx). D must be a multiple
      * of 8 up to 64 (their rule, ops/kernels.h); they may still decline
      * (unaligned data), and the f32 kernel then runs as for any other. */
     if (n->p.attn.half != EO_F32 && !mask && be->attention16_backward && (gq || gk || gv) &&
         D % 8 == 0 && D <= 64) {
-        eo_tensor *c16[4], *src[4] = { q, k, v, o->grad };
-        for (int i = 0; i < 4; i++) {
-            EO_CHECK(eo_new_out(ctx, q->device, n->p.attn.half, 4, src[i]->shape, &c16[i]));
-            EO_CHECK(eo_copy_any(ctx, c16[i], src[i]));
+        eo_tensor *h16 = n->saved[1], *d16;
+        if (!h16) { /* the forward ran the f32 kernel */
+            const int64_t nq = eo_numel(q), nk = eo_numel(k), all = nq + 2 * nk;
+            EO_CHECK(eo_new_out(ctx, q->device, n->p.attn.half, 1, &all, &h16));
+            EO_CHECK(pack16(ctx, h16, q, k, v));
         }
-        if (be->attention16_backward(B, H, Tq, Tk, D, (int)n->p.attn.half, c16[0]->data,
-                                     c16[1]->data, c16[2]->data, n->p.attn.causal,
-                                     n->p.attn.scale, o->data, n->saved[0]->data, c16[3]->data,
+        EO_CHECK(eo_new_out(ctx, q->device, n->p.attn.half, 4, o->grad->shape, &d16));
+        EO_CHECK(eo_copy_any(ctx, d16, o->grad));
+        const char *b = h16->data;
+        const size_t nq = (size_t)eo_numel(q), nk = (size_t)eo_numel(k);
+        if (be->attention16_backward(B, H, Tq, Tk, D, (int)n->p.attn.half, b, b + 2 * nq,
+                                     b + 2 * (nq + nk), n->p.attn.causal,
+                                     n->p.attn.scale, o->data, n->saved[0]->data, d16->data,
                                      o->grad->data, gq ? gq->data : NULL, gk ? gk->data : NULL,
                                      gv ? gv->data : NULL, &ctx->exec))
             return EO_OK;

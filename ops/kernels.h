@@ -529,6 +529,14 @@ typedef void eo_k_conv2d_backward16_fn(const eo_conv_geom *g, int dt, const void
                                        const float *w, const void *dy, void *dx, float *dw,
                                        float *db, void *ws, const eo_exec *ex);
 
+/* The fused attention's forward for 16-bit q, k, v (dt) on tensor cores:
+ * out and lse f32, as eo_k_attention's (no mask). The probabilities are
+ * rounded to dt before P V (sums in f32), so out is the f32 kernel's to
+ * about dt's precision. Returns 1 when it took the call, 0 (nothing done)
+ * for the shapes eo_k_attention16_backward declines. */
+typedef int eo_k_attention16_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int dt,
+                                const void *q, const void *k, const void *v, int causal,
+                                float scale, float *out, float *lse, const eo_exec *ex);
 /* The fused attention's backward for 16-bit q, k, v (dt) on tensor cores
  * (no CPU implementation: the CPU keeps the f32 kernel over widened
  * copies). q, k, v and dout16 are 16-bit; out, lse, dout32 (dout in f32:

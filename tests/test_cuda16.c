@@ -932,13 +932,13 @@ START_TEST(core_matmul_on_tensor_cores)
 }
 END_TEST
 
-/* The fused attention on 16-bit q, k, v: the forward through f32 on both
- * devices; on CUDA the backward takes the tensor-core kernels
- * (ptx/attention_tc.ptx, checked by their counters on the interpreter),
- * on the CPU the f32 kernel over the widened values. Their gradients
- * (dtype dt) differ by the 16-bit rounding of p, dS and dout in the
- * kernels: within 1.5 % of the largest gradient for bf16, 0.3 % for f16,
- * plus two of dt's ulps of the element (the final rounding of each). */
+/* The fused attention on 16-bit q, k, v: on CUDA the forward and the
+ * backward take the tensor-core kernels (ptx/attention_tc.ptx, checked by
+ * their counters on the interpreter), on the CPU the f32 kernels over the
+ * widened values. out and the gradients (dtype dt) differ by the 16-bit
+ * rounding of p, dS and dout in the kernels: within 1.5 % of the largest
+ * value for bf16, 0.3 % for f16, plus two of dt's ulps of the element (the
+ * final rounding of each). */
 static void core_attention16(int dt, int64_t B, int64_t H, int64_t T, int64_t D, int causal)
 {
     eo_ctx *ctx = eo_test_cuda_ctx(8, 32);
@@ -962,27 +962,34 @@ static void core_attention16(int dt, int64_t B, int64_t H, int64_t T, int64_t D,
     ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
     ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward: %s", eo_last_error(ctx));
     if (!getenv("EO_TEST_CUDA")) {
-        const char *kn = dt == EO_BF16 ? (D <= 32 ? "eo_attn16_bwd_dkv32_bf16" : "eo_attn16_bwd_dkv64_bf16")
-                                       : (D <= 32 ? "eo_attn16_bwd_dkv32_f16" : "eo_attn16_bwd_dkv64_f16");
-        eo_px_counters pc;
-        ck_assert_msg(eo_ptxsim_counters_of(kn, &pc) && pc.launches > 0 && pc.tensor_flops > 0,
-                      "no %s launch", kn);
+        const char *kn[2] = {"fwd", "bwd_dkv"};
+        for (int i = 0; i < 2; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "eo_attn16_%s%d_%s", kn[i], D <= 32 ? 32 : 64,
+                     dt == EO_BF16 ? "bf16" : "f16");
+            eo_px_counters pc;
+            ck_assert_msg(eo_ptxsim_counters_of(name, &pc) && pc.launches > 0 &&
+                              pc.tensor_flops > 0,
+                          "no %s launch", name);
+        }
     }
-    eo_tensor *cpu[3] = {q, k, v}, *dev[3] = {dq, dk, dv};
+    /* out (dt), then the gradients */
+    eo_tensor *cpu[4] = {o, q, k, v}, *dev[4] = {dO, dq, dk, dv};
     double ulp = dt == EO_BF16 ? 1.0 / 128 : 1.0 / 1024, frac = dt == EO_BF16 ? 0.015 : 0.003;
-    for (int t = 0; t < 3; t++) {
-        ck_assert(cpu[t]->grad && dev[t]->grad);
-        ck_assert_int_eq(dev[t]->grad->dtype, dt);
-        float *r = host_f32(ctx, cpu[t]->grad), *g = host_f32(ctx, dev[t]->grad);
-        int64_t n = eo_numel(cpu[t]->grad);
+    for (int t = 0; t < 4; t++) {
+        eo_tensor *ct = t ? cpu[t]->grad : cpu[0], *dt_ = t ? dev[t]->grad : dev[0];
+        ck_assert(ct && dt_);
+        ck_assert_int_eq(dt_->dtype, dt);
+        float *r = host_f32(ctx, ct), *g = host_f32(ctx, dt_);
+        int64_t n = eo_numel(ct);
         double big = 0;
         for (int64_t i = 0; i < n; i++)
             big = fmax(big, fabs(r[i]));
         for (int64_t i = 0; i < n; i++)
             ck_assert_msg(fabs((double)g[i] - r[i]) <= frac * big + 2 * ulp * fabs(r[i]),
-                          "%s T %lld D %lld causal %d: d%c[%lld] cuda %.7g vs cpu %.7g (largest "
+                          "%s T %lld D %lld causal %d: %c (or its gradient)[%lld] cuda %.7g vs cpu %.7g (largest "
                           "%.4g)", dt == EO_BF16 ? "bf16" : "f16", (long long)T, (long long)D,
-                          causal, "qkv"[t], (long long)i, (double)g[i], (double)r[i], big);
+                          causal, "oqkv"[t], (long long)i, (double)g[i], (double)r[i], big);
         free(r);
         free(g);
     }

@@ -208,7 +208,7 @@ START_TEST(matmul16_refuses_what_it_cannot_run)
 }
 END_TEST
 
-/* ---- the 16-bit attention backward (ptx/attention_tc.ptx) -------------------
+/* ---- the 16-bit attention, forward and backward (ptx/attention_tc.ptx) --------
  * q, k, v, dout random 16-bit values; the reference is the CPU's f32
  * forward and backward on their widened values (exact), so the kernels'
  * own error is the rounding of p and dS to 16 bits before their products
@@ -261,6 +261,30 @@ static void attn16_case(int f16, int B, int H, int Tq, int Tk, int D, int causal
                                                     dk16, dv16, causal, scale, dout_, dlse, ddo16,
                                                     ddo, ddq, ddk, ddv, &EX),
                      1);
+    /* the forward: out within the same fraction of its largest value, lse
+     * (f32 scores, f32 sums) within 1e-5 relative */
+    void *dfo = dev_up(ones, nq * 4), *dfl = dev_up(ones, nl * 4);
+    ck_assert_int_eq(eo_cuda_k_attention16(B, H, Tq, Tk, D, f16 ? EO_F16 : EO_BF16, dq16, dk16,
+                                           dv16, causal, scale, dfo, dfl, &EX),
+                     1);
+    float *fo = malloc(nq * 4), *fl = malloc(nl * 4);
+    dev_down(fo, dfo, nq * 4);
+    dev_down(fl, dfl, nl * 4);
+    double obig = 0;
+    for (size_t i = 0; i < nq; i++)
+        obig = fmax(obig, fabs(out[i]));
+    for (size_t i = 0; i < nq; i++)
+        ck_assert_msg(fabs((double)fo[i] - out[i]) <= (f16 ? 0.0015 : 0.01) * obig,
+                      "%s Tq %d Tk %d D %d causal %d: out[%zu] = %.7g, want %.7g",
+                      f16 ? "f16" : "bf16", Tq, Tk, D, causal, i, fo[i], out[i]);
+    for (size_t i = 0; i < nl; i++)
+        ck_assert_msg(fabs((double)fl[i] - lse[i]) <= 1e-5 * (1 + fabs(lse[i])),
+                      "%s Tq %d Tk %d D %d causal %d: lse[%zu] = %.7g, want %.7g",
+                      f16 ? "f16" : "bf16", Tq, Tk, D, causal, i, fl[i], lse[i]);
+    dev_free(dfo);
+    dev_free(dfl);
+    free(fo);
+    free(fl);
     float *g = malloc((nq + 2 * nk) * 4);
     dev_down(g, ddq, nq * 4);
     dev_down(g + nq, ddk, nk * 4);
@@ -298,7 +322,7 @@ static void attn16_case(int f16, int B, int H, int Tq, int Tk, int D, int causal
 /* T = 1, 17 (under one tile), 64 (one whole tile), 130 (three, the last of
  * 2 rows); D 64 and 32 (and 40: D < Dp, zero-filled columns); causal and
  * not; B*H > 1; bf16 and f16. */
-START_TEST(attention16_backward_vs_cpu)
+START_TEST(attention16_vs_cpu)
 {
     static const int cases[][7] = {
         /* f16, B, H, Tq, Tk, D, causal */
@@ -342,7 +366,7 @@ Suite *eo_suite_cuda_tc(void)
     tcase_add_test(t, matmul16_transposes);
     tcase_add_test(t, matmul16_odd_and_unaligned);
     tcase_add_test(t, matmul16_refuses_what_it_cannot_run);
-    tcase_add_test(t, attention16_backward_vs_cpu);
+    tcase_add_test(t, attention16_vs_cpu);
     tcase_add_test(t, attention16_backward_declines);
     suite_add_tcase(s, t);
     return s;
