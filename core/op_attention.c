@@ -189,12 +189,12 @@ EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *
                            eo_tensor *mask, int causal, float scale, eo_tensor **out),
           (ctx, q, k, v, mask, causal, scale, out))
 {
-    /* bf16 / f16: the forward through f32 (core/op_cast.c: the widening
-     * casts are on the tape, the output is cast back); the additive mask
-     * may have any float dtype and is added in f32. q, k and v of one
-     * 16-bit dtype are remembered on the node (attn.half): their widened
-     * values are exact 16-bit values, so the backward may run the
-     * tensor-core kernels on 16-bit copies of them (eo_bwd_attention). */
+    /* bf16 / f16: through f32 (core/op_cast.c: the widening casts are on
+     * the tape, the output is cast back); the additive mask may have any
+     * float dtype and is added in f32. q, k and v of one 16-bit dtype are
+     * passed on as `half`: their widened values are exact 16-bit values,
+     * so a backend with the 16-bit kernels runs both directions on 16-bit
+     * copies of them (the tensor cores on CUDA), attn.half on the node. */
     if (mask && eo_is_half(mask->dtype))
         EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
     eo_tensor *h[3] = { q, k, v };
