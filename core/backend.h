@@ -96,6 +96,8 @@ typedef struct eo_backend {
     eo_k_adamw16_fn *adamw16;
     eo_k_conv2d_backward16_fn *conv2d_backward16; /* with conv2d_ws16 */
     eo_k_conv2d_ws_fn *conv2d_ws16;
+    eo_k_attention16_fn *attention16;                   /* NULL: the f32 kernel */
+    eo_k_attention16_backward_fn *attention16_backward; /* NULL: the f32 kernel */
 } eo_backend;
 
 extern const eo_backend eo_backend_cpu;

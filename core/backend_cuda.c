@@ -120,6 +120,8 @@ const eo_backend eo_backend_cuda = {
     .embedding_backward16 = eo_cuda_k_embedding_backward16,
     .sgd16 = eo_cuda_k_sgd16,
     .adamw16 = eo_cuda_k_adamw16,
+    .attention16 = eo_cuda_k_attention16,
+    .attention16_backward = eo_cuda_k_attention16_backward,
 };
 
 EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,

@@ -568,7 +568,11 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * are never read (as a masked_fill, or torch's is_causal, hides them).
  * Causal here also allows Tq < Tk: the queries are then the last Tq
  * positions (key j hidden from query i when j > i + Tk - Tq), as when new
- * tokens attend to a cache of earlier keys. */
+ * tokens attend to a cache of earlier keys. bf16 / f16 q, k, v (one dtype)
+ * give an output of that dtype; on CUDA, without a mask and with D a
+ * multiple of 8 up to 64, both directions then run on the tensor cores
+ * with the probabilities and dS rounded to that dtype before their
+ * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md). */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

@@ -34,7 +34,7 @@ typedef union eo_op_params {
     struct { float p; uint64_t seed; } dropout;
     struct { int64_t kh, kw; int pad, stride; } conv;
     struct { int k; } pool;
-    struct { int causal; float scale; } attn;
+    struct { int causal; float scale; eo_dtype half; } attn; /* half: 16-bit inputs, widened */
 } eo_op_params;
 
 #define EO_NODE_MAX_IN 16 /* concat takes up to 16 inputs */

@@ -181,19 +181,68 @@ static void mask_strides(const eo_tensor *m, int64_t st[4])
             st[i] = 0;
 }
 
+static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                                     eo_tensor *mask, int causal, float scale, eo_dtype half,
+                                     eo_tensor **out);
+
 EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                            eo_tensor *mask, int causal, float scale, eo_tensor **out),
           (ctx, q, k, v, mask, causal, scale, out))
 {
-    /* bf16 / f16: through f32 (core/op_cast.c); the additive mask may have
-     * any float dtype and is added in f32. */
+    /* bf16 / f16: through f32 (core/op_cast.c: the widening casts are on
+     * the tape, the output is cast back); the additive mask may have any
+     * float dtype and is added in f32. q, k and v of one 16-bit dtype are
+     * passed on as `half`: their widened values are exact 16-bit values,
+     * so a backend with the 16-bit kernels runs both directions on 16-bit
+     * copies of them (the tensor cores on CUDA), attn.half on the node. */
     if (mask && eo_is_half(mask->dtype))
         EO_CHECK(eo_cast(ctx, mask, EO_F32, &mask));
     eo_tensor *h[3] = { q, k, v };
     EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3,
                 eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
-    EO_HALF_FALLBACK(ctx, "attention_fused", h, 3, 0, out,
-                     eo_attention_fused(ctx, h[0], h[1], h[2], mask, causal, scale, out));
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "attention_fused: NULL output pointer");
+    eo_half_route hr;
+    EO_CHECK(eo_half_plan(ctx, "attention_fused", h, 3, 0, &hr));
+    if (hr.any16) {
+        const eo_dtype dt = q->dtype;
+        const eo_dtype half = eo_is_half(dt) && k && v && k->dtype == dt && v->dtype == dt
+                                  ? dt : EO_F32;
+        EO_CHECK(eo_half_widen(ctx, h, 3));
+        EO_CHECK(attention_fused_f32(ctx, h[0], h[1], h[2], mask, causal, scale, half, out));
+        return eo_half_narrow(ctx, &hr, out);
+    }
+    return attention_fused_f32(ctx, q, k, v, mask, causal, scale, EO_F32, out);
+}
+
+/* dst (1-D, 16-bit, numel q + k + v) = q, k, v rounded to dst's dtype, one
+ * after the other: three contiguous casts into views of dst. */
+static eo_status pack16(eo_ctx *ctx, eo_tensor *dst, eo_tensor *q, eo_tensor *k, eo_tensor *v)
+{
+    eo_tensor *src[3] = { q, k, v };
+    int64_t at = 0;
+    for (int i = 0; i < 3; i++) {
+        eo_tensor part = *dst;
+        part.rank = 1;
+        part.shape[0] = eo_numel(src[i]);
+        part.stride[0] = 1;
+        part.data = (char *)dst->data + 2 * at;
+        eo_tensor flat = *src[i];
+        flat.rank = 1;
+        flat.shape[0] = part.shape[0];
+        flat.stride[0] = 1;
+        EO_CHECK(eo_copy_any(ctx, &part, &flat));
+        at += part.shape[0];
+    }
+    return EO_OK;
+}
+
+/* The fused op on f32 q, k, v; half: their 16-bit dtype when they are
+ * widened 16-bit tensors, else EO_F32. */
+static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
+                                     eo_tensor *mask, int causal, float scale, eo_dtype half,
+                                     eo_tensor **out)
+{
     EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));
     const eo_backend *be = eo_backend_of(ctx, q);
     EO_NEED_KERNEL(ctx, "attention_fused", be, attention);
@@ -212,19 +261,39 @@ EO_PUBLIC(attention_fused, (eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *
     eo_tensor *o, *lse;
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 4, q->shape, &o));
     EO_CHECK(eo_new_out(ctx, q->device, EO_F32, 3, q->shape, &lse));
-    size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
-    eo_lent ws; /* the tiles live for this call only */
-    EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
-    be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
-                  causal, scale, o->data, lse->data, ws.p, &ctx->exec);
-    eo_give_back(&ws);
+    /* Widened 16-bit q, k, v, no mask, a backend with the 16-bit kernels
+     * and a head size they run (D a multiple of 8 up to 64, ops/kernels.h):
+     * q, k, v go back to 16 bits (exact: they are widened 16-bit values),
+     * packed in one tensor that the backward reuses (saved[1]), and the
+     * forward runs on the tensor cores. Else, or when the kernel declines,
+     * the f32 kernel. */
+    eo_tensor *h16 = NULL;
+    int done = 0;
+    if (half != EO_F32 && !mask && be->attention16 && D % 8 == 0 && D <= 64) {
+        const int64_t nq = eo_numel(q), nk = eo_numel(k), n = nq + 2 * nk;
+        EO_CHECK(eo_new_out(ctx, q->device, half, 1, &n, &h16));
+        EO_CHECK(pack16(ctx, h16, q, k, v));
+        char *b = h16->data;
+        done = be->attention16(B, H, Tq, Tk, D, (int)half, b, b + 2 * nq, b + 2 * (nq + nk),
+                               causal, scale, o->data, lse->data, &ctx->exec);
+    }
+    if (!done) {
+        size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
+        eo_lent ws; /* the tiles live for this call only */
+        EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));
+        be->attention(B, H, Tq, Tk, D, q->data, k->data, v->data, mask ? mask->data : NULL, ms,
+                      causal, scale, o->data, lse->data, ws.p, &ctx->exec);
+        eo_give_back(&ws);
+    }
     eo_tensor *in[4] = { q, k, v, mask };
     if (eo_needs_grad(ctx, in, 4)) {
         eo_node *nd;
         EO_CHECK(eo_record(ctx, EO_OP_ATTENTION, in, 4, o, &nd));
         nd->saved[0] = lse; /* [B,H,Tq]: all the backward keeps of the softmax */
+        nd->saved[1] = h16; /* 16-bit q, k, v packed (or NULL) */
         nd->p.attn.causal = causal;
         nd->p.attn.scale = scale;
+        nd->p.attn.half = half;
     }
     *out = o;
     return EO_OK;
@@ -247,6 +316,32 @@ eo_status eo_bwd_attention(eo_ctx *ctx, eo_node *n)
         mask_strides(mask, ms);
     if (gm)
         mask_strides(gm, gms);
+    /* Widened 16-bit inputs, no mask, a backend with the 16-bit backward:
+     * the forward's 16-bit q, k, v (or copies made now: exact), a 16-bit
+     * copy of dout (rounded, as the gradient reaching a 16-bit attention is
+     * in PyTorch's autocast), and
+     * the tensor-core kernels (ptx/attention_tc.ptx). D must be a multiple
+     * of 8 up to 64 (their rule, ops/kernels.h); they may still decline
+     * (unaligned data), and the f32 kernel then runs as for any other. */
+    if (n->p.attn.half != EO_F32 && !mask && be->attention16_backward && (gq || gk || gv) &&
+        D % 8 == 0 && D <= 64) {
+        eo_tensor *h16 = n->saved[1], *d16;
+        if (!h16) { /* the forward ran the f32 kernel */
+            const int64_t nq = eo_numel(q), nk = eo_numel(k), all = nq + 2 * nk;
+            EO_CHECK(eo_new_out(ctx, q->device, n->p.attn.half, 1, &all, &h16));
+            EO_CHECK(pack16(ctx, h16, q, k, v));
+        }
+        EO_CHECK(eo_new_out(ctx, q->device, n->p.attn.half, 4, o->grad->shape, &d16));
+        EO_CHECK(eo_copy_any(ctx, d16, o->grad));
+        const char *b = h16->data;
+        const size_t nq = (size_t)eo_numel(q), nk = (size_t)eo_numel(k);
+        if (be->attention16_backward(B, H, Tq, Tk, D, (int)n->p.attn.half, b, b + 2 * nq,
+                                     b + 2 * (nq + nk), n->p.attn.causal,
+                                     n->p.attn.scale, o->data, n->saved[0]->data, d16->data,
+                                     o->grad->data, gq ? gq->data : NULL, gk ? gk->data : NULL,
+                                     gv ? gv->data : NULL, &ctx->exec))
+            return EO_OK;
+    }
     size_t bytes = be->attention_ws ? be->attention_ws(Tq, Tk, D, eo_par_threads(&ctx->exec.par)) : 0;
     eo_lent ws;
     EO_CHECK(eo_lend(ctx, q->device, bytes, &ws));

@@ -534,6 +534,32 @@ typedef void eo_k_conv2d_backward16_fn(const eo_conv_geom *g, int dt, const void
                                        const float *w, const void *dy, void *dx, float *dw,
                                        float *db, void *ws, const eo_exec *ex);
 
+/* The fused attention's forward for 16-bit q, k, v (dt) on tensor cores:
+ * out and lse f32, as eo_k_attention's (no mask). The probabilities are
+ * rounded to dt before P V (sums in f32), so out is the f32 kernel's to
+ * about dt's precision. Returns 1 when it took the call, 0 (nothing done)
+ * for the shapes eo_k_attention16_backward declines. */
+typedef int eo_k_attention16_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, int dt,
+                                const void *q, const void *k, const void *v, int causal,
+                                float scale, float *out, float *lse, const eo_exec *ex);
+/* The fused attention's backward for 16-bit q, k, v (dt) on tensor cores
+ * (no CPU implementation: the CPU keeps the f32 kernel over widened
+ * copies). q, k, v and dout16 are 16-bit; out, lse, dout32 (dout in f32:
+ * delta = dout32 . out is formed from it) and dq, dk, dv are f32, added to
+ * (+=) as by eo_k_attention_backward. dout16 is dout32 rounded to dt: the
+ * probabilities and dS are rounded to dt too before their products (the
+ * products' sums are f32), so the result is the f32 kernel's to about dt's
+ * precision, not bit for bit. No mask. Returns 1 when it took the call,
+ * 0 when the shape is not one it runs (then nothing was done, and the
+ * caller falls back to the f32 kernel): D % 8 != 0 or D > 64, causal with
+ * Tq > Tk, or pointers not 16-byte aligned. */
+typedef int eo_k_attention16_backward_fn(int64_t B, int64_t H, int64_t Tq, int64_t Tk,
+                                         int64_t D, int dt, const void *q, const void *k,
+                                         const void *v, int causal, float scale,
+                                         const float *out, const float *lse,
+                                         const void *dout16, const float *dout32, float *dq,
+                                         float *dk, float *dv, const eo_exec *ex);
+
 /* The CPU implementations of the 16-bit slots (ops/cpu/ *16.c; conv2d's
  * in ops/cpu/conv.c, beside the f32 one). */
 eo_k_cast_fn eo_k_cast;

@@ -932,6 +932,77 @@ START_TEST(core_matmul_on_tensor_cores)
 }
 END_TEST
 
+/* The fused attention on 16-bit q, k, v: on CUDA the forward and the
+ * backward take the tensor-core kernels (ptx/attention_tc.ptx, checked by
+ * their counters on the interpreter), on the CPU the f32 kernels over the
+ * widened values. out and the gradients (dtype dt) differ by the 16-bit
+ * rounding of p, dS and dout in the kernels: within 1.5 % of the largest
+ * value for bf16, 0.3 % for f16, plus two of dt's ulps of the element (the
+ * final rounding of each). */
+static void core_attention16(int dt, int64_t B, int64_t H, int64_t T, int64_t D, int causal)
+{
+    eo_ctx *ctx = eo_test_cuda_ctx(8, 32);
+    int64_t sh[4] = {B, H, T, D};
+    eo_tensor *q = rand16_tensor(ctx, 4, sh, dt, 31), *k = rand16_tensor(ctx, 4, sh, dt, 32);
+    eo_tensor *v = rand16_tensor(ctx, 4, sh, dt, 33);
+    eo_tensor *dq = on_cuda(ctx, q), *dk = on_cuda(ctx, k), *dv = on_cuda(ctx, v), *o, *dO;
+    float scale = 1.0f / (float)(2 * D); /* inputs in [-2, 2]: keep the softmax soft */
+    ck_assert_msg(eo_attention_fused(ctx, q, k, v, NULL, causal, scale, &o) == EO_OK, "cpu: %s",
+                  eo_last_error(ctx));
+    ck_assert_msg(eo_attention_fused(ctx, dq, dk, dv, NULL, causal, scale, &dO) == EO_OK,
+                  "cuda: %s", eo_last_error(ctx));
+    eo_tensor *w = eo_test_rand(ctx, 4, sh, -1.0f, 1.0f, 34, 0), *dw = on_cuda(ctx, w);
+    eo_tensor *o32, *do32, *p, *dp, *L, *dL;
+    ck_assert_int_eq(eo_cast(ctx, o, EO_F32, &o32), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, dO, EO_F32, &do32), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, o32, w, &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, do32, dw, &dp), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
+    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
+    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward: %s", eo_last_error(ctx));
+    if (!getenv("EO_TEST_CUDA")) {
+        const char *kn[2] = {"fwd", "bwd_dkv"};
+        for (int i = 0; i < 2; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "eo_attn16_%s%d_%s", kn[i], D <= 32 ? 32 : 64,
+                     dt == EO_BF16 ? "bf16" : "f16");
+            eo_px_counters pc;
+            ck_assert_msg(eo_ptxsim_counters_of(name, &pc) && pc.launches > 0 &&
+                              pc.tensor_flops > 0,
+                          "no %s launch", name);
+        }
+    }
+    /* out (dt), then the gradients */
+    eo_tensor *cpu[4] = {o, q, k, v}, *dev[4] = {dO, dq, dk, dv};
+    double ulp = dt == EO_BF16 ? 1.0 / 128 : 1.0 / 1024, frac = dt == EO_BF16 ? 0.015 : 0.003;
+    for (int t = 0; t < 4; t++) {
+        eo_tensor *ct = t ? cpu[t]->grad : cpu[0], *dt_ = t ? dev[t]->grad : dev[0];
+        ck_assert(ct && dt_);
+        ck_assert_int_eq(dt_->dtype, dt);
+        float *r = host_f32(ctx, ct), *g = host_f32(ctx, dt_);
+        int64_t n = eo_numel(ct);
+        double big = 0;
+        for (int64_t i = 0; i < n; i++)
+            big = fmax(big, fabs(r[i]));
+        for (int64_t i = 0; i < n; i++)
+            ck_assert_msg(fabs((double)g[i] - r[i]) <= frac * big + 2 * ulp * fabs(r[i]),
+                          "%s T %lld D %lld causal %d: %c (or its gradient)[%lld] cuda %.7g vs cpu %.7g (largest "
+                          "%.4g)", dt == EO_BF16 ? "bf16" : "f16", (long long)T, (long long)D,
+                          causal, "oqkv"[t], (long long)i, (double)g[i], (double)r[i], big);
+        free(r);
+        free(g);
+    }
+    eo_test_cuda_ctx_free(ctx);
+}
+
+START_TEST(core_attention16_backward)
+{
+    core_attention16(EO_BF16, 2, 2, 70, 64, 1); /* two 64-row tiles, the second of 6 */
+    core_attention16(EO_F16, 1, 3, 33, 32, 0);
+}
+END_TEST
+
 /* eo_linear_init's forward (core/nn.c): x wᵀ + b */
 static eo_status linear(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, eo_tensor **y)
 {
@@ -1071,6 +1142,7 @@ Suite *eo_suite_cuda16(void)
     tcase_set_timeout(c, 120);
     tcase_add_loop_test(c, core_matmul_on_tensor_cores, 0, 8);
     tcase_add_test(c, core_linear_bf16);
+    tcase_add_test(c, core_attention16_backward);
     tcase_add_loop_test(c, core_row_ops_16bit, 0, 2);
     suite_add_tcase(s, c);
     return s;

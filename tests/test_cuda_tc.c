@@ -21,6 +21,7 @@
 #include "tests/cuda_fixture.h"
 #include "tests/gradcheck.h"
 #include "ops/kernels.h"
+#include "ops/cpu/half.h"
 #include "tools/ptxsim/driver.h"
 
 static eo_cuda_driver D;
@@ -207,6 +208,153 @@ START_TEST(matmul16_refuses_what_it_cannot_run)
 }
 END_TEST
 
+/* ---- the 16-bit attention, forward and backward (ptx/attention_tc.ptx) --------
+ * q, k, v, dout random 16-bit values; the reference is the CPU's f32
+ * forward and backward on their widened values (exact), so the kernels'
+ * own error is the rounding of p and dS to 16 bits before their products
+ * (2^-9 or 2^-12 relative each) and the f32 sums: the test bounds each
+ * gradient's largest error by a fraction of its largest magnitude, 1 %
+ * for bf16 and 0.15 % for f16 (measured: at most 0.21 % and 0.03 %), and
+ * checks that the +1 already there was kept (+=). */
+static void attn16_case(int f16, int B, int H, int Tq, int Tk, int D, int causal)
+{
+    size_t nq = (size_t)B * H * Tq * D, nk = (size_t)B * H * Tk * D, nl = (size_t)B * H * Tq;
+    uint16_t *h16 = malloc((2 * nq + 2 * nk) * 2);
+    uint16_t *q16 = h16, *k16 = q16 + nq, *v16 = k16 + nk, *do16 = v16 + nk;
+    float *f = malloc((3 * nq + 2 * nk + nl + 2 * nq + 2 * nk) * 4);
+    float *q = f, *k = q + nq, *v = k + nk, *dout = v + nk, *out = dout + nq, *lse = out + nq;
+    float *dq = lse + nl, *dk = dq + nq, *dv = dk + nk;
+    /* values in [-4, 4] are too large for softmax to be interesting at
+     * scale 1/sqrt(D): q and k get a quarter of them */
+    for (size_t i = 0; i < nq; i++) {
+        q16[i] = rand16(f16);
+        q[i] = (float)value16(q16[i], f16) * 0.25f;
+        q16[i] = f16 ? eo_f32_to_f16(q[i]) : eo_f32_to_bf16(q[i]);
+        do16[i] = rand16(f16);
+        dout[i] = (float)value16(do16[i], f16);
+    }
+    for (size_t i = 0; i < nk; i++) {
+        k16[i] = rand16(f16);
+        k[i] = (float)value16(k16[i], f16) * 0.25f;
+        k16[i] = f16 ? eo_f32_to_f16(k[i]) : eo_f32_to_bf16(k[i]);
+        v16[i] = rand16(f16);
+        v[i] = (float)value16(v16[i], f16);
+    }
+    float scale = 1.0f / sqrtf((float)D);
+    int64_t ms[4] = {0, 0, 0, 0};
+    size_t wsb = eo_k_attention_ws(Tq, Tk, D, 1);
+    void *ws = malloc(wsb ? wsb : 1);
+    eo_k_attention(B, H, Tq, Tk, D, q, k, v, NULL, ms, causal, scale, out, lse, ws, NULL);
+    for (size_t i = 0; i < 2 * nq + 2 * nk; i++)
+        dq[i] = 0.0f;
+    eo_k_attention_backward(B, H, Tq, Tk, D, q, k, v, NULL, ms, causal, scale, out, lse, dout,
+                            dq, dk, dv, NULL, ms, ws, NULL);
+    free(ws);
+    float *ones = malloc((nq + 2 * nk) * 4);
+    for (size_t i = 0; i < nq + 2 * nk; i++)
+        ones[i] = 1.0f;
+    void *dq16 = dev_up(q16, nq * 2), *dk16 = dev_up(k16, nk * 2), *dv16 = dev_up(v16, nk * 2);
+    void *ddo16 = dev_up(do16, nq * 2), *ddo = dev_up(dout, nq * 4), *dout_ = dev_up(out, nq * 4);
+    void *dlse = dev_up(lse, nl * 4);
+    void *ddq = dev_up(ones, nq * 4), *ddk = dev_up(ones, nk * 4), *ddv = dev_up(ones, nk * 4);
+    ck_assert_int_eq(eo_cuda_k_attention16_backward(B, H, Tq, Tk, D, f16 ? EO_F16 : EO_BF16, dq16,
+                                                    dk16, dv16, causal, scale, dout_, dlse, ddo16,
+                                                    ddo, ddq, ddk, ddv, &EX),
+                     1);
+    /* the forward: out within the same fraction of its largest value, lse
+     * (f32 scores, f32 sums) within 1e-5 relative */
+    void *dfo = dev_up(ones, nq * 4), *dfl = dev_up(ones, nl * 4);
+    ck_assert_int_eq(eo_cuda_k_attention16(B, H, Tq, Tk, D, f16 ? EO_F16 : EO_BF16, dq16, dk16,
+                                           dv16, causal, scale, dfo, dfl, &EX),
+                     1);
+    float *fo = malloc(nq * 4), *fl = malloc(nl * 4);
+    dev_down(fo, dfo, nq * 4);
+    dev_down(fl, dfl, nl * 4);
+    double obig = 0;
+    for (size_t i = 0; i < nq; i++)
+        obig = fmax(obig, fabs(out[i]));
+    for (size_t i = 0; i < nq; i++)
+        ck_assert_msg(fabs((double)fo[i] - out[i]) <= (f16 ? 0.0015 : 0.01) * obig,
+                      "%s Tq %d Tk %d D %d causal %d: out[%zu] = %.7g, want %.7g",
+                      f16 ? "f16" : "bf16", Tq, Tk, D, causal, i, fo[i], out[i]);
+    for (size_t i = 0; i < nl; i++)
+        ck_assert_msg(fabs((double)fl[i] - lse[i]) <= 1e-5 * (1 + fabs(lse[i])),
+                      "%s Tq %d Tk %d D %d causal %d: lse[%zu] = %.7g, want %.7g",
+                      f16 ? "f16" : "bf16", Tq, Tk, D, causal, i, fl[i], lse[i]);
+    dev_free(dfo);
+    dev_free(dfl);
+    free(fo);
+    free(fl);
+    float *g = malloc((nq + 2 * nk) * 4);
+    dev_down(g, ddq, nq * 4);
+    dev_down(g + nq, ddk, nk * 4);
+    dev_down(g + nq + nk, ddv, nk * 4);
+    const float *ref[3] = {dq, dk, dv};
+    size_t n[3] = {nq, nk, nk}, off[3] = {0, nq, nq + nk};
+    double frac = f16 ? 0.0015 : 0.01;
+    for (int t = 0; t < 3; t++) {
+        double big = 0, err = 0;
+        size_t at = 0;
+        for (size_t i = 0; i < n[t]; i++)
+            big = fmax(big, fabs(ref[t][i]));
+        for (size_t i = 0; i < n[t]; i++) {
+            double d = fabs((double)g[off[t] + i] - 1.0 - ref[t][i]);
+            if (!(d <= err)) {
+                err = d;
+                at = i;
+            }
+        }
+        ck_assert_msg(err <= frac * big + 1e-6,
+                      "%s B %d H %d Tq %d Tk %d D %d causal %d: d%c[%zu] = %.7g, want %.7g "
+                      "(largest |ref| %.4g)",
+                      f16 ? "f16" : "bf16", B, H, Tq, Tk, D, causal, "qkv"[t], at,
+                      g[off[t] + at] - 1.0, ref[t][at], big);
+    }
+    void *all[] = {dq16, dk16, dv16, ddo16, ddo, dout_, dlse, ddq, ddk, ddv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        dev_free(all[i]);
+    free(h16);
+    free(f);
+    free(ones);
+    free(g);
+}
+
+/* T = 1, 17 (under one tile), 64 (one whole tile), 130 (three, the last of
+ * 2 rows); D 64 and 32 (and 40: D < Dp, zero-filled columns); causal and
+ * not; B*H > 1; bf16 and f16. */
+START_TEST(attention16_vs_cpu)
+{
+    static const int cases[][7] = {
+        /* f16, B, H, Tq, Tk, D, causal */
+        {0, 1, 2, 1, 1, 64, 1},  {0, 2, 1, 17, 17, 64, 0}, {0, 1, 2, 64, 64, 64, 1},
+        {0, 1, 2, 130, 130, 64, 1}, {0, 2, 1, 130, 130, 32, 0}, {1, 1, 2, 17, 17, 32, 1},
+        {1, 1, 2, 130, 130, 64, 0}, {0, 1, 2, 17, 130, 40, 1}, {1, 2, 1, 64, 64, 32, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *c = cases[i];
+        attn16_case(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+    }
+}
+END_TEST
+
+START_TEST(attention16_backward_declines)
+{
+    /* D not a multiple of 8, D > 64, an unaligned pointer: 0, nothing launched */
+    ck_assert_int_eq(eo_cuda_k_attention16_backward(1, 1, 4, 4, 12, EO_BF16, NULL, NULL, NULL, 0,
+                                                    1.0f, NULL, NULL, NULL, NULL, NULL, NULL,
+                                                    NULL, &EX),
+                     0);
+    ck_assert_int_eq(eo_cuda_k_attention16_backward(1, 1, 4, 4, 128, EO_F16, NULL, NULL, NULL, 0,
+                                                    1.0f, NULL, NULL, NULL, NULL, NULL, NULL,
+                                                    NULL, &EX),
+                     0);
+    ck_assert_int_eq(eo_cuda_k_attention16_backward(1, 1, 4, 4, 64, EO_F16, (void *)2, NULL, NULL,
+                                                    0, 1.0f, NULL, NULL, NULL, NULL, NULL, NULL,
+                                                    NULL, &EX),
+                     0);
+}
+END_TEST
+
 Suite *eo_suite_cuda_tc(void)
 {
     Suite *s = suite_create("cuda_tc");
@@ -218,6 +366,8 @@ Suite *eo_suite_cuda_tc(void)
     tcase_add_test(t, matmul16_transposes);
     tcase_add_test(t, matmul16_odd_and_unaligned);
     tcase_add_test(t, matmul16_refuses_what_it_cannot_run);
+    tcase_add_test(t, attention16_vs_cpu);
+    tcase_add_test(t, attention16_backward_declines);
     suite_add_tcase(s, t);
     return s;
 }

@@ -285,6 +285,31 @@ static void run(const char *name)
         float *dv = fb(n, 0);
         eo_cuda_k_attention_backward(1, 1, 128, 128, D, q, k, v, NULL, NULL, 1, 0.125f, o, lse,
                                      dout, dq, dk, dv, NULL, NULL, NULL, &EX);
+    } else if (!strcmp(name, "attention16")) { /* the forward, as the backward's case */
+        const uint32_t bits = 0x3E003E00u;
+        float h;
+        memcpy(&h, &bits, 4);
+        size_t n = 128 * 64;
+        float *q = fb(n / 2, h), *k = fb(n / 2, h), *v = fb(n / 2, h), *o = fb(n, 0);
+        float *lse = fb(128, 0);
+        ck_assert_int_eq(eo_cuda_k_attention16(1, 1, 128, 128, 64, 2 /* EO_BF16 */, q, k, v, 1,
+                                               0.125f, o, lse, &EX),
+                         1);
+    } else if (!strcmp(name, "attention16 bwd")) {
+        /* the tensor-core backward, bf16: B 1, H 1, T 128 (two 64-row tiles
+         * each side), D 64, causal; 16-bit buffers are f32 buffers of n/2
+         * words whose halves are both bf16 0.125 (bits 0x3E00) */
+        const uint32_t bits = 0x3E003E00u;
+        float h;
+        memcpy(&h, &bits, 4);
+        size_t n = 128 * 64;
+        float *q = fb(n / 2, h), *k = fb(n / 2, h), *v = fb(n / 2, h), *d16 = fb(n / 2, h);
+        float *o = fb(n, 0.5f), *lse = fb(128, 2.0f), *dout = fb(n, 0.5f), *dq = fb(n, 0);
+        float *dk = fb(n, 0), *dv = fb(n, 0);
+        ck_assert_int_eq(eo_cuda_k_attention16_backward(1, 1, 128, 128, 64, 2 /* EO_BF16 */, q, k,
+                                                        v, 1, 0.125f, o, lse, d16, dout, dq, dk,
+                                                        dv, &EX),
+                         1);
     } else if (!strcmp(name, "cast16")) { /* bf16 <- f32, 8192 values */
         float *x = fb(8192, 0.5f), *y = fb(4096, 0);
         eo_cuda_cast_flat(2 /* EO_BF16 */, y, 0 /* EO_F32 */, x, 8192, &EX);
@@ -416,6 +441,19 @@ static const struct expected {
     {"attention bwd", "eo_attn_bwd_dkv32", 12.67, 100.0, 100.0, 4.00, 4.00, 75.7, 99.4},
     {"attention64 bwd", "eo_attn_bwd_dq64", 10.33, 99.1, 100.0, 4.00, 4.00, 82.0, 99.6},
     {"attention64 bwd", "eo_attn_bwd_dkv64", 14.125, 100.0, 100.0, 4.00, 4.00, 82.4, 99.6},
+    /* the tensor-core forward and backward (bf16, D 64): cp.async of 16 bytes and the
+     * ldmatrix.x4 reads (4 wavefronts a request, one per 8x8 matrix: no
+     * bank conflict, the plain and the .trans form) under the XOR swizzle;
+     * the shared averages sit below 4 only because lse and delta are read
+     * back as 4-byte (dq) and v2 broadcasts (dkv), and the 4-byte cp.async
+     * of dkv's lse/delta and dq's delta stores count as such: wavefronts
+     * equal the conflict-free ideal for every shared access (asserted
+     * below, with the mma count). Global loads: 16-byte cp.async and, in
+     * dq, the delta rows (4 rows of 128 bytes a warp) and lse (4 bytes a
+     * lane). No FFMA to speak of: the products are mma. No atomics. */
+    {"attention16", "eo_attn16_fwd64_bf16", 16.00, 100.0, 100.0, 4.00, 4.00, 0.0, 97.4},
+    {"attention16 bwd", "eo_attn16_bwd_dq64_bf16", 13.45, 100.0, 98.5, 3.86, 3.45, 5.6, 97.8},
+    {"attention16 bwd", "eo_attn16_bwd_dkv64_bf16", 10.88, 100.0, 100.0, 3.62, 3.79, 2.9, 96.9},
     /* 64 < D <= 128: the older kernel, a query row per 4 lanes (its
      * 16-byte loads of 4 rows a warp: 3.78 wavefronts, no conflict) */
     {"attention96", "eo_attn_fwd", 16.00, 100.0, 100.0, 3.78, 2.93, 42.8, 97.9},
@@ -466,6 +504,15 @@ START_TEST(production_kernel_counters)
     if (!strncmp(e->cas, "matmul16", 8)) { /* 2 M N K tensor FLOPs, 4096 an mma */
         ck_assert_uint_eq(c.tensor_flops, 2ull * 128 * 128 * 64);
         ck_assert_uint_eq(c.warp_inst[EO_PX_C_MMA] * 4096, c.tensor_flops);
+    }
+    /* causal T 128 in 64-row tiles: 3 tile pairs, 4 warps each; the forward
+     * does 2 products of 32 mma a pair per warp, dq 3, dkv 4 */
+    if (!strncmp(e->cas, "attention16", 11)) { /* the forward: 2 products */
+        int dkv = strstr(e->kernel, "dkv") != NULL, fwd = strstr(e->kernel, "fwd") != NULL;
+        ck_assert_uint_eq(c.warp_inst[EO_PX_C_MMA], 3u * 4 * 32 * (fwd ? 2 : dkv ? 4 : 3));
+        ck_assert_uint_eq(c.tensor_flops, c.warp_inst[EO_PX_C_MMA] * 4096);
+        ck_assert_uint_eq(c.sld.wavefronts, c.sld.ideal); /* ldmatrix too: no bank conflict */
+        ck_assert_uint_eq(c.sst.wavefronts, c.sst.ideal);
     }
     /* 16-bit traffic is counted in bytes moved: 2 per value */
     if (!strcmp(e->cas, "gelu16") || !strcmp(e->cas, "add16")) {

@@ -171,6 +171,8 @@ eo_k_maxpool2d_backward_fn eo_cuda_k_maxpool2d_backward;
 eo_k_attention_fn eo_cuda_k_attention;
 eo_k_attention_backward_fn eo_cuda_k_attention_backward;
 eo_k_attention_ws_fn eo_cuda_k_attention_ws;
+eo_k_attention16_fn eo_cuda_k_attention16;                   /* ptx/attention_tc.ptx */
+eo_k_attention16_backward_fn eo_cuda_k_attention16_backward; /* ptx/attention_tc.ptx */
 eo_k_sgd_fn eo_cuda_k_sgd;
 eo_k_adamw_fn eo_cuda_k_adamw;
 eo_k_unscale_check_fn eo_cuda_k_unscale_check; /* ops/cuda/grad_scaler.c */

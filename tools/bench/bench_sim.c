@@ -338,6 +338,24 @@ static void run_matmul16_out16(sim *s, const bcase *c)
                            BF16, C, N, 0, NULL, &s->ex);
 }
 
+/* The tensor-core attention forward (variant 0) and backward (1) (ptx/attention_tc.ptx), bf16 q, k, v,
+ * dout; f32 out, dout, lse, dq, dk, dv. B, H, T, D in a, b, c, d; causal. */
+static void run_attention16(sim *s, const bcase *c)
+{
+    size_t n = (size_t)(c->a * c->b * c->c * c->d);
+    void *q = hbuf(s, n, 0.1f), *k = hbuf(s, n, 0.1f), *v = hbuf(s, n, 0.5f);
+    void *d16 = hbuf(s, n, 0.5f);
+    float *o = dbuf(s, n, 0.0f), *lse = dbuf(s, (size_t)(c->a * c->b * c->c), 0.0f);
+    float *dout = dbuf(s, n, 0.5f), *dq = dbuf(s, n, 0.0f), *dk = dbuf(s, n, 0.0f);
+    float *dv = dbuf(s, n, 0.0f);
+    if (!s->failed && !c->variant)
+        eo_cuda_k_attention16(c->a, c->b, c->c, c->c, c->d, BF16, q, k, v, 1, 0.125f, o, lse,
+                              &s->ex);
+    else if (!s->failed)
+        eo_cuda_k_attention16_backward(c->a, c->b, c->c, c->c, c->d, BF16, q, k, v, 1, 0.125f, o,
+                                       lse, d16, dout, dq, dk, dv, &s->ex);
+}
+
 static void run_softmax16(sim *s, const bcase *c)
 {
     size_t n = (size_t)(c->a * c->b);
@@ -625,11 +643,20 @@ static const bcase cases[] = {
      run_attention},
     {"attention_bwd", "8x12x1024x64", 8, 12, 1024, 64, 1, 5.0 * 8 * 12 * 1024.0 * 1024 * 64, 1, 6,
      run_attention},
+    /* the same on the tensor cores (bf16 in, f32 sums; 64-row blocks) */
+    {"attention bf16", "8x12x1024x64", 8, 12, 1024, 64, 0, 2.0 * 8 * 12 * 1024.0 * 1024 * 64, 1, 6,
+     run_attention16},
+    {"attention_bwd bf16", "8x12x1024x64", 8, 12, 1024, 64, 1, 5.0 * 8 * 12 * 1024.0 * 1024 * 64,
+     1, 6, run_attention16},
     /* the char-GPT's attention (B 32, H 4, T 64, D 32, causal) */
     {"attention", "32x4x64x32", 32, 4, 64, 32, 0, 2.0 * 32 * 4 * 64.0 * 64 * 32, 1, 8,
      run_attention},
     {"attention_bwd", "32x4x64x32", 32, 4, 64, 32, 1, 5.0 * 32 * 4 * 64.0 * 64 * 32, 1, 8,
      run_attention},
+    {"attention bf16", "32x4x64x32", 32, 4, 64, 32, 0, 2.0 * 32 * 4 * 64.0 * 64 * 32, 1, 8,
+     run_attention16},
+    {"attention_bwd bf16", "32x4x64x32", 32, 4, 64, 32, 1, 5.0 * 32 * 4 * 64.0 * 64 * 32, 1, 8,
+     run_attention16},
 };
 
 /* The module text holding `.entry kernel(` (for ptxas). */
