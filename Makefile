@@ -420,7 +420,8 @@ bench-train: $(BUILD)/eo-train
 #                    PTX_ARCHS; fail on errors, warnings, spills or stack use;
 #                    print registers and shared memory per kernel; check the
 #                    driver table's types against the toolkit's cuda.h, and
-#                    that ptx/*16.ptx are tools/build/gen-ptx16.py's output.
+#                    that ptx/*16.ptx and the generated region of
+#                    ptx/layernorm.ptx are tools/build/gen-ptx16.py's output.
 #                    Without ptxas it says it skipped and succeeds.
 PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
 $(PTX_EMBED): $(PTX_SRCS) tools/build/ptx-embed.awk
@@ -441,7 +442,11 @@ ptx-check:
 	        python3 tools/build/gen-ptx16.py $$m | cmp -s - ptx/$$m.ptx || { \
 	            echo "ptx-check: ptx/$$m.ptx differs from tools/build/gen-ptx16.py's output:" \
 	                 "run python3 tools/build/gen-ptx16.py all and commit both"; exit 1; }; \
-	    done; echo "ptx-check: ptx/*16.ptx are gen-ptx16.py's current output"; \
+	    done; \
+	    python3 tools/build/gen-ptx16.py layernorm < ptx/layernorm.ptx | cmp -s - ptx/layernorm.ptx || { \
+	        echo "ptx-check: the GENERATED region of ptx/layernorm.ptx differs from" \
+	             "tools/build/gen-ptx16.py's output: run python3 tools/build/gen-ptx16.py all"; exit 1; }; \
+	    echo "ptx-check: ptx/*16.ptx and ptx/layernorm.ptx's generated region are gen-ptx16.py's current output"; \
 	else echo "ptx-check: python3 not found, generated 16-bit PTX not compared"; fi
 	@if [ -n "$(CUDA_INCLUDE)" ] && [ -f "$(CUDA_INCLUDE)/cuda.h" ]; then \
 	    $(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -DEO_CHECK_CUDA_ABI -I. \
