@@ -2655,6 +2655,8 @@ class F32:
 
 LNF_NV = 8    # values of a row each thread keeps in registers: rows of <= 2048 columns
 LNF_COLS = 256 * LNF_NV
+LNF_GROUP_SHIFT = 4
+LNF_GROUP = 1 << LNF_GROUP_SHIFT  # blocks whose partials one block adds first
 
 
 def k_layernorm_bwd_fused(t):
@@ -2675,7 +2677,7 @@ def k_layernorm_bwd_fused(t):
         ("u64", "part", "float *part [grid.x][2][cols]: the work buffer"),
         ("u64", "dw", "%s *dw [cols] (accumulated) or 0" % ty),
         ("u64", "db", "%s *db [cols] (accumulated) or 0" % ty),
-        ("u64", "done", "u32 counter, 0 between launches")],
+        ("u64", "done", "u32 counters [1 + ceil(grid / %d)], 0 between launches" % LNF_GROUP)],
         "%s(rows, cols, rpb, vec, x, w, mean, rstd, dy, dx, part, dw, db, done):\n"
         "the whole layernorm backward (dx, dw and db) in one pass over x and dy,\n"
         "for rows of at most %d columns.\n"
@@ -2693,12 +2695,15 @@ def k_layernorm_bwd_fused(t):
         "the block (warp butterflies, the 8 warps' values through shared memory\n"
         "in warp order; two buffers alternate by row, so one barrier a row), dx\n"
         "is updated and stored. The block then writes its partials to part[b]\n"
-        "(f32) and counts itself on `done` (an integer atomic; no float atomics);\n"
-        "the last block resets it and adds part[0], part[1], ... in block order\n"
-        "into dw and db (rounded once). rpb depends on the shape alone, so every\n"
+        "(f32) and counts itself (integer atomics; no float atomics): the last\n"
+        "block of each group of %d adds the group's partials in block order into\n"
+        "gpart[g] (after the partials), the last group to finish adds gpart[0],\n"
+        "gpart[1], ... into dw and db (rounded once), so no block reads more than\n"
+        "%d blocks' or ceil(grid / %d) groups' sums. rpb depends on the shape alone, so every\n"
         "sum runs in the same order on every run and GPU: the same bits.\n"
-        "Block (256, 1, 1), grid (ceil(rows / rpb), 1, 1)."
-        % (name, LNF_COLS, LNF_NV, NG, VG))
+        "Block (256, 1, 1), grid (ceil(rows / rpb), 1, 1); done: 1 + ceil(grid / %d)\n"
+        "u32 counters, 0 between launches."
+        % (name, LNF_COLS, LNF_NV, NG, VG, LNF_GROUP, LNF_GROUP, LNF_GROUP, LNF_GROUP))
     # at most 80 registers a thread: three blocks of 256 on an SM (65536)
     k.directives = [".maxnreg 80"]
     k.shared.append(".shared .align 16 .f32 s_red[32];     // two rows' 8 + 8 warp sums, alternating")
@@ -2986,39 +2991,87 @@ def k_layernorm_bwd_fused(t):
     path("S")
 
     k.label("COUNT")
-    k.c("the grid's last block adds the partials in block order (as the f32")
-    k.c("column-sum kernels' strips do): thread 0 makes the block's partials")
-    k.c("visible and counts the block; the one that sees grid.x - 1 goes on")
+    k.c("two levels, so that no one block reads every partial: the last block")
+    k.c("of each group of %d (blocks %d g ...) adds its group's partials in block" % (LNF_GROUP, LNF_GROUP))
+    k.c("order into gpart[g] (after the blocks' partials), and the last group")
+    k.c("to finish adds gpart[0], gpart[1], ... into dw, db. Thread 0 makes the")
+    k.c("block's stores visible (membar.gl) and counts it on an integer counter")
+    k.r("f32", "sw sb v", *["pw%d" % u for u in range(8)], *["pb%d" % u for u in range(8)])
+    k.r("b32", "nb b b8 grp gsz ng pc pe").r("pred", "pdw pdb").r("b64", "gbase gp")
+    k.o("mov.u32 %nb, %nctaid.x;")
+    k.o("mov.u32 %grp, %ctaid.x;")
+    k.o("shr.u32 %%grp, %%grp, %d;" % LNF_GROUP_SHIFT, "this block's group")
+    k.o("shl.b32 %%tmp, %%grp, %d;" % LNF_GROUP_SHIFT)
+    k.o("sub.u32 %gsz, %nb, %tmp;")
+    k.o("min.u32 %%gsz, %%gsz, %d;" % LNF_GROUP, "blocks in the group")
+    k.o("add.u32 %%ng, %%nb, %d;" % (LNF_GROUP - 1))
+    k.o("shr.u32 %%ng, %%ng, %d;" % LNF_GROUP_SHIFT, "groups")
+    k.o("mul.wide.u32 %rstep, %cols, 8;", "bytes from one block's partials to the next")
+    k.o("mul.wide.u32 %gbase, %nb, %cols;")
+    k.o("shl.b64 %gbase, %gbase, 3;")
+    k.o("add.u64 %gbase, %part, %gbase;", "gpart[0]: after the blocks' partials")
     k.o("bar.sync 0;", "the block's partials stored")
     k.o("setp.ne.u32 %pg, %tx, 0;")
     k.o("@%pg bra COUNTED;")
     k.o("membar.gl;", "the partials before the count")
-    k.o("atom.global.add.u32 %old, [%done], 1;")
-    k.o("mov.u32 %tmp, %nctaid.x;")
-    k.o("sub.u32 %tmp, %tmp, 1;")
-    k.o("setp.eq.u32 %plast, %old, %tmp;", "every other block counted")
+    k.o("mul.wide.u32 %a2, %grp, 4;")
+    k.o("add.u64 %a2, %done, %a2;")
+    k.o("add.u64 %a2, %a2, 4;", "the group's counter: done[1 + g]")
+    k.o("atom.global.add.u32 %old, [%a2], 1;")
+    k.o("sub.u32 %tmp, %gsz, 1;")
+    k.o("setp.eq.u32 %plast, %old, %tmp;", "every other block of the group counted")
     k.o("selp.u32 %flag, 1, 0, %plast;")
     k.o("st.shared.u32 [s_last], %flag;")
-    k.o("@%plast st.global.u32 [%done], 0;", "ready for the next launch")
+    k.o("@%plast st.global.u32 [%a2], 0;", "ready for the next launch")
     k.label("COUNTED")
     k.o("bar.sync 0;")
     k.o("ld.shared.u32 %flag, [s_last];")
     k.o("setp.eq.u32 %pg, %flag, 0;")
-    k.o("@%pg bra DONE;", "(uniform) not the last block")
-    k.o("membar.gl;", "the other blocks' partials before the reads")
-    k.r("f32", "sw sb v pw0 pw1 pw2 pw3 pb0 pb1 pb2 pb3").r("b32", "nb b b4").r("pred", "pdw pdb")
-    k.o("setp.ne.u64 %pdw, %dw, 0;")
-    k.o("setp.ne.u64 %pdb, %db, 0;")
-    k.o("mov.u32 %nb, %nctaid.x;")
-    k.o("mul.wide.u32 %rstep, %cols, 8;", "bytes from one block's partials to the next")
+    k.o("@%pg bra DONE;", "(uniform) not the group's last block")
+    k.o("membar.gl;", "the group's partials before the reads")
+
+    def sum_n(lab, n):
+        """%sw, %sb = sum over i < n (in order) of [%ap + i rstep], [... + cb]."""
+        k.o("mov.f32 %sw, 0f00000000;")
+        k.o("mov.f32 %sb, 0f00000000;")
+        k.o("mov.u32 %b, 0;")
+        k.label(lab + "_8")
+        k.o("add.u32 %b8, %b, 8;")
+        k.o("setp.gt.u32 %%pg, %%b8, %s;" % n)
+        k.o("@%%pg bra %s_1;" % lab)
+        k.o("mov.u64 %a, %ap;")
+        for u in range(8):
+            k.o("ld.global.f32 %%pw%d, [%%a];" % u, "8 blocks' loads in flight" if u == 0 else None)
+            k.o("add.u64 %a2, %a, %cb;")
+            k.o("ld.global.f32 %%pb%d, [%%a2];" % u)
+            k.o("add.u64 %a, %a, %rstep;")
+        for u in range(8):
+            k.o("add.rn.f32 %%sw, %%sw, %%pw%d;" % u, "in order" if u == 0 else None)
+            k.o("add.rn.f32 %%sb, %%sb, %%pb%d;" % u)
+        k.o("mov.u64 %ap, %a;")
+        k.o("mov.u32 %b, %b8;")
+        k.o("bra %s_8;" % lab)
+        k.label(lab + "_1")
+        k.o("setp.ge.u32 %%pg, %%b, %s;" % n)
+        k.o("@%%pg bra %s_E;" % lab)
+        k.o("ld.global.f32 %v, [%ap];")
+        k.o("add.rn.f32 %sw, %sw, %v;")
+        k.o("add.u64 %a2, %ap, %cb;")
+        k.o("ld.global.f32 %v, [%a2];")
+        k.o("add.rn.f32 %sb, %sb, %v;")
+        k.o("add.u64 %ap, %ap, %rstep;")
+        k.o("add.u32 %b, %b, 1;")
+        k.o("bra %s_1;" % lab)
+        k.label(lab + "_E")
+
+    k.c("level 1: gpart[g][.][c] = sum of the group's partials, a column a thread")
     k.o("mov.u32 %c, %tx;")
-    k.label("T_COL")
+    k.label("G_COL")
     k.o("setp.ge.u32 %pg, %c, %cols;")
-    k.o("@%pg bra DONE;")
-    k.r("b32", "pc pe")
+    k.o("@%pg bra G_DONE;")
     k.o("mov.u32 %pc, %c;")
     if not f32:
-        k.o("@!%pvec bra T_AT;")
+        k.o("@!%pvec bra G_AT;")
         k.c("vec: column c's sum is at 4 (c / 8) + c % 4, plus cols/2 when c % 8 >= 4")
         k.o("shr.u32 %pc, %c, 3;")
         k.o("shl.b32 %pc, %pc, 2;")
@@ -3028,40 +3081,53 @@ def k_layernorm_bwd_fused(t):
         k.o("setp.ne.u32 %pg, %pe, 0;")
         k.o("shr.u32 %pe, %cols, 1;")
         k.o("@%pg add.u32 %pc, %pc, %pe;")
-        k.label("T_AT")
-    k.o("mul.wide.u32 %ap, %pc, 4;")
-    k.o("add.u64 %ap, %part, %ap;", "&part[0][0][c]")
-    k.o("mov.f32 %sw, 0f00000000;")
-    k.o("mov.f32 %sb, 0f00000000;")
-    k.o("mov.u32 %b, 0;")
-    k.label("T_FOUR")
-    k.o("add.u32 %b4, %b, 4;")
-    k.o("setp.gt.u32 %pg, %b4, %nb;")
-    k.o("@%pg bra T_ONE;")
-    k.o("mov.u64 %a, %ap;")
-    for u in range(4):
-        k.o("ld.global.f32 %%pw%d, [%%a];" % u)
-        k.o("add.u64 %a2, %a, %cb;")
-        k.o("ld.global.f32 %%pb%d, [%%a2];" % u)
-        k.o("add.u64 %a, %a, %rstep;")
-    for u in range(4):
-        k.o("add.rn.f32 %%sw, %%sw, %%pw%d;" % u, "in block order" if u == 0 else None)
-        k.o("add.rn.f32 %%sb, %%sb, %%pb%d;" % u)
-    k.o("mov.u64 %ap, %a;")
-    k.o("mov.u32 %b, %b4;")
-    k.o("bra T_FOUR;")
-    k.label("T_ONE")
-    k.o("setp.ge.u32 %pg, %b, %nb;")
-    k.o("@%pg bra T_ADD;")
-    k.o("ld.global.f32 %v, [%ap];")
-    k.o("add.rn.f32 %sw, %sw, %v;")
-    k.o("add.u64 %a2, %ap, %cb;")
-    k.o("ld.global.f32 %v, [%a2];")
-    k.o("add.rn.f32 %sb, %sb, %v;")
-    k.o("add.u64 %ap, %ap, %rstep;")
-    k.o("add.u32 %b, %b, 1;")
-    k.o("bra T_ONE;")
-    k.label("T_ADD")
+        k.label("G_AT")
+    k.o("shl.b32 %%tmp, %%grp, %d;" % LNF_GROUP_SHIFT, "the group's first block")
+    k.o("mul.wide.u32 %ap, %tmp, %cols;")
+    k.o("shl.b64 %ap, %ap, 1;")
+    k.o("cvt.u64.u32 %a, %pc;")
+    k.o("add.u64 %ap, %ap, %a;")
+    k.o("shl.b64 %ap, %ap, 2;")
+    k.o("add.u64 %ap, %part, %ap;", "&part[16 g][0][c]")
+    sum_n("G", "%gsz")
+    k.o("mul.wide.u32 %gp, %grp, %cols;")
+    k.o("shl.b64 %gp, %gp, 1;")
+    k.o("cvt.u64.u32 %a, %c;")
+    k.o("add.u64 %gp, %gp, %a;")
+    k.o("shl.b64 %gp, %gp, 2;")
+    k.o("add.u64 %gp, %gbase, %gp;", "&gpart[g][0][c]")
+    k.o("st.global.f32 [%gp], %sw;")
+    k.o("add.u64 %gp, %gp, %cb;")
+    k.o("st.global.f32 [%gp], %sb;")
+    k.o("add.u32 %c, %c, 256;")
+    k.o("bra G_COL;")
+    k.label("G_DONE")
+    k.o("bar.sync 0;", "the group's sums stored (and s_last read)")
+    k.o("setp.ne.u32 %pg, %tx, 0;")
+    k.o("@%pg bra COUNTED2;")
+    k.o("membar.gl;")
+    k.o("atom.global.add.u32 %old, [%done], 1;", "done[0] counts the groups")
+    k.o("sub.u32 %tmp, %ng, 1;")
+    k.o("setp.eq.u32 %plast, %old, %tmp;")
+    k.o("selp.u32 %flag, 1, 0, %plast;")
+    k.o("st.shared.u32 [s_last], %flag;")
+    k.o("@%plast st.global.u32 [%done], 0;")
+    k.label("COUNTED2")
+    k.o("bar.sync 0;")
+    k.o("ld.shared.u32 %flag, [s_last];")
+    k.o("setp.eq.u32 %pg, %flag, 0;")
+    k.o("@%pg bra DONE;", "(uniform) not the last group")
+    k.o("membar.gl;")
+    k.c("level 2: dw, db += the groups' sums in group order, rounded once")
+    k.o("setp.ne.u64 %pdw, %dw, 0;")
+    k.o("setp.ne.u64 %pdb, %db, 0;")
+    k.o("mov.u32 %c, %tx;")
+    k.label("T_COL")
+    k.o("setp.ge.u32 %pg, %c, %cols;")
+    k.o("@%pg bra DONE;")
+    k.o("mul.wide.u32 %ap, %c, 4;")
+    k.o("add.u64 %ap, %gbase, %ap;", "&gpart[0][0][c]")
+    sum_n("T", "%ng")
     k.o("mul.wide.u32 %%a, %%c, %d;" % esz)
     k.o("@!%pdw bra T_DB;")
     k.o("add.u64 %a2, %dw, %a;")
