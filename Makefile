@@ -412,13 +412,20 @@ clean:
 # Every kernel beside its references (naive C, OpenBLAS via dlopen, PyTorch
 # via tools/bench/bench_torch.py), as a fraction of this machine's measured FMA
 # peak or copy bandwidth. ARGS: --quick, --threads 1,2, --csv FILE, --svg FILE.
+# The references come from Debian: PyTorch (python3-torch) and OpenBLAS,
+# which is also the BLAS PyTorch's matmuls run in. Without libopenblas0 the
+# libblas.so.3 alternative is the reference Fortran BLAS, some 20x slower,
+# and every ratio against PyTorch or "OpenBLAS" would be against that.
+BENCH_REFS := sh tools/build/need-packages.sh "ldconfig -p | grep -q libopenblas.so.0 && /usr/bin/python3 -c 'import torch'" libopenblas0-pthread python3-torch
 bench:
 	@$(MAKE) --no-print-directory $(BUILD)/eo-bench
+	@$(BENCH_REFS)
 	./$(BUILD)/eo-bench $(ARGS)
 
 # ---- the main job beside PyTorch (tools/bench/bench-train.sh) -------------------------
 BENCH_EPOCHS ?= 3
 bench-train: $(BUILD)/eo-train
+	@$(BENCH_REFS)
 	sh tools/bench/bench-train.sh ./$(BUILD)/eo-train $(BENCH_EPOCHS)
 
 # ---- CUDA / PTX ----------------------------------------------------------------
@@ -432,7 +439,8 @@ bench-train: $(BUILD)/eo-train
 #                    PTX_ARCHS; fail on errors, warnings, spills or stack use;
 #                    print registers and shared memory per kernel; check the
 #                    driver table's types against the toolkit's cuda.h, and
-#                    that ptx/*16.ptx are tools/build/gen-ptx16.py's output
+#                    that ptx/*16.ptx and the generated region of
+#                    ptx/layernorm.ptx are tools/build/gen-ptx16.py's output
 #                    and ptx/attention_tc.ptx tools/build/gen-attention-tc.py's.
 #                    Without ptxas it says it skipped and succeeds.
 PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
@@ -454,7 +462,11 @@ ptx-check:
 	        python3 tools/build/gen-ptx16.py $$m | cmp -s - ptx/$$m.ptx || { \
 	            echo "ptx-check: ptx/$$m.ptx differs from tools/build/gen-ptx16.py's output:" \
 	                 "run python3 tools/build/gen-ptx16.py all and commit both"; exit 1; }; \
-	    done; echo "ptx-check: ptx/*16.ptx are gen-ptx16.py's current output"; \
+	    done; \
+	    python3 tools/build/gen-ptx16.py layernorm < ptx/layernorm.ptx | cmp -s - ptx/layernorm.ptx || { \
+	        echo "ptx-check: the GENERATED region of ptx/layernorm.ptx differs from" \
+	             "tools/build/gen-ptx16.py's output: run python3 tools/build/gen-ptx16.py all"; exit 1; }; \
+	    echo "ptx-check: ptx/*16.ptx and ptx/layernorm.ptx's generated region are gen-ptx16.py's current output"; \
 	    python3 tools/build/gen-attention-tc.py | cmp -s - ptx/attention_tc.ptx || { \
 	        echo "ptx-check: ptx/attention_tc.ptx differs from tools/build/gen-attention-tc.py's" \
 	             "output: run python3 tools/build/gen-attention-tc.py > ptx/attention_tc.ptx"; exit 1; }; \
@@ -495,6 +507,7 @@ fixtures: $(BUILD)/eo-transformer-fixture
 
 bench-transformer: $(BUILD)/eo-train
 	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist
+	@$(BENCH_REFS)
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
 # ---- GPU speed: estimated without a GPU, measured with one -------------------

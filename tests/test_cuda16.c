@@ -713,16 +713,105 @@ START_TEST(binary_backward16_broadcast)
         {{1, 1, 200, 5}, {1000, 1000, 5, 1}, {0, 0, 0, 1}, 1000, 5},
         {{1, 1, 200, 5}, {1000, 1000, 5, 1}, {0, 0, 1, 0}, 1000, 200},
         {{1, 1, 1, N}, {N, N, N, 1}, {0, 0, 0, 0}, N, 1},
+        /* the one-pass row kernel (add, sub, mul; cols % 8 = 0): 7 rows (not
+         * a multiple of the 8 warps' rows), two strips of which the second
+         * has 8 columns, 16 chunks of 8 rows (the tail's 8-chunk loop), 125
+         * rows (a short last chunk) */
+        {{1, 1, 7, 136}, {952, 952, 136, 1}, {0, 0, 0, 1}, 952, 136},
+        {{1, 1, 3, 264}, {792, 792, 264, 1}, {0, 0, 0, 1}, 792, 264},
+        {{1, 1, 128, 8}, {1024, 1024, 8, 1}, {0, 0, 0, 1}, 1024, 8},
+        {{1, 1, 125, 8}, {1000, 1000, 8, 1}, {0, 0, 0, 1}, 1000, 8},
     };
     static const int ops[] = {EO_BIN_ADD, EO_BIN_SUB, EO_BIN_MUL, EO_BIN_DIV, EO_BIN_MAX};
+    const int ncase = (int)(sizeof cases / sizeof cases[0]);
     for (int dt = EO_BF16; dt <= EO_F16; dt++)
-        for (int c = 0; c < 5; c++)
+        for (int c = 0; c < ncase; c++)
             for (int o = 0; o < 5; o++) {
                 if (c == 4 && o != EO_BIN_MUL)
                     continue;
                 bwd16_case(ops[o], dt, cases[c].sh, cases[c].sa, cases[c].sb, cases[c].n,
                            cases[c].n, cases[c].nb, 0, 0);
             }
+    /* the row on the left (a bias + x, a scale * x: a's gradient the sum)
+     * and the same bits on a second run */
+    const int64_t sh[4] = {1, 1, 7, 136}, sr[4] = {0, 0, 0, 1}, sf[4] = {952, 952, 136, 1};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int o = 0; o < 3; o++)
+            bwd16_case(ops[o], dt, sh, sr, sf, 952, 136, 952, 0, 0);
+    static uint16_t hd[952], hx[952], hw[136], first[136], again[136], zero[136];
+    float scratch[952];
+    rand16(hd, scratch, 952, EO_BF16, -2, 2);
+    rand16(hx, scratch, 952, EO_BF16, -2, 2);
+    rand16(hw, scratch, 136, EO_BF16, 0.5f, 2);
+    for (int run = 0; run < 2; run++) {
+        dbuf bd = dup_(hd, sizeof hd, 0), bx = dup_(hx, sizeof hx, 0), bw = dup_(hw, sizeof hw, 0);
+        dbuf bg = dup_(zero, sizeof zero, 0);
+        eo_cuda_k_binary_backward16(EO_BIN_MUL, EO_BF16, sh, bd.p, sf, bx.p, sf, bw.p, sr, NULL, sf,
+                                    bg.p, sr, &EX);
+        ddown(run ? again : first, bg, sizeof first);
+        dfree(bd);
+        dfree(bx);
+        dfree(bw);
+        dfree(bg);
+    }
+    ck_assert_int_eq(memcmp(first, again, sizeof first), 0);
+}
+END_TEST
+
+/* The one-pass backward (rows of at most 2048 columns, dw and db wanted):
+ * 1 x 7 and 37 x 129 (one value a thread), 3 x 1000 and 5 x 2048 (16-byte
+ * groups; 2048 the widest row it takes), 1000 x 24 (334 blocks of 3 rows,
+ * the last of 1); then the same bits on a second run. */
+START_TEST(layernorm_backward16_fused)
+{
+    enum { NMAX = 24000 };
+    /* got, again: dx, then dw, then db */
+    static uint16_t hx[NMAX], hw[2048], hdy[NMAX], hdx[NMAX], hdw[2048], hdb[2048],
+        got[NMAX + 4096], again[NMAX + 4096];
+    static float x[NMAX], w[2048], dy[NMAX], dx[NMAX], dw[2048], db[2048], y[NMAX], mean[1000],
+        rstd[1000];
+    static const int shapes[][2] = {{1, 7}, {37, 129}, {3, 1000}, {5, 2048}, {1000, 24}};
+    for (int dt = EO_BF16; dt <= EO_F16; dt++)
+        for (int s = 0; s < 5; s++) {
+            const int rows = shapes[s][0], C = shapes[s][1];
+            const size_t n = (size_t)rows * C;
+            rand16(hx, x, n, dt, -3, 3);
+            rand16(hdy, dy, n, dt, -1, 1);
+            rand16(hdx, dx, n, dt, -1, 1);
+            rand16(hw, w, (size_t)C, dt, 0.5f, 1.5f);
+            rand16(hdw, dw, (size_t)C, dt, -1, 1);
+            rand16(hdb, db, (size_t)C, dt, -1, 1);
+            eo_k_layernorm(rows, C, x, w, NULL, 1e-5f, y, mean, rstd, NULL);
+            void *ws = malloc(eo_k_layernorm_backward_ws(rows, C, 1) + 64);
+            eo_k_layernorm_backward(rows, C, x, w, mean, rstd, dy, dx, dw, db, ws, NULL);
+            free(ws);
+            for (int run = 0; run < 2; run++) {
+                dbuf bx = dup_(hx, n * 2, 0), bw = dup_(hw, (size_t)C * 2, 0),
+                     bdy = dup_(hdy, n * 2, 0), bdx = dup_(hdx, n * 2, 0),
+                     bdw = dup_(hdw, (size_t)C * 2, 0), bdb = dup_(hdb, (size_t)C * 2, 0),
+                     bm = dup_(mean, (size_t)rows * 4, 0), br = dup_(rstd, (size_t)rows * 4, 0);
+                eo_cuda_k_layernorm_backward16(dt, rows, C, bx.p, bw.p, bm.p, br.p, bdy.p, bdx.p,
+                                               bdw.p, bdb.p, NULL, &EX);
+                uint16_t *g = run ? again : got;
+                ddown(g, bdx, n * 2);
+                ddown(g + n, bdw, (size_t)C * 2);
+                ddown(g + n + C, bdb, (size_t)C * 2);
+                if (!run) {
+                    check16("layernorm_backward16 fused dx", g, dx, n, dt, 2e-3f);
+                    check16("layernorm_backward16 fused dw", g + n, dw, (size_t)C, dt, 2e-3f);
+                    check16("layernorm_backward16 fused db", g + n + C, db, (size_t)C, dt, 2e-3f);
+                } else
+                    ck_assert_int_eq(memcmp(got, again, (n + 2 * (size_t)C) * 2), 0);
+                dfree(bx);
+                dfree(bw);
+                dfree(bdy);
+                dfree(bdx);
+                dfree(bdw);
+                dfree(bdb);
+                dfree(bm);
+                dfree(br);
+            }
+        }
 }
 END_TEST
 
@@ -1135,6 +1224,7 @@ Suite *eo_suite_cuda16(void)
     tcase_add_test(t, binary_backward16_full);
     tcase_add_test(t, binary_backward16_broadcast);
     tcase_add_test(t, layernorm_backward16_rows);
+    tcase_add_test(t, layernorm_backward16_fused);
     tcase_add_test(t, embedding_backward16_order);
     tcase_add_test(t, refused_dtypes);
     suite_add_tcase(s, t);

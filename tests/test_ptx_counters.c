@@ -560,7 +560,11 @@ END_TEST
  *                reductions in a fixed order), except the one a block
  *                makes to count itself done where the last block of a
  *                strip finishes the column sum (eo_binary_bwd_colpart,
- *                eo_layernorm_bwd_wb_part). */
+ *                eo_layernorm_bwd_wb_part, eo_binary16_bwd_row_*) or the
+ *                partial dw, db in two levels (the one-pass layernorm
+ *                backwards: also one a group of 16 blocks); those then
+ *                launch nothing else (no
+ *                second pass over the data, no sum kernel). */
 static void run_mem(const char *name)
 {
     if (!strcmp(name, "binary add")) { /* [32, 256] + [32, 256] */
@@ -599,7 +603,7 @@ static void run_mem(const char *name)
     } else if (!strcmp(name, "adamw")) {
         float *w = fb(8192, 0.5f), *g = fb(8192, 0.01f), *m = fb(8192, 0), *v = fb(8192, 0);
         eo_cuda_k_adamw(8192, w, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, &EX);
-    } else if (!strcmp(name, "layernorm bwd")) { /* [256, 256]: dw, db in two row chunks */
+    } else if (!strcmp(name, "layernorm bwd")) { /* [256, 256]: one pass, 256 blocks of a row */
         float *x = fb(65536, 0.5f), *w = fb(256, 1), *m = fb(256, 0.5f), *r = fb(256, 1);
         float *dy = fb(65536, 0.5f), *dx = fb(65536, 0), *dw = fb(256, 0), *db = fb(256, 0);
         eo_cuda_k_layernorm_backward(256, 256, x, w, m, r, dy, dx, dw, db, NULL, &EX);
@@ -629,12 +633,12 @@ static void run_mem(const char *name)
         float *db = fb(128, 0);
         const int64_t sh[4] = {1, 1, 32, 256}, st[4] = {8192, 8192, 256, 1}, sb[4] = {0, 0, 0, 1};
         eo_cuda_k_binary_backward16(EO_BIN_MUL, 2, sh, g, st, a, st, b, sb, da, st, db, sb, &EX);
-    } else if (!strcmp(name, "bias add16 bwd")) { /* d[256, 256] bf16 and d[256]: 4 row chunks */
+    } else if (!strcmp(name, "bias add16 bwd")) { /* d[256, 256] bf16 and d[256]: chunks of 8 rows */
         float *g = fb(32768, 0.5f), *da = fb(32768, 0), *db = fb(128, 0);
         const int64_t sh[4] = {1, 1, 256, 256}, st[4] = {65536, 65536, 256, 1}, sb[4] = {0, 0, 0, 1};
         eo_cuda_k_binary_backward16(EO_BIN_ADD, 2, sh, g, st, NULL, st, NULL, sb, da, st, db, sb,
                                     &EX);
-    } else if (!strcmp(name, "layernorm16 bwd")) { /* [256, 256] bf16: dw, db in two row chunks */
+    } else if (!strcmp(name, "layernorm16 bwd")) { /* [256, 256] bf16: one pass */
         float *x = fb(32768, 0.5f), *w = fb(128, 1), *m = fb(256, 0.5f), *r = fb(256, 1);
         float *dy = fb(32768, 0.5f), *dx = fb(32768, 0), *dw = fb(128, 0), *db = fb(128, 0);
         eo_cuda_k_layernorm_backward16(2, 256, 256, x, w, m, r, dy, dx, dw, db, NULL, &EX);
@@ -683,12 +687,11 @@ static const struct expected_mem {
      * a request), the link and id loads broadcasts; no atomics (was one
      * atom.global.add.f32 per element), no division */
     {"embedding bwd", "eo_embedding_bwd", 2.50, 68.6, 100.0, 0.0},
-    /* the row in registers: x, dy, w, dx of 16 columns a thread, scalar and
-     * coalesced (mean and rstd are one float each: 1 sector) */
-    {"layernorm bwd", "eo_layernorm_bwd_dx", -1, -1, 100.0, 0.0},
-    /* the strip's last block adds the chunk sums into dw, db (no wb_sum
-     * launch) and resets its counter: a 4-byte store */
-    {"layernorm bwd", "eo_layernorm_bwd_wb_part", -1, -1, 99.5, 0.0},
+    /* one pass for dx, dw and db: x, dy, dx in 16-byte groups (mean and
+     * rstd one float each: a sector for 4 bytes), the partials in 16 bytes;
+     * the 16 groups' last blocks and then the last group add them (one
+     * float a thread, coalesced) and reset their counters: 4-byte stores */
+    {"layernorm bwd", "eo_layernorm_bwd_fused", 5.17, 93.4, 99.9, 0.0},
     {"adamw", "eo_adamw", 16.00, 100.0, 100.0, 0.0},
     /* 16-bit (bf16) kernels, ptx/<family>16.ptx: 16-byte groups of 8 halves
      * (16 sectors a request, every byte used) */
@@ -697,20 +700,23 @@ static const struct expected_mem {
     {"mul16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 0.0},
     /* x * w with w a row: dx on the 16-byte kernel, w's groups at a column
      * that advances without division (2 rem a thread, in the prologue) */
-    {"scale16 bwd", "eo_binary16_bwd_bf16", 16.00, 100.0, 100.0, 2.0},
+    /* x * w, w a row: dx and dw in one pass (eo_binary16_bwd_row): dout, x
+     * and dx in 16-byte groups (16 sectors a request), w's group once; the
+     * strip's last block reads the chunk sums a float a thread (4) */
+    {"scale16 bwd", "eo_binary16_bwd_row_bf16", 13.05, 100.0, 99.9, 0.0},
     /* a bias gradient: a warp's 32 columns of one dout row (64 bytes, 2
      * sectors, all used) per summed position, the position a counter (no
      * division past the prologue's 12 a warp), no atomics; then the 4
      * chunks' f32 sums added in order */
-    {"bias add16 bwd", "eo_binary16_bwd_4d_bf16", 2.00, 100.0, 100.0, 12.0},
-    {"bias add16 bwd", "eo_binary16_bwd_sum_bf16", 3.60, 100.0, 100.0, 6.0},
+    /* a bias add: dout and dx in 16-byte groups, dx += dout, the column sums
+     * in the same pass; one launch (no eo_binary16_bwd_4d, no _sum) */
+    {"bias add16 bwd", "eo_binary16_bwd_row_bf16", 11.90, 100.0, 100.0, 0.0},
     /* 16-byte groups of x, dy, dx; w's groups, each row's mean and rstd
      * (broadcasts: one sector for 4 bytes) pull the average down */
-    {"layernorm16 bwd", "eo_layernorm16_bwd_dx_bf16", 5.57, 89.1, 100.0, 0.0},
-    /* a warp's 32 columns of x and dy (2 sectors each), and per row the
-     * mean and rstd broadcasts */
-    {"layernorm16 bwd", "eo_layernorm16_bwd_wb_part_bf16", 1.50, 70.8, 100.0, 0.0},
-    {"layernorm16 bwd", "eo_layernorm16_bwd_wb_sum_bf16", 3.60, 100.0, 100.0, 0.0},
+    /* one pass: x, dy, dx in 16-byte groups, mean and rstd broadcasts (a
+     * sector for 4 bytes) a row, the partials in 512 contiguous bytes a
+     * store instruction, the two levels of sums as for f32 */
+    {"layernorm16 bwd", "eo_layernorm16_bwd_fused_bf16", 4.00, 90.5, 99.9, 0.0},
     /* 64 ids, all 0 here: one list of 64 positions, walked by the first
      * position's threads in 16-byte groups; the link and id loads are
      * broadcasts. The lists themselves: the ids a thread each (4 sectors),
@@ -742,13 +748,23 @@ START_TEST(memory_bound_fast_paths)
     ck_assert_msg(got[3] <= e->div_max, "%s (%s): %.2f integer div/rem a warp, above %.2f; measured: %s",
                   e->cas, e->kernel, got[3], e->div_max, measured);
     const int counted = !strcmp(e->kernel, "eo_binary_bwd_colpart") ||
-                        !strcmp(e->kernel, "eo_layernorm_bwd_wb_part");
-    const uint64_t atoms = counted ? c.blocks_run : 0;
+                        !strcmp(e->kernel, "eo_layernorm_bwd_wb_part") ||
+                        !strcmp(e->kernel, "eo_layernorm_bwd_fused") ||
+                        !strcmp(e->kernel, "eo_layernorm16_bwd_fused_bf16") ||
+                        !strcmp(e->kernel, "eo_binary16_bwd_row_bf16");
+    uint64_t atoms = counted ? c.blocks_run : 0;
+    if (strstr(e->kernel, "_bwd_fused")) /* and one a group of 16 blocks (the two-level sum) */
+        atoms += (c.blocks_run + 15) / 16;
     ck_assert_msg(c.gatom.requests == atoms, "%s (%s): %llu atomic requests; measured: %s",
                   e->cas, e->kernel, (unsigned long long)c.gatom.requests, measured);
-    if (atoms) /* one launch */
+    if (atoms) /* one launch: no second pass over the data, no sum kernel */
         ck_assert(!eo_ptxsim_counters_of("eo_colsum", NULL) &&
-                  !eo_ptxsim_counters_of("eo_layernorm_bwd_wb_sum", NULL));
+                  !eo_ptxsim_counters_of("eo_layernorm_bwd_wb_sum", NULL) &&
+                  !eo_ptxsim_counters_of("eo_layernorm_bwd_dx", NULL) &&
+                  !eo_ptxsim_counters_of("eo_layernorm16_bwd_dx_bf16", NULL) &&
+                  !eo_ptxsim_counters_of("eo_layernorm16_bwd_wb_sum_bf16", NULL) &&
+                  !eo_ptxsim_counters_of("eo_binary16_bwd_bf16", NULL) &&
+                  !eo_ptxsim_counters_of("eo_binary16_bwd_sum_bf16", NULL));
     /* and nothing on the 4-D kernels */
     ck_assert(!eo_ptxsim_counters_of("eo_binary_bwd_4d", NULL));
     ck_assert(!eo_ptxsim_counters_of("eo_binary_4d", NULL));

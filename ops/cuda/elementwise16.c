@@ -203,6 +203,56 @@ static int row_mode(const int64_t shape[4], const int64_t s[4], int64_t *cols)
     return 1;
 }
 
+/* A row-mode gradient (a bias, a scale: stride 0 over the rows) of add,
+ * sub or mul, the other input's gradient contiguous or absent, dout
+ * contiguous, rows of whole 16-byte groups: both gradients in one pass
+ * (eo_binary16_bwd_row_*: dout read once, the column sums in f32 partials
+ * per chunk of rows, added in chunk order by each strip's last block).
+ * Chunks of a multiple of 8 rows, about 512 blocks in all (four per SM on
+ * the largest GPUs), fewer when the partials would not fit the work
+ * buffer; the chunking depends on the shape alone, so the bits do too.
+ * Returns 0 (nothing launched) for any other layout. */
+static int row_grad(eo_cuda *cu, int dt, eo_binop op, const int64_t shape[4], int64_t total,
+                    const void *dout, const int64_t sdo[4], const void *a, const int64_t sa[4],
+                    const void *b, const int64_t sb[4], void *da, const int64_t sda[4], void *db,
+                    const int64_t sdb[4])
+{
+    if ((op != EO_BIN_ADD && op != EO_BIN_SUB && op != EO_BIN_MUL) || !eo_cuda_contiguous(shape, sdo))
+        return 0;
+    int64_t cols = 0, c2 = 0;
+    uint32_t which;
+    void *g, *full;
+    const void *fin, *rin;
+    const int64_t *sfull, *sfin, *srin;
+    if (db && row_mode(shape, sdb, &cols) == 1)
+        which = 1, g = db, full = da, sfull = sda, fin = a, sfin = sa, rin = b, srin = sb;
+    else if (da && row_mode(shape, sda, &cols) == 1)
+        which = 0, g = da, full = db, sfull = sdb, fin = b, sfin = sb, rin = a, srin = sa;
+    else
+        return 0;
+    if (cols % 8 != 0 || (full && !eo_cuda_contiguous(shape, sfull)) || !a16(dout) || !a16(full))
+        return 0;
+    if (op == EO_BIN_MUL && (!eo_cuda_contiguous(shape, sfin) || row_mode(shape, srin, &c2) != 1 ||
+                             c2 != cols || !a16(fin) || !a16(rin)))
+        return 0;
+    const int64_t rows = total / cols, strips = (cols + 255) / 256, fit = WORK_BYTES / 4 / cols;
+    if (strips > COLDONE_STRIPS || fit < 1)
+        return 0;
+    int64_t R = 512 / strips;
+    R = R < 1 ? 1 : R > fit ? fit : R > MAX_GRID ? MAX_GRID : R;
+    int64_t chunk = (rows + 8 * R - 1) / (8 * R) * 8;
+    while ((rows + chunk - 1) / chunk > fit || (rows + chunk - 1) / chunk > MAX_GRID)
+        chunk += 8;
+    uint32_t o = (uint32_t)op, r = (uint32_t)rows, c = (uint32_t)cols, ch = (uint32_t)chunk;
+    uint32_t nr = (uint32_t)((rows + chunk - 1) / chunk);
+    uint64_t pd = eo_cuda_dp(dout), pf = op == EO_BIN_MUL ? eo_cuda_dp(fin) : 0;
+    uint64_t pr = op == EO_BIN_MUL ? eo_cuda_dp(rin) : 0, pfull = eo_cuda_dp(full), pg = eo_cuda_dp(g);
+    uint64_t part = cu->scratch + SCRATCH_WORK, done = cu->scratch + SCRATCH_COLDONE;
+    LAUNCH(cu, pick(EO_CUK_BINARY16_BWD_ROW_BF16, dt), (unsigned)strips, nr, 1, BLOCK, 1, &o, &which,
+           &r, &c, &ch, &pd, &pf, &pr, &pfull, &part, &pg, &done);
+    return 1;
+}
+
 void eo_cuda_k_binary_backward16(eo_binop op, int dt, const int64_t shape[4], const void *dout,
                                  const int64_t sdo[4], const void *a, const int64_t sa[4],
                                  const void *b, const int64_t sb[4], void *da,
@@ -213,6 +263,8 @@ void eo_cuda_k_binary_backward16(eo_binop op, int dt, const int64_t shape[4], co
     shape4 sh;
     if (!cu || !dt_ok(cu, "binary_backward16", dt) ||
         !eo_cuda_shape4(cu, "binary_backward16", shape, &sh) || sh.total == 0 || (!da && !db))
+        return;
+    if (row_grad(cu, dt, op, shape, sh.total, dout, sdo, a, sa, b, sb, da, sda, db, sdb))
         return;
     uint32_t o = (uint32_t)op;
     const int reads = op >= EO_BIN_MUL;

@@ -22,14 +22,19 @@
  *   [256, 8448)        up to 1024 double partial sums for eo_sumsq_part;
  *   [8448, 24832)      4096 u32 counters of finished blocks, one per column
  *                      strip, for the fused column sums of
- *                      eo_binary_bwd_colpart and eo_layernorm_bwd_wb_part,
+ *                      eo_binary_bwd_colpart, eo_layernorm_bwd_wb_part and
+ *                      eo_binary16_bwd_row_*, and (counter 0) the
+ *                      one-pass layernorm backwards' count of groups done
+ *                      (counters 1, 2, ...: of blocks done in each group),
  *                      or one per tile for eo_matmul_sk's split-K sums
  *                      (0 between launches: zeroed at open, each reset by
  *                      its strip's or tile's last block, so the kernels
  *                      share them);
  *   [24832, +4 MiB)    the work buffer for two-stage sums
  *                      (eo_layernorm_bwd_wb_part, eo_reduce_*part, the
- *                      split-K matmul's partial tiles) and the
+ *                      split-K matmul's partial tiles, the partials of the
+ *                      one-pass layernorm backwards and of
+ *                      eo_binary16_bwd_row_*) and the
  *                      other launchers' temporaries (cross-entropy's row
  *                      losses, attention's row sums, embedding lists);
  *   [+4 MiB, +8 MiB)   the checked copy of token ids or class targets
@@ -55,6 +60,26 @@ enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SC
 #define SCRATCH_CE_DONE EO_CU_SCRATCH_CE_DONE
 #define SCRATCH_COLDONE EO_CU_SCRATCH_COLDONE
 #define COLDONE_STRIPS EO_CU_COLDONE_STRIPS
+/* The fused layernorm backwards (eo_layernorm_bwd_fused and its 16-bit
+ * twins) keep 8 values of a row per thread: rows of at most 2048 columns.
+ * Each block owns rows_per_block consecutive rows and leaves 2 cols f32
+ * partial sums in the work buffer (then 2 cols more per group of 16
+ * blocks, the kernels' first level of sums). About 384 blocks (three per SM on the
+ * largest GPUs, which the kernels' registers allow: 11 rows each at 4096
+ * rows, so a block waits for 11 rows' loads in turn), fewer when the
+ * partials would not fit. The count depends on the shape alone, so the
+ * order of every sum, and the bits of dw and db, are the same on every
+ * run and GPU. */
+enum { EO_CU_FUSED_COLS = 2048 };
+#define FUSED_COLS EO_CU_FUSED_COLS
+static inline uint32_t fused_rows_per_block(int64_t rows, int64_t cols)
+{
+    /* the blocks' partials and, after them, one per group of 16 blocks */
+    int64_t rpb = (rows + 383) / 384, fit = WORK_BYTES / (cols * 8) * 16 / 17;
+    if ((rows + rpb - 1) / rpb > fit)
+        rpb = (rows + fit - 1) / fit;
+    return (uint32_t)rpb;
+}
 
 /* Ids checked on the device (ops/cuda/check.c): slot 0 embedding indices,
  * 1 cross-entropy targets. Returns the address the next kernel should

@@ -140,7 +140,9 @@ void eo_cuda_k_cross_entropy_backward16(int dt, int64_t rows, int64_t cols, cons
            &ignore_index, &pst, &ps, &prow, &pdx);
 }
 
-/* dx: a block per row (eo_layernorm16_bwd_dx). dw, db: column sums over
+/* Rows of at most 2048 columns: one pass (eo_layernorm16_bwd_fused_*,
+ * as the f32 launcher). Longer rows, or dx alone, or dw/db alone:
+ * dx: a block per row (eo_layernorm16_bwd_dx). dw, db: column sums over
  * chunks of 64 rows or more (eo_layernorm16_bwd_wb_part, grid (columns /
  * 256, chunks), f32 sums in the work buffer), then the chunks added in
  * order and rounded once (eo_layernorm16_bwd_wb_sum): no atomics, and a
@@ -157,6 +159,18 @@ void eo_cuda_k_layernorm_backward16(int dt, int64_t rows, int64_t cols, const vo
     uint32_t r = (uint32_t)rows, c = (uint32_t)cols;
     uint64_t px = eo_cuda_dp(x), pw = eo_cuda_dp(w), pm = eo_cuda_dp(mean), pr = eo_cuda_dp(rstd);
     uint64_t pdy = eo_cuda_dp(dy);
+    if (dx && (dw || db) && cols <= FUSED_COLS) {
+        /* One pass (eo_layernorm16_bwd_fused_*): x and dy read once for dx
+         * and each block's partial dw, db (f32), which the last block adds
+         * in block order and rounds once. */
+        uint32_t rpb = fused_rows_per_block(rows, cols), nb = (r + rpb - 1) / rpb;
+        uint32_t nv = vec16(x, dy, dx, w) && cols % 8 == 0;
+        uint64_t pdx = eo_cuda_dp(dx), pdw = eo_cuda_dp(dw), pdb = eo_cuda_dp(db);
+        uint64_t work = cu->scratch + SCRATCH_WORK, done = cu->scratch + SCRATCH_COLDONE;
+        LAUNCH(cu, pick(EO_CUK_LAYERNORM16_BWD_FUSED_BF16, dt), nb, 1, 1, BLOCK, 1, &r, &c, &rpb, &nv,
+               &px, &pw, &pm, &pr, &pdy, &pdx, &work, &pdw, &pdb, &done);
+        return;
+    }
     if (dx) {
         /* w's groups line up with x's only when rows start on 16-byte
          * boundaries, i.e. cols % 8 == 0 */

@@ -5,7 +5,9 @@
     python3 tools/build/gen-ptx16.py rows16        > ptx/rows16.ptx
     python3 tools/build/gen-ptx16.py embedding16   > ptx/embedding16.ptx
     python3 tools/build/gen-ptx16.py optim16       > ptx/optim16.ptx
-    python3 tools/build/gen-ptx16.py all           # all four, into ptx/
+    python3 tools/build/gen-ptx16.py layernorm < ptx/layernorm.ptx  # the file with its
+                                                   # generated region (the fused f32 backward)
+    python3 tools/build/gen-ptx16.py all           # all four, into ptx/, and that region
 
 Every kernel here stores its tensors as 16-bit values and computes in f32
 ("16-bit storage, f32 arithmetic"): a value is widened to f32 when it is
@@ -73,6 +75,7 @@ class K:
         for i, (t, cm) in enumerate(ps):
             sep = "," if i + 1 < len(ps) else ")"
             out.append((t + sep).ljust(36) + "// " + cm)
+        out.extend(getattr(self, "directives", []))
         out.append("{")
         for s in self.shared:
             out.append("    " + s)
@@ -859,7 +862,8 @@ def module_elementwise16():
     for t in TYPES:
         ks += [k_unary(t), k_unary_bwd(t), k_binary(t), k_binary_4d(t)]
     for t in TYPES:
-        ks += [k_fill16(t), k_binary_bwd(t), k_binary_bwd_4d(t), k_binary_bwd_sum(t)]
+        ks += [k_fill16(t), k_binary_bwd(t), k_binary_bwd_4d(t), k_binary_bwd_sum(t),
+               k_binary_bwd_row(t)]
     return head + "".join("\n" + k.text() for k in ks)
 
 
@@ -1497,6 +1501,8 @@ def module_rows16():
                k_ce_bwd(t)]
     for t in TYPES:
         ks += [k_layernorm_bwd_dx(t), k_layernorm_bwd_wb_part(t), k_layernorm_bwd_wb_sum(t)]
+    for t in TYPES:
+        ks.append(k_layernorm_bwd_fused(t))
     return head + "".join("\n" + k.text() for k in ks)
 
 
@@ -1935,6 +1941,217 @@ def k_binary_bwd(t):
     t.store1(k, "%ag", "%acc")
     k.label("TAIL_NEXT")
     advance(k, "TAIL_LOOP")
+    finish(k)
+    return k
+
+
+def k_binary_bwd_row(t):
+    """The broadcast (bias, scale) gradient of add, sub, mul as a column sum,
+    fused with the full operand's gradient."""
+    k = K("eo_binary16_bwd_row_" + t.name, [
+        ("u32", "op", "eo_binop: add, sub or mul"),
+        ("u32", "which", "the row-mode gradient: 0 a's, 1 b's"),
+        ("u32", "rows", "rows"), ("u32", "cols", "columns, a multiple of 8"),
+        ("u32", "chunk", "rows per block row (grid.y), a multiple of 8"),
+        ("u64", "dout", "const %s *dout [rows, cols]" % t.name),
+        ("u64", "fin", "const %s *: the full input [rows, cols] (read by mul)" % t.name),
+        ("u64", "rin", "const %s *: the row input [cols] (read by mul)" % t.name),
+        ("u64", "full", "%s *: the full input's gradient [rows, cols] (accumulated) or 0" % t.name),
+        ("u64", "part", "float *part [grid.y][cols]: the work buffer"),
+        ("u64", "g", "%s *g [cols]: the row input's gradient (accumulated)" % t.name),
+        ("u64", "done", "u32 done[grid.x], 0 between launches")],
+        "eo_binary16_bwd_row_%s(op, which, rows, cols, chunk, dout, fin, rin, full, part, g,\n"
+        "done): a broadcast binary op's backward where one input is a [cols] row\n"
+        "repeated over the rows (a bias add, a scale): its gradient g is a column\n"
+        "sum, g[c] += sum_r t(r, c), and the full input's gradient is elementwise,\n"
+        "full[r, c] += u(r, c), with (t, u) = (dout, dout) for add, (dout, -dout)\n"
+        "or (-dout, dout) for sub, (dout fin, dout rin) for mul. One pass: dout\n"
+        "(and fin) read once, for both. Block (256, 1, 1) = 8 warps; grid.x\n"
+        "strips of 256 columns, grid.y chunks of `chunk` rows. Lane l of warp y\n"
+        "owns the 16-byte group of 8 columns strip 256 + 8 l (a warp reads 512\n"
+        "contiguous bytes of a row) and the chunk's rows y, y + 8, ...; its 8\n"
+        "column sums are f32. The 8 warps' sums meet in shared memory; thread t\n"
+        "adds column t's in warp order into part[chunk]; the strip's last block\n"
+        "(a u32 counter per strip, an integer atomic: no float atomics) adds the\n"
+        "chunks in order and rounds g once. The chunking depends on the shape\n"
+        "alone (the launcher), so the bits do too. Why: the general path\n"
+        "(eo_binary16_bwd_%s, then eo_binary16_bwd_4d_%s and _sum_%s) read dout\n"
+        "twice and summed a column per thread in one long dependent walk." % (t.name, t.name, t.name, t.name))
+    k.shared.append(".shared .align 16 .f32 s_acc[2048];   // 8 warps x 256 columns of sums")
+    k.shared.append(".shared .align 4 .u32 s_last;        // 1 in the strip's last block")
+    DV = ["%%dv%d" % j for j in range(8)]
+    FV = ["%%fv%d" % j for j in range(8)]
+    RV = ["%%rv%d" % j for j in range(8)]
+    GV = ["%%gv%d" % j for j in range(8)]
+    AC = ["%%ac%d" % j for j in range(8)]
+    WD = ["%%wd%d" % j for j in range(4)]
+    WF = ["%%wf%d" % j for j in range(4)]
+    WG = ["%%wg%d" % j for j in range(4)]
+    k.r("f32", *[v[1:] for v in DV + FV + RV + GV + AC]).r("b32", *[v[1:] for v in WD + WF + WG])
+    k.r("f32", "sf sr tt").r("b32", "tx lane ty c0 r rend tmp old flag c rr r8 nr")
+    k.r("b64", "off ro ad af ag ap a2 rstep sp").r("pred", "pmul pfull pok pg plast psub")
+    k.r("f32", "v sw", *["q%d" % j for j in range(8)])
+
+    def unpack4(words, regs):
+        for j in range(4):
+            if t.name == "bf16":
+                k.o("shl.b32 %s, %s, 16;" % (regs[2 * j], words[j]), "bf16 -> f32" if j == 0 else None)
+                k.o("and.b32 %s, %s, -65536;" % (regs[2 * j + 1], words[j]))
+            else:
+                t.unpack(k, words[j], regs[2 * j], regs[2 * j + 1])
+
+    k.o("mov.u32 %tx, %tid.x;")
+    k.o("and.b32 %lane, %tx, 31;")
+    k.o("shr.u32 %ty, %tx, 5;", "the warp: its rows y, y + 8, ...")
+    k.o("mov.u32 %c0, %ctaid.x;")
+    k.o("shl.b32 %c0, %c0, 8;")
+    k.o("mad.lo.u32 %c0, %lane, 8, %c0;", "the group's first column")
+    k.o("setp.lt.u32 %pok, %c0, %cols;")
+    k.o("setp.eq.u32 %pmul, %op, 2;")
+    k.o("setp.ne.u64 %pfull, %full, 0;")
+    k.c("sf, sr: the signs of sub (u = sf dout, t = sr dout); mul uses fin, rin")
+    k.o("setp.eq.u32 %psub, %op, 1;")
+    k.o("mov.f32 %sf, 0f3F800000;")
+    k.o("mov.f32 %sr, 0f3F800000;")
+    k.o("setp.eq.u32 %pg, %which, 0;")
+    k.o("and.pred %pg, %pg, %psub;")
+    k.o("@%pg mov.f32 %sf, 0fBF800000;", "sub, the row is a: the full b gets -dout")
+    k.o("setp.eq.u32 %pg, %which, 1;")
+    k.o("and.pred %pg, %pg, %psub;")
+    k.o("@%pg mov.f32 %sr, 0fBF800000;", "sub, the row is b: its sum is of -dout")
+    for j in range(8):
+        k.o("mov.f32 %s, 0f00000000;" % AC[j])
+        k.o("mov.f32 %s, %%sf;" % RV[j])
+        k.o("mov.f32 %s, %%sr;" % FV[j])
+    k.o("@!%pok bra COMBINE;", "a group past the row: sums of 0")
+    k.o("mul.wide.u32 %off, %c0, 2;", "the group's byte offset in a row")
+    k.o("@!%pmul bra RIN_SET;")
+    k.o("add.u64 %ad, %rin, %off;")
+    k.o("ld.global.v4.b32 {%s}, [%%ad];" % ", ".join(WD), "the row input's 8 values, once")
+    unpack4(WD, RV)
+    k.label("RIN_SET")
+    k.o("mov.u32 %r, %ctaid.y;")
+    k.o("mul.lo.u32 %r, %r, %chunk;")
+    k.o("add.u32 %rend, %r, %chunk;")
+    k.o("min.u32 %rend, %rend, %rows;", "the chunk's rows [r, rend)")
+    k.o("add.u32 %r, %r, %ty;")
+    k.label("ROW")
+    k.o("setp.ge.u32 %pg, %r, %rend;")
+    k.o("@%pg bra COMBINE;")
+    k.o("mul.wide.u32 %ro, %r, %cols;")
+    k.o("shl.b64 %ro, %ro, 1;")
+    k.o("add.u64 %ro, %ro, %off;", "byte offset of (r, c0)")
+    k.o("add.u64 %ad, %dout, %ro;")
+    k.o("ld.global.v4.b32 {%s}, [%%ad];" % ", ".join(WD), "8 values of dout")
+    k.o("add.u64 %af, %fin, %ro;")
+    k.o("@%%pmul ld.global.v4.b32 {%s}, [%%af];" % ", ".join(WF), "... of the full input (mul)")
+    k.o("add.u64 %ag, %full, %ro;")
+    k.o("@%%pfull ld.global.v4.b32 {%s}, [%%ag];" % ", ".join(WG), "... of its gradient")
+    unpack4(WD, DV)
+    k.o("@!%pmul bra FIN_SET;")
+    unpack4(WF, FV)
+    k.label("FIN_SET")
+    for j in range(8):
+        k.o("mul.rn.f32 %%tt, %s, %s;" % (DV[j], FV[j]), "t = dout fin (mul), sr dout" if j == 0 else None)
+        k.o("add.rn.f32 %s, %s, %%tt;" % (AC[j], AC[j]), "the column sums, rows in order" if j == 0 else None)
+    k.o("@!%pfull bra NEXT;")
+    unpack4(WG, GV)
+    for j in range(8):
+        k.o("mul.rn.f32 %%tt, %s, %s;" % (DV[j], RV[j]), "u = dout rin (mul), sf dout" if j == 0 else None)
+        k.o("add.rn.f32 %s, %s, %%tt;" % (GV[j], GV[j]))
+    for j in range(4):
+        t.pack(k, WG[j], GV[2 * j], GV[2 * j + 1])
+    k.o("st.global.v4.b32 [%%ag], {%s};" % ", ".join(WG), "full += u, rounded once")
+    k.label("NEXT")
+    k.o("add.u32 %r, %r, 8;")
+    k.o("bra ROW;")
+
+    k.label("COMBINE")
+    k.c("the 8 warps' sums through shared memory, added by warp 0 in warp order")
+    k.o("mov.u64 %sp, s_acc;")
+    k.o("shl.b32 %tmp, %tx, 5;", "(y 256 + 8 l) floats = 32 tid bytes")
+    k.o("cvt.u64.u32 %a2, %tmp;")
+    k.o("add.u64 %a2, %sp, %a2;")
+    k.o("st.shared.v4.f32 [%%a2], {%s};" % ", ".join(AC[:4]))
+    k.o("st.shared.v4.f32 [%%a2+16], {%s};" % ", ".join(AC[4:]))
+    k.o("bar.sync 0;")
+    k.c("thread t adds column t of the strip over the warps, in warp order")
+    k.o("mov.u32 %c, %ctaid.x;")
+    k.o("shl.b32 %c, %c, 8;")
+    k.o("add.u32 %c, %c, %tx;")
+    k.o("setp.ge.u32 %pg, %c, %cols;")
+    k.o("@%pg bra COUNT;")
+    k.o("mul.wide.u32 %a2, %tx, 4;")
+    k.o("add.u64 %a2, %sp, %a2;", "&s_acc[0][t]")
+    for y in range(8):
+        k.o("ld.shared.f32 %s, [%%a2+%d];" % (DV[y], 1024 * y))
+    k.o("add.rn.f32 %sw, %dv0, %dv1;", "warp 0 + warp 1 + ...")
+    for y in range(2, 8):
+        k.o("add.rn.f32 %%sw, %%sw, %s;" % DV[y])
+    k.o("mov.u32 %tmp, %ctaid.y;")
+    k.o("mad.lo.u32 %tmp, %tmp, %cols, %c;", "part[chunk][c]")
+    k.o("mul.wide.u32 %ap, %tmp, 4;")
+    k.o("add.u64 %ap, %part, %ap;")
+    k.o("st.global.f32 [%ap], %sw;", "a warp: 128 contiguous bytes")
+
+    k.label("COUNT")
+    k.c("the strip's last block adds the chunks in order (thread 0 counts the block)")
+    k.o("bar.sync 0;", "the block's part stored")
+    k.o("setp.ne.u32 %pg, %tx, 0;")
+    k.o("@%pg bra COUNTED;")
+    k.o("membar.gl;", "the part before the count")
+    k.o("mov.u32 %tmp, %ctaid.x;")
+    k.o("mul.wide.u32 %a2, %tmp, 4;")
+    k.o("add.u64 %a2, %done, %a2;", "this strip's counter")
+    k.o("atom.global.add.u32 %old, [%a2], 1;")
+    k.o("mov.u32 %tmp, %nctaid.y;")
+    k.o("sub.u32 %tmp, %tmp, 1;")
+    k.o("setp.eq.u32 %plast, %old, %tmp;")
+    k.o("selp.u32 %flag, 1, 0, %plast;")
+    k.o("st.shared.u32 [s_last], %flag;")
+    k.o("@%plast st.global.u32 [%a2], 0;", "ready for the next launch")
+    k.label("COUNTED")
+    k.o("bar.sync 0;")
+    k.o("ld.shared.u32 %flag, [s_last];")
+    k.o("setp.eq.u32 %pg, %flag, 0;")
+    k.o("@%pg bra DONE;", "(uniform) not the strip's last block")
+    k.o("membar.gl;", "the other blocks' parts before the reads")
+    k.o("mov.u32 %c, %ctaid.x;")
+    k.o("shl.b32 %c, %c, 8;")
+    k.o("add.u32 %c, %c, %tx;", "one column a thread")
+    k.o("setp.ge.u32 %pg, %c, %cols;")
+    k.o("@%pg bra DONE;")
+    k.o("mul.wide.u32 %ap, %c, 4;")
+    k.o("add.u64 %ap, %part, %ap;")
+    k.o("mul.wide.u32 %rstep, %cols, 4;", "from one chunk's part to the next")
+    k.o("mov.u32 %nr, %nctaid.y;")
+    k.o("mov.f32 %sw, 0f00000000;")
+    k.o("mov.u32 %rr, 0;")
+    k.label("T_EIGHT")
+    k.o("add.u32 %r8, %rr, 8;")
+    k.o("setp.gt.u32 %pg, %r8, %nr;")
+    k.o("@%pg bra T_ONE;")
+    for u in range(8):
+        k.o("ld.global.f32 %%q%d, [%%ap];" % u)
+        k.o("add.u64 %ap, %ap, %rstep;")
+    for u in range(8):
+        k.o("add.rn.f32 %%sw, %%sw, %%q%d;" % u, "in chunk order" if u == 0 else None)
+    k.o("mov.u32 %rr, %r8;")
+    k.o("bra T_EIGHT;")
+    k.label("T_ONE")
+    k.o("setp.ge.u32 %pg, %rr, %nr;")
+    k.o("@%pg bra T_ADD;")
+    k.o("ld.global.f32 %v, [%ap];")
+    k.o("add.rn.f32 %sw, %sw, %v;")
+    k.o("add.u64 %ap, %ap, %rstep;")
+    k.o("add.u32 %rr, %rr, 1;")
+    k.o("bra T_ONE;")
+    k.label("T_ADD")
+    k.o("mul.wide.u32 %a2, %c, 2;")
+    k.o("add.u64 %a2, %g, %a2;")
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sw;")
+    t.store1(k, "%a2", "%v")
     finish(k)
     return k
 
@@ -2418,6 +2635,527 @@ def k_layernorm_bwd_wb_sum(t):
     return k
 
 
+# ------------------------------------------- layernorm bwd: the fused pass --
+# One kernel for f32 (spliced into ptx/layernorm.ptx, `gen-ptx16.py
+# layernorm ptx/layernorm.ptx`) and for bf16/f16 (in rows16.ptx): the body
+# is the same, the loads and stores differ.
+
+
+class F32:
+    """f32 storage: no conversions (for the kernels this script also writes
+    into the f32 modules)."""
+    name = "f32"
+
+    def load1(self, k, f, addr):
+        k.o("ld.global.f32 %s, [%s];" % (f, addr))
+
+    def store1(self, k, addr, f):
+        k.o("st.global.f32 [%s], %s;" % (addr, f))
+
+
+LNF_NV = 8    # values of a row each thread keeps in registers: rows of <= 2048 columns
+LNF_COLS = 256 * LNF_NV
+LNF_GROUP_SHIFT = 4
+LNF_GROUP = 1 << LNF_GROUP_SHIFT  # blocks whose partials one block adds first
+
+
+def k_layernorm_bwd_fused(t):
+    f32 = t.name == "f32"
+    esz = 4 if f32 else 2
+    VG = 16 // esz          # values in a 16-byte group
+    NG = LNF_NV // VG       # groups a thread holds in vec mode
+    ty = "float" if f32 else t.name
+    name = "eo_layernorm_bwd_fused" if f32 else "eo_layernorm16_bwd_fused_" + t.name
+    k = K(name, [
+        ("u32", "rows", "rows"), ("u32", "cols", "columns, 1..%d" % LNF_COLS),
+        ("u32", "rpb", "rows per block (grid.x = ceil(rows / rpb))"),
+        ("u32", "vec", "nonzero: 16-byte groups (x, w, dy, dx 16-byte aligned, cols %% %d = 0)" % VG),
+        ("u64", "x", "const %s *x [rows, cols]" % ty), ("u64", "w", "const %s *w [cols] or 0" % ty),
+        ("u64", "mean", "const float *mean [rows]"), ("u64", "rstd", "const float *rstd [rows]"),
+        ("u64", "dy", "const %s *dy [rows, cols]" % ty),
+        ("u64", "dx", "%s *dx [rows, cols] (accumulated)" % ty),
+        ("u64", "part", "float *part [grid.x][2][cols]: the work buffer"),
+        ("u64", "dw", "%s *dw [cols] (accumulated) or 0" % ty),
+        ("u64", "db", "%s *db [cols] (accumulated) or 0" % ty),
+        ("u64", "done", "u32 counters [1 + ceil(grid / %d)], 0 between launches" % LNF_GROUP)],
+        "%s(rows, cols, rpb, vec, x, w, mean, rstd, dy, dx, part, dw, db, done):\n"
+        "the whole layernorm backward (dx, dw and db) in one pass over x and dy,\n"
+        "for rows of at most %d columns.\n"
+        "  xhat = (x - mean) rstd (mean, rstd saved by the forward), g = dy w,\n"
+        "  dx += rstd ((g - mean_c(g)) - xhat mean_c(g xhat)),\n"
+        "  dw += sum_rows dy xhat, db += sum_rows dy.\n"
+        "Why: the two-kernel backward (a dx pass, then dw/db column sums) reads x\n"
+        "and dy twice; a memory-bound kernel's time is its bytes, so one pass is\n"
+        "the cure. Block b (256 threads) owns rows [b rpb, (b+1) rpb) and walks\n"
+        "them in order; each thread keeps its %d columns of the row in registers\n"
+        "(with vec, %d 16-byte groups, group j at column %d (tid + 256 j); else\n"
+        "one value at a time, column tid + 256 k), and so w (read once a block)\n"
+        "and its per-column partial dw, db (f32). Per row: mean, rstd, x, dy, dx\n"
+        "are loaded together (one wait a row), the two row sums are reduced over\n"
+        "the block (warp butterflies, the 8 warps' values through shared memory\n"
+        "in warp order; two buffers alternate by row, so one barrier a row), dx\n"
+        "is updated and stored. The block then writes its partials to part[b]\n"
+        "(f32) and counts itself (integer atomics; no float atomics): the last\n"
+        "block of each group of %d adds the group's partials in block order into\n"
+        "gpart[g] (after the partials), the last group to finish adds gpart[0],\n"
+        "gpart[1], ... into dw and db (rounded once), so no block reads more than\n"
+        "%d blocks' or ceil(grid / %d) groups' sums. rpb depends on the shape alone, so every\n"
+        "sum runs in the same order on every run and GPU: the same bits.\n"
+        "Block (256, 1, 1), grid (ceil(rows / rpb), 1, 1); done: 1 + ceil(grid / %d)\n"
+        "u32 counters, 0 between launches."
+        % (name, LNF_COLS, LNF_NV, NG, VG, LNF_GROUP, LNF_GROUP, LNF_GROUP, LNF_GROUP))
+    # at most 80 registers a thread: three blocks of 256 on an SM (65536)
+    k.directives = [".maxnreg 80"]
+    k.shared.append(".shared .align 16 .f32 s_red[32];     // two rows' 8 + 8 warp sums, alternating")
+    k.shared.append(".shared .align 4 .u32 s_last;         // 1 in the grid's last block")
+    XV = ["%%xv%d" % j for j in range(LNF_NV)]
+    DV = ["%%dv%d" % j for j in range(LNF_NV)]
+    ZV = ["%%zv%d" % j for j in range(LNF_NV)]
+    WV = ["%%wv%d" % j for j in range(LNF_NV)]
+    AW = ["%%aw%d" % j for j in range(LNF_NV)]
+    AB = ["%%ab%d" % j for j in range(LNF_NV)]
+    PV = ["%%pv%d" % j for j in range(LNF_NV)]
+    k.r("f32", *[v[1:] for v in XV + DV + ZV + WV + AW + AB])
+    k.r("f32", "mu rs fc s1 s2 tt bt sa0 sa1 sa2 sa3 sa4 sa5 sa6 sa7 sb0 sb1 sb2 sb3 sb4 sb5 sb6 sb7")
+    k.r("pred", *[p[1:] for p in PV]).r("pred", "pwt pvec lead pg plast")
+    k.r("b32", "tx lane warp rr r1 col tmp bo old flag c")
+    k.r("b64", "off roff xr dyr dxr ms sbase slot sa pb a ap a2 rstep cb")
+    k.o("mov.u32 %tx, %tid.x;")
+    k.o("and.b32 %lane, %tx, 31;")
+    k.o("shr.u32 %warp, %tx, 5;")
+    k.o("setp.eq.u32 %lead, %lane, 0;", "lane 0 writes its warp's sums")
+    k.o("mov.u64 %sbase, s_red;")
+    k.o("mul.wide.u32 %slot, %warp, 4;")
+    k.o("add.u64 %slot, %sbase, %slot;", "&s_red[warp]")
+    k.o("mov.u32 %bo, 0;", "which of the two buffers (bytes: 0 or 64)")
+    k.o("setp.ne.u64 %pwt, %w, 0;")
+    k.o("setp.ne.u32 %pvec, %vec, 0;")
+    k.o("cvt.rn.f32.u32 %fc, %cols;")
+    k.o("mov.u32 %rr, %ctaid.x;")
+    k.o("mul.lo.u32 %rr, %rr, %rpb;", "first row")
+    k.o("add.u32 %r1, %rr, %rpb;")
+    k.o("min.u32 %r1, %r1, %rows;", "rows [rr, r1)")
+    k.c("slots past the row stay 0 (x, dy: they add nothing), w = 1 without w")
+    for j in range(LNF_NV):
+        k.o("mov.f32 %s, 0f00000000;" % XV[j])
+        k.o("mov.f32 %s, 0f00000000;" % DV[j])
+        k.o("mov.f32 %s, 0f00000000;" % ZV[j])
+        k.o("mov.f32 %s, 0f3F800000;" % WV[j])
+        k.o("mov.f32 %s, 0f00000000;" % AW[j])
+        k.o("mov.f32 %s, 0f00000000;" % AB[j])
+    if not f32:
+        XW = ["%%xw%d" % j for j in range(4 * NG)]
+        DW = ["%%dw%d" % j for j in range(4 * NG)]
+        ZW = ["%%zw%d" % j for j in range(4 * NG)]
+        WW = ["%%ww%d" % j for j in range(4 * NG)]
+        k.r("b32", *[v[1:] for v in XW + DW + ZW + WW])
+    k.o("@!%pvec bra SCALAR;")
+
+    # ---- the two layouts: (mode, predicate of slot j, byte offset of slot j)
+    def path(mode):
+        vec = mode == "V"
+        if vec:
+            k.c("vec: group j = tid + 256 j holds columns %d (tid + 256 j) + 0..%d" % (VG, VG - 1))
+            k.o("mul.wide.u32 %off, %tx, 16;", "the thread's byte offset in a row")
+            for j in range(NG):
+                k.o("add.u32 %%col, %%tx, %d;" % (256 * j))
+                k.o("mul.lo.u32 %%col, %%col, %d;" % VG)
+                k.o("setp.lt.u32 %s, %%col, %%cols;" % PV[j], "group %d in the row" % j)
+        else:
+            k.label("SCALAR")
+            k.c("one value at a time: slot k holds column tid + 256 k")
+            k.o("mul.wide.u32 %%off, %%tx, %d;" % esz)
+            for j in range(LNF_NV):
+                k.o("add.u32 %%col, %%tx, %d;" % (256 * j))
+                k.o("setp.lt.u32 %s, %%col, %%cols;" % PV[j])
+        nslot = NG if vec else LNF_NV
+
+        def load_all(base, regs, words):
+            """regs = this thread's values at [base + off + slot offsets]."""
+            if vec:
+                for j in range(NG):
+                    if f32:
+                        k.o("@%s ld.global.v4.f32 {%s}, [%s+%d];" % (PV[j], ", ".join(regs[4 * j:4 * j + 4]), base, 4096 * j))
+                    else:
+                        k.o("@%s ld.global.v4.b32 {%s}, [%s+%d];" % (PV[j], ", ".join(words[4 * j:4 * j + 4]), base, 4096 * j))
+            else:
+                for j in range(LNF_NV):
+                    if f32:
+                        k.o("@%s ld.global.f32 %s, [%s+%d];" % (PV[j], regs[j], base, 1024 * j))
+                    else:
+                        k.o("@%s ld.global.u16 %%h%d, [%s+%d];" % (PV[j], j, base, 512 * j))
+
+        def widen_all(regs, words):
+            if f32:
+                return
+            if vec and t.name == "bf16":
+                # a bf16 is an f32's top half: two instructions a word
+                for j in range(4 * NG):
+                    k.o("shl.b32 %s, %s, 16;" % (regs[2 * j], words[j]), "bf16 -> f32: low half" if j == 0 else None)
+                    k.o("and.b32 %s, %s, -65536;" % (regs[2 * j + 1], words[j]), "... high half" if j == 0 else None)
+            elif vec:
+                for j in range(4 * NG):
+                    t.unpack(k, words[j], regs[2 * j], regs[2 * j + 1])
+            else:
+                for j in range(LNF_NV):
+                    t.widen(k, regs[j], "%%%s%d" % (words, j))
+
+        def zero16(words):
+            """16-bit: the registers a predicated load may skip hold 0 first
+            (0 widens to 0.0), so every value is defined on every row and
+            a slot past the row adds nothing to any sum."""
+            if vec:
+                for v in words:
+                    k.o("mov.b32 %s, 0;" % v)
+            else:
+                for j in range(LNF_NV):
+                    k.o("mov.b16 %%%s%d, 0;" % (words, j))
+
+        if not f32 and not vec:
+            k.r("b16", *["h%d" % j for j in range(LNF_NV)])
+            k.r("b16", *["g%d" % j for j in range(LNF_NV)])
+        # w, once a block
+        k.o("@!%%pwt bra W_%s;" % mode)
+        k.o("add.u64 %a, %w, %off;")
+        if vec or f32:
+            if not f32:
+                zero16(WW)
+            load_all("%a", WV, None if f32 else WW)
+            if not f32:
+                widen_all(WV, WW)
+        else:
+            zero16("g")
+            for j in range(LNF_NV):
+                k.o("@%s ld.global.u16 %%g%d, [%%a+%d];" % (PV[j], j, 512 * j))
+            widen_all(WV, "g")
+        k.label("W_" + mode)
+
+        k.label("ROW_" + mode)
+        k.o("setp.ge.u32 %pg, %rr, %r1;")
+        k.o("@%%pg bra PART_%s;" % mode)
+        k.o("mul.wide.u32 %roff, %rr, %cols;")
+        k.o("mul.lo.u64 %%roff, %%roff, %d;" % esz, "byte offset of the row")
+        k.o("add.u64 %roff, %roff, %off;")
+        k.o("add.u64 %xr, %x, %roff;")
+        k.o("add.u64 %dyr, %dy, %roff;")
+        k.o("add.u64 %dxr, %dx, %roff;")
+        k.o("mul.wide.u32 %ms, %rr, 4;")
+        k.o("add.u64 %a, %mean, %ms;")
+        k.o("ld.global.f32 %mu, [%a];")
+        k.o("add.u64 %a, %rstd, %ms;")
+        k.o("ld.global.f32 %rs, [%a];")
+        if not f32 and not vec:
+            # three sets of 16 halves: h for x, g for dy (w's are widened), reuse
+            # h after widening x; dx's halves need their own
+            k.r("b16", *["q%d" % j for j in range(LNF_NV)])
+        skip = vec and not f32   # one 16-byte group a thread: all of it or none
+        if vec or f32:
+            load_all("%xr", XV, None if f32 else XW)
+            load_all("%dyr", DV, None if f32 else DW)
+            load_all("%dxr", ZV, None if f32 else ZW)
+            if skip:
+                k.o("mov.f32 %s1, 0f00000000;")
+                k.o("mov.f32 %s2, 0f00000000;")
+                k.o("@!%%pv0 bra RED_%s;" % mode, "a thread past the row adds 0 to the sums")
+            widen_all(XV, None if f32 else XW)
+            widen_all(DV, None if f32 else DW)
+        else:
+            zero16("h")
+            zero16("g")
+            zero16("q")
+            for j in range(LNF_NV):
+                k.o("@%s ld.global.u16 %%h%d, [%%xr+%d];" % (PV[j], j, 512 * j))
+            for j in range(LNF_NV):
+                k.o("@%s ld.global.u16 %%g%d, [%%dyr+%d];" % (PV[j], j, 512 * j))
+            for j in range(LNF_NV):
+                k.o("@%s ld.global.u16 %%q%d, [%%dxr+%d];" % (PV[j], j, 512 * j))
+            widen_all(XV, "h")
+            widen_all(DV, "g")
+        if not skip:
+            k.o("mov.f32 %s1, 0f00000000;")
+            k.o("mov.f32 %s2, 0f00000000;")
+        for j in range(LNF_NV):
+            k.o("sub.rn.f32 %s, %s, %%mu;" % (XV[j], XV[j]))
+            k.o("mul.rn.f32 %s, %s, %%rs;" % (XV[j], XV[j]), "xhat" if j == 0 else None)
+            k.o("fma.rn.f32 %s, %s, %s, %s;" % (AW[j], DV[j], XV[j], AW[j]), "dw partial += dy xhat" if j == 0 else None)
+            k.o("add.rn.f32 %s, %s, %s;" % (AB[j], AB[j], DV[j]), "db partial += dy" if j == 0 else None)
+            k.o("mul.rn.f32 %s, %s, %s;" % (DV[j], DV[j], WV[j]), "g = dy w" if j == 0 else None)
+            k.o("add.rn.f32 %%s1, %%s1, %s;" % DV[j])
+            k.o("fma.rn.f32 %%s2, %s, %s, %%s2;" % (DV[j], XV[j]))
+        if skip:
+            k.label("RED_" + mode)
+        k.c("the two row sums over the block, into buffer bo")
+        for v in ("%s1", "%s2"):
+            for d in (16, 8, 4, 2, 1):
+                k.o("shfl.sync.bfly.b32 %%bt, %s, %d, 31, 0xffffffff;" % (v, d))
+                k.o("add.rn.f32 %s, %s, %%bt;" % (v, v))
+        k.o("cvt.u64.u32 %sa, %bo;")
+        k.o("add.u64 %a, %slot, %sa;")
+        k.o("@%lead st.shared.f32 [%a], %s1;")
+        k.o("@%lead st.shared.f32 [%a+32], %s2;")
+        k.o("bar.sync 0;", "one barrier a row: the other buffer is next row's")
+        k.o("add.u64 %sa, %sbase, %sa;")
+        k.o("ld.shared.v4.f32 {%sa0, %sa1, %sa2, %sa3}, [%sa];", "the 8 warps' sum g")
+        k.o("ld.shared.v4.f32 {%sa4, %sa5, %sa6, %sa7}, [%sa+16];")
+        k.o("ld.shared.v4.f32 {%sb0, %sb1, %sb2, %sb3}, [%sa+32];", "... and sum g xhat")
+        k.o("ld.shared.v4.f32 {%sb4, %sb5, %sb6, %sb7}, [%sa+48];")
+        k.o("xor.b32 %bo, %bo, 64;")
+        k.o("add.rn.f32 %s1, %sa0, %sa1;")
+        k.o("add.rn.f32 %s2, %sb0, %sb1;")
+        for j in range(2, 8):
+            k.o("add.rn.f32 %%s1, %%s1, %%sa%d;" % j)
+            k.o("add.rn.f32 %%s2, %%s2, %%sb%d;" % j)
+        k.o("div.rn.f32 %s1, %s1, %fc;", "mean_c(g)")
+        k.o("div.rn.f32 %s2, %s2, %fc;", "mean_c(g xhat)")
+        if skip:
+            k.o("@!%%pv0 bra NEXT_%s;" % mode)
+        if not f32:
+            k.c("dx widened only now: its words, not 8 floats, wait through the reduction")
+            widen_all(ZV, ZW if vec else "q")
+        for j in range(LNF_NV):
+            k.o("sub.rn.f32 %s, %s, %%s1;" % (DV[j], DV[j]), "g - mean(g)" if j == 0 else None)
+            k.o("mul.rn.f32 %%tt, %s, %%s2;" % XV[j])
+            k.o("sub.rn.f32 %s, %s, %%tt;" % (DV[j], DV[j]), "... - xhat mean(g xhat)" if j == 0 else None)
+            k.o("mul.rn.f32 %s, %%rs, %s;" % (DV[j], DV[j]), "* rstd" if j == 0 else None)
+            k.o("add.rn.f32 %s, %s, %s;" % (ZV[j], ZV[j], DV[j]))
+        if vec:
+            for j in range(NG):
+                if f32:
+                    k.o("@%s st.global.v4.f32 [%%dxr+%d], {%s};" % (PV[j], 4096 * j, ", ".join(ZV[4 * j:4 * j + 4])))
+                else:
+                    for q in range(4):
+                        t.pack(k, ZW[4 * j + q], ZV[8 * j + 2 * q], ZV[8 * j + 2 * q + 1])
+                    k.o("@%s st.global.v4.b32 [%%dxr+%d], {%s};" % (PV[j], 4096 * j, ", ".join(ZW[4 * j:4 * j + 4])))
+        else:
+            for j in range(LNF_NV):
+                if f32:
+                    k.o("@%s st.global.f32 [%%dxr+%d], %s;" % (PV[j], 1024 * j, ZV[j]))
+                else:
+                    t.round1(k, "%%q%d" % j, ZV[j])
+                    k.o("@%s st.global.b16 [%%dxr+%d], %%q%d;" % (PV[j], 512 * j, j))
+        if f32:
+            # xv, dv hold this row's x-hat and dx terms now; a slot past the
+            # row is never reloaded, so put its 0s back (else x-hat of such a
+            # slot would be rescaled by every row's rstd until it overflowed,
+            # and 0 * inf poisons the sums)
+            for j in range(LNF_NV):
+                k.o("@!%s mov.f32 %s, 0f00000000;" % (PV[j // VG if vec else j], DV[j]),
+                    "slots past the row: x = dy = 0 again" if j == 0 else None)
+                k.o("@!%s mov.f32 %s, 0f00000000;" % (PV[j // VG if vec else j], XV[j]))
+        if skip:
+            k.label("NEXT_" + mode)
+        k.o("add.u32 %rr, %rr, 1;")
+        k.o("bra ROW_%s;" % mode)
+
+        k.label("PART_" + mode)
+        k.c("this block's partial dw, db (f32) to part[b][0][.], part[b][1][.]")
+        k.o("mov.u32 %tmp, %ctaid.x;")
+        k.o("mul.wide.u32 %pb, %tmp, %cols;")
+        k.o("shl.b64 %pb, %pb, 3;", "b * 2 cols floats, in bytes")
+        k.o("add.u64 %pb, %part, %pb;")
+        k.o("mul.wide.u32 %cb, %cols, 4;", "from part[b][0] to part[b][1]")
+        if vec and not f32:
+            # 8 sums a thread as two 16-byte halves, the first halves of all
+            # threads, then the second ones (from float cols/2 on): each
+            # store instruction covers 512 contiguous bytes
+            k.r("b64", "hb a3")
+            k.o("mul.wide.u32 %a, %tx, 16;")
+            k.o("add.u64 %a, %pb, %a;")
+            k.o("add.u64 %a2, %a, %cb;")
+            k.o("mul.wide.u32 %hb, %cols, 2;", "cols/2 floats, in bytes")
+            k.o("@%%pv0 st.global.v4.f32 [%%a], {%s};" % ", ".join(AW[0:4]))
+            k.o("@%%pv0 st.global.v4.f32 [%%a2], {%s};" % ", ".join(AB[0:4]))
+            k.o("add.u64 %a3, %a, %hb;")
+            k.o("@%%pv0 st.global.v4.f32 [%%a3], {%s};" % ", ".join(AW[4:8]))
+            k.o("add.u64 %a3, %a2, %hb;")
+            k.o("@%%pv0 st.global.v4.f32 [%%a3], {%s};" % ", ".join(AB[4:8]))
+        elif vec:
+            k.o("mul.wide.u32 %%a, %%tx, %d;" % (4 * VG))
+            k.o("add.u64 %a, %pb, %a;")
+            k.o("add.u64 %a2, %a, %cb;")
+            for j in range(NG):
+                for q in range(VG // 4):
+                    o = 4 * VG * 256 * j + 16 * q
+                    k.o("@%s st.global.v4.f32 [%%a+%d], {%s};" % (PV[j], o, ", ".join(AW[VG * j + 4 * q:VG * j + 4 * q + 4])))
+                    k.o("@%s st.global.v4.f32 [%%a2+%d], {%s};" % (PV[j], o, ", ".join(AB[VG * j + 4 * q:VG * j + 4 * q + 4])))
+        else:
+            k.o("mul.wide.u32 %a, %tx, 4;")
+            k.o("add.u64 %a, %pb, %a;")
+            k.o("add.u64 %a2, %a, %cb;")
+            for j in range(LNF_NV):
+                k.o("@%s st.global.f32 [%%a+%d], %s;" % (PV[j], 1024 * j, AW[j]))
+                k.o("@%s st.global.f32 [%%a2+%d], %s;" % (PV[j], 1024 * j, AB[j]))
+        k.o("bra COUNT;")
+
+    path("V")
+    path("S")
+
+    k.label("COUNT")
+    k.c("two levels, so that no one block reads every partial: the last block")
+    k.c("of each group of %d (blocks %d g ...) adds its group's partials in block" % (LNF_GROUP, LNF_GROUP))
+    k.c("order into gpart[g] (after the blocks' partials), and the last group")
+    k.c("to finish adds gpart[0], gpart[1], ... into dw, db. Thread 0 makes the")
+    k.c("block's stores visible (membar.gl) and counts it on an integer counter")
+    k.r("f32", "sw sb v", *["pw%d" % u for u in range(8)], *["pb%d" % u for u in range(8)])
+    k.r("b32", "nb b b8 grp gsz ng pc pe").r("pred", "pdw pdb").r("b64", "gbase gp")
+    k.o("mov.u32 %nb, %nctaid.x;")
+    k.o("mov.u32 %grp, %ctaid.x;")
+    k.o("shr.u32 %%grp, %%grp, %d;" % LNF_GROUP_SHIFT, "this block's group")
+    k.o("shl.b32 %%tmp, %%grp, %d;" % LNF_GROUP_SHIFT)
+    k.o("sub.u32 %gsz, %nb, %tmp;")
+    k.o("min.u32 %%gsz, %%gsz, %d;" % LNF_GROUP, "blocks in the group")
+    k.o("add.u32 %%ng, %%nb, %d;" % (LNF_GROUP - 1))
+    k.o("shr.u32 %%ng, %%ng, %d;" % LNF_GROUP_SHIFT, "groups")
+    k.o("mul.wide.u32 %rstep, %cols, 8;", "bytes from one block's partials to the next")
+    k.o("mul.wide.u32 %gbase, %nb, %cols;")
+    k.o("shl.b64 %gbase, %gbase, 3;")
+    k.o("add.u64 %gbase, %part, %gbase;", "gpart[0]: after the blocks' partials")
+    k.o("bar.sync 0;", "the block's partials stored")
+    k.o("setp.ne.u32 %pg, %tx, 0;")
+    k.o("@%pg bra COUNTED;")
+    k.o("membar.gl;", "the partials before the count")
+    k.o("mul.wide.u32 %a2, %grp, 4;")
+    k.o("add.u64 %a2, %done, %a2;")
+    k.o("add.u64 %a2, %a2, 4;", "the group's counter: done[1 + g]")
+    k.o("atom.global.add.u32 %old, [%a2], 1;")
+    k.o("sub.u32 %tmp, %gsz, 1;")
+    k.o("setp.eq.u32 %plast, %old, %tmp;", "every other block of the group counted")
+    k.o("selp.u32 %flag, 1, 0, %plast;")
+    k.o("st.shared.u32 [s_last], %flag;")
+    k.o("@%plast st.global.u32 [%a2], 0;", "ready for the next launch")
+    k.label("COUNTED")
+    k.o("bar.sync 0;")
+    k.o("ld.shared.u32 %flag, [s_last];")
+    k.o("setp.eq.u32 %pg, %flag, 0;")
+    k.o("@%pg bra DONE;", "(uniform) not the group's last block")
+    k.o("membar.gl;", "the group's partials before the reads")
+
+    def sum_n(lab, n):
+        """%sw, %sb = sum over i < n (in order) of [%ap + i rstep], [... + cb]."""
+        k.o("mov.f32 %sw, 0f00000000;")
+        k.o("mov.f32 %sb, 0f00000000;")
+        k.o("mov.u32 %b, 0;")
+        k.label(lab + "_8")
+        k.o("add.u32 %b8, %b, 8;")
+        k.o("setp.gt.u32 %%pg, %%b8, %s;" % n)
+        k.o("@%%pg bra %s_1;" % lab)
+        k.o("mov.u64 %a, %ap;")
+        for u in range(8):
+            k.o("ld.global.f32 %%pw%d, [%%a];" % u, "8 blocks' loads in flight" if u == 0 else None)
+            k.o("add.u64 %a2, %a, %cb;")
+            k.o("ld.global.f32 %%pb%d, [%%a2];" % u)
+            k.o("add.u64 %a, %a, %rstep;")
+        for u in range(8):
+            k.o("add.rn.f32 %%sw, %%sw, %%pw%d;" % u, "in order" if u == 0 else None)
+            k.o("add.rn.f32 %%sb, %%sb, %%pb%d;" % u)
+        k.o("mov.u64 %ap, %a;")
+        k.o("mov.u32 %b, %b8;")
+        k.o("bra %s_8;" % lab)
+        k.label(lab + "_1")
+        k.o("setp.ge.u32 %%pg, %%b, %s;" % n)
+        k.o("@%%pg bra %s_E;" % lab)
+        k.o("ld.global.f32 %v, [%ap];")
+        k.o("add.rn.f32 %sw, %sw, %v;")
+        k.o("add.u64 %a2, %ap, %cb;")
+        k.o("ld.global.f32 %v, [%a2];")
+        k.o("add.rn.f32 %sb, %sb, %v;")
+        k.o("add.u64 %ap, %ap, %rstep;")
+        k.o("add.u32 %b, %b, 1;")
+        k.o("bra %s_1;" % lab)
+        k.label(lab + "_E")
+
+    k.c("level 1: gpart[g][.][c] = sum of the group's partials, a column a thread")
+    k.o("mov.u32 %c, %tx;")
+    k.label("G_COL")
+    k.o("setp.ge.u32 %pg, %c, %cols;")
+    k.o("@%pg bra G_DONE;")
+    k.o("mov.u32 %pc, %c;")
+    if not f32:
+        k.o("@!%pvec bra G_AT;")
+        k.c("vec: column c's sum is at 4 (c / 8) + c % 4, plus cols/2 when c % 8 >= 4")
+        k.o("shr.u32 %pc, %c, 3;")
+        k.o("shl.b32 %pc, %pc, 2;")
+        k.o("and.b32 %pe, %c, 3;")
+        k.o("add.u32 %pc, %pc, %pe;")
+        k.o("and.b32 %pe, %c, 4;")
+        k.o("setp.ne.u32 %pg, %pe, 0;")
+        k.o("shr.u32 %pe, %cols, 1;")
+        k.o("@%pg add.u32 %pc, %pc, %pe;")
+        k.label("G_AT")
+    k.o("shl.b32 %%tmp, %%grp, %d;" % LNF_GROUP_SHIFT, "the group's first block")
+    k.o("mul.wide.u32 %ap, %tmp, %cols;")
+    k.o("shl.b64 %ap, %ap, 1;")
+    k.o("cvt.u64.u32 %a, %pc;")
+    k.o("add.u64 %ap, %ap, %a;")
+    k.o("shl.b64 %ap, %ap, 2;")
+    k.o("add.u64 %ap, %part, %ap;", "&part[16 g][0][c]")
+    sum_n("G", "%gsz")
+    k.o("mul.wide.u32 %gp, %grp, %cols;")
+    k.o("shl.b64 %gp, %gp, 1;")
+    k.o("cvt.u64.u32 %a, %c;")
+    k.o("add.u64 %gp, %gp, %a;")
+    k.o("shl.b64 %gp, %gp, 2;")
+    k.o("add.u64 %gp, %gbase, %gp;", "&gpart[g][0][c]")
+    k.o("st.global.f32 [%gp], %sw;")
+    k.o("add.u64 %gp, %gp, %cb;")
+    k.o("st.global.f32 [%gp], %sb;")
+    k.o("add.u32 %c, %c, 256;")
+    k.o("bra G_COL;")
+    k.label("G_DONE")
+    k.o("bar.sync 0;", "the group's sums stored (and s_last read)")
+    k.o("setp.ne.u32 %pg, %tx, 0;")
+    k.o("@%pg bra COUNTED2;")
+    k.o("membar.gl;")
+    k.o("atom.global.add.u32 %old, [%done], 1;", "done[0] counts the groups")
+    k.o("sub.u32 %tmp, %ng, 1;")
+    k.o("setp.eq.u32 %plast, %old, %tmp;")
+    k.o("selp.u32 %flag, 1, 0, %plast;")
+    k.o("st.shared.u32 [s_last], %flag;")
+    k.o("@%plast st.global.u32 [%done], 0;")
+    k.label("COUNTED2")
+    k.o("bar.sync 0;")
+    k.o("ld.shared.u32 %flag, [s_last];")
+    k.o("setp.eq.u32 %pg, %flag, 0;")
+    k.o("@%pg bra DONE;", "(uniform) not the last group")
+    k.o("membar.gl;")
+    k.c("level 2: dw, db += the groups' sums in group order, rounded once")
+    k.o("setp.ne.u64 %pdw, %dw, 0;")
+    k.o("setp.ne.u64 %pdb, %db, 0;")
+    k.o("mov.u32 %c, %tx;")
+    k.label("T_COL")
+    k.o("setp.ge.u32 %pg, %c, %cols;")
+    k.o("@%pg bra DONE;")
+    k.o("mul.wide.u32 %ap, %c, 4;")
+    k.o("add.u64 %ap, %gbase, %ap;", "&gpart[0][0][c]")
+    sum_n("T", "%ng")
+    k.o("mul.wide.u32 %%a, %%c, %d;" % esz)
+    k.o("@!%pdw bra T_DB;")
+    k.o("add.u64 %a2, %dw, %a;")
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sw;")
+    t.store1(k, "%a2", "%v")
+    k.label("T_DB")
+    k.o("@!%pdb bra T_NEXT;")
+    k.o("add.u64 %a2, %db, %a;")
+    t.load1(k, "%v", "%a2")
+    k.o("add.rn.f32 %v, %v, %sb;")
+    t.store1(k, "%a2", "%v")
+    k.label("T_NEXT")
+    k.o("add.u32 %c, %c, 256;")
+    k.o("bra T_COL;")
+    finish(k)
+    return k
+
+
+LN_BEGIN = "// ==== GENERATED by tools/build/gen-ptx16.py layernorm: begin (edit the script, not this part) ===="
+LN_END = "// ==== GENERATED by tools/build/gen-ptx16.py layernorm: end ===="
+
+
+def region_layernorm():
+    """The generated part of ptx/layernorm.ptx: the fused f32 backward."""
+    return LN_BEGIN + "\n" + k_layernorm_bwd_fused(F32()).text() + LN_END + "\n"
+
+
 # ------------------------------------------------ embedding16: the backward --
 
 EMB_U = 8
@@ -2881,15 +3619,34 @@ MODULES = {"elementwise16": module_elementwise16, "rows16": module_rows16,
            "embedding16": module_embedding16, "optim16": module_optim16}
 
 
+def splice_layernorm(text):
+    """ptx/layernorm.ptx's text with its generated region replaced (appended
+    the first time); the rest of that file is hand-written."""
+    gen = region_layernorm()
+    if LN_BEGIN in text:
+        a = text.index(LN_BEGIN)
+        b = text.index(LN_END) + len(LN_END) + 1
+        return text[:a] + gen + text[b:]
+    return text.rstrip("\n") + "\n\n" + gen
+
+
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else ""
     if which == "all":
         for name, fn in MODULES.items():
             with open("ptx/%s.ptx" % name, "w") as f:
                 f.write(fn())
+        with open("ptx/layernorm.ptx") as f:
+            text = splice_layernorm(f.read())
+        with open("ptx/layernorm.ptx", "w") as f:
+            f.write(text)
+        return
+    if which == "layernorm":
+        # ptx/layernorm.ptx on stdin, the file with its generated region on stdout
+        sys.stdout.write(splice_layernorm(sys.stdin.read()))
         return
     if which not in MODULES:
-        sys.exit("usage: gen-ptx16.py {%s|all}" % "|".join(MODULES))
+        sys.exit("usage: gen-ptx16.py {%s|layernorm|all}" % "|".join(MODULES))
     sys.stdout.write(MODULES[which]())
 
 
