@@ -316,9 +316,20 @@ deps:
 # ---- tests -------------------------------------------------------------
 # After the Check suite: the install test (tests/install/) and the examples
 # (tools/examples/), each its own target so it can also run alone.
+# The suite runs as two runners side by side (tests/main.c), one core each:
+# TEST_SHARD's suites (about half of the time, mostly the PTX interpreter)
+# in one, all the others in the other. The shard's output is kept in a log
+# and printed after the main runner's; make test fails if either fails.
+TEST_SHARD ?= cuda_kernels cuda_multi dist ptx_counters stream
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/eo-tests $(TOOLS)
-	./$(BUILD)/eo-tests
+	@echo "./$(BUILD)/eo-tests $(TEST_SHARD)  (output after the other runner's)"
+	@echo "./$(BUILD)/eo-tests --except $(TEST_SHARD)"
+	@./$(BUILD)/eo-tests $(TEST_SHARD) > $(BUILD)/eo-tests-shard.log 2>&1 & pid=$$!; \
+	    ./$(BUILD)/eo-tests --except $(TEST_SHARD); rest=$$?; \
+	    wait $$pid; shard=$$?; cat $(BUILD)/eo-tests-shard.log; \
+	    [ $$rest -eq 0 ] && [ $$shard -eq 0 ] || { echo "make test: a runner failed" \
+	        "(--except: $$rest, shard: $$shard)" >&2; exit 1; }
 	@$(MAKE) --no-print-directory test-install
 	@$(MAKE) --no-print-directory test-examples
 
