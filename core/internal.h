@@ -184,6 +184,13 @@ eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *bet
 eo_status eo_grad_add(eo_ctx *ctx, eo_tensor *x, const eo_tensor *src, int take);
 int eo_grad_passes(const eo_tensor *x, const eo_tensor *src);
 
+/* For a rule whose kernel has the add form and, where has_set (the
+ * backend fills the slot), a _set form that writes a fresh gradient
+ * (ops/kernels.h): *set = 1 when t's gradient was just made, unzeroed,
+ * for the _set form to write; else it exists or was zero-filled, and the
+ * add form runs. Saves the zero fill and the kernel's read of dx. */
+eo_status eo_grad_for_set(eo_ctx *ctx, eo_tensor *t, int has_set, eo_tensor **g, int *set);
+
 /* Normalise a possibly negative axis for rank r; -1 if out of range. */
 int eo_axis(int axis, int rank);
 

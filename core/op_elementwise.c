@@ -265,14 +265,9 @@ static eo_status unary_backward(eo_ctx *ctx, eo_node *n)
         return EO_OK;
     }
     EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, unary_backward);
-    /* A gradient made here is written, not zero-filled and added to,
-     * where the backend has the _set kernel (ops/kernels.h). */
-    float beta = 1.0f;
-    if (be->unary_backward_set)
-        EO_CHECK(eo_grad_for_write(ctx, x, &g, &beta));
-    else
-        EO_CHECK(eo_grad_of(ctx, x, &g));
-    (beta == 0.0f ? be->unary_backward_set : be->unary_backward)(
+    int set; /* a fresh gradient written by the _set kernel (ops/kernels.h) */
+    EO_CHECK(eo_grad_for_set(ctx, x, be->unary_backward_set != NULL, &g, &set));
+    (set ? be->unary_backward_set : be->unary_backward)(
         unop_of[n->op], eo_numel(x), x->data, y->data, y->grad->data, g->data, n->p.scale.s,
         &ctx->exec);
     return EO_OK;

@@ -78,14 +78,9 @@ static eo_status softmax_backward(eo_ctx *ctx, eo_node *n)
         return EO_OK;
     }
     EO_NEED_KERNEL(ctx, eo_op_names[n->op], be, softmax_backward);
-    /* A fresh gradient is written, not zero-filled and added to, where
-     * the backend has the _set kernel (ops/kernels.h). */
-    float beta = 1.0f;
-    if (be->softmax_backward_set)
-        EO_CHECK(eo_grad_for_write(ctx, x, &g, &beta));
-    else
-        EO_CHECK(eo_grad_of(ctx, x, &g));
-    (beta == 0.0f ? be->softmax_backward_set : be->softmax_backward)(
+    int set; /* a fresh gradient written by the _set kernel (ops/kernels.h) */
+    EO_CHECK(eo_grad_for_set(ctx, x, be->softmax_backward_set != NULL, &g, &set));
+    (set ? be->softmax_backward_set : be->softmax_backward)(
         log, rows, cols, y->data, y->grad->data, g->data, &ctx->exec);
     return EO_OK;
 }

@@ -127,6 +127,17 @@ int eo_grad_passes(const eo_tensor *x, const eo_tensor *src)
            eo_numel(x) == eo_numel(src) && eo_is_contiguous(src);
 }
 
+eo_status eo_grad_for_set(eo_ctx *ctx, eo_tensor *t, int has_set, eo_tensor **g, int *set)
+{
+    float beta = 1.0f;
+    *set = 0;
+    if (!has_set)
+        return eo_grad_of(ctx, t, g);
+    EO_CHECK(eo_grad_for_write(ctx, t, g, &beta));
+    *set = beta == 0.0f;
+    return EO_OK;
+}
+
 /* Was t->grad made during the running call (and so about to be rewound)?
  * Gradient metadata always lives in the host step arena. */
 static int grad_is_new(const eo_ctx *ctx, const eo_tensor *t)
