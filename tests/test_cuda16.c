@@ -968,6 +968,24 @@ static eo_tensor *on_cuda(eo_ctx *ctx, eo_tensor *x)
     return y;
 }
 
+/* The backward of both sides from L = sum(y * w): every output element
+ * weighted differently (w in [lo, hi), its copy on the device). */
+static void backward_weighted(eo_ctx *ctx, const char *what, eo_tensor *y, eo_tensor *dy,
+                              float lo, float hi, unsigned seed)
+{
+    eo_tensor *w = eo_test_rand(ctx, y->rank, y->shape, lo, hi, seed, 0), *dw = on_cuda(ctx, w);
+    eo_tensor *y32, *dy32, *p, *dp, *L, *dL;
+    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, y32, w, &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, dy32, dw, &dp), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
+    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "%s: cpu backward: %s", what, eo_last_error(ctx));
+    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "%s: cuda backward: %s", what,
+                  eo_last_error(ctx));
+}
+
 /* y = op(a) op(b) with a [B, M, K] (or its transpose's storage), b [B, K, N]
  * or a shared 2-D weight; L = sum(f32(y) * w); y, da, db compared. */
 static void core_matmul(int dt, int ta, int tb, int64_t B, int64_t M, int64_t N, int64_t K,
@@ -991,17 +1009,7 @@ static void core_matmul(int dt, int ta, int tb, int64_t B, int64_t M, int64_t N,
                                             &pc) && pc.launches > 0 && pc.tensor_flops > 0,
                       "%s: no tensor-core launch", what);
     }
-    /* backward: every output element weighted differently */
-    eo_tensor *w = eo_test_rand(ctx, 3, y->shape, 0.5f, 1.5f, 23, 0), *dw = on_cuda(ctx, w);
-    eo_tensor *y32, *dy32, *p, *dp, *L, *dL;
-    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
-    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
-    ck_assert_int_eq(eo_mul(ctx, y32, w, &p), EO_OK);
-    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
-    ck_assert_int_eq(eo_mul(ctx, dy32, dw, &dp), EO_OK);
-    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
-    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
-    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward: %s", eo_last_error(ctx));
+    backward_weighted(ctx, what, y, dy, 0.5f, 1.5f, 23);
     ck_assert(a->grad && da->grad && b->grad && db->grad);
     char g[128];
     snprintf(g, sizeof g, "%s da", what);
@@ -1040,16 +1048,7 @@ static void core_attention16(int dt, int64_t B, int64_t H, int64_t T, int64_t D,
                   eo_last_error(ctx));
     ck_assert_msg(eo_attention_fused(ctx, dq, dk, dv, NULL, causal, scale, &dO) == EO_OK,
                   "cuda: %s", eo_last_error(ctx));
-    eo_tensor *w = eo_test_rand(ctx, 4, sh, -1.0f, 1.0f, 34, 0), *dw = on_cuda(ctx, w);
-    eo_tensor *o32, *do32, *p, *dp, *L, *dL;
-    ck_assert_int_eq(eo_cast(ctx, o, EO_F32, &o32), EO_OK);
-    ck_assert_int_eq(eo_cast(ctx, dO, EO_F32, &do32), EO_OK);
-    ck_assert_int_eq(eo_mul(ctx, o32, w, &p), EO_OK);
-    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
-    ck_assert_int_eq(eo_mul(ctx, do32, dw, &dp), EO_OK);
-    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
-    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
-    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward: %s", eo_last_error(ctx));
+    backward_weighted(ctx, "attention16", o, dO, -1.0f, 1.0f, 34);
     if (!getenv("EO_TEST_CUDA")) {
         const char *kn[2] = {"fwd", "bwd_dkv"};
         for (int i = 0; i < 2; i++) {
@@ -1169,16 +1168,7 @@ static void core_row_op(const char *name, row_op f, int n_in, const int64_t (*sh
         ck_assert_msg(eo_ptxsim_counters_of(kernel, &pc) && pc.launches > 0, "%s: no %s launch",
                       what, kernel);
     }
-    eo_tensor *w = eo_test_rand(ctx, y->rank, y->shape, 0.5f, 1.5f, 43, 0), *dw = on_cuda(ctx, w);
-    eo_tensor *y32, *dy32, *p, *dp, *L, *dL;
-    ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &y32), EO_OK);
-    ck_assert_int_eq(eo_cast(ctx, dy, EO_F32, &dy32), EO_OK);
-    ck_assert_int_eq(eo_mul(ctx, y32, w, &p), EO_OK);
-    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
-    ck_assert_int_eq(eo_mul(ctx, dy32, dw, &dp), EO_OK);
-    ck_assert_int_eq(eo_sum_all(ctx, dp, &dL), EO_OK);
-    ck_assert_msg(eo_backward(ctx, L) == EO_OK, "cpu backward: %s", eo_last_error(ctx));
-    ck_assert_msg(eo_backward(ctx, dL) == EO_OK, "cuda backward %s: %s", what, eo_last_error(ctx));
+    backward_weighted(ctx, what, y, dy, 0.5f, 1.5f, 43);
     for (int i = 0; i < n_in; i++) {
         char g[128];
         snprintf(g, sizeof g, "%s d input %d", what, i);
