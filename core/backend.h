@@ -56,6 +56,7 @@ typedef struct eo_backend {
     eo_k_col2im_fn *col2im;
     eo_k_maxpool2d_fn *maxpool2d;
     eo_k_maxpool2d_backward_fn *maxpool2d_backward;
+    eo_k_maxpool2d_backward_fn *maxpool2d_backward_set; /* NULL: zero fill + maxpool2d_backward */
     eo_k_conv2d_fn *conv2d;                   /* NULL: composed from im2col */
     eo_k_conv2d_backward_fn *conv2d_backward;
     eo_k_conv2d_ws_fn *conv2d_ws;

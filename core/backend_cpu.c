@@ -15,9 +15,7 @@ static eo_status cpu_copy(eo_ctx *ctx, void *dst, const void *src, size_t bytes)
 
 static eo_status cpu_zero(eo_ctx *ctx, void *dst, size_t bytes)
 {
-    (void)ctx;
-    if (bytes)
-        memset(dst, 0, bytes);
+    eo_k_zero(dst, bytes, &ctx->exec);
     return EO_OK;
 }
 
@@ -66,6 +64,7 @@ const eo_backend eo_backend_cpu = {
     .col2im = eo_k_col2im,
     .maxpool2d = eo_k_maxpool2d,
     .maxpool2d_backward = eo_k_maxpool2d_backward,
+    .maxpool2d_backward_set = eo_k_maxpool2d_backward_set,
     .conv2d = eo_k_conv2d,
     .conv2d_backward = eo_k_conv2d_backward,
     .conv2d_ws = eo_k_conv2d_ws,

@@ -345,8 +345,8 @@ eo_status eo_bwd_maxpool2d(eo_ctx *ctx, eo_node *n)
         return EO_OK;
     const eo_backend *be = eo_backend_of(ctx, x);
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d_backward);
-    EO_CHECK(eo_grad_of(ctx, x, &g));
     if (eo_is_half(x->dtype)) {
+        EO_CHECK(eo_grad_of(ctx, x, &g));
         /* f32 scratch, as the forward, but a slab of planes at a time:
          * planes are independent (arg indexes within its plane), so the
          * result is the same as for the whole batch at once, and the
@@ -381,7 +381,10 @@ eo_status eo_bwd_maxpool2d(eo_ctx *ctx, eo_node *n)
         eo_give_back(&ldy);
         return st;
     }
-    be->maxpool2d_backward(x->shape[0] * x->shape[1], x->shape[2], x->shape[3], n->p.pool.k,
-                           n->out->grad->data, n->saved[0]->data, g->data, &ctx->exec);
+    int set;
+    EO_CHECK(eo_grad_for_set(ctx, x, be->maxpool2d_backward_set != NULL, &g, &set));
+    (set ? be->maxpool2d_backward_set : be->maxpool2d_backward)(
+        x->shape[0] * x->shape[1], x->shape[2], x->shape[3], n->p.pool.k, n->out->grad->data,
+        n->saved[0]->data, g->data, &ctx->exec);
     return EO_OK;
 }

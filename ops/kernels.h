@@ -47,6 +47,10 @@ typedef void eo_k_accumulate_fn(const int64_t shape[4], float *dst, const int64_
                                 const eo_exec *ex);
 /* x[0..n) = value. */
 typedef void eo_k_fill_fn(int64_t n, float *x, float value, const eo_exec *ex);
+/* bytes [0, n) of dst = 0: the zero fill of a new gradient or output, cut
+ * among the threads when large (one core's stores do not fill the memory
+ * bus on every machine). Any alignment. */
+typedef void eo_k_zero_fn(void *dst, size_t n, const eo_exec *ex);
 
 /* ---- elementwise binary with broadcasting ------------------------------
  * MAX, MIN: torch.maximum / torch.minimum: NaN if either input is NaN.
@@ -276,7 +280,9 @@ typedef void eo_k_col2im_fn(int64_t N, int64_t C, int64_t H, int64_t W, int64_t 
  * y [P, H/k, W/k] (floor), arg = flat index in the plane of the max. */
 typedef void eo_k_maxpool2d_fn(int64_t P, int64_t H, int64_t W, int64_t k, const float *x,
                                float *y, int32_t *arg, const eo_exec *ex);
-/* dx[p, arg] += dy[p, o]. */
+/* dx[p, arg] += dy[p, o]. The _set form (eo_k_maxpool2d_backward_set)
+ * writes every entry of dx: +0 + dy at each window's argmax, +0 elsewhere
+ * (the windows do not overlap, so this equals the add into zeros). */
 typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t k,
                                         const float *dy, const int32_t *arg, float *dx,
                                         const eo_exec *ex);
@@ -340,6 +346,7 @@ eo_k_unscale_check_fn eo_k_unscale_check; /* ops/cpu/grad_scaler.c */
 eo_k_copy32_fn eo_k_copy32;
 eo_k_accumulate_fn eo_k_accumulate;
 eo_k_fill_fn eo_k_fill;
+eo_k_zero_fn eo_k_zero;
 eo_k_binary_fn eo_k_binary;
 eo_k_binary_backward_fn eo_k_binary_backward;
 eo_k_unary_fn eo_k_unary;
@@ -366,7 +373,7 @@ eo_k_dropout_backward_fn eo_k_dropout_backward;
 eo_k_im2col_fn eo_k_im2col;
 eo_k_col2im_fn eo_k_col2im;
 eo_k_maxpool2d_fn eo_k_maxpool2d;
-eo_k_maxpool2d_backward_fn eo_k_maxpool2d_backward;
+eo_k_maxpool2d_backward_fn eo_k_maxpool2d_backward, eo_k_maxpool2d_backward_set;
 eo_k_conv2d_fn eo_k_conv2d;
 eo_k_conv2d_backward_fn eo_k_conv2d_backward;
 eo_k_conv2d_ws_fn eo_k_conv2d_ws;

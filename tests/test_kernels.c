@@ -196,6 +196,33 @@ START_TEST(fill_writes_n)
 }
 END_TEST
 
+/* eo_k_zero clears exactly bytes [0, n) at any alignment, on the caller
+ * and cut among "threads" (fake_par: the second half first), across its
+ * 64 KiB blocks: lengths 0, 1, odd, one block, a block +- 1, several. */
+START_TEST(zero_clears_exactly_n_bytes)
+{
+    const size_t block = (size_t)64 << 10;
+    const size_t lens[] = {0, 1, 3, 4099, block - 1, block, block + 1, 3 * block + 5,
+                           (size_t)1 << 20};
+    const size_t cap = ((size_t)1 << 20) + 16;
+    unsigned char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+        for (int split = 0; split < 2; split++)
+            for (size_t off = 0; off < 3; off++) {
+                memset(buf, 0xA5, cap);
+                eo_k_zero(buf + off, lens[l], split ? &fake_par : NULL);
+                for (size_t i = 0; i < cap; i++) {
+                    const int inside = i >= off && i < off + lens[l];
+                    if (buf[i] != (inside ? 0 : 0xA5))
+                        ck_abort_msg("zero: n %zu, offset %zu, split %d: byte %zu is %#x",
+                                     lens[l], off, split, i, buf[i]);
+                }
+            }
+    free(buf);
+}
+END_TEST
+
 /* ---- binary ------------------------------------------------------------- */
 static double ref_bin(eo_binop op, double a, double b)
 {
@@ -432,6 +459,31 @@ START_TEST(set_backwards_equal_add_into_zeros)
             eo_k_unary_backward_set((eo_unop)op, n, x, y, dy, b, -1.5f, NULL);
             CHECK_MSG(memcmp(a, b, sizeof(float) * (size_t)n) == 0, "unary op %d, n %lld", op,
                       (long long)n);
+        }
+        { /* maxpool: n planes of 5x7 (H, W not multiples of k: uncovered
+           * pixels), k 1, 2, 3, dy with -0 and NaN; serial and split */
+            const int64_t H = 5, W = 7;
+            float *px = fill_rand(alloc_f(n * H * W), n * H * W, 3.0f);
+            float *pa = alloc_f(n * H * W), *pb = alloc_f(n * H * W);
+            float *py = alloc_f(n * H * W), *pdy = fill_rand(alloc_f(n * H * W), n * H * W, 1.0f);
+            int32_t *arg = calloc((size_t)(n > 0 ? n * H * W : 1), sizeof *arg);
+            ck_assert_ptr_nonnull(arg);
+            pdy[0] = -0.0f;
+            if (n > 1)
+                pdy[1] = NAN;
+            for (int64_t k = 1; k <= 3; k++)
+                for (int split = 0; split < 2; split++) {
+                    const eo_exec *ex = split ? &fake_par : NULL;
+                    eo_k_maxpool2d(n, H, W, k, px, py, arg, NULL);
+                    for (int64_t i = 0; i < n * H * W; i++)
+                        pa[i] = 0.0f, pb[i] = NAN;
+                    eo_k_maxpool2d_backward(n, H, W, k, pdy, arg, pa, ex);
+                    eo_k_maxpool2d_backward_set(n, H, W, k, pdy, arg, pb, ex);
+                    CHECK_MSG(memcmp(pa, pb, sizeof(float) * (size_t)(n * H * W)) == 0,
+                              "maxpool backward, %lld planes, k %lld, split %d", (long long)n,
+                              (long long)k, split);
+                }
+            free(px), free(pa), free(pb), free(py), free(pdy), free(arg);
         }
         for (int lg = 0; lg < 2; lg++) { /* one row of n, then n rows of 1 */
             for (int shape = 0; shape < 2; shape++) {
@@ -1697,6 +1749,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, copy32_strided);
     tcase_add_test(tc, accumulate_sums_broadcast_axes);
     tcase_add_test(tc, fill_writes_n);
+    tcase_add_test(tc, zero_clears_exactly_n_bytes);
     tcase_add_test(tc, binary_broadcast);
     tcase_add_test(tc, binary_backward_broadcast_accumulates);
     tcase_add_test(tc, unary_forward_backward);

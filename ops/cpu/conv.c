@@ -605,10 +605,39 @@ static void maxpool_backward_body(void *arg, int64_t p0, int64_t p1, int worker)
             a->dx[p * a->H * a->W + a->arg_in[o]] += a->dy[o];
 }
 
-void eo_k_maxpool2d_backward(int64_t P, int64_t H, int64_t W, int64_t k, const float *dy,
-                             const int32_t *arg, float *dx, const eo_exec *ex)
+/* The _set form: each worker zeroes its own planes, then scatters into
+ * them while they are still in cache; no zero-filled dx is read back
+ * from memory. +0 + dy keeps the add's sign of zero (-0 becomes +0). */
+static void maxpool_backward_set_body(void *arg, int64_t p0, int64_t p1, int worker)
+{
+    (void)worker;
+    const pool_args *a = arg;
+    const int64_t plane = a->H * a->W, plane_out = (a->H / a->k) * (a->W / a->k);
+    for (int64_t p = p0; p < p1; p++) {
+        float *dx = a->dx + p * plane;
+        memset(dx, 0, (size_t)plane * sizeof *dx);
+        for (int64_t o = p * plane_out; o < (p + 1) * plane_out; o++)
+            dx[a->arg_in[o]] = 0.0f + a->dy[o];
+    }
+}
+
+static void maxpool_backward(int set, int64_t P, int64_t H, int64_t W, int64_t k,
+                             const float *dy, const int32_t *arg, float *dx, const eo_exec *ex)
 {
     const eo_par *par = eo_exec_par(ex);
     pool_args a = {H, W, k, NULL, dy, NULL, dx, NULL, arg};
-    eo_par_for(eo_par_if(par, P * H * W), P, maxpool_backward_body, &a);
+    eo_par_for(eo_par_if(par, P * H * W), P,
+               set ? maxpool_backward_set_body : maxpool_backward_body, &a);
+}
+
+void eo_k_maxpool2d_backward(int64_t P, int64_t H, int64_t W, int64_t k, const float *dy,
+                             const int32_t *arg, float *dx, const eo_exec *ex)
+{
+    maxpool_backward(0, P, H, W, k, dy, arg, dx, ex);
+}
+
+void eo_k_maxpool2d_backward_set(int64_t P, int64_t H, int64_t W, int64_t k, const float *dy,
+                                 const int32_t *arg, float *dx, const eo_exec *ex)
+{
+    maxpool_backward(1, P, H, W, k, dy, arg, dx, ex);
 }

@@ -113,6 +113,33 @@ static void fill_body(void *arg, int64_t begin, int64_t end, int worker)
         f->x[i] = f->value;
 }
 
+/* Zero fills cut into blocks of EO_ZERO_BLOCK bytes, each a memset; a
+ * call smaller than EO_PAR_GRAIN floats runs on the caller. */
+#define EO_ZERO_BLOCK ((size_t)64 << 10)
+
+typedef struct zero_job {
+    char *dst;
+    size_t n;
+} zero_job;
+
+static void zero_body(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const zero_job *z = arg;
+    (void)worker;
+    const size_t lo = (size_t)begin * EO_ZERO_BLOCK, hi = (size_t)end * EO_ZERO_BLOCK;
+    memset(z->dst + lo, 0, (hi < z->n ? hi : z->n) - lo);
+}
+
+void eo_k_zero(void *dst, size_t n, const eo_exec *ex)
+{
+    if (n == 0)
+        return;
+    zero_job z = {dst, n};
+    const size_t blocks = n / EO_ZERO_BLOCK + (n % EO_ZERO_BLOCK != 0);
+    eo_par_for(eo_par_if(eo_exec_par(ex), (int64_t)(n / sizeof(float))), (int64_t)blocks,
+               zero_body, &z);
+}
+
 void eo_k_fill(int64_t n, float *x, float value, const eo_exec *ex)
 {
     fill_job f = {x, value};
