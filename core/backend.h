@@ -57,6 +57,10 @@ typedef struct eo_backend {
     eo_k_maxpool2d_fn *maxpool2d;
     eo_k_maxpool2d_backward_fn *maxpool2d_backward;
     eo_k_maxpool2d_backward_fn *maxpool2d_backward_set; /* NULL: zero fill + maxpool2d_backward */
+    /* NULL (all three): eo_relu_maxpool2d runs relu, then maxpool2d. */
+    eo_k_maxpool2d_fn *relu_maxpool2d;
+    eo_k_relu_maxpool2d_backward_fn *relu_maxpool2d_backward;
+    eo_k_relu_maxpool2d_backward_fn *relu_maxpool2d_backward_set;
     eo_k_conv2d_fn *conv2d;                   /* NULL: composed from im2col */
     eo_k_conv2d_backward_fn *conv2d_backward;
     eo_k_conv2d_ws_fn *conv2d_ws;

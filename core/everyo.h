@@ -532,6 +532,13 @@ eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, in
  * EO_ERR_ARG for k < 1; EO_ERR_SHAPE for another rank, H or W < k, or an
  * H×W plane of more than 2^31 - 1 pixels (the argmax is an i32 index). */
 eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
+/* eo_maxpool2d(eo_relu(x), k) in one op: x [N, C, H, W] f32, bf16 or
+ * f16 → [N, C, H/k, W/k], the same values and gradients. On the CPU
+ * with f32, one pass that never stores the ReLU's output (or, in the
+ * backward, its gradient); elsewhere the two ops in turn. Statuses as
+ * eo_maxpool2d. eo_sequential_forward uses it for a ReLU layer followed
+ * by a max pool layer. */
+eo_status eo_relu_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
 
 /* ---- attention ---------------------------------------------------------------- */
 

@@ -383,12 +383,19 @@ EO_PUBLIC(sequential_forward, (eo_ctx *ctx, const eo_sequential *s, eo_tensor *x
     if (!s->mods)
         return eo_fail(ctx, EO_ERR_STATE, "sequential_forward: the container was not initialised");
     for (int i = 0; i < s->count; i++) {
-        eo_status st = eo_module_forward(ctx, &s->mods[i], x, &x);
+        eo_status st;
+        const int fuse = s->mods[i].kind == EO_MOD_RELU && i + 1 < s->count &&
+                         s->mods[i + 1].kind == EO_MOD_MAXPOOL2D;
+        if (fuse) /* ReLU then max pool: one op, the same values and gradients */
+            st = eo_relu_maxpool2d(ctx, x, s->mods[i + 1].k, &x);
+        else
+            st = eo_module_forward(ctx, &s->mods[i], x, &x);
         if (st != EO_OK) { /* "sequential_forward: layer 2: linear_forward: ..." */
             char which[16];
             eo_format(which, sizeof which, "%d", i);
             return eo_refail(ctx, st, "layer", which);
         }
+        i += fuse;
     }
     *y = x;
     return EO_OK;

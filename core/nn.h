@@ -128,6 +128,9 @@ typedef struct eo_sequential {
 
 eo_status eo_sequential_init(eo_ctx *ctx, eo_sequential *s, int cap);
 eo_status eo_sequential_add(eo_ctx *ctx, eo_sequential *s, eo_module m);
+/* The layers in order, x -> y. A ReLU layer directly followed by a max
+ * pool layer runs as one eo_relu_maxpool2d: the same values and
+ * gradients as the two layers, without the ReLU's output in memory. */
 eo_status eo_sequential_forward(eo_ctx *ctx, const eo_sequential *s, eo_tensor *x,
                                 eo_tensor **y);
 

@@ -283,6 +283,23 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
 
 /* ---- max pooling ------------------------------------------------------------ */
 
+/* The checks both pools share: k, x's rank and size, the i32 argmax. */
+static eo_status pool_check(eo_ctx *ctx, const char *op, const eo_tensor *x, int k)
+{
+    if (k < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "%s: kernel size k must be >= 1, got %d", op, k);
+    if (x->rank != 4 || x->shape[2] < k || x->shape[3] < k)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "%s: expected x [N, C, H, W] with H, W >= k = %d, got %T", op, k, x);
+    /* The argmax is an i32 index into an H×W plane. */
+    int64_t plane;
+    if (eo_mul_overflows(x->shape[2], x->shape[3], &plane) || plane > INT32_MAX)
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "%s: planes of %T have more than %d pixels (argmax is i32)", op, x,
+                       (int)INT32_MAX);
+    return EO_OK;
+}
+
 EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, x, k, out))
 {
     if (!out)
@@ -297,17 +314,7 @@ EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, 
     if (!wide16)
         EO_HALF_FALLBACK(ctx, "maxpool2d", h, 1, 0, out, eo_maxpool2d(ctx, h[0], k, out));
     EO_CHECK(eo_expect(ctx, "maxpool2d", x, wide16 ? x->dtype : EO_F32));
-    if (k < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "maxpool2d: kernel size k must be >= 1, got %d", k);
-    if (x->rank != 4 || x->shape[2] < k || x->shape[3] < k)
-        return eo_fail(ctx, EO_ERR_SHAPE,
-                       "maxpool2d: expected x [N, C, H, W] with H, W >= k = %d, got %T", k, x);
-    /* The argmax is an i32 index into an H×W plane. */
-    int64_t plane;
-    if (eo_mul_overflows(x->shape[2], x->shape[3], &plane) || plane > INT32_MAX)
-        return eo_fail(ctx, EO_ERR_SHAPE,
-                       "maxpool2d: planes of %T have more than %d pixels (argmax is i32)", x,
-                       (int)INT32_MAX);
+    EO_CHECK(pool_check(ctx, "maxpool2d", x, k));
     EO_CHECK(eo_contiguous(ctx, x, &x));
     EO_NEED_KERNEL(ctx, "maxpool2d", be, maxpool2d);
     int64_t P = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
@@ -335,6 +342,57 @@ EO_PUBLIC(maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, 
         nd->p.pool.k = k;
     }
     *out = y;
+    return EO_OK;
+}
+
+/* ReLU then max pooling, fused where the backend has the kernels (the
+ * CPU): the ReLU's output and its gradient never exist; the backward
+ * takes the ReLU's mask from the pooled output (y > 0). Elsewhere,
+ * and for 16-bit x, the two ops run one after the other: the same
+ * values either way (ops/cpu/conv.c). */
+EO_PUBLIC(relu_maxpool2d, (eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out), (ctx, x, k, out))
+{
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "relu_maxpool2d: NULL output pointer");
+    EO_CHECK(eo_expect_any(ctx, "relu_maxpool2d", x));
+    if (!eo_is_half(x->dtype))
+        EO_CHECK(eo_expect(ctx, "relu_maxpool2d", x, EO_F32));
+    EO_CHECK(pool_check(ctx, "relu_maxpool2d", x, k));
+    const eo_backend *be = eo_backend_of(ctx, x);
+    if (x->dtype != EO_F32 || !be->relu_maxpool2d || !be->relu_maxpool2d_backward) {
+        eo_tensor *r;
+        EO_CHECK(eo_relu(ctx, x, &r));
+        return eo_maxpool2d(ctx, r, k, out);
+    }
+    EO_CHECK(eo_contiguous(ctx, x, &x));
+    int64_t P = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
+    int64_t shape[4] = { x->shape[0], x->shape[1], H / k, W / k };
+    eo_tensor *y, *arg;
+    EO_CHECK(eo_new_out(ctx, x->device, EO_F32, 4, shape, &y));
+    EO_CHECK(eo_new_out(ctx, x->device, EO_I32, 4, shape, &arg));
+    be->relu_maxpool2d(P, H, W, k, x->data, y->data, arg->data, &ctx->exec);
+    if (eo_needs_grad(ctx, &x, 1)) {
+        eo_node *nd;
+        EO_CHECK(eo_record(ctx, EO_OP_RELU_MAXPOOL2D, &x, 1, y, &nd));
+        nd->saved[0] = arg;
+        nd->p.pool.k = k;
+    }
+    *out = y;
+    return EO_OK;
+}
+
+eo_status eo_bwd_relu_maxpool2d(eo_ctx *ctx, eo_node *n)
+{
+    eo_tensor *x = n->in[0], *g;
+    if (!x->requires_grad)
+        return EO_OK;
+    const eo_backend *be = eo_backend_of(ctx, x);
+    EO_NEED_KERNEL(ctx, "relu_maxpool2d", be, relu_maxpool2d_backward);
+    int set;
+    EO_CHECK(eo_grad_for_set(ctx, x, be->relu_maxpool2d_backward_set != NULL, &g, &set));
+    (set ? be->relu_maxpool2d_backward_set : be->relu_maxpool2d_backward)(
+        x->shape[0] * x->shape[1], x->shape[2], x->shape[3], n->p.pool.k, n->out->data,
+        n->out->grad->data, n->saved[0]->data, g->data, &ctx->exec);
     return EO_OK;
 }
 

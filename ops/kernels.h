@@ -286,6 +286,15 @@ typedef void eo_k_maxpool2d_fn(int64_t P, int64_t H, int64_t W, int64_t k, const
 typedef void eo_k_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t k,
                                         const float *dy, const int32_t *arg, float *dx,
                                         const eo_exec *ex);
+/* ReLU then max pool in one pass (eo_k_relu_maxpool2d, the maxpool2d
+ * signature): y and arg exactly as eo_k_maxpool2d over eo_k_unary(RELU,
+ * x), without that intermediate in memory. The backward takes that y
+ * [P, H/k, W/k] (where it is > 0 the ReLU passed the max) and gives
+ * exactly the pool's backward followed by the ReLU's, into a fresh
+ * (_set) or an existing dx [P, H, W]. */
+typedef void eo_k_relu_maxpool2d_backward_fn(int64_t P, int64_t H, int64_t W, int64_t k,
+                                             const float *y, const float *dy,
+                                             const int32_t *arg, float *dx, const eo_exec *ex);
 
 /* ---- fused 2-D convolution (NCHW) --------------------------------------------
  * The whole convolution in one kernel, no [C*kh*kw, N*OH*OW] matrix in
@@ -374,6 +383,8 @@ eo_k_im2col_fn eo_k_im2col;
 eo_k_col2im_fn eo_k_col2im;
 eo_k_maxpool2d_fn eo_k_maxpool2d;
 eo_k_maxpool2d_backward_fn eo_k_maxpool2d_backward, eo_k_maxpool2d_backward_set;
+eo_k_maxpool2d_fn eo_k_relu_maxpool2d;
+eo_k_relu_maxpool2d_backward_fn eo_k_relu_maxpool2d_backward, eo_k_relu_maxpool2d_backward_set;
 eo_k_conv2d_fn eo_k_conv2d;
 eo_k_conv2d_backward_fn eo_k_conv2d_backward;
 eo_k_conv2d_ws_fn eo_k_conv2d_ws;

@@ -186,6 +186,62 @@ START_TEST(mlp_learns_xor)
 }
 END_TEST
 
+/* eo_sequential_forward runs a ReLU followed by a max pool as one op
+ * (eo_relu_maxpool2d): the output and every gradient are the same bits
+ * as the layers run one by one (eo_module_forward), on conv -> ReLU ->
+ * pool -> conv -> ReLU -> pool with odd sizes and a fan-out of the
+ * input's gradient. */
+START_TEST(sequential_relu_pool_fusion_changes_nothing)
+{
+    eo_ctx *ctx = eo_test_ctx(2, 16);
+    eo_seed(ctx, 7);
+    eo_params ps;
+    eo_sequential net;
+    eo_module c1, c2;
+    ck_assert_int_eq(eo_params_init(ctx, &ps, 8), EO_OK);
+    ck_assert_int_eq(eo_sequential_init(ctx, &net, 6), EO_OK);
+    ck_assert_int_eq(eo_conv2d_init(ctx, &ps, EO_CPU, "0", 2, 3, 3, 1, 1, &c1), EO_OK);
+    ck_assert_int_eq(eo_conv2d_init(ctx, &ps, EO_CPU, "3", 3, 4, 3, 1, 1, &c2), EO_OK);
+    eo_sequential_add(ctx, &net, c1);
+    eo_sequential_add(ctx, &net, eo_relu_module());
+    eo_sequential_add(ctx, &net, eo_maxpool2d_module(2));
+    eo_sequential_add(ctx, &net, c2);
+    eo_sequential_add(ctx, &net, eo_relu_module());
+    eo_sequential_add(ctx, &net, eo_maxpool2d_module(2));
+    const int64_t sx[4] = {3, 2, 11, 9};
+    float out[2][3 * 4 * 2 * 2], gx[2][3 * 2 * 11 * 9], gw[2][4 * 3 * 9];
+    for (int fused = 0; fused < 2; fused++) {
+        eo_mark m = eo_mark_get(ctx);
+        eo_tensor *x, *y, *L, *y2;
+        ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_F32, 4, sx, &x), EO_OK);
+        float *xv = x->data;
+        for (int i = 0; i < 3 * 2 * 11 * 9; i++)
+            xv[i] = (float)((i * 37) % 23) / 7.0f - 1.5f;
+        x->requires_grad = 1;
+        ck_assert_int_eq(eo_params_zero_grad(ctx, &ps), EO_OK);
+        if (fused) {
+            ck_assert_int_eq(eo_sequential_forward(ctx, &net, x, &y), EO_OK);
+        } else {
+            y = x;
+            for (int i = 0; i < net.count; i++)
+                ck_assert_int_eq(eo_module_forward(ctx, &net.mods[i], y, &y), EO_OK);
+        }
+        ck_assert_int_eq(eo_mul(ctx, y, y, &y2), EO_OK);
+        ck_assert_int_eq(eo_sum_all(ctx, y2, &L), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+        ck_assert_int_eq((int)eo_numel(y), 3 * 4 * 2 * 2);
+        memcpy(out[fused], y->data, sizeof out[0]);
+        memcpy(gx[fused], x->grad->data, sizeof gx[0]);
+        memcpy(gw[fused], c2.w->grad->data, sizeof gw[0]);
+        eo_rewind(ctx, m);
+    }
+    ck_assert(memcmp(out[0], out[1], sizeof out[0]) == 0);
+    ck_assert(memcmp(gx[0], gx[1], sizeof gx[0]) == 0);
+    ck_assert(memcmp(gw[0], gw[1], sizeof gw[0]) == 0);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 /* The profiling hook hears every public call and every backward rule in
  * properly nested begin/end pairs, also around a call that fails, and
  * changes no result. */
@@ -251,6 +307,7 @@ Suite *eo_suite_autograd(void)
     tcase_add_test(tc, pass_through_gradients_and_view_chains);
     tcase_add_test(tc, errors_name_the_op_and_leave_context_usable);
     tcase_add_test(tc, mlp_learns_xor);
+    tcase_add_test(tc, sequential_relu_pool_fusion_changes_nothing);
     tcase_add_test(tc, profile_hook_nests_and_changes_nothing);
     suite_add_tcase(s, tc);
     return s;

@@ -168,6 +168,7 @@ UNARY(o_logsumexp, eo_logsumexp(c, a, 1, 1, y))
 UNARY(o_dropout, eo_dropout(c, a, 0.3f, 99, y))
 UNARY(o_copy, eo_transpose(c, a, 0, 1, y) ? EO_ERR_STATE : eo_contiguous(c, *y, y))
 UNARY(o_pool, eo_maxpool2d(c, a, 2, y))
+UNARY(o_relu_pool, eo_relu_maxpool2d(c, a, 2, y))
 static eo_status o_log(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { (void)a; return eo_log(c, b, y); }
 static eo_status o_add(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_add(c, a, b, y); }
 static eo_status o_sub(eo_ctx *c, eo_tensor *a, eo_tensor *b, eo_tensor **y) { return eo_sub(c, a, b, y); }
@@ -264,6 +265,7 @@ static const op_case op_cases[EO_OP_COUNT] = {
     [EO_OP_IM2COL] = { o_conv, 4, { 2, 3, 7, 6 }, 4, { 4, 3, 3, 3 } },
     [EO_OP_CONV2D] = { o_conv, 4, { 2, 3, 7, 6 }, 4, { 4, 3, 3, 3 } },
     [EO_OP_MAXPOOL2D] = { o_pool, 4, { 2, 3, 6, 9 }, 1, { 1 } },
+    [EO_OP_RELU_MAXPOOL2D] = { o_relu_pool, 4, { 2, 3, 6, 9 }, 1, { 1 } },
     [EO_OP_ATTENTION] = { o_attention, 4, { 2, 2, 5, 9 }, 4, { 2, 2, 5, 9 } },
     [EO_OP_CAST] = { o_cast, 2, { 5, 33 }, 1, { 1 } },
 };

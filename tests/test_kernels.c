@@ -503,6 +503,62 @@ START_TEST(set_backwards_equal_add_into_zeros)
 }
 END_TEST
 
+/* The fused ReLU + max pool is the two kernels in turn, bit for bit:
+ * forward values and argmax, the _set backward into a NaN-filled dx,
+ * the accumulating one into a dx holding -0s. Planes of 5x7 and 4x4
+ * (scalar windows, floor remainders) and 6x37 (the 2x2 SIMD path with a
+ * masked tail); x with NaN, +-inf, -0 and exact 0; dy with -0 and NaN;
+ * serial and split. */
+START_TEST(relu_maxpool_equals_relu_then_pool)
+{
+    const int64_t dims[][2] = {{5, 7}, {4, 4}, {6, 37}};
+    const int64_t P = 3;
+    for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+        const int64_t H = dims[d][0], W = dims[d][1], n = P * H * W;
+        float *x = fill_rand(alloc_f(n), n, 3.0f), *r = alloc_f(n), *dy = fill_rand(alloc_f(n), n, 1.0f);
+        float *y1 = alloc_f(n), *y2 = alloc_f(n), *dr = alloc_f(n), *a = alloc_f(n), *b = alloc_f(n);
+        int32_t *arg1 = calloc((size_t)n, sizeof *arg1), *arg2 = calloc((size_t)n, sizeof *arg2);
+        ck_assert_ptr_nonnull(arg1);
+        ck_assert_ptr_nonnull(arg2);
+        const float odd[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, -0.0f};
+        for (int i = 0; i < 6; i++)
+            x[(i * 13 + 2) % n] = odd[i];
+        for (int64_t i = 0; i < W; i++) /* a row of -0 and negatives: windows with no mass */
+            x[i] = i % 2 ? -0.0f : -1.0f - (float)i;
+        dy[0] = -0.0f, dy[1] = NAN, dy[2] = -0.0f;
+        for (int64_t k = 1; k <= 3; k++)
+            for (int split = 0; split < 2; split++) {
+                const eo_exec *ex = split ? &fake_par : NULL;
+                const int64_t m = P * (H / k) * (W / k);
+                eo_k_unary(EO_UN_RELU, n, x, r, 0.0f, NULL);
+                eo_k_maxpool2d(P, H, W, k, r, y1, arg1, NULL);
+                eo_k_relu_maxpool2d(P, H, W, k, x, y2, arg2, ex);
+                CHECK_MSG(memcmp(y1, y2, sizeof(float) * (size_t)m) == 0 &&
+                              memcmp(arg1, arg2, sizeof(int32_t) * (size_t)m) == 0,
+                          "relu_maxpool forward %lldx%lld k %lld split %d", (long long)H,
+                          (long long)W, (long long)k, split);
+                for (int64_t i = 0; i < n; i++)
+                    dr[i] = NAN, a[i] = NAN, b[i] = NAN;
+                eo_k_maxpool2d_backward_set(P, H, W, k, dy, arg1, dr, NULL);
+                eo_k_unary_backward_set(EO_UN_RELU, n, x, NULL, dr, a, 0.0f, NULL);
+                eo_k_relu_maxpool2d_backward_set(P, H, W, k, y2, dy, arg2, b, ex);
+                CHECK_MSG(memcmp(a, b, sizeof(float) * (size_t)n) == 0,
+                          "relu_maxpool backward_set %lldx%lld k %lld split %d", (long long)H,
+                          (long long)W, (long long)k, split);
+                for (int64_t i = 0; i < n; i++)
+                    a[i] = b[i] = i % 3 ? 0.25f * (float)(i % 7) : -0.0f;
+                eo_k_unary_backward(EO_UN_RELU, n, x, NULL, dr, a, 0.0f, NULL);
+                eo_k_relu_maxpool2d_backward(P, H, W, k, y2, dy, arg2, b, ex);
+                CHECK_MSG(memcmp(a, b, sizeof(float) * (size_t)n) == 0,
+                          "relu_maxpool backward (accumulate) %lldx%lld k %lld split %d",
+                          (long long)H, (long long)W, (long long)k, split);
+            }
+        free(x), free(r), free(dy), free(y1), free(y2), free(dr), free(a), free(b);
+        free(arg1), free(arg2);
+    }
+}
+END_TEST
+
 /* ---- reductions ------------------------------------------------------- */
 START_TEST(reduce_sum_mean_max)
 {
@@ -1750,6 +1806,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, accumulate_sums_broadcast_axes);
     tcase_add_test(tc, fill_writes_n);
     tcase_add_test(tc, zero_clears_exactly_n_bytes);
+    tcase_add_test(tc, relu_maxpool_equals_relu_then_pool);
     tcase_add_test(tc, binary_broadcast);
     tcase_add_test(tc, binary_backward_broadcast_accumulates);
     tcase_add_test(tc, unary_forward_backward);

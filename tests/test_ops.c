@@ -1360,7 +1360,8 @@ static void grad_im2col(int id)
     }
 }
 
-static void fwd_maxpool2d(int id)
+/* relu: eo_relu_maxpool2d, whose reference is max(0, window max). */
+static void pool_forward(int id, int relu)
 {
     static const struct { shape_t x; int k, nc; } cases[] = {
         { { 4, {2, 3, 7, 9} }, 2, 0 }, { { 4, {2, 3, 7, 9} }, 3, 0 }, { { 4, {1, 2, 5, 5} }, 1, 0 },
@@ -1374,7 +1375,7 @@ static void fwd_maxpool2d(int id)
         char what[128];
         snprintf(what, sizeof what, "%s forward %s%s k %d", eo_op_names[id],
                  ot_shape_str(4, sh.s), cases[c].nc ? " (nc)" : "", k);
-        OT_OK(eo_maxpool2d(ot_ctx, x, k, &y), what);
+        OT_OK(relu ? eo_relu_maxpool2d(ot_ctx, x, k, &y) : eo_maxpool2d(ot_ctx, x, k, &y), what);
         int64_t P = sh.s[0] * sh.s[1], H = sh.s[2], W = sh.s[3], OH = H / k, OW = W / k;
         int64_t so[4] = { sh.s[0], sh.s[1], OH, OW };
         ot_expect_shape(what, y, 4, so);
@@ -1389,23 +1390,26 @@ static void fwd_maxpool2d(int id)
                             double v = xv[(p * H + i * k + a) * W + j * k + b];
                             best = v > best ? v : best;
                         }
-                    ref[(p * OH + i) * OW + j] = best;
+                    ref[(p * OH + i) * OW + j] = relu && best < 0 ? 0 : best;
                 }
         ot_expect_close(what, y, ref, 0, 0);
         eo_rewind(ot_ctx, m);
     }
 }
 
+static void fwd_maxpool2d(int id) { pool_forward(id, 0); }
+static void fwd_relu_maxpool2d(int id) { pool_forward(id, 1); }
+
 static eo_status gf_maxpool(eo_ctx *ctx, eo_tensor *const *in, void *user, eo_tensor **out)
 {
-    const int *u = user; /* u[0]: k, u[1]: transpose H and W first */
+    const int *u = user; /* u[0]: k, u[1]: transpose H and W first, u[2]: ReLU first */
     eo_tensor *x = in[0];
     if (u[1])
         OT_TRY(eo_transpose(ctx, x, 2, 3, &x));
-    return eo_maxpool2d(ctx, x, u[0], out);
+    return u[2] ? eo_relu_maxpool2d(ctx, x, u[0], out) : eo_maxpool2d(ctx, x, u[0], out);
 }
 
-static void grad_maxpool2d(int id)
+static void pool_gradcheck(int id, int relu)
 {
     static const struct { shape_t x; int u[2]; } cases[] = {
         { { 4, {1, 2, 6, 5} }, { 2, 0 } },
@@ -1413,16 +1417,21 @@ static void grad_maxpool2d(int id)
         { { 4, {1, 2, 5, 4} }, { 2, 1 } },
     };
     for (int c = 0; c < 3; c++) {
-        /* Distinct values 0.05 apart: no ties within a finite-difference step. */
-        eo_tensor *x = ot_distinct(4, cases[c].x.s, -2, 0.05f, 341u + (unsigned)c);
+        /* Distinct values 0.05 apart: no ties within a finite-difference
+         * step; and none within a step of the ReLU's kink at 0. */
+        eo_tensor *x = ot_distinct(4, cases[c].x.s, -1.975f, 0.05f, 341u + (unsigned)c);
         x->requires_grad = 1;
+        const int u[3] = { cases[c].u[0], cases[c].u[1], relu };
         char what[96];
         snprintf(what, sizeof what, "%s %s k %d%s", eo_op_names[id],
                  ot_shape_str(4, cases[c].x.s), cases[c].u[0],
                  cases[c].u[1] ? " (transposed view)" : "");
-        ot_gradcheck(what, gf_maxpool, &x, 1, (void *)cases[c].u, NULL);
+        ot_gradcheck(what, gf_maxpool, &x, 1, (void *)u, NULL);
     }
 }
+
+static void grad_maxpool2d(int id) { pool_gradcheck(id, 0); }
+static void grad_relu_maxpool2d(int id) { pool_gradcheck(id, 1); }
 
 /* ======================================================================
  * Views, copy, concat
@@ -2022,6 +2031,7 @@ static const op_tests harness[EO_OP_COUNT] = {
     [EO_OP_IM2COL] = { fwd_im2col, grad_im2col },
     [EO_OP_CONV2D] = { fwd_im2col, grad_im2col },
     [EO_OP_MAXPOOL2D] = { fwd_maxpool2d, grad_maxpool2d },
+    [EO_OP_RELU_MAXPOOL2D] = { fwd_relu_maxpool2d, grad_relu_maxpool2d },
     [EO_OP_ATTENTION] = { fwd_attention, grad_attention },
     [EO_OP_CAST] = { fwd_cast, grad_cast },
 };

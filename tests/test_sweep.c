@@ -767,6 +767,7 @@ static eo_status s_emb(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return 
 static eo_status s_drop(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_dropout(c, IN, 0.25f, 9, o); }
 static eo_status s_conv(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_conv2d(c, IN, in[1], in[2], 1, 1, o); }
 static eo_status s_pool(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_maxpool2d(c, IN, 2, o); }
+static eo_status s_relu_pool(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_relu_maxpool2d(c, IN, 2, o); }
 static eo_status s_attn(eo_ctx *c, eo_tensor *const *in, eo_tensor **o) { return eo_attention(c, IN, in[1], in[2], NULL, 1, 0.5f, o); }
 static eo_status s_cast(eo_ctx *c, eo_tensor *const *in, eo_tensor **o)
 {
@@ -816,6 +817,7 @@ static const sweep_op sweep_ops[] = {
     { "conv2d", EO_OP_IM2COL, s_conv, 3, {4, 4, 1}, {{2, 2, 5, 4}, {3, 2, 3, 3}, {3}}, {0}, {0, 0, 1}, 0, 0, 0, SH, OK_, OK_ },
     { "conv2d", EO_OP_CONV2D, s_conv, 3, {4, 4, 1}, {{2, 2, 5, 4}, {3, 2, 3, 3}, {3}}, {0}, {0, 0, 1}, 0, 0, 0, SH, OK_, OK_ },
     { "maxpool2d", EO_OP_MAXPOOL2D, s_pool, 1, {4}, {{2, 2, 5, 4}}, {0}, {0}, 0, 0, 0, SH, OK_, OK_ },
+    { "relu_maxpool2d", EO_OP_RELU_MAXPOOL2D, s_relu_pool, 1, {4}, {{2, 2, 5, 4}}, {0}, {0}, 0, 0, 0, SH, OK_, OK_ },
     { "attention", EO_OP_SOFTMAX, s_attn, 3, {4, 4, 4}, {{1, 2, 5, 3}, {1, 2, 5, 3}, {1, 2, 5, 3}}, {0}, {0}, 0, 0, 0, SH, SH, OK_ },
     { "cast", EO_OP_CAST, s_cast, 1, {2}, {{5, 7}}, {0}, {0}, 0, 0, 0, OK_, OK_, OK_ },
     { "attention_fused", EO_OP_ATTENTION, s_attn_fused, 3, {4, 4, 4}, {{1, 2, 5, 3}, {1, 2, 5, 3}, {1, 2, 5, 3}}, {0}, {0}, 0, 0, 0, SH, SH, OK_ },

@@ -17,7 +17,12 @@
  * maximum of its window (NaN counts as the largest, as in reduce.c), and
  * the backward adds dy there. Windows do not overlap, and planes are
  * independent, so the thread hook gets ranges of planes. 2x2 windows, the
- * common case, go eight at a time through AVX2 selects. */
+ * common case, go eight at a time through AVX2 selects. The fused ReLU +
+ * max pool (eo_k_relu_maxpool2d) is the same walk with the ReLU applied
+ * to each tap as it is loaded, and a backward that applies the ReLU's
+ * mask (from the pooled output: see pool_term):
+ * a CNN's conv -> ReLU -> pool then never writes or reads the ReLU's
+ * output or its gradient, two activation-sized passes each way. */
 #include "ops/cpu/grain.h"
 #include "ops/cpu/half.h"
 #include "ops/cpu/matmul.h"
@@ -481,7 +486,14 @@ typedef struct pool_args {
     float *y, *dx;
     int32_t *arg;
     const int32_t *arg_in;
+    int relu; /* pool relu(x), the ReLU applied to each tap as it is read */
 } pool_args;
+
+/* ReLU as eo_k_unary computes it, scalar and vector alike: x < 0 gives
+ * +0, anything else (-0 and NaN included) passes through. The fused
+ * ReLU + pool applies exactly this to each tap, so it equals the two ops
+ * run one after the other, bit for bit. */
+static inline float pool_relu(float v) { return v < 0.0f ? 0.0f : v; }
 
 /* Does e replace the running max m? The first maximum wins, and a NaN
  * beats everything, once: after a NaN nothing replaces it. Written as
@@ -505,7 +517,7 @@ static inline __m256i pool_lanes(int64_t n)
  * last, partial group loads and stores under masks (nothing past the
  * row's 2*OW inputs is read), so every window takes this path. */
 static void pool2_row_simd(const float *x, int64_t W, int64_t oh, int64_t OW, float *y,
-                           int32_t *arg)
+                           int32_t *arg, int relu)
 {
     const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
     const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
@@ -528,6 +540,9 @@ static void pool2_row_simd(const float *x, int64_t W, int64_t oh, int64_t OW, fl
             t[2 * u] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
             t[2 * u + 1] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), 0xD8));
         }
+        if (relu) /* max(+0, v) is pool_relu: the second operand when equal or NaN */
+            for (int q = 0; q < 4; q++)
+                t[q] = _mm256_max_ps(_mm256_setzero_ps(), t[q]);
         const int32_t base = (int32_t)(2 * oh * W + 2 * ow);
         __m256 m = t[0];
         __m256i idx = _mm256_add_epi32(lane2, _mm256_set1_epi32(base));
@@ -565,17 +580,17 @@ static void maxpool_body(void *arg, int64_t p0, int64_t p1, int worker)
             int32_t *am = a->arg + (p * OH + oh) * OW;
 #if defined(__AVX2__)
             if (k == 2) {
-                pool2_row_simd(x, W, oh, OW, y, am);
+                pool2_row_simd(x, W, oh, OW, y, am, a->relu);
                 continue;
             }
 #endif
             for (int64_t ow = 0; ow < OW; ow++) {
                 int64_t best = oh * k * W + ow * k;
-                float m = x[best];
+                float m = a->relu ? pool_relu(x[best]) : x[best];
                 for (int64_t u = 0; u < k; u++)
                     for (int64_t v = 0; v < k; v++) {
                         const int64_t at = (oh * k + u) * W + ow * k + v;
-                        const float e = x[at];
+                        const float e = a->relu ? pool_relu(x[at]) : x[at];
                         const int t = pool_takes(m, e);
                         m = t ? e : m;
                         best = t ? at : best;
@@ -587,22 +602,50 @@ static void maxpool_body(void *arg, int64_t p0, int64_t p1, int worker)
     }
 }
 
+static void maxpool(int relu, int64_t P, int64_t H, int64_t W, int64_t k, const float *x,
+                    float *y, int32_t *arg, const eo_exec *ex)
+{
+    const eo_par *par = eo_exec_par(ex);
+    pool_args a = {H, W, k, x, NULL, y, NULL, arg, NULL, relu};
+    eo_par_for(eo_par_if(par, P * H * W), P, maxpool_body, &a);
+}
+
 void eo_k_maxpool2d(int64_t P, int64_t H, int64_t W, int64_t k, const float *x, float *y,
                     int32_t *arg, const eo_exec *ex)
 {
-    const eo_par *par = eo_exec_par(ex);
-    pool_args a = {H, W, k, x, NULL, y, NULL, arg, NULL};
-    eo_par_for(eo_par_if(par, P * H * W), P, maxpool_body, &a);
+    maxpool(0, P, H, W, k, x, y, arg, ex);
+}
+
+void eo_k_relu_maxpool2d(int64_t P, int64_t H, int64_t W, int64_t k, const float *x, float *y,
+                         int32_t *arg, const eo_exec *ex)
+{
+    maxpool(1, P, H, W, k, x, y, arg, ex);
+}
+
+/* The term output o's dy becomes at its argmax: dy for the pool alone;
+ * after the ReLU's backward, (x > 0 ? g : +0) with g = +0 + dy the
+ * pool's fresh gradient of the ReLU's output, which is never -0. The
+ * argmax's x > 0 exactly when the pooled y = relu(x) > 0 (NaN: neither),
+ * so the mask comes from y, read in order beside dy, rather than from
+ * x, which would be read a line per window. */
+static inline float pool_term(const pool_args *a, int64_t o)
+{
+    return a->relu ? (a->x[o] > 0.0f ? 0.0f + a->dy[o] : 0.0f) : a->dy[o];
 }
 
 static void maxpool_backward_body(void *arg, int64_t p0, int64_t p1, int worker)
 {
     (void)worker;
     const pool_args *a = arg;
-    const int64_t plane_out = (a->H / a->k) * (a->W / a->k);
-    for (int64_t p = p0; p < p1; p++)
+    const int64_t plane = a->H * a->W, plane_out = (a->H / a->k) * (a->W / a->k);
+    for (int64_t p = p0; p < p1; p++) {
+        float *dx = a->dx + p * plane;
+        if (a->relu) /* the ReLU backward adds +0 where the pool sent nothing */
+            for (int64_t i = 0; i < plane; i++)
+                dx[i] += 0.0f;
         for (int64_t o = p * plane_out; o < (p + 1) * plane_out; o++)
-            a->dx[p * a->H * a->W + a->arg_in[o]] += a->dy[o];
+            dx[a->arg_in[o]] += pool_term(a, o);
+    }
 }
 
 /* The _set form: each worker zeroes its own planes, then scatters into
@@ -617,15 +660,17 @@ static void maxpool_backward_set_body(void *arg, int64_t p0, int64_t p1, int wor
         float *dx = a->dx + p * plane;
         memset(dx, 0, (size_t)plane * sizeof *dx);
         for (int64_t o = p * plane_out; o < (p + 1) * plane_out; o++)
-            dx[a->arg_in[o]] = 0.0f + a->dy[o];
+            dx[a->arg_in[o]] = 0.0f + pool_term(a, o);
     }
 }
 
-static void maxpool_backward(int set, int64_t P, int64_t H, int64_t W, int64_t k,
-                             const float *dy, const int32_t *arg, float *dx, const eo_exec *ex)
+/* y: the fused forward's output (relu only); it travels in pool_args.x. */
+static void maxpool_backward(int set, int relu, int64_t P, int64_t H, int64_t W, int64_t k,
+                             const float *y, const float *dy, const int32_t *arg, float *dx,
+                             const eo_exec *ex)
 {
     const eo_par *par = eo_exec_par(ex);
-    pool_args a = {H, W, k, NULL, dy, NULL, dx, NULL, arg};
+    pool_args a = {H, W, k, y, dy, NULL, dx, NULL, arg, relu};
     eo_par_for(eo_par_if(par, P * H * W), P,
                set ? maxpool_backward_set_body : maxpool_backward_body, &a);
 }
@@ -633,11 +678,25 @@ static void maxpool_backward(int set, int64_t P, int64_t H, int64_t W, int64_t k
 void eo_k_maxpool2d_backward(int64_t P, int64_t H, int64_t W, int64_t k, const float *dy,
                              const int32_t *arg, float *dx, const eo_exec *ex)
 {
-    maxpool_backward(0, P, H, W, k, dy, arg, dx, ex);
+    maxpool_backward(0, 0, P, H, W, k, NULL, dy, arg, dx, ex);
 }
 
 void eo_k_maxpool2d_backward_set(int64_t P, int64_t H, int64_t W, int64_t k, const float *dy,
                                  const int32_t *arg, float *dx, const eo_exec *ex)
 {
-    maxpool_backward(1, P, H, W, k, dy, arg, dx, ex);
+    maxpool_backward(1, 0, P, H, W, k, NULL, dy, arg, dx, ex);
+}
+
+void eo_k_relu_maxpool2d_backward(int64_t P, int64_t H, int64_t W, int64_t k, const float *y,
+                                  const float *dy, const int32_t *arg, float *dx,
+                                  const eo_exec *ex)
+{
+    maxpool_backward(0, 1, P, H, W, k, y, dy, arg, dx, ex);
+}
+
+void eo_k_relu_maxpool2d_backward_set(int64_t P, int64_t H, int64_t W, int64_t k,
+                                      const float *y, const float *dy, const int32_t *arg,
+                                      float *dx, const eo_exec *ex)
+{
+    maxpool_backward(1, 1, P, H, W, k, y, dy, arg, dx, ex);
 }

@@ -61,8 +61,16 @@
 #define MAX_THREADS 8
 #define MAX_ROWS 256
 
-enum { IMPL_EO, IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE, NIMPL };
-static const char *const impl_name[NIMPL] = {"EveryO", "OpenBLAS", "PyTorch", "naive C"};
+/* IMPL_COPY, for the memory-bound rows only: a copy of as many bytes as
+ * the kernel moves (half read, half written), the same copy loop as the
+ * ceiling's, timed in the same blocks and summarised by the same median
+ * as EveryO. The ceiling (copy_bw) is the best of many tries taken
+ * apart from the kernels; on a shared machine whose bandwidth moves from
+ * minute to minute, a median set against a best understates every row.
+ * "%copy" (copy ms / EveryO ms) compares like with like. */
+enum { IMPL_EO, IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE, IMPL_COPY, NIMPL };
+static const char *const impl_name[NIMPL] = {"EveryO", "OpenBLAS", "PyTorch", "naive C",
+                                             "copy"};
 
 static double now_s(void)
 {
@@ -402,6 +410,8 @@ typedef struct state {
     int32_t *target;
     float *aq, *ak, *av, *o, *alse, *dout, *dq, *dk, *dv; /* attention */
     void *ws;
+    char *csrc, *cdst; /* IMPL_COPY's buffers, cbytes each */
+    size_t cbytes;
 } state;
 
 static int64_t lda_of(const bcase *c) { return c->ta ? c->M : c->K; }
@@ -589,8 +599,14 @@ static void naive_adamw(int64_t n, float *w, const float *g, float *m, float *v)
 }
 
 /* One call of implementation `impl` on the case. */
+static void run_copy_ref(const state *s);
+
 static void run_impl(int impl, const state *s)
 {
+    if (impl == IMPL_COPY) {
+        run_copy_ref(s);
+        return;
+    }
     const bcase *c = s->c;
     int64_t rows = c->rows, cols = c->cols, n = rows * cols;
     switch (c->k) {
@@ -689,6 +705,18 @@ static void run_impl(int impl, const state *s)
     }
 }
 
+/* The same-bytes copy: each of the row's threads copies its share, with
+ * the ceiling's streaming loop where there is one. */
+static void run_copy_ref(const state *s)
+{
+    copy_job cj = {s->cdst, s->csrc, s->cbytes, s->threads};
+#ifdef EO_AVX2
+    eo_par_for(&s->ex.par, s->threads, stream_copy_body, &cj);
+#else
+    eo_par_for(&s->ex.par, s->threads, copy_body, &cj);
+#endif
+}
+
 /* Work of one call: flops for matmul and attention, else the bytes the
  * kernel's contract makes it read and write (a "+=" output is read and
  * written).
@@ -785,6 +813,12 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
         return s;
     }
     size_t n = (size_t)(c->rows * c->cols), r = (size_t)c->rows, cols = (size_t)c->cols;
+    int is_flops;
+    s.cbytes = (size_t)(case_work(c, &is_flops) / 2);
+    s.csrc = xmalloc(s.cbytes);
+    s.cdst = xmalloc(s.cbytes);
+    memset(s.csrc, 1, s.cbytes);
+    memset(s.cdst, 2, s.cbytes);
     s.x = rand_array(n, 3.0f);
     s.dy = rand_array(n, 1.0f);
     s.dx = rand_array(n, 0.0f);
@@ -834,6 +868,8 @@ static void state_free(state *s)
         free(all[i]);
     free(s->target);
     free(s->ws);
+    free(s->csrc);
+    free(s->cdst);
 }
 
 /* ---- one result row ------------------------------------------------------------ */
@@ -891,7 +927,11 @@ static double quiesce(void)
 static void measure_row(row *R, const eo_par *par)
 {
     state s = state_make(R->c, par, R->threads);
-    int have[NIMPL] = {1, 0, 0, 0};
+    int have[NIMPL] = {1, 0, 0, 0, 0};
+    if (R->is_flops)
+        snprintf(R->why[IMPL_COPY], sizeof R->why[0], "bound by arithmetic");
+    else
+        have[IMPL_COPY] = 1;
     if (R->c->k == K_MATMUL) {
         if (blas_sgemm)
             have[IMPL_BLAS] = 1;
@@ -1094,7 +1134,9 @@ static void print_table(void)
            "A, B is stored transposed. A reference column is their time / ours: above 1\n"
            "EveryO is faster. %%peak is of the FMA peak (matmul) or copy bandwidth (the\n"
            "faster of memcpy and a streaming-store copy loop, measured on %d MiB; a kernel\n"
-           "whose arrays partly fit in cache can exceed it).\n",
+           "whose arrays partly fit in cache can exceed it). %%copy (memory-bound rows):\n"
+           "the time of a streaming copy of as many bytes as the kernel moves, timed in\n"
+           "the same blocks and taken as the same median, over EveryO's time.\n",
            copy_mib());
     printf("Timing: each implementation's repeats run in 3 blocks, alternating between\n"
            "implementations; before each block the process's other threads are left to\n"
@@ -1102,10 +1144,11 @@ static void print_table(void)
            "call) and the block's first call is untimed; median of the timed calls.\n"
            "Parking waited %.1f s in all, at most %.0f ms once.\n",
            quiesce_wait, 1e3 * quiesce_worst);
-    printf("\n%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "kernel", "shape", "thr",
-           "EveryO ms", "rate", "%peak", "vs OpenBLAS", "vs PyTorch", "vs naive C");
-    printf("%-15s %-24s %3s %10s %14s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",
-           "(their ms / ours)", "(their ms / ours)", "(their ms / ours)");
+    printf("\n%-15s %-24s %3s %10s %14s %6s %6s   %-22s %-22s %-22s\n", "kernel", "shape",
+           "thr", "EveryO ms", "rate", "%peak", "%copy", "vs OpenBLAS", "vs PyTorch",
+           "vs naive C");
+    printf("%-15s %-24s %3s %10s %14s %6s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",
+           "", "(their ms / ours)", "(their ms / ours)", "(their ms / ours)");
     /* A skipped reference prints "skipped [n]" and its reason once below
      * the table: the reasons are long and would push the columns apart. */
     const char *notes[16];
@@ -1117,9 +1160,12 @@ static void print_table(void)
                  R->is_flops ? "GFLOP/s" : "GB/s");
         /* The shape column holds a UTF-8 middle dot: pad by hand. */
         int shown = (int)strlen(R->shape) - (strstr(R->shape, "·") ? 1 : 0);
-        printf("%-15s %s%*s %3d %10.3f %14s %5.0f%%  ", R->label, R->shape,
-               shown < 24 ? 24 - shown : 0, "", R->threads,
-               R->ms[IMPL_EO], rate, 100 * rate_of(R, IMPL_EO) / peak_of(R));
+        char pct_copy[16] = "-";
+        if (R->ms[IMPL_COPY] >= 0)
+            snprintf(pct_copy, sizeof pct_copy, "%.0f%%", 100 * R->ms[IMPL_COPY] / R->ms[IMPL_EO]);
+        printf("%-15s %s%*s %3d %10.3f %14s %5.0f%% %6s  ", R->label, R->shape,
+               shown < 24 ? 24 - shown : 0, "", R->threads, R->ms[IMPL_EO], rate,
+               100 * rate_of(R, IMPL_EO) / peak_of(R), pct_copy);
         static const int refs[] = {IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE};
         for (int j = 0; j < 3; j++) {
             char cell[64];
@@ -1202,7 +1248,8 @@ static void write_svg(const char *path)
         fprintf(stderr, "eo-bench: cannot write %s\n", path);
         return;
     }
-    static const char *const color[NIMPL] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#999999"};
+    static const char *const color[NIMPL] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#999999",
+                                             "#9467bd"};
     const int left = 330, width = 520, bar = 9, pad = 8, top = 72;
     double scale_max = 100;
     int height = top + 40;
