@@ -184,6 +184,40 @@ START_TEST(accumulate_sums_broadcast_axes)
 }
 END_TEST
 
+/* A column sum (every row of src into one row of dst: a bias gradient)
+ * keeps blocks of dst in registers down the rows: the same float
+ * additions, row after row, as the plain loop below, so the same bits,
+ * serial and split by columns; widths around the 8- and 64-column
+ * blocks, rows strided past their width (a view) and in two outer
+ * axes, dst starting with -0, NaN and inf, src with inf and -0. */
+START_TEST(column_sums_equal_row_by_row)
+{
+    const int64_t widths[] = {1, 7, 8, 9, 63, 64, 65, 130, 200};
+    for (size_t c = 0; c < sizeof widths / sizeof *widths; c++) {
+        /* at least EO_PAR_GRAIN elements, so that the split runs */
+        const int64_t C = widths[c], A = 3, B = 32768 / (3 * C) + 2, ld = C + 5;
+        float *src = fill_rand(alloc_f(A * B * ld), A * B * ld, 2.0f);
+        float *want = alloc_f(C), *got = alloc_f(C);
+        src[0] = INFINITY, src[ld + C - 1] = -0.0f;
+        for (int split = 0; split < 2; split++) {
+            for (int64_t j = 0; j < C; j++)
+                want[j] = got[j] = j % 5 == 0 ? -0.0f : j % 7 == 3 ? NAN : 0.5f * (float)j;
+            if (C > 2)
+                want[2] = got[2] = -INFINITY;
+            for (int64_t i = 0; i < A; i++)
+                for (int64_t r = 0; r < B; r++)
+                    for (int64_t j = 0; j < C; j++)
+                        want[j] += src[(i * B + r) * ld + j];
+            const int64_t sh[4] = {1, A, B, C}, sd[4] = {0, 0, 0, 1}, ss[4] = {0, B * ld, ld, 1};
+            eo_k_accumulate(sh, got, sd, src, ss, split ? &fake_par : NULL);
+            CHECK_MSG(memcmp(want, got, sizeof(float) * (size_t)C) == 0,
+                      "column sum of %lld columns, split %d", (long long)C, split);
+        }
+        free(src), free(want), free(got);
+    }
+}
+END_TEST
+
 START_TEST(fill_writes_n)
 {
     float x[11];
@@ -1806,6 +1840,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, accumulate_sums_broadcast_axes);
     tcase_add_test(tc, fill_writes_n);
     tcase_add_test(tc, zero_clears_exactly_n_bytes);
+    tcase_add_test(tc, column_sums_equal_row_by_row);
     tcase_add_test(tc, relu_maxpool_equals_relu_then_pool);
     tcase_add_test(tc, binary_broadcast);
     tcase_add_test(tc, binary_backward_broadcast_accumulates);

@@ -162,6 +162,13 @@ static void grad_pass(eo_bin_grad k, const int64_t shape[4], float *g, const int
                       const float *d, const int64_t sd[4], const float *a, const int64_t sa[4],
                       const float *b, const int64_t sb[4], const eo_exec *ex)
 {
+    if (k == EO_BG_DOUT) {
+        /* g += dout: an accumulate, the same walk and additions (a and b
+         * are not read), whose column sum (a bias gradient) keeps g in
+         * registers down the rows (copy.c). */
+        eo_k_accumulate(shape, g, sg, d, sd, ex);
+        return;
+    }
     walk w = {{shape[0], shape[1], shape[2], shape[3]},
               {{sg[0], sg[1], sg[2], sg[3]},
                {sd[0], sd[1], sd[2], sd[3]},

@@ -10,6 +10,7 @@
 #include "ops/kernels.h"
 #include "ops/cpu/grain.h"
 #include "ops/cpu/strided.h"
+#include "ops/cpu/simd.h"
 
 /* The merged walk of a copy or an accumulate and how it is cut among
  * threads (strided.h: only along axes where the destination moves, so a
@@ -76,12 +77,88 @@ static void accumulate_row(int64_t n, float *dst, int64_t dj, const float *src, 
     }
 }
 
+/* A column sum: every row of src added into the one row dst (a bias
+ * gradient). Row by row, dst[j] would be loaded and stored once per row,
+ * and each row's loads wait on the previous row's stores; with the
+ * columns cut among threads, each thread's rows were no shorter to wait
+ * on, and the sum ran slower on two threads than on one (6400 x 192:
+ * 0.46 ms, 1.31 ms). So blocks of 64 columns are kept in registers
+ * across all the rows and stored once: the same additions in the same
+ * order, so the same bits. */
+static int column_sum(const walk2 *w)
+{
+    return w->st[0][0] == 0 && w->st[0][1] == 0 && w->st[0][2] == 0 && w->st[0][3] == 1 &&
+           w->st[1][3] == 1;
+}
+
+#ifdef EO_AVX2
+/* Columns [j, j + 8 nv) over rows [r0, r1) in one walk down the rows;
+ * masked (nv 1, under m) for a last partial vector. nv and masked are
+ * constants in each call below, so a[] stays in registers. */
+EO_V8_INLINE void column_block(const walk2 *w, int64_t r0, int64_t r1, int64_t j, int nv,
+                               int masked, __m256i m)
+{
+    float *dst = (float *)w->dst + j;
+    const float *src = (const float *)w->src + j;
+    __m256 a[8];
+    for (int v = 0; v < nv; v++)
+        a[v] = masked ? _mm256_maskload_ps(dst, m) : _mm256_loadu_ps(dst + 8 * v);
+    eo_strided_row p;
+    eo_strided_row_start(w->sh, 2, w->st, r0, 0, &p);
+    for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 2, w->st, &p))
+        for (int v = 0; v < nv; v++)
+            a[v] = _mm256_add_ps(a[v], masked ? _mm256_maskload_ps(src + p.off[1], m)
+                                              : _mm256_loadu_ps(src + p.off[1] + 8 * v));
+    for (int v = 0; v < nv; v++) {
+        if (masked)
+            _mm256_maskstore_ps(dst, m, a[v]);
+        else
+            _mm256_storeu_ps(dst + 8 * v, a[v]);
+    }
+}
+
+/* Up to 64 columns per walk down the rows, so that each row's share is
+ * read once: a walk per 8 columns re-read rows that no longer fit the
+ * cache (a 16 MiB sum ran 4x slower on two threads than on one). A last
+ * partial vector takes a walk of its own. */
+static void column_sum_rows(const walk2 *w, int64_t r0, int64_t r1, int64_t j0, int64_t j1)
+{
+    int64_t j = j0;
+    for (; j + 8 <= j1; j += 64) {
+        const int64_t nv = (j1 - j) / 8 < 8 ? (j1 - j) / 8 : 8;
+        const __m256i m = _mm256_set1_epi32(-1); /* unused: whole vectors */
+        switch (nv) {
+        case 8: column_block(w, r0, r1, j, 8, 0, m); break;
+        case 7: column_block(w, r0, r1, j, 7, 0, m); break;
+        case 6: column_block(w, r0, r1, j, 6, 0, m); break;
+        case 5: column_block(w, r0, r1, j, 5, 0, m); break;
+        case 4: column_block(w, r0, r1, j, 4, 0, m); break;
+        case 3: column_block(w, r0, r1, j, 3, 0, m); break;
+        case 2: column_block(w, r0, r1, j, 2, 0, m); break;
+        default: column_block(w, r0, r1, j, 1, 0, m); break;
+        }
+        if (nv < 8)
+            j += 8 * nv - 64;
+    }
+    if (j < j1)
+        column_block(w, r0, r1, j, 1, 1, eo_v8_mask(j1 - j));
+}
+#endif
+
 static void accumulate_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     const walk2 *w = arg;
     int64_t r0, r1, j0, j1;
     (void)worker;
     eo_strided_items(w->sh, w->cut, begin, end, &r0, &r1, &j0, &j1);
+#ifdef EO_AVX2
+    if (column_sum(w) && r1 - r0 > 1) {
+        column_sum_rows(w, r0, r1, j0, j1);
+        return;
+    }
+#else
+    (void)column_sum;
+#endif
     eo_strided_row p;
     eo_strided_row_start(w->sh, 2, w->st, r0, j0, &p);
     for (int64_t r = r0; r < r1; r++, eo_strided_row_next(w->sh, 2, w->st, &p))
