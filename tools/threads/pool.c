@@ -23,14 +23,25 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Spin iterations before a waiting thread goes to sleep. One iteration is
- * one pause instruction (tens of cycles), so this is on the order of
- * 100 microseconds: longer than the gap between consecutive kernels in a
- * training step, far shorter than anything a person would notice as a
- * busy core. */
-#define EO_POOL_SPIN 4096
+/* How long a waiting thread spins before it sleeps: 2 ms, measured on
+ * the clock (a pause instruction takes from a few to 140 cycles across
+ * CPUs, so a count would mean 4 us on one and 200 us on another).
+ *
+ * Why this long. Waking a sleeping thread is a condition-variable signal
+ * and, on a virtual machine whose idle vCPU the host has descheduled, a
+ * wait for the host to run that vCPU again: on the 2-core development VM
+ * that took longer than a 2 ms kernel, so the caller claimed the
+ * sleeper's chunk and ran the whole kernel alone. With 135 us of spin
+ * (the earlier 4096 pauses), every gap of more than that between a
+ * step's kernels (small serial ops, the optimizer's bookkeeping) put the
+ * worker to sleep, and GPT's matmuls ran 1.4x faster on two threads
+ * than on one; with 2 ms, 1.7x. OpenMP runtimes and OpenBLAS spin
+ * longer still (KMP_BLOCKTIME is 200 ms; OpenBLAS about 0.1 s). An idle
+ * pool still costs nothing after 2 ms. */
+#define EO_POOL_SPIN_NS 2000000L
 
 struct eo_pool {
     int nthreads;             /* workers in all, the caller included */
@@ -72,15 +83,45 @@ static void cpu_relax(void)
 #endif
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Spin until done(p, x) or EO_POOL_SPIN_NS have passed; 1 if done. The
+ * clock is read once per 64 pauses. */
+static int spin_until(int (*done)(eo_pool *, unsigned), eo_pool *p, unsigned x)
+{
+    const int64_t end = now_ns() + EO_POOL_SPIN_NS;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (done(p, x))
+                return 1;
+            cpu_relax();
+        }
+        if (now_ns() > end)
+            return done(p, x);
+    }
+}
+
+static int gen_moved(eo_pool *p, unsigned seen)
+{
+    return atomic_load_explicit(&p->gen, memory_order_acquire) != seen;
+}
+
+static int all_done(eo_pool *p, unsigned unused)
+{
+    (void)unused;
+    return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+}
+
 static unsigned wait_for_job(eo_pool *p, unsigned seen)
 {
     unsigned g;
-    for (int i = 0; i < EO_POOL_SPIN; i++) {
-        g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        if (g != seen)
-            return g;
-        cpu_relax();
-    }
+    if (spin_until(gen_moved, p, seen))
+        return atomic_load_explicit(&p->gen, memory_order_acquire);
     pthread_mutex_lock(&p->lock);
     while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
         pthread_cond_wait(&p->work, &p->lock);
@@ -171,11 +212,7 @@ static void pool_run(void *user, eo_par_body body, void *arg, int64_t n)
     while ((c = claim_chunk(p, g)) >= 0) /* chunks no worker has taken yet */
         run_chunk(p, c);
 
-    int spun = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0 &&
-           spun++ < EO_POOL_SPIN)
-        cpu_relax();
-    if (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
+    if (!spin_until(all_done, p, 0)) {
         pthread_mutex_lock(&p->lock);
         while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
             pthread_cond_wait(&p->done, &p->lock);

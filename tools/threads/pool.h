@@ -4,8 +4,8 @@
  * Why a pool and not a thread per call: a training step calls dozens of
  * kernels, many of them a few microseconds long. Creating threads costs
  * tens of microseconds each time; parked workers that wake on a signal
- * (after a short spin, so back-to-back kernels do not even pay for the
- * wake-up) keep the hand-off cost to a few microseconds.
+ * (after spinning 2 ms, so that the kernels of a step do not pay for the
+ * wake-up: see pool.c) keep the hand-off cost to a few microseconds.
  *
  * The pool lives in tools/ because the library itself is freestanding:
  * it never sees a thread, only the eo_par hook this pool fills in. */
