@@ -123,10 +123,10 @@ EO_V8_INLINE void column_block(const walk2 *w, int64_t r0, int64_t r1, int64_t j
  * partial vector takes a walk of its own. */
 static void column_sum_rows(const walk2 *w, int64_t r0, int64_t r1, int64_t j0, int64_t j1)
 {
+    const __m256i m = _mm256_set1_epi32(-1); /* unused: whole vectors */
     int64_t j = j0;
-    for (; j + 8 <= j1; j += 64) {
+    while (j + 8 <= j1) {
         const int64_t nv = (j1 - j) / 8 < 8 ? (j1 - j) / 8 : 8;
-        const __m256i m = _mm256_set1_epi32(-1); /* unused: whole vectors */
         switch (nv) {
         case 8: column_block(w, r0, r1, j, 8, 0, m); break;
         case 7: column_block(w, r0, r1, j, 7, 0, m); break;
@@ -137,8 +137,7 @@ static void column_sum_rows(const walk2 *w, int64_t r0, int64_t r1, int64_t j0, 
         case 2: column_block(w, r0, r1, j, 2, 0, m); break;
         default: column_block(w, r0, r1, j, 1, 0, m); break;
         }
-        if (nv < 8)
-            j += 8 * nv - 64;
+        j += 8 * nv;
     }
     if (j < j1)
         column_block(w, r0, r1, j, 1, 1, eo_v8_mask(j1 - j));
