@@ -67,10 +67,24 @@
  * as EveryO. The ceiling (copy_bw) is the best of many tries taken
  * apart from the kernels; on a shared machine whose bandwidth moves from
  * minute to minute, a median set against a best understates every row.
- * "%copy" (copy ms / EveryO ms) compares like with like. */
-enum { IMPL_EO, IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE, IMPL_COPY, NIMPL };
+ * "%copy" (copy ms / EveryO ms) compares like with like.
+ *
+ * IMPL_CACHE, for the same rows at one thread: EveryO's own kernel run
+ * over the case's first rows (CACHE_BYTES of the bytes it moves, and at
+ * least CACHE_MIN_ROWS rows, so the pipelining across rows and any
+ * per-call work are there as in the full call) again and again, as many
+ * rows in all as the case has. Its data then stays in cache (L2 for
+ * short rows, L3 for rows of 50257) and the time is the kernel's
+ * arithmetic and cache traffic without the trip to memory. A kernel can
+ * be no faster than the larger of the two: the copy when it is bound by
+ * memory, its own in-cache time when by arithmetic. "%cache" is cache
+ * ms / EveryO ms, and the summary below the table names the bound of
+ * each such row. */
+enum { IMPL_EO, IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE, IMPL_COPY, IMPL_CACHE, NIMPL };
 static const char *const impl_name[NIMPL] = {"EveryO", "OpenBLAS", "PyTorch", "naive C",
-                                             "copy"};
+                                             "copy", "in cache"};
+#define CACHE_BYTES ((double)(256 << 10))
+#define CACHE_MIN_ROWS 8
 
 static double now_s(void)
 {
@@ -412,6 +426,7 @@ typedef struct state {
     void *ws;
     char *csrc, *cdst; /* IMPL_COPY's buffers, cbytes each */
     size_t cbytes;
+    int64_t cache_rows; /* IMPL_CACHE: rows per call */
 } state;
 
 static int64_t lda_of(const bcase *c) { return c->ta ? c->M : c->K; }
@@ -600,11 +615,16 @@ static void naive_adamw(int64_t n, float *w, const float *g, float *m, float *v)
 
 /* One call of implementation `impl` on the case. */
 static void run_copy_ref(const state *s);
+static void run_cache_ref(const state *s);
 
 static void run_impl(int impl, const state *s)
 {
     if (impl == IMPL_COPY) {
         run_copy_ref(s);
+        return;
+    }
+    if (impl == IMPL_CACHE) {
+        run_cache_ref(s);
         return;
     }
     const bcase *c = s->c;
@@ -717,6 +737,23 @@ static void run_copy_ref(const state *s)
 #endif
 }
 
+/* The in-cache reference: the EveryO kernel on rows [0, cache_rows),
+ * repeated until it has done as many rows as the case (the last call
+ * takes what is left). Row kernels and elementwise ops alike read only
+ * rows and cols, so a case with fewer rows is the same kernel on the
+ * first rows of the same buffers. */
+static void run_cache_ref(const state *s)
+{
+    bcase c = *s->c;
+    state t = *s;
+    t.c = &c;
+    for (int64_t done = 0; done < s->c->rows; done += c.rows) {
+        const int64_t left = s->c->rows - done;
+        c.rows = left < s->cache_rows ? left : s->cache_rows;
+        run_impl(IMPL_EO, &t);
+    }
+}
+
 /* Work of one call: flops for matmul and attention, else the bytes the
  * kernel's contract makes it read and write (a "+=" output is read and
  * written).
@@ -815,6 +852,12 @@ static state state_make(const bcase *c, const eo_par *par, int threads)
     size_t n = (size_t)(c->rows * c->cols), r = (size_t)c->rows, cols = (size_t)c->cols;
     int is_flops;
     s.cbytes = (size_t)(case_work(c, &is_flops) / 2);
+    {
+        const double per_row = c->rows > 0 ? 2.0 * (double)s.cbytes / (double)c->rows : 1.0;
+        const double fit = floor(CACHE_BYTES / per_row);
+        s.cache_rows = fit < CACHE_MIN_ROWS ? CACHE_MIN_ROWS : (int64_t)fit;
+        s.cache_rows = s.cache_rows < c->rows ? s.cache_rows : c->rows;
+    }
     s.csrc = xmalloc(s.cbytes);
     s.cdst = xmalloc(s.cbytes);
     memset(s.csrc, 1, s.cbytes);
@@ -927,11 +970,17 @@ static double quiesce(void)
 static void measure_row(row *R, const eo_par *par)
 {
     state s = state_make(R->c, par, R->threads);
-    int have[NIMPL] = {1, 0, 0, 0, 0};
-    if (R->is_flops)
+    int have[NIMPL] = {1, 0, 0, 0, 0, 0};
+    if (R->is_flops) {
         snprintf(R->why[IMPL_COPY], sizeof R->why[0], "bound by arithmetic");
-    else
+        snprintf(R->why[IMPL_CACHE], sizeof R->why[0], "bound by arithmetic");
+    } else {
         have[IMPL_COPY] = 1;
+        if (R->threads == 1)
+            have[IMPL_CACHE] = 1;
+        else
+            snprintf(R->why[IMPL_CACHE], sizeof R->why[0], "1 thread only");
+    }
     if (R->c->k == K_MATMUL) {
         if (blas_sgemm)
             have[IMPL_BLAS] = 1;
@@ -1144,11 +1193,11 @@ static void print_table(void)
            "call) and the block's first call is untimed; median of the timed calls.\n"
            "Parking waited %.1f s in all, at most %.0f ms once.\n",
            quiesce_wait, 1e3 * quiesce_worst);
-    printf("\n%-15s %-24s %3s %10s %14s %6s %6s   %-22s %-22s %-22s\n", "kernel", "shape",
-           "thr", "EveryO ms", "rate", "%peak", "%copy", "vs OpenBLAS", "vs PyTorch",
+    printf("\n%-15s %-24s %3s %10s %14s %6s %6s %6s   %-22s %-22s %-22s\n", "kernel", "shape",
+           "thr", "EveryO ms", "rate", "%peak", "%copy", "%cache", "vs OpenBLAS", "vs PyTorch",
            "vs naive C");
-    printf("%-15s %-24s %3s %10s %14s %6s %6s   %-22s %-22s %-22s\n", "", "", "", "", "", "",
-           "", "(their ms / ours)", "(their ms / ours)", "(their ms / ours)");
+    printf("%-15s %-24s %3s %10s %14s %6s %6s %6s   %-22s %-22s %-22s\n", "", "", "", "", "",
+           "", "", "", "(their ms / ours)", "(their ms / ours)", "(their ms / ours)");
     /* A skipped reference prints "skipped [n]" and its reason once below
      * the table: the reasons are long and would push the columns apart. */
     const char *notes[16];
@@ -1160,12 +1209,15 @@ static void print_table(void)
                  R->is_flops ? "GFLOP/s" : "GB/s");
         /* The shape column holds a UTF-8 middle dot: pad by hand. */
         int shown = (int)strlen(R->shape) - (strstr(R->shape, "·") ? 1 : 0);
-        char pct_copy[16] = "-";
+        char pct_copy[16] = "-", pct_cache[16] = "-";
         if (R->ms[IMPL_COPY] >= 0)
             snprintf(pct_copy, sizeof pct_copy, "%.0f%%", 100 * R->ms[IMPL_COPY] / R->ms[IMPL_EO]);
-        printf("%-15s %s%*s %3d %10.3f %14s %5.0f%% %6s  ", R->label, R->shape,
+        if (R->ms[IMPL_CACHE] >= 0)
+            snprintf(pct_cache, sizeof pct_cache, "%.0f%%",
+                     100 * R->ms[IMPL_CACHE] / R->ms[IMPL_EO]);
+        printf("%-15s %s%*s %3d %10.3f %14s %5.0f%% %6s %6s  ", R->label, R->shape,
                shown < 24 ? 24 - shown : 0, "", R->threads, R->ms[IMPL_EO], rate,
-               100 * rate_of(R, IMPL_EO) / peak_of(R), pct_copy);
+               100 * rate_of(R, IMPL_EO) / peak_of(R), pct_copy, pct_cache);
         static const int refs[] = {IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE};
         for (int j = 0; j < 3; j++) {
             char cell[64];
@@ -1187,9 +1239,26 @@ static void print_table(void)
     }
     for (int k = 0; k < nnotes; k++)
         printf("[%d] skipped: %s\n", k + 1, notes[k]);
+    /* Each one-thread memory row's bound: the larger of the same-bytes
+     * copy and the kernel's own time in cache (IMPL_CACHE). */
+    int said = 0;
+    for (int i = 0; i < nrows; i++) {
+        const row *R = &rows[i];
+        if (R->ms[IMPL_COPY] < 0 || R->ms[IMPL_CACHE] < 0)
+            continue;
+        if (!said++)
+            printf("\nbounds, one thread: the same-bytes copy or the kernel's own time on\n"
+                   "data in cache, whichever is longer (medians from the same blocks):\n");
+        const int mem = R->ms[IMPL_COPY] >= R->ms[IMPL_CACHE];
+        const double bound = mem ? R->ms[IMPL_COPY] : R->ms[IMPL_CACHE];
+        printf("  %-15s %-10s copy %7.3f ms, in cache %7.3f ms: bound by %-10s EveryO %7.3f "
+               "ms = %3.0f%% of the bound\n",
+               R->label, R->shape, R->ms[IMPL_COPY], R->ms[IMPL_CACHE],
+               mem ? "memory," : "arithmetic,", R->ms[IMPL_EO], 100.0 * bound / R->ms[IMPL_EO]);
+    }
     /* Rows bound by the exponential: at least one exp per element (two
      * where a row is too long to keep: the online max/sum walk). */
-    int said = 0;
+    said = 0;
     for (int i = 0; i < nrows && exp_ns > 0; i++) {
         const row *R = &rows[i];
         if (R->threads != 1 || strcmp(R->shape, "4096x1024") != 0 ||
@@ -1249,7 +1318,7 @@ static void write_svg(const char *path)
         return;
     }
     static const char *const color[NIMPL] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#999999",
-                                             "#9467bd"};
+                                             "#9467bd", "#8c564b"};
     const int left = 330, width = 520, bar = 9, pad = 8, top = 72;
     double scale_max = 100;
     int height = top + 40;
