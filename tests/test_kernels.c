@@ -826,6 +826,57 @@ START_TEST(softmax_nan_rows)
 }
 END_TEST
 
+/* A narrow row (every x - max above ln FLT_MIN, simd.h) takes an exp
+ * without the flush or the clamp; it must give the bits the other path
+ * gives. Row 0 is narrow; row 1 is the same with its last column -inf,
+ * which makes it wide but adds exactly 0 to the sum (softmax) or a term
+ * far below the sum's last bit (log_softmax), so every other column must
+ * match bit for bit (row 0's last column, 80 below its max, adds a term
+ * below the last bit of every partial sum). Row 2 sits on the boundary: min - max just above
+ * and row 3 just below -87.3365, with the terms there against a double
+ * reference (softmax flushes below, so row 3's smallest entry is 0). */
+START_TEST(softmax_narrow_rows_match_wide)
+{
+    const int64_t cols[] = {17, 300, 1024, 50257};
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+        for (int lg = 0; lg < 2; lg++) {
+            const int64_t C = cols[c], R = 4, n = R * C;
+            float *x = fill_rand(alloc_f(n), n, 4.0f), *y = alloc_f(n);
+            x[0] = 4.0f, x[C - 1] = 4.0f - 80.0f; /* the max; the narrow row's smallest */
+            memcpy(x + C, x, (size_t)C * sizeof(float));
+            x[2 * C - 1] = -INFINITY;
+            for (int64_t j = 2 * C; j < n; j++)
+                x[j] = frand(); /* below 1, the max of rows 2 and 3 */
+            x[2 * C] = 1.0f, x[2 * C + C / 2] = 1.0f - 87.33f;
+            x[3 * C] = 1.0f, x[3 * C + C / 2] = 1.0f - 87.34f;
+            void *ws = malloc(eo_k_softmax_ws(lg, R, C, 1) + 1);
+            eo_k_softmax(lg, R, C, x, y, ws, NULL);
+            free(ws);
+            for (int64_t j = 0; j + 1 < C; j++)
+                CHECK_MSG(memcmp(&y[j], &y[C + j], sizeof(float)) == 0,
+                          "%s C=%lld col %lld: narrow %a, wide %a", lg ? "log_softmax" : "softmax",
+                          (long long)C, (long long)j, (double)y[j], (double)y[C + j]);
+            CHECK(y[2 * C - 1] == (lg ? -INFINITY : 0.0f));
+            for (int r = 2; r < 4; r++) {
+                const float *xr = x + r * C, *yr = y + r * C;
+                double S = 0;
+                for (int64_t j = 0; j < C; j++)
+                    S += exp((double)xr[j] - 1.0);
+                for (int64_t j = 0; j < C; j++) {
+                    const double want = lg ? ((double)xr[j] - 1.0) - log(S) : exp((double)xr[j] - 1.0) / S;
+                    if (!lg && j == C / 2 && r == 3)
+                        CHECK(yr[j] == 0.0f); /* below the flush */
+                    else
+                        CHECK_MSG(fabs(yr[j] - want) <= 4e-6 * fabs(want) + 1e-37,
+                                  "%s row %d col %lld: %g, want %g", lg ? "log_softmax" : "softmax",
+                                  r, (long long)j, (double)yr[j], want);
+                }
+            }
+            free(x), free(y);
+        }
+}
+END_TEST
+
 /* NaN propagates through layernorm (the whole row: its mean is NaN) and
  * max pooling (the window's output, its index the NaN's), as in PyTorch. */
 START_TEST(layernorm_maxpool_nan)
@@ -1852,6 +1903,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, sumsq_in_double);
     tcase_add_test(tc, softmax_forward_backward);
     tcase_add_test(tc, softmax_nan_rows);
+    tcase_add_test(tc, softmax_narrow_rows_match_wide);
     tcase_add_test(tc, layernorm_maxpool_nan);
     tcase_add_test(tc, cross_entropy_forward_backward);
     tcase_add_test(tc, cross_entropy_all_ignored);

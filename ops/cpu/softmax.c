@@ -110,11 +110,24 @@ static void minus_inf_row(int log, int64_t cols, const float *x, float *y)
 
 /* One term exp(x_j - max): flushed (eo_v8_exp_neg) when it is kept as a
  * probability, saturated (eo_v8_exp_sat, cheaper) when log_softmax only
- * adds it up. `kept` is a constant after inlining. */
-static inline __m256 row_term(__m256 d, int kept)
+ * adds it up, and neither in a narrow row (simd.h: every x_j - max is
+ * above the flush, so all three give the same bits). `how` is a
+ * constant after inlining. */
+enum { TERM_SAT, TERM_FLUSH, TERM_NARROW };
+EO_V8_INLINE __m256 row_term(__m256 d, int how)
 {
-    return kept ? eo_v8_exp_neg(d) : eo_v8_exp_sat(d);
+    return how == TERM_NARROW ? eo_v8_exp_clamped(d)
+           : how == TERM_FLUSH ? eo_v8_exp_neg(d)
+                               : eo_v8_exp_sat(d);
 }
+#ifdef EO_AVX512
+EO_V8_INLINE __m512 row_term16(__m512 d, int how)
+{
+    return how == TERM_NARROW ? eo_v16_exp_clamped(d)
+           : how == TERM_FLUSH ? eo_v16_exp_neg(d)
+                               : eo_v16_exp_sat(d);
+}
+#endif
 typedef struct out_row {
     const float *src; /* softmax: its exps (ws); log_softmax: its x */
     float *y;         /* NULL: no row pending */
@@ -166,6 +179,57 @@ EO_V8_INLINE void finish(int log, out_row *o, int64_t cols, int mode)
     o->y = NULL;
 }
 
+/* The exps walk of one row over its whole 16-column steps: the terms
+ * exp(x - M) (`how`: row_term), summed into *s0 and *s1 and, for softmax,
+ * kept in e; each step also writes 16 columns of the pending row *o and
+ * prefetches the next row. Returns the columns done. `log`, `how` and
+ * `mode` are constants after inlining, so each copy carries only its own
+ * exp. */
+EO_V8_INLINE int64_t exps_walk(int log, int how, int mode, int64_t cols, const float *xr,
+                               const float *next, float *e, out_row *o, float M, __m256 *s0,
+                               __m256 *s1)
+{
+    int64_t j = 0;
+#ifdef EO_AVX512
+    /* The 16 exps of a step in one 16-lane vector (simd.h). */
+    const __m512 vm16 = _mm512_set1_ps(M);
+    __m512 s16 = _mm512_setzero_ps();
+    for (; j + 16 <= cols; j += 16) {
+        if (next)
+            _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
+        if (o->y)
+            out_step(log, o, cols, mode);
+        const __m512 p = row_term16(_mm512_sub_ps(_mm512_loadu_ps(xr + j), vm16), how);
+        if (!log)
+            _mm512_storeu_ps(e + j, p);
+        s16 = _mm512_add_ps(s16, p);
+    }
+    *s0 = eo_v16_lo(s16);
+    *s1 = eo_v16_hi(s16);
+#else
+    const __m256 vm = _mm256_set1_ps(M);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (; j + 16 <= cols; j += 16) {
+        if (next)
+            _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
+        if (o->y)
+            out_step(log, o, cols, mode);
+        const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(xr + j), vm);
+        const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(xr + j + 8), vm);
+        const __m256 p0 = row_term(d0, how), p1 = row_term(d1, how);
+        if (!log) {
+            _mm256_storeu_ps(e + j, p0);
+            _mm256_storeu_ps(e + j + 8, p1);
+        }
+        a0 = _mm256_add_ps(a0, p0);
+        a1 = _mm256_add_ps(a1, p1);
+    }
+    *s0 = a0;
+    *s1 = a1;
+#endif
+    return j;
+}
+
 /* Rows [r0, r1) of x into y; e: this worker's row of ws (softmax only).
  * log and mode (1, or EO_V8_STREAM for a streamed y) are constants in
  * each call below, so each copy's loop carries only its own work. */
@@ -176,7 +240,8 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
     for (int64_t r = r0; r < r1; r++) {
         const float *xr = x + r * cols, *next = r + 1 < r1 ? xr + cols : NULL;
         float *yr = y + r * cols;
-        const float M = eo_v8_row_max(xr, cols);
+        int narrow;
+        const float M = eo_v8_row_max_narrow(xr, cols, &narrow);
         if (o.y) { /* before ws is overwritten */
             out_span(log, &o, 0, o.head, 1);
             out_span(log, &o, o.head, o.done, mode);
@@ -186,46 +251,19 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
             minus_inf_row(log, cols, xr, yr);
             continue;
         }
+        /* The whole steps with the cheapest exp the row allows; the
+         * tail's masked-off lanes are -inf, so it keeps the flush
+         * (softmax) or the clamp (log_softmax). */
+        const int how = log ? TERM_SAT : TERM_FLUSH;
         const __m256 vm = _mm256_set1_ps(M);
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-#ifdef EO_AVX512
-        const __m512 vm16 = _mm512_set1_ps(M);
-        __m512 s16 = _mm512_setzero_ps();
-#endif
-        int64_t j = 0;
-        for (; j + 16 <= cols; j += 16) {
-            if (next)
-                _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
-            if (o.y)
-                out_step(log, &o, cols, mode);
-#ifdef EO_AVX512
-            /* The 16 exps in one 16-lane vector (simd.h). */
-            const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xr + j), vm16);
-            const __m512 p = log ? eo_v16_exp_sat(d) : eo_v16_exp_neg(d);
-            if (!log)
-                _mm512_storeu_ps(e + j, p);
-            s16 = _mm512_add_ps(s16, p);
-#else
-            const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(xr + j), vm);
-            const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(xr + j + 8), vm);
-            const __m256 p0 = row_term(d0, !log), p1 = row_term(d1, !log);
-            if (!log) {
-                _mm256_storeu_ps(e + j, p0);
-                _mm256_storeu_ps(e + j + 8, p1);
-            }
-            s0 = _mm256_add_ps(s0, p0);
-            s1 = _mm256_add_ps(s1, p1);
-#endif
-        }
-#ifdef EO_AVX512
-        s0 = eo_v16_lo(s16);
-        s1 = eo_v16_hi(s16);
-#endif
+        __m256 s0, s1;
+        int64_t j = narrow ? exps_walk(log, TERM_NARROW, mode, cols, xr, next, e, &o, M, &s0, &s1)
+                           : exps_walk(log, how, mode, cols, xr, next, e, &o, M, &s0, &s1);
         finish(log, &o, cols, mode);
         for (; j < cols; j += 8) {
             const __m256i k = eo_v8_mask(cols - j);
-            const __m256 p = row_term(
-                _mm256_sub_ps(eo_v8_load_tail(xr + j, k, -INFINITY), vm), !log);
+            const __m256 p =
+                row_term(_mm256_sub_ps(eo_v8_load_tail(xr + j, k, -INFINITY), vm), how);
             if (!log)
                 _mm256_maskstore_ps(e + j, k, p);
             s0 = _mm256_add_ps(s0, p);
