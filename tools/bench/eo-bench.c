@@ -75,9 +75,12 @@
  * per-call work are there as in the full call) again and again, as many
  * rows in all as the case has. Its data then stays in cache (L2 for
  * short rows, L3 for rows of 50257) and the time is the kernel's
- * arithmetic and cache traffic without the trip to memory. A kernel can
- * be no faster than the larger of the two: the copy when it is bound by
- * memory, its own in-cache time when by arithmetic. "%cache" is cache
+ * arithmetic and cache traffic without the trip to memory (a slice's
+ * output is too small to be streamed, so its stores are plain ones, and
+ * layernorm writes each row right after its sums instead of one row
+ * behind: the same arithmetic). A kernel can be no faster than the
+ * larger of the two: the copy when it is bound by memory, its own
+ * in-cache time when by arithmetic. "%cache" is cache
  * ms / EveryO ms, and the summary below the table names the bound of
  * each such row. */
 enum { IMPL_EO, IMPL_BLAS, IMPL_TORCH, IMPL_NAIVE, IMPL_COPY, IMPL_CACHE, NIMPL };
