@@ -379,6 +379,14 @@ static inline float eo_v8_hmax(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+static inline float eo_v8_hmin(__m256 v)
+{
+    __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_min_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
 /* Max of a row (NaN-blind; -inf for an empty or all -inf row). The row
  * kernels do not need the max to see a NaN: a NaN anywhere makes the sum
  * of exps NaN, which is where they detect it (see eo_v8_row_max_sumexp),
@@ -434,13 +442,8 @@ static inline float eo_v8_row_max_narrow(const float *x, int64_t n, int *narrow)
         l0 = _mm256_min_ps(l0, eo_v8_load_tail(x + j, k, INFINITY));
     }
     const float M = eo_v8_hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
-    __m128 q = _mm_min_ps(_mm256_castps256_ps128(l0), _mm256_extractf128_ps(l0, 1));
-    q = _mm_min_ps(q, _mm_min_ps(_mm256_castps256_ps128(l1), _mm256_extractf128_ps(l1, 1)));
-    q = _mm_min_ps(q, _mm_min_ps(_mm256_castps256_ps128(l2), _mm256_extractf128_ps(l2, 1)));
-    q = _mm_min_ps(q, _mm_min_ps(_mm256_castps256_ps128(l3), _mm256_extractf128_ps(l3, 1)));
-    q = _mm_min_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_min_ss(q, _mm_shuffle_ps(q, q, 1));
-    *narrow = _mm_cvtss_f32(q) - M >= EO_EXP8_LO;
+    const float mn = eo_v8_hmin(_mm256_min_ps(_mm256_min_ps(l0, l1), _mm256_min_ps(l2, l3)));
+    *narrow = mn - M >= EO_EXP8_LO;
     return M;
 }
 
