@@ -410,9 +410,10 @@ eo_status eo_mul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 /* Elementwise max / min with the same broadcasting, as torch.maximum /
  * torch.minimum: NaN when either input is NaN (fmaxf would return the
- * other). Gradient as PyTorch's: dout goes to the selected input, a tie
- * (a == b) gives each input dout / 2, and a NaN on either side gives both
- * dout. */
+ * other); a tie gives a, so maximum(-0, +0) is -0 and maximum(+0, -0)
+ * is +0, as in PyTorch. Gradient as PyTorch's: dout goes to the selected
+ * input, a tie (a == b) gives each input dout / 2, and a NaN on either
+ * side gives both dout. */
 eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 
@@ -420,6 +421,11 @@ eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
 /* Elementwise activations, F32, any shape. GELU is the tanh approximation
  * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
+ * As in PyTorch: ReLU's gradient passes where x is NaN (only x <= 0
+ * gets 0); GELU of -inf is NaN (-inf * 0) and its gradient at ±inf NaN.
+ * For finite x GELU gives the limits exactly: x far above 0 gives x and
+ * gradient 1, far below gives -0 and gradient 0 (PyTorch's float32 tanh
+ * form gives NaN gradients beyond 1e19).
  * eo_log of a non-positive element returns EO_ERR_NUMERIC (CPU). */
 eo_status eo_relu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_gelu(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
@@ -464,7 +470,8 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
  * (dim=-1). A row holding a NaN, or a +inf, is NaN throughout, as in
  * PyTorch. A row that is all -inf (e.g. a fully masked attention row)
  * gives 0 (softmax) or -inf (log_softmax) and a zero gradient, where
- * PyTorch gives NaN. */
+ * PyTorch gives NaN. An entry at -inf in a row that has mass gets
+ * log_softmax's gradient dy there, as in PyTorch (its exp is 0). */
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
@@ -507,7 +514,8 @@ eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor 
 
 /* Inverted dropout: each element kept with probability 1 - p and scaled
  * by 1/(1-p); the mask is a pure function of (seed, index), see
- * ops/kernels.h. p in [0, 1), else EO_ERR_ARG. */
+ * ops/kernels.h. A dropped element is x * 0, as in PyTorch: a NaN or inf
+ * there gives NaN, never a silent 0. p in [0, 1), else EO_ERR_ARG. */
 eo_status eo_dropout(eo_ctx *ctx, eo_tensor *x, float p, uint64_t seed, eo_tensor **out);
 
 /* Join n tensors (1 <= n <= 16) along `axis`; dtype, rank and all other
@@ -529,6 +537,9 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
 eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
                     int stride, eo_tensor **out);
 /* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k].
+ * Each window's value and gradient go to its first maximum, or to its
+ * last NaN when it holds any (PyTorch's rule: take v if v > max or v is
+ * NaN, in row-major order).
  * EO_ERR_ARG for k < 1; EO_ERR_SHAPE for another rank, H or W < k, or an
  * H×W plane of more than 2^31 - 1 pixels (the argmax is an i32 index). */
 eo_status eo_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);

@@ -177,7 +177,9 @@ typedef void eo_k_softmax_fn(int log, int64_t rows, int64_t cols, const float *x
 typedef size_t eo_k_softmax_ws_fn(int log, int64_t rows, int64_t cols, int nthreads);
 /* From the forward output y:
  *   softmax:     dx += y * (dy - sum_j dy_j y_j)
- *   log_softmax: dx += dy - exp(y) * sum_j dy_j   (0 where y = -inf) */
+ *   log_softmax: dx += dy - exp(y) * sum_j dy_j
+ * so an entry at -inf in a row with mass gets dy (exp(-inf) = 0), as in
+ * PyTorch; a row with no mass (y all -inf) gets 0. */
 typedef void eo_k_softmax_backward_fn(int log, int64_t rows, int64_t cols, const float *y,
                                       const float *dy, float *dx, const eo_exec *ex);
 
@@ -255,10 +257,11 @@ typedef void eo_k_embedding_backward_fn(int64_t n, int64_t dim, const int32_t *i
  * Element i is kept when u(seed, i) >= p, where u is a counter-based hash
  * (SplitMix64 finaliser of seed ^ i, top 24 bits / 2^24) — so the mask is
  * recomputed in the backward instead of stored, and does not depend on
- * the thread count. y = keep ? x / (1 - p) : 0; p in [0, 1). */
+ * the thread count. y = (x / (1 - p)) * (keep ? 1 : 0): a dropped NaN or
+ * inf gives NaN, a dropped -3 gives -0, as PyTorch's x * mask; p in [0, 1). */
 typedef void eo_k_dropout_fn(int64_t n, const float *x, float *y, float p, uint64_t seed,
                              const eo_exec *ex);
-/* dx += keep ? dy / (1 - p) : 0 with the same mask. */
+/* dx += (dy / (1 - p)) * (keep ? 1 : 0) with the same mask. */
 typedef void eo_k_dropout_backward_fn(int64_t n, const float *dy, float *dx, float p,
                                       uint64_t seed, const eo_exec *ex);
 

@@ -6,7 +6,11 @@
  *   softmax and log_softmax of rows holding NaN, +inf or a 1e8 offset;
  *   logsumexp (offsets, ±inf, NaN) and its gradient; maximum / minimum with
  *   NaN and ties; max with NaN (value and where the gradient goes); max
- *   pooling with NaN; SGD with dampening; attention with NaN scores.
+ *   pooling with NaN (several in a window, and after a ReLU); GELU far
+ *   from 0 and at ±inf; the ReLU gradient at NaN; the log_softmax gradient
+ *   at -inf entries; SGD with dampening; attention with NaN scores. Also,
+ *   without fixtures, PyTorch's rules for maximum / minimum ties of ±0 and
+ *   for dropout of NaN and inf (x * mask / (1 - p)).
  * Every case runs on the CPU and on CUDA (the PTX interpreter, or the GPU
  * with EO_TEST_CUDA=real): a loop test over the two devices.
  *
@@ -21,6 +25,7 @@
 #include <string.h>
 #include "core/everyo.h"
 #include "core/nn.h"
+#include "ops/kernels.h" /* eo_dropout_keep */
 #include "tests/fixtures/numerics.h"
 #include "tests/gradcheck.h"
 
@@ -188,6 +193,133 @@ START_TEST(maximum_minimum_max_pool_with_nan)
 }
 END_TEST
 
+/* Several NaNs in a window: the last one takes the gradient (torch's rule);
+ * the fused ReLU + pool as F.max_pool2d(F.relu(x)). k 2 (the vector path
+ * on the CPU) and 3 (the scalar one). */
+START_TEST(max_pool_with_several_nans)
+{
+    const eo_device dev = _i ? EO_CUDA : EO_CPU;
+    eo_ctx *ctx = ctx_on(dev);
+    for (int k = 2; k <= 3; k++)
+        for (int fused = 0; fused < 2; fused++) {
+            const int64_t side = k == 2 ? 4 : 3, s[4] = { 1, 1, side, side };
+            const float *x = k == 2 ? fx_pool2_x : fx_pool3_x;
+            const float *wy = k == 2 ? (fused ? fx_pool2_relu_y : fx_pool2_y)
+                                     : (fused ? fx_pool3_relu_y : fx_pool3_y);
+            const float *wg = k == 2 ? (fused ? fx_pool2_relu_grad : fx_pool2_grad)
+                                     : (fused ? fx_pool3_relu_grad : fx_pool3_grad);
+            eo_tensor *p = on(ctx, dev, EO_F32, 4, s, x, 1), *y, *L;
+            ck_assert_int_eq((fused ? eo_relu_maxpool2d : eo_maxpool2d)(ctx, p, k, &y), EO_OK);
+            char what[64];
+            snprintf(what, sizeof what, "%smax_pool2d k %d", fused ? "relu + " : "", k);
+            expect(ctx, what, y, wy, k == 2 ? 4 : 1, 0, 0);
+            ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+            snprintf(what, sizeof what, "%smax_pool2d k %d gradient", fused ? "relu + " : "", k);
+            expect(ctx, what, backward_of(ctx, L, p), wg, s[2] * s[3], 0, 0);
+        }
+    ctx_done(ctx, dev);
+}
+END_TEST
+
+/* ---- activations far out, gradients at NaN and -inf ------------------------------------ */
+START_TEST(gelu_relu_log_softmax_edges_as_torch)
+{
+    const eo_device dev = _i ? EO_CUDA : EO_CPU;
+    eo_ctx *ctx = ctx_on(dev);
+    const int64_t ng[1] = { FX_GELU_N }, nr[1] = { FX_RELU_N }, s34[2] = { 3, 4 };
+    for (int erf = 0; erf < 2; erf++) {
+        eo_tensor *x = on(ctx, dev, EO_F32, 1, ng, fx_gelu_x, 1), *y, *L;
+        ck_assert_int_eq((erf ? eo_gelu_erf : eo_gelu)(ctx, x, &y), EO_OK);
+        expect(ctx, erf ? "gelu_erf" : "gelu", y, erf ? fx_gelu_erf_y : fx_gelu_tanh_y, FX_GELU_N,
+               1e-5, 1e-6);
+        ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+        expect(ctx, erf ? "gelu_erf gradient" : "gelu gradient", backward_of(ctx, L, x),
+               erf ? fx_gelu_erf_grad : fx_gelu_tanh_grad, FX_GELU_N, 1e-4, 1e-6);
+    }
+    /* the weights 1..n make each gradient entry tell which dy it carries */
+    float w[12];
+    for (int i = 0; i < 12; i++)
+        w[i] = (float)(i + 1);
+    eo_tensor *x = on(ctx, dev, EO_F32, 1, nr, fx_relu_x, 1), *y, *p, *L;
+    ck_assert_int_eq(eo_relu(ctx, x, &y), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, y, on(ctx, dev, EO_F32, 1, nr, w, 0), &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    expect(ctx, "relu gradient", backward_of(ctx, L, x), fx_relu_grad, FX_RELU_N, 0, 0);
+    x = on(ctx, dev, EO_F32, 2, s34, fx_lsm_x, 1);
+    ck_assert_int_eq(eo_log_softmax(ctx, x, &y), EO_OK);
+    ck_assert_int_eq(eo_mul(ctx, y, on(ctx, dev, EO_F32, 2, s34, w, 0), &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    expect(ctx, "log_softmax gradient at -inf entries", backward_of(ctx, L, x), fx_lsm_grad, 12,
+           1e-5, 1e-6);
+    ctx_done(ctx, dev);
+}
+END_TEST
+
+/* torch.maximum / minimum give their first operand on a tie, so the sign
+ * of zero follows it; compared bit for bit. */
+START_TEST(maximum_minimum_signed_zero_ties)
+{
+    const eo_device dev = _i ? EO_CUDA : EO_CPU;
+    eo_ctx *ctx = ctx_on(dev);
+    const int64_t n4[1] = { 4 };
+    const float a[4] = { -0.0f, 0.0f, -0.0f, 0.0f }, b[4] = { 0.0f, -0.0f, -0.0f, 0.0f };
+    for (int mx = 0; mx < 2; mx++) {
+        eo_tensor *y;
+        ck_assert_int_eq((mx ? eo_maximum : eo_minimum)(ctx, on(ctx, dev, EO_F32, 1, n4, a, 0),
+                                                        on(ctx, dev, EO_F32, 1, n4, b, 0), &y),
+                         EO_OK);
+        float got[4];
+        ck_assert_int_eq(eo_read(ctx, y, got, sizeof got), EO_OK);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(signbit(got[i]) == signbit(a[i]), "%s on %s [%d]: %g, want a's %g",
+                          mx ? "maximum" : "minimum", dev == EO_CUDA ? "cuda" : "cpu", i,
+                          (double)got[i], (double)a[i]);
+    }
+    ctx_done(ctx, dev);
+}
+END_TEST
+
+/* Dropout as PyTorch's x * mask / (1 - p): a dropped NaN or inf is NaN, a
+ * dropped -3 is -0, never a silent +0; the backward likewise with dy. */
+START_TEST(dropout_never_hides_nan)
+{
+    const eo_device dev = _i ? EO_CUDA : EO_CPU;
+    eo_ctx *ctx = ctx_on(dev);
+    enum { N = 203 }; /* odd: vector body and tail */
+    const int64_t n[1] = { N };
+    float x[N], got[N], g[N];
+    const float vals[4] = { NAN, INFINITY, -3.0f, 2.0f };
+    for (int i = 0; i < N; i++)
+        x[i] = vals[i % 4];
+    eo_tensor *t = on(ctx, dev, EO_F32, 1, n, x, 1), *y, *p, *L;
+    ck_assert_int_eq(eo_dropout(ctx, t, 0.5f, 7, &y), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, y, got, sizeof got), EO_OK);
+    /* dy = x itself, so a dropped entry's gradient is x * 0 as well */
+    ck_assert_int_eq(eo_mul(ctx, y, on(ctx, dev, EO_F32, 1, n, x, 0), &p), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, p, &L), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, t->grad, g, sizeof g), EO_OK);
+    int dropped = 0, kept = 0;
+    for (int i = 0; i < N; i++) {
+        const int keep = eo_dropout_keep(7, i, 0.5f);
+        const float want = keep ? x[i] / 0.5f : x[i] * 0.0f; /* y, and dx with dy = x */
+        dropped += !keep;
+        kept += keep;
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const float v = bwd ? g[i] : got[i];
+            /* the gradient lands in a +0-filled buffer: -0 + +0 is +0 */
+            const int same = isnan(want) ? isnan(v)
+                                         : v == want && (bwd || signbit(v) == signbit(want));
+            ck_assert_msg(same, "dropout%s on %s [%d] (%s): %g, want %g", bwd ? " gradient" : "",
+                          dev == EO_CUDA ? "cuda" : "cpu", i, keep ? "kept" : "dropped", (double)v,
+                          (double)want);
+        }
+    }
+    ck_assert(dropped > 0 && kept > 0);
+    ctx_done(ctx, dev);
+}
+END_TEST
+
 /* ---- SGD with dampening ------------------------------------------------------------ */
 START_TEST(sgd_dampening_matches_torch)
 {
@@ -238,6 +370,10 @@ Suite *eo_suite_ops_torch(void)
     tcase_add_loop_test(tc, softmax_rows_with_nan_and_inf, 0, DEVICES);
     tcase_add_loop_test(tc, logsumexp_as_torch, 0, DEVICES);
     tcase_add_loop_test(tc, maximum_minimum_max_pool_with_nan, 0, DEVICES);
+    tcase_add_loop_test(tc, max_pool_with_several_nans, 0, DEVICES);
+    tcase_add_loop_test(tc, gelu_relu_log_softmax_edges_as_torch, 0, DEVICES);
+    tcase_add_loop_test(tc, maximum_minimum_signed_zero_ties, 0, DEVICES);
+    tcase_add_loop_test(tc, dropout_never_hides_nan, 0, DEVICES);
     tcase_add_loop_test(tc, sgd_dampening_matches_torch, 0, DEVICES);
     tcase_add_loop_test(tc, attention_nan_scores_as_torch, 0, DEVICES);
     tcase_set_timeout(tc, 60);

@@ -55,9 +55,11 @@ void eo_bin_run(eo_binop op, int64_t n, float *out, int64_t so, const float *a, 
     case EO_BIN_SUB: EO_BIN_RUN(x - y); break;
     case EO_BIN_MUL: EO_BIN_RUN(x * y); break;
     case EO_BIN_DIV: EO_BIN_RUN(x / y); break;
-    /* a NaN on either side wins (torch.maximum); fmaxf would drop it */
-    case EO_BIN_MAX: EO_BIN_RUN(x > y || x != x ? x : y); break;
-    case EO_BIN_MIN: EO_BIN_RUN(x < y || x != x ? x : y); break;
+    /* As torch.maximum / minimum: a NaN on either side wins (fmaxf would
+     * drop it), and a tie gives the first operand, which decides the
+     * sign of zero: maximum(-0, +0) = -0, maximum(+0, -0) = +0. */
+    case EO_BIN_MAX: EO_BIN_RUN(x >= y || x != x ? x : y); break;
+    case EO_BIN_MIN: EO_BIN_RUN(x <= y || x != x ? x : y); break;
     default: break;
     }
 }

@@ -14,8 +14,8 @@
  * walks the same order, reading dcols sequentially.
  *
  * Max pooling records, per output, the flat in-plane index of the first
- * maximum of its window (NaN counts as the largest, as in reduce.c), and
- * the backward adds dy there. Windows do not overlap, and planes are
+ * maximum of its window, or of its last NaN (PyTorch's rule, see
+ * pool_takes), and the backward adds dy there. Windows do not overlap, and planes are
  * independent, so the thread hook gets ranges of planes. 2x2 windows, the
  * common case, go eight at a time through AVX2 selects. The fused ReLU +
  * max pool (eo_k_relu_maxpool2d) is the same walk with the ReLU applied
@@ -495,12 +495,15 @@ typedef struct pool_args {
  * run one after the other, bit for bit. */
 static inline float pool_relu(float v) { return v < 0.0f ? 0.0f : v; }
 
-/* Does e replace the running max m? The first maximum wins, and a NaN
- * beats everything, once: after a NaN nothing replaces it. Written as
- * one expression so that the compiler makes it a select, not a branch:
- * on real activations the comparison is a coin toss, and mispredicted
- * branches made this loop several times slower than its memory traffic. */
-static inline int pool_takes(float m, float e) { return (m == m) & ((e > m) | (e != e)); }
+/* Does e replace the running max m? PyTorch's max_pool2d rule, `e > m
+ * or e is NaN`: the first of equal maxima wins, a NaN beats every
+ * number, and each later NaN replaces the one before, so with several
+ * NaNs in a window the last one gets the gradient (no number replaces a
+ * NaN: e > NaN is false). Written as one expression so that the compiler
+ * makes it a select, not a branch: on real activations the comparison is
+ * a coin toss, and mispredicted branches made this loop several times
+ * slower than its memory traffic. */
+static inline int pool_takes(float m, float e) { return (e > m) | (e != e); }
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -548,9 +551,8 @@ static void pool2_row_simd(const float *x, int64_t W, int64_t oh, int64_t OW, fl
         __m256i idx = _mm256_add_epi32(lane2, _mm256_set1_epi32(base));
         for (int q = 1; q < 4; q++) {
             __m256 e = t[q];
-            __m256 take = _mm256_and_ps(
-                _mm256_cmp_ps(m, m, _CMP_ORD_Q),
-                _mm256_or_ps(_mm256_cmp_ps(e, m, _CMP_GT_OQ), _mm256_cmp_ps(e, e, _CMP_UNORD_Q)));
+            __m256 take =
+                _mm256_or_ps(_mm256_cmp_ps(e, m, _CMP_GT_OQ), _mm256_cmp_ps(e, e, _CMP_UNORD_Q));
             m = _mm256_blendv_ps(m, e, take);
             __m256i ie = _mm256_add_epi32(lane2, _mm256_set1_epi32(base + off[q]));
             idx = _mm256_castps_si256(
@@ -623,14 +625,16 @@ void eo_k_relu_maxpool2d(int64_t P, int64_t H, int64_t W, int64_t k, const float
 }
 
 /* The term output o's dy becomes at its argmax: dy for the pool alone;
- * after the ReLU's backward, (x > 0 ? g : +0) with g = +0 + dy the
- * pool's fresh gradient of the ReLU's output, which is never -0. The
- * argmax's x > 0 exactly when the pooled y = relu(x) > 0 (NaN: neither),
- * so the mask comes from y, read in order beside dy, rather than from
- * x, which would be read a line per window. */
+ * after the ReLU's backward, (x <= 0 ? +0 : g) with g = +0 + dy the
+ * pool's fresh gradient of the ReLU's output, which is never -0; a NaN
+ * x passes g, as PyTorch's relu backward does (it tests its output:
+ * NaN <= 0 is false). The argmax's x <= 0 exactly when the pooled y =
+ * relu(x) <= 0, NaN where x is NaN, so the mask comes from y, read in
+ * order beside dy, rather than from x, which would be read a line per
+ * window. */
 static inline float pool_term(const pool_args *a, int64_t o)
 {
-    return a->relu ? (a->x[o] > 0.0f ? 0.0f + a->dy[o] : 0.0f) : a->dy[o];
+    return a->relu ? (a->x[o] <= 0.0f ? 0.0f : 0.0f + a->dy[o]) : a->dy[o];
 }
 
 static void maxpool_backward_body(void *arg, int64_t p0, int64_t p1, int worker)

@@ -6,7 +6,6 @@
  * asks the same question again instead of reading a saved mask: no
  * memory for the mask, and the same mask whatever the thread count or
  * chunking. The hook gets fixed blocks of elements. */
-#include <string.h>
 #include "ops/cpu/grain.h"
 #include "ops/kernels.h"
 #include "ops/cpu/simd.h"
@@ -21,17 +20,14 @@ typedef struct dropout_args {
     uint64_t seed;
 } dropout_args;
 
-/* keep ? v : +0, without a branch: whether an element is kept is a coin
- * flip, so a branch on it would be mispredicted a fraction p of the time
- * (at p = 0.5, every other element). The mask is all ones or all zeros
- * and is applied to the bits of v. */
+/* v * (keep ? 1 : 0), without a branch: whether an element is kept is a
+ * coin flip, so a branch on it would be mispredicted a fraction p of the
+ * time (at p = 0.5, every other element). A product, not a select of +0:
+ * as in PyTorch (x * mask / (1 - p)) a dropped NaN or inf gives NaN and a
+ * dropped -3 gives -0, so dropout never hides a NaN. */
 static inline float select_kept(int keep, float v)
 {
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    bits &= -(uint32_t)keep;
-    memcpy(&v, &bits, sizeof v);
-    return v;
+    return v * (float)keep;
 }
 
 #ifdef EO_AVX2
@@ -80,6 +76,7 @@ static inline __m256 keep8(__m256i *z0, __m256i *z1, __m256i seed, __m256 thresh
 static int64_t dropout_v8(const dropout_args *a, int64_t i0, int64_t i1, int backward)
 {
     const __m256 q = _mm256_set1_ps(1.0f - a->p), thresh = _mm256_set1_ps(a->p * 16777216.0f);
+    const __m256 one = _mm256_set1_ps(1.0f); /* keep mask -> 1 or 0 (see select_kept) */
     const __m256i seed = _mm256_set1_epi64x((int64_t)a->seed);
     const uint64_t g = (uint64_t)i0 * GOLDEN;
     __m256i z0 = _mm256_setr_epi64x((int64_t)g, (int64_t)(g + GOLDEN), (int64_t)(g + 2 * GOLDEN),
@@ -87,7 +84,7 @@ static int64_t dropout_v8(const dropout_args *a, int64_t i0, int64_t i1, int bac
     __m256i z1 = _mm256_add_epi64(z0, _mm256_set1_epi64x((int64_t)(4 * GOLDEN)));
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
-        const __m256 v = _mm256_and_ps(keep8(&z0, &z1, seed, thresh),
+        const __m256 v = _mm256_mul_ps(_mm256_and_ps(keep8(&z0, &z1, seed, thresh), one),
                                        _mm256_div_ps(_mm256_loadu_ps(a->src + i), q));
         _mm256_storeu_ps(a->dst + i, backward ? _mm256_add_ps(_mm256_loadu_ps(a->dst + i), v) : v);
     }
@@ -114,7 +111,8 @@ static void dropout_body(void *arg, int64_t b0, int64_t b1, int worker)
         y[i] = select_kept(eo_dropout_keep(seed, i, p), x[i] / q);
 }
 
-/* A dropped element adds +0, which leaves dx as it was (-0 + +0 aside). */
+/* A dropped element adds dy * 0: +-0, which leaves dx as it was (-0 +
+ * +0 aside), or NaN where dy is NaN or inf, as in PyTorch. */
 static void dropout_backward_body(void *arg, int64_t b0, int64_t b1, int worker)
 {
     (void)worker;

@@ -68,6 +68,15 @@ static void nan_row(int64_t cols, float *y)
         y[j] = NAN;
 }
 
+/* The backward of a row with no mass (log_softmax's y all -inf): its
+ * dx gets +0 (set: is +0), the documented zero gradient. PyTorch gives
+ * NaN there (its forward already gave NaN). */
+static void no_mass_grad(int set, int64_t cols, float *dx)
+{
+    for (int64_t j = 0; j < cols; j++)
+        dx[j] = set ? 0.0f : dx[j] + 0.0f;
+}
+
 /* A row whose max is -inf: no mass, or a NaN among -infs. */
 static void minus_inf_row(int log, int64_t cols, const float *x, float *y)
 {
@@ -340,8 +349,10 @@ static void softmax_row(int log, int64_t cols, const float *x, float *y, const f
     }
 }
 
-/* dx += y (dy - s) (softmax) or dy - exp(y) s, 0 where y = -inf
- * (log_softmax), for 8 columns. */
+/* dx += y (dy - s) (softmax) or dy - exp(y) s (log_softmax), for 8
+ * columns. An entry whose input was -inf (y = -inf, exp(y) = 0) gets dy,
+ * as in PyTorch; only a row with no mass at all gets nothing, and that is
+ * decided per row by the caller. */
 static inline void smb_dx8(int log, int set, const float *y, const float *dy, float *dx, int64_t j,
                            int whole, __m256i m, __m256 s)
 {
@@ -349,9 +360,7 @@ static inline void smb_dx8(int log, int set, const float *y, const float *dy, fl
     const __m256 d = set ? _mm256_setzero_ps() : eo_v8_ld(dx + j, whole, m, 0.0f);
     __m256 r;
     if (log) {
-        const __m256 t = _mm256_fnmadd_ps(eo_v8_exp_neg(yv), s, g);
-        const __m256 masked = _mm256_cmp_ps(yv, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
-        r = _mm256_add_ps(d, _mm256_andnot_ps(masked, t));
+        r = _mm256_add_ps(d, _mm256_fnmadd_ps(eo_v8_exp_neg(yv), s, g));
     } else {
         r = _mm256_fmadd_ps(yv, _mm256_sub_ps(g, s), d);
     }
@@ -370,23 +379,45 @@ static inline void smb_dx8(int log, int set, const float *y, const float *dy, fl
  * (48 and 309 MiB) it measured 1.15-1.18x faster on one thread (noisy
  * shared machine, same-run ratios); the prefetch changes no result.
  * s = sum dy*y for softmax, sum dy for log_softmax; lanes past the end
- * load 0 and add 0. */
+ * load 0 and add 0. log_softmax's sum walk also reads y, to find a row
+ * with no mass (every y -inf: no entry is "live"), whose dx gets nothing
+ * (no_mass_grad); y then comes from memory in this walk instead of the
+ * next, the same traffic. */
 static void softmax_backward_row(int log, int set, int64_t cols, const float *y, const float *dy,
                                  float *dx, const float *nexty, const float *nextdy)
 {
     const int64_t body = cols - cols % 8;
     const __m256i all = _mm256_set1_epi32(-1), tail = eo_v8_mask(cols % 8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), live = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= body; j += 16) {
         const __m256 g0 = _mm256_loadu_ps(dy + j), g1 = _mm256_loadu_ps(dy + j + 8);
-        acc0 = log ? _mm256_add_ps(acc0, g0) : _mm256_fmadd_ps(g0, _mm256_loadu_ps(y + j), acc0);
-        acc1 = log ? _mm256_add_ps(acc1, g1) : _mm256_fmadd_ps(g1, _mm256_loadu_ps(y + j + 8), acc1);
+        const __m256 y0 = _mm256_loadu_ps(y + j), y1 = _mm256_loadu_ps(y + j + 8);
+        if (log) {
+            acc0 = _mm256_add_ps(acc0, g0);
+            acc1 = _mm256_add_ps(acc1, g1);
+            live = _mm256_or_ps(live, _mm256_or_ps(_mm256_cmp_ps(y0, ninf, _CMP_NEQ_UQ),
+                                                   _mm256_cmp_ps(y1, ninf, _CMP_NEQ_UQ)));
+        } else {
+            acc0 = _mm256_fmadd_ps(g0, y0, acc0);
+            acc1 = _mm256_fmadd_ps(g1, y1, acc1);
+        }
     }
     for (; j < cols; j += 8) {
         const int whole = j + 8 <= cols;
         const __m256 g = eo_v8_ld(dy + j, whole, tail, 0.0f);
-        acc0 = log ? _mm256_add_ps(acc0, g) : _mm256_fmadd_ps(g, eo_v8_ld(y + j, whole, tail, 0.0f), acc0);
+        const __m256 yv = eo_v8_ld(y + j, whole, tail, log ? -INFINITY : 0.0f);
+        if (log) {
+            acc0 = _mm256_add_ps(acc0, g);
+            live = _mm256_or_ps(live, _mm256_cmp_ps(yv, ninf, _CMP_NEQ_UQ));
+        } else {
+            acc0 = _mm256_fmadd_ps(g, yv, acc0);
+        }
+    }
+    if (log && _mm256_movemask_ps(live) == 0) {
+        no_mass_grad(set, cols, dx);
+        return;
     }
     const __m256 s = _mm256_set1_ps(eo_v8_hsum(_mm256_add_ps(acc0, acc1)));
     if (set && nexty) {
@@ -455,13 +486,20 @@ static void softmax_backward_row(int log, int set, int64_t cols, const float *y,
     (void)nexty, (void)nextdy; /* the scalar path leaves prefetching to the hardware */
     eo_sum8 acc;
     eo_sum8_init(&acc);
-    for (int64_t j = 0; j < cols; j++)
+    int live = 0; /* log_softmax: an entry that is not -inf (see the AVX2 path) */
+    for (int64_t j = 0; j < cols; j++) {
         eo_sum8_add(&acc, j, log ? dy[j] : dy[j] * y[j]);
+        live |= !(y[j] == -INFINITY);
+    }
+    if (log && !live) {
+        no_mass_grad(set, cols, dx);
+        return;
+    }
     const float s = eo_sum8_total(&acc);
     for (int64_t j = 0; j < cols; j++) {
         const float d = set ? 0.0f : dx[j]; /* set: +0, as an add into zeros */
         if (log)
-            dx[j] = d + (y[j] == -INFINITY ? 0.0f : dy[j] - expf(y[j]) * s);
+            dx[j] = d + (dy[j] - expf(y[j]) * s); /* -inf: exp 0, so dy */
         else
             dx[j] = d + y[j] * (dy[j] - s);
     }

@@ -45,10 +45,13 @@ static inline float gelu_s(float x)
     return 1.0f / (1.0f + expf(-2.0f * GELU_K * x * (1.0f + GELU_C * x * x)));
 }
 
+/* Where s (1 - s) rounds to 0 (|x| above about 9), the derivative is s,
+ * 1 or 0; computed, x * 0 * u' would be NaN once u' overflows (|x| >
+ * 1e19). + (x - x) gives ±inf its NaN, as PyTorch does. */
 static inline float gelu_d(float x)
 {
-    const float s = gelu_s(x), du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-    return s + 2.0f * x * s * (1.0f - s) * du;
+    const float s = gelu_s(x), t = s * (1.0f - s), du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+    return (t == 0.0f ? s : s + 2.0f * x * t * du) + (x - x);
 }
 
 static inline float gelu_erf_d(float x)
@@ -92,7 +95,7 @@ static void unary_backward_scalar(const unary_args *a, int64_t i0, int64_t i1)
     float *dx = a->out;
     const int set = a->set;
     switch (a->op) {
-    EO_MAP(EO_UN_RELU, dx[i] = DX0(i) + (x[i] > 0.0f ? dy[i] : 0.0f));
+    EO_MAP(EO_UN_RELU, dx[i] = DX0(i) + (x[i] <= 0.0f ? 0.0f : dy[i])); /* NaN passes dy */
     EO_MAP(EO_UN_GELU_TANH, dx[i] = DX0(i) + dy[i] * gelu_d(x[i]));
     EO_MAP(EO_UN_GELU_ERF, dx[i] = DX0(i) + dy[i] * gelu_erf_d(x[i]));
     EO_MAP(EO_UN_TANH, dx[i] = DX0(i) + dy[i] * (1.0f - y[i] * y[i]));
@@ -126,17 +129,27 @@ EO_V8_INLINE __m256 sigmoid8(__m256 negz, __m256 num, __m256 *e_out)
  * c x^2) is computed as x (-2k - 2kc x^2) with 8/ln2 folded into the two
  * constants, which is the argument eo_v8_exp_scaled takes (5 % faster
  * than going through sigmoid8, measured), clamped to its range, which is
- * sigmoid8's [-87.33, 88] before scaling. NaN passes both clamps. */
-EO_V8_INLINE __m256 gelu_sigmoid8(__m256 x, __m256 num, __m256 *e_out)
+ * sigmoid8's [-87.33, 88] before scaling. NaN passes both clamps.
+ *
+ * Past the clamps (|x| above about 10) the sigmoid is 1 or 0 to float
+ * precision, and is made exactly that: below the upper clamp e would be
+ * held at 1.6e38, so x / (1 + e) would leave -0.6 for x = -1e38 instead
+ * of -0. *out (all ones or all zeros per lane) says where a clamp
+ * bit, for the backward, whose correction term is 0 there. */
+EO_V8_INLINE __m256 gelu_sigmoid8(__m256 x, __m256 num, __m256 *e_out, __m256 *out)
 {
     const float k8 = 8.0f / 0.69314718f;
     const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f * GELU_K * GELU_C * k8),
                                          _mm256_mul_ps(x, x), _mm256_set1_ps(-2.0f * GELU_K * k8));
-    __m256 u = _mm256_mul_ps(x, inner);
-    u = _mm256_max_ps(_mm256_set1_ps(-1008.0f), _mm256_min_ps(_mm256_set1_ps(1015.0f), u));
+    const __m256 u0 = _mm256_mul_ps(x, inner), lo = _mm256_set1_ps(-1008.0f),
+                 hi = _mm256_set1_ps(1015.0f);
+    const __m256 u = _mm256_max_ps(lo, _mm256_min_ps(hi, u0));
     const __m256 e = eo_v8_exp_scaled(u);
     *e_out = e;
-    return _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    const __m256 gone = _mm256_cmp_ps(u0, hi, _CMP_GT_OQ); /* sigmoid 0: num * 0 */
+    *out = _mm256_or_ps(gone, _mm256_cmp_ps(u0, lo, _CMP_LT_OQ));
+    const __m256 s = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_blendv_ps(s, _mm256_mul_ps(num, _mm256_setzero_ps()), gone);
 }
 
 /* tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|), written with
@@ -154,11 +167,11 @@ EO_V8_INLINE __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 
                             float alpha)
 {
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-    __m256 e;
+    __m256 e, out;
     if (!backward) {
         switch (op) {
         case EO_UN_RELU: return _mm256_max_ps(zero, x); /* NaN passes through */
-        case EO_UN_GELU_TANH: return gelu_sigmoid8(x, x, &e);
+        case EO_UN_GELU_TANH: return gelu_sigmoid8(x, x, &e, &out);
         case EO_UN_TANH: return tanh8(x);
         case EO_UN_SIGMOID: return sigmoid8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)), one, &e);
         case EO_UN_EXP: return eo_v8_exp(x);
@@ -168,14 +181,21 @@ EO_V8_INLINE __m256 unary8(eo_unop op, int backward, __m256 x, __m256 y, __m256 
     __m256 d;
     switch (op) {
     case EO_UN_RELU:
-        return _mm256_add_ps(dx, _mm256_and_ps(_mm256_cmp_ps(x, zero, _CMP_GT_OQ), dy));
+        /* dy where not x <= 0: x > 0, and NaN, whose gradient PyTorch
+         * passes (its relu backward tests the output, NaN <= 0 false). */
+        return _mm256_add_ps(dx, _mm256_and_ps(_mm256_cmp_ps(x, zero, _CMP_NLE_UQ), dy));
     case EO_UN_GELU_TANH: {
-        const __m256 s = gelu_sigmoid8(x, one, &e);
+        const __m256 s = gelu_sigmoid8(x, one, &e, &out);
         const __m256 s1s = _mm256_mul_ps(e, _mm256_mul_ps(s, s)); /* s (1 - s) */
         const __m256 du = _mm256_mul_ps(
             _mm256_set1_ps(2.0f * GELU_K),
             _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_C), _mm256_mul_ps(x, x), one));
         d = _mm256_fmadd_ps(_mm256_mul_ps(x, s1s), du, s); /* s + 2 x s(1-s) u' */
+        /* Past the clamps the term 2 x s(1-s) u' is 0 (s(1-s) falls as
+         * exp(-x^3), far faster than x^3 grows), and the clamped e would
+         * make it grow like x^3 instead; + (x - x) then gives ±inf its
+         * NaN, as in PyTorch. */
+        d = _mm256_add_ps(_mm256_blendv_ps(d, s, out), _mm256_sub_ps(x, x));
         break;
     }
     case EO_UN_TANH: d = _mm256_fnmadd_ps(y, y, one); break;

@@ -24,7 +24,14 @@ Cases (tests/test_ops_torch.c checks each on the CPU and on CUDA):
   sgd_*       torch.optim.SGD(momentum=0.9, dampening=0.3, weight_decay=0.01)
               over three steps;
   attn_*      the composed attention softmax(q k^T * scale + mask) v with a
-              NaN in q and one in the mask.
+              NaN in q and one in the mask;
+  gelu_*      F.gelu (tanh and erf forms) far from 0, at ±inf and NaN; the
+              gradient from float64, where PyTorch's float32 tanh form
+              overflows to NaN (past 1e19) and EveryO gives the limit;
+  relu_*      the ReLU gradient at NaN (it passes), ±0, ±inf, a denormal;
+  lsm_*       the log_softmax gradient at -inf entries of rows with mass;
+  pool2_*, pool3_*  max_pool2d (k 2 and 3), plain and after a ReLU, with
+              several NaNs in a window (the last one takes the gradient).
 
 Where EveryO deliberately differs from PyTorch, the script says so and
 writes EveryO's documented value instead (one place: the logsumexp
@@ -200,6 +207,46 @@ o.floats("fx_attn_k", k)
 o.floats("fx_attn_v", v)
 o.floats("fx_attn_mask", mask)
 o.floats("fx_attn_out", out, "softmax(q k^T * 0.5 + mask) v")
+
+# ---- GELU far from 0, ReLU at NaN ------------------------------------------------------
+# (appended after the cases above, so their random draws are unchanged)
+x = torch.tensor([-3.4e38, -1e38, -1e20, -1e13, -30.0, -10.0, -5.0, -0.5, 0.0, 0.5, 5.0,
+                  10.0, 30.0, 1e13, 1e15, 1e20, 3.4e38, INF, -INF, NAN])
+o.define("FX_GELU_N", x.numel())
+o.floats("fx_gelu_x", x, "GELU inputs: far out on both sides, the infinities, NaN")
+for name, approx in (("tanh", "tanh"), ("erf", "none")):
+    o.floats("fx_gelu_%s_y" % name, F.gelu(x, approximate=approx))
+    x64 = x.double().requires_grad_(True)
+    (g64,) = torch.autograd.grad(F.gelu(x64, approximate=approx).sum(), x64)
+    o.floats("fx_gelu_%s_grad" % name, g64.float(),
+             "float64 gradient: PyTorch's float32 tanh form overflows to NaN past 1e19")
+x = torch.tensor([NAN, -1.0, 2.0, 0.0, -0.0, INF, -INF, 1e-40], requires_grad=True)
+w = torch.arange(1.0, 9.0)
+(g,) = torch.autograd.grad((F.relu(x) * w).sum(), x)
+o.define("FX_RELU_N", x.numel())
+o.floats("fx_relu_x", x, "ReLU inputs; the gradient of sum(relu(x) * (1..8)) passes at NaN")
+o.floats("fx_relu_grad", g)
+
+# ---- log_softmax's gradient at -inf entries ---------------------------------------------
+x = torch.tensor([[-INF, 1.0, 0.0, 2.0], [-INF, -INF, 5.0, -INF], [3.0, -INF, -INF, 1.0]],
+                 requires_grad=True)
+w = torch.arange(1.0, 13.0).reshape(3, 4)
+(g,) = torch.autograd.grad((torch.log_softmax(x, 1) * w).sum(), x)
+o.floats("fx_lsm_x", x, "-inf entries in rows with mass: their gradient is dy")
+o.floats("fx_lsm_grad", g, "gradient of sum(log_softmax(x) * (1..12))")
+
+# ---- max pooling with several NaNs, and after a ReLU ------------------------------------
+x = torch.tensor([[NAN, 1.0, NAN, NAN], [2.0, 3.0, 0.0, NAN],
+                  [-1.0, -2.0, 5.0, NAN], [-3.0, -4.0, NAN, 1.0]]).reshape(1, 1, 4, 4)
+x3 = torch.tensor([[1.0, NAN, 2.0], [0.0, NAN, 7.0], [NAN, 3.0, 9.0]]).reshape(1, 1, 3, 3)
+for tag, t, k in (("2", x, 2), ("3", x3, 3)):
+    t = t.clone().requires_grad_(True)
+    o.floats("fx_pool%s_x" % tag, t, "k = %d: windows with one NaN, several, none" % k)
+    for name, f in (("", lambda v: v), ("relu_", F.relu)):
+        y = F.max_pool2d(f(t), k)
+        (g,) = torch.autograd.grad(y.sum(), t)
+        o.floats("fx_pool%s_%sy" % (tag, name), y)
+        o.floats("fx_pool%s_%sgrad" % (tag, name), g)
 
 header = [
     "/* tests/fixtures/numerics.h — PyTorch %s's values for the numerical edge" % torch.__version__,
