@@ -146,6 +146,11 @@ eo_status eo_new_zeros(eo_ctx *ctx, eo_lifetime life, eo_device device, eo_dtype
 /* The element count of a shape: 1 when a size is negative or the product
  * does not fit in int64 (see alloc/checked.h), else 0 with *n set. */
 int eo_shape_numel(int rank, const int64_t *shape, int64_t *n);
+/* 1 when a shape's extent, the product of its sizes with each 0 taken as
+ * 1, times elem bytes, passes PTRDIFF_MAX: its contiguous strides, and a
+ * view's byte offsets into it, could then wrap even though it holds no
+ * element ([0, 2, 2^62] f32). 0 otherwise (sizes are known >= 0). */
+int eo_shape_extent_overflows(int rank, const int64_t *shape, size_t elem);
 /* Say where in the call a failure happened: the message becomes
  * "<op>: <what> <which>: <the rest>" ("backward: through matmul: ...",
  * "sequential_forward: layer 2: ..."); what NULL only puts "<op>: " in

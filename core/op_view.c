@@ -21,6 +21,11 @@ static void view_of(const eo_tensor *base, const eo_op_params *p, int rank,
     v->node = NULL;
     v->requires_grad = 0;
     v->name = NULL;
+    /* A parameter's 16-bit working copy (autocast.c) has the parameter's
+     * shape, not this view's: a view that kept it would be read as the
+     * whole parameter (a transpose ignored, a slice at full length). The
+     * view is cast on use instead, through its own shape and strides. */
+    v->low = NULL;
     switch (p->view.kind) {
     case EO_VIEW_RESHAPE:
         v->rank = rank;
@@ -159,10 +164,45 @@ EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out
     return EO_OK;
 }
 
+/* The bytes [lo, hi) a view can touch: its strides are never negative
+ * (views permute and slice; none reverses), so from data to data plus
+ * the last element's offset. */
+static void byte_span(const eo_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    const int64_t es = (int64_t)eo_dtype_size(t->dtype);
+    int64_t last = 0;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->shape[i] == 0) {
+            *lo = *hi = (uintptr_t)t->data;
+            return;
+        }
+        last += (t->shape[i] - 1) * t->stride[i]; /* within the base's extent: no wrap */
+    }
+    *lo = (uintptr_t)t->data;
+    *hi = *lo + (uintptr_t)((last + 1) * es);
+}
+
+/* Whether dst and src share bytes, other than as the very same view
+ * (a copy onto itself, which changes nothing). */
+static int overlaps(const eo_tensor *dst, const eo_tensor *src)
+{
+    uintptr_t a0, a1, b0, b1;
+    byte_span(dst, &a0, &a1);
+    byte_span(src, &b0, &b1);
+    if (a0 >= b1 || b0 >= a1)
+        return 0;
+    for (int i = 0; i < dst->rank; i++)
+        if (dst->stride[i] != src->stride[i])
+            return 1;
+    return dst->data != src->data;
+}
+
 EO_PUBLIC(copy_into, (eo_ctx *ctx, eo_tensor *dst, eo_tensor *src), (ctx, dst, src))
 {
     if (!dst || !src)
         return eo_fail(ctx, EO_ERR_ARG, "copy_into: NULL argument");
+    EO_CHECK(eo_expect_any(ctx, "copy_into", dst));
+    EO_CHECK(eo_expect_any(ctx, "copy_into", src));
     EO_CHECK(eo_same_device(ctx, "copy_into", dst, src));
     EO_CHECK(eo_expect_writable(ctx, "copy_into", dst));
     int same = dst->dtype == src->dtype && dst->rank == src->rank && dst->rank <= 4 &&
@@ -172,7 +212,21 @@ EO_PUBLIC(copy_into, (eo_ctx *ctx, eo_tensor *dst, eo_tensor *src), (ctx, dst, s
     if (!same)
         return eo_fail(ctx, EO_ERR_SHAPE, "copy_into: %T and %T differ in shape or dtype", dst,
                        src);
-    return eo_copy_any(ctx, dst, src);
+    if (!overlaps(dst, src))
+        return eo_copy_any(ctx, dst, src);
+    /* Two views of one buffer that share bytes (a[:, 1:3] = a[:, 0:2]):
+     * copied in place, the first rows written would be read again as
+     * source. The source goes through a fresh copy first, so the result
+     * is as if all of it had been read before anything was written. */
+    eo_tensor *tmp;
+    const eo_mark m = eo_mark_get(ctx);
+    eo_status st = eo_new_out(ctx, src->device, src->dtype, src->rank, src->shape, &tmp);
+    if (st == EO_OK)
+        st = eo_copy_any(ctx, tmp, src);
+    if (st == EO_OK)
+        st = eo_copy_any(ctx, dst, tmp);
+    eo_rewind(ctx, m); /* nothing was recorded: only the scratch goes */
+    return st;
 }
 
 eo_status eo_bwd_copy(eo_ctx *ctx, eo_node *n)
@@ -217,6 +271,10 @@ EO_PUBLIC(reshape, (eo_ctx *ctx, eo_tensor *x, int rank, const int64_t *shape, e
         return eo_fail(ctx, EO_ERR_SHAPE,
                        "reshape: %T has %lld elements, the new shape has %lld", x, (long long)n,
                        (long long)total);
+    if (eo_shape_extent_overflows(rank, s, eo_dtype_size(x->dtype))) /* empty, huge sides */
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "reshape: %T: the new shape's strides would pass %zu bytes (sizes "
+                       "multiplied with each 0 taken as 1)", x, (size_t)PTRDIFF_MAX);
     EO_CHECK(eo_contiguous(ctx, x, &x));
     eo_op_params p = {0};
     p.view.kind = EO_VIEW_RESHAPE;

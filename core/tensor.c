@@ -37,6 +37,18 @@ int eo_shape_numel(int rank, const int64_t *shape, int64_t *n)
     return 0;
 }
 
+int eo_shape_extent_overflows(int rank, const int64_t *shape, size_t elem)
+{
+    int64_t p = 1;
+    size_t bytes;
+    for (int i = 0; i < rank; i++)
+        if (eo_mul_overflows(p, shape[i] > 0 ? shape[i] : 1, &p))
+            return 1;
+    return eo_bytes_overflow(p, elem, &bytes);
+}
+
+/* Every shape that reaches here has passed eo_shape_extent_overflows (a
+ * new tensor, a reshape), so s never wraps, zero sizes included. */
 void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride)
 {
     int64_t s = 1;
@@ -159,6 +171,14 @@ static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo
                        "a %s %s tensor is too large: more than %zu bytes",
                        shape_text(text, sizeof text, rank, shape), eo_dtype_name(dtype),
                        (size_t)PTRDIFF_MAX);
+    if (eo_shape_extent_overflows(rank, shape, eo_dtype_size(dtype)))
+        return eo_fail(ctx, EO_ERR_SHAPE,
+                       "a %s %s tensor is empty, but its strides would pass %zu bytes "
+                       "(sizes multiplied with each 0 taken as 1)",
+                       shape_text(text, sizeof text, rank, shape), eo_dtype_name(dtype),
+                       (size_t)PTRDIFF_MAX);
+    if (life != EO_STEP && life != EO_PERSIST)
+        return eo_fail(ctx, EO_ERR_ARG, "lifetime %d is neither EO_STEP nor EO_PERSIST", (int)life);
     eo_tensor *t;
     EO_CHECK(eo_host_alloc(ctx, life, sizeof *t, (void **)&t));
     eo_tensor zero = {0};
@@ -263,10 +283,20 @@ eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
     if ((unsigned)t->device >= EO_DEVICE_COUNT || !ctx->backend[t->device])
         return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %d, which is not open", op, t,
                        (int)t->device);
+    if (eo_dtype_size(t->dtype) == 0)
+        return eo_fail(ctx, EO_ERR_DTYPE, "%s: a tensor of unknown dtype %d", op, (int)t->dtype);
+    int64_t n;
+    if (eo_shape_numel(t->rank, t->shape, &n) ||
+        eo_shape_extent_overflows(t->rank, t->shape, eo_dtype_size(t->dtype)))
+        return eo_fail(ctx, EO_ERR_SHAPE, "%s: a tensor of rank %d with a negative or too large "
+                                          "size (not made by eo_tensor_new?)", op, t->rank);
     if (!t->data && t->readonly)
         return eo_fail(ctx, EO_ERR_STATE, "%s: %s %T has no data (a borrowed parameter: bind "
                                           "an image with eo_weights_bind first)", op,
                        t->name ? t->name : "tensor", t);
+    if (!t->data && n > 0)
+        return eo_fail(ctx, EO_ERR_STATE, "%s: %T has no data (a tensor not made by "
+                                          "eo_tensor_new or eo_tensor_wrap?)", op, t);
     return EO_OK;
 }
 

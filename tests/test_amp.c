@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 #include "core/nn.h"
+#include "core/transformer.h"
 #include "tests/amp_test.h"
 #include "tests/gradcheck.h"
 #include "tests/tmpdir.h"
@@ -197,6 +198,62 @@ void eo_test_train_mlp(eo_ctx *ctx, eo_device dev, eo_dtype precision, int steps
 /* 20 AdamW steps: bf16 and f16 (scaled) follow the f32 loss curve. The
  * tolerance is the 16-bit rounding of activations and weights (bf16 keeps
  * 8 significant bits: 0.4 % per rounding) compounding over the steps. */
+/* A view of a parameter that has a 16-bit working copy is read through
+ * its own shape and strides, not as the whole parameter: a transpose
+ * counts, a slice keeps its length (the GPT's slice of its position
+ * table for a sequence shorter than its context is one). */
+START_TEST(views_of_parameters_under_autocast)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 8);
+    for (int d = 0; d < 2; d++) {
+        const eo_dtype dt = d ? EO_F16 : EO_BF16;
+        eo_params ps;
+        eo_tensor *W, *x, *Wt, *Ws, *y, *yf, *a;
+        const int64_t s22[2] = { 2, 2 }, s12[2] = { 1, 2 };
+        const float w[4] = { 1, 2, 3, 4 }, xv[2] = { 1, 0 };
+        ck_assert_int_eq(eo_params_init(ctx, &ps, 1), EO_OK);
+        ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "W", 2, s22, &W), EO_OK);
+        ck_assert_int_eq(eo_write(ctx, W, w, sizeof w), EO_OK);
+        ck_assert_int_eq(eo_params_add(ctx, &ps, W), EO_OK);
+        ck_assert_int_eq(eo_params_enable_low(ctx, &ps, dt), EO_OK);
+        ck_assert_int_eq(eo_ctx_set_autocast(ctx, dt), EO_OK);
+        ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 2, s12, &x), EO_OK);
+        ck_assert_int_eq(eo_write(ctx, x, xv, sizeof xv), EO_OK);
+        ck_assert_int_eq(eo_transpose(ctx, W, 0, 1, &Wt), EO_OK);
+        ck_assert_int_eq(eo_matmul(ctx, x, Wt, 0, 0, &y), EO_OK); /* x W^T = [1, 3] */
+        ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &yf), EO_OK);
+        float out[2];
+        ck_assert_int_eq(eo_read(ctx, yf, out, sizeof out), EO_OK);
+        ck_assert_msg(out[0] == 1 && out[1] == 3, "x transpose(W) = [%g, %g], want [1, 3]",
+                      (double)out[0], (double)out[1]);
+        ck_assert_int_eq(eo_slice(ctx, W, 0, 1, 1, &Ws), EO_OK); /* [3, 4] */
+        ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, dt, 2, s12, &a), EO_OK);
+        ck_assert_int_eq(eo_add(ctx, a, Ws, &y), EO_OK);
+        ck_assert_int_eq(y->rank, 2);
+        ck_assert_int_eq(y->shape[0], 1);
+        ck_assert_int_eq(eo_cast(ctx, y, EO_F32, &yf), EO_OK);
+        ck_assert_int_eq(eo_read(ctx, yf, out, sizeof out), EO_OK);
+        ck_assert_msg(out[0] == 3 && out[1] == 4, "0 + W[1] = [%g, %g], want [3, 4]",
+                      (double)out[0], (double)out[1]);
+        /* the GPT at a sequence shorter than its context */
+        eo_gpt m;
+        eo_gpt_config cfg = { 11, 8, 8, 2, 1 };
+        eo_tensor *idx, *logits;
+        const int64_t si[2] = { 2, 5 };
+        ck_assert_int_eq(eo_ctx_set_autocast(ctx, EO_F32), EO_OK);
+        ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &m), EO_OK);
+        ck_assert_int_eq(eo_params_enable_low(ctx, &m.params, dt), EO_OK);
+        ck_assert_int_eq(eo_ctx_set_autocast(ctx, dt), EO_OK);
+        ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_I32, 2, si, &idx), EO_OK);
+        ck_assert_msg(eo_gpt_forward(ctx, &m, idx, &logits) == EO_OK, "gpt_forward, T 5 of 8: %s",
+                      eo_last_error(ctx));
+        ck_assert_int_eq(logits->shape[1], 5);
+        ck_assert_int_eq(eo_ctx_set_autocast(ctx, EO_F32), EO_OK);
+    }
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(mlp_20_steps_bf16_f16_track_f32)
 {
     float l32[20], lb[20], lh[20];
@@ -500,6 +557,7 @@ Suite *eo_suite_amp(void)
     Suite *s = suite_create("amp");
     TCase *tc = tcase_create("amp");
     tcase_add_test(tc, autocast_lists_give_their_dtypes);
+    tcase_add_test(tc, views_of_parameters_under_autocast);
     tcase_add_test(tc, mlp_20_steps_bf16_f16_track_f32);
     tcase_add_test(tc, f16_overflow_step_is_skipped_and_scale_halves);
     tcase_add_test(tc, f16_attention_scores_do_not_overflow);

@@ -362,6 +362,80 @@ START_TEST(numeric_state_and_device_errors)
 }
 END_TEST
 
+/* Tensors the library did not make, and shapes that hold nothing but
+ * whose strides would wrap: each refused with its status before any
+ * kernel reads the handle. */
+START_TEST(handles_and_empty_extents)
+{
+    int64_t s[2] = { 2, 3 };
+    eo_tensor *y, *ok = ot_rand(2, s, -1, 1, 7);
+    eo_tensor z = { 0 }; /* zeroed: rank 0, one element, no data */
+    BAD(eo_relu(ot_ctx, &z, &y), EO_ERR_STATE, "relu", "no data");
+    BAD(eo_add(ot_ctx, ok, &z, &y), EO_ERR_STATE, "add", "no data");
+    eo_tensor d = *ok;
+    d.dtype = (eo_dtype)9;
+    BAD(eo_relu(ot_ctx, &d, &y), EO_ERR_DTYPE, "relu", "dtype 9");
+    d = *ok;
+    d.shape[0] = -4;
+    BAD(eo_relu(ot_ctx, &d, &y), EO_ERR_SHAPE, "relu", NULL);
+    /* empty, with sides whose product wraps */
+    const int64_t e1[3] = { 0, 2, INT64_MAX }, e2[4] = { 0, 1, INT64_MAX, INT64_MAX },
+                  e3[2] = { 0, INT64_MAX };
+    BAD(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 3, e1, &y), EO_ERR_SHAPE, "tensor_new",
+        "strides");
+    BAD(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 4, e2, &y), EO_ERR_SHAPE, "tensor_new",
+        "strides");
+    BAD(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 2, e3, &y), EO_ERR_SHAPE, "tensor_new",
+        "strides");
+    eo_tensor *empty;
+    const int64_t e0[2] = { 0, 4 }, big[3] = { 0, INT64_MAX / 2, 4 };
+    OT_OK(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 2, e0, &empty), "an empty [0x4]");
+    BAD(eo_reshape(ot_ctx, empty, 3, big, &y), EO_ERR_SHAPE, "reshape", "strides");
+    /* a lifetime that is neither */
+    BAD(eo_tensor_new(ot_ctx, (eo_lifetime)5, EO_CPU, EO_F32, 2, s, &y), EO_ERR_ARG,
+        "tensor_new", "lifetime 5");
+    /* copy_into checks both handles like any op */
+    d = *ok;
+    d.device = (eo_device)5;
+    BAD(eo_copy_into(ot_ctx, ok, &d), EO_ERR_DEVICE, "copy_into", NULL);
+    d = *ok;
+    d.rank = -1;
+    BAD(eo_copy_into(ot_ctx, &d, ok), EO_ERR_AXIS, "copy_into", NULL);
+}
+END_TEST
+
+/* a[:, 1:3] = a[:, 0:2] on one buffer: the source is read whole before
+ * anything is written (PyTorch refuses such a partial overlap; EveryO
+ * copies through scratch), and a view copied onto itself is unchanged. */
+START_TEST(copy_into_overlapping_views)
+{
+    int64_t s[2] = { 2, 3 };
+    const float v[6] = { 1, 2, 3, 4, 5, 6 };
+    eo_tensor *a = ot_f32(2, s, v), *dst, *src;
+    OT_OK(eo_slice(ot_ctx, a, 1, 1, 2, &dst), "slice");
+    OT_OK(eo_slice(ot_ctx, a, 1, 0, 2, &src), "slice");
+    OT_OK(eo_copy_into(ot_ctx, dst, src), "copy_into, overlapping");
+    const float want[6] = { 1, 1, 2, 4, 4, 5 };
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(((float *)a->data)[i] == want[i], "a[%d] = %g, want %g", i,
+                      (double)((float *)a->data)[i], (double)want[i]);
+    OT_OK(eo_slice(ot_ctx, a, 1, 1, 2, &src), "slice");
+    OT_OK(eo_copy_into(ot_ctx, dst, src), "copy_into, onto itself");
+    for (int i = 0; i < 6; i++)
+        ck_assert(((float *)a->data)[i] == want[i]);
+    /* the other way: a[:, 0:2] = a[:, 1:3] */
+    const float v2[6] = { 1, 2, 3, 4, 5, 6 }, want2[6] = { 2, 3, 3, 5, 6, 6 };
+    a = ot_f32(2, s, v2);
+    OT_OK(eo_slice(ot_ctx, a, 1, 0, 2, &dst), "slice");
+    OT_OK(eo_slice(ot_ctx, a, 1, 1, 2, &src), "slice");
+    OT_OK(eo_copy_into(ot_ctx, dst, src), "copy_into, overlapping");
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(((float *)a->data)[i] == want2[i], "a[%d] = %g, want %g", i,
+                      (double)((float *)a->data)[i], (double)want2[i]);
+    still_usable("copy_into of overlapping views");
+}
+END_TEST
+
 /* ---- arena exhaustion ----------------------------------------------------- */
 
 START_TEST(oom_message_and_recovery)
@@ -630,6 +704,8 @@ Suite *eo_suite_ops_errors(void)
     tcase_add_test(tc, dtype_errors);
     tcase_add_test(tc, arg_errors);
     tcase_add_test(tc, numeric_state_and_device_errors);
+    tcase_add_test(tc, handles_and_empty_extents);
+    tcase_add_test(tc, copy_into_overlapping_views);
     tcase_add_test(tc, oom_message_and_recovery);
     suite_add_tcase(s, tc);
     tc = tcase_create("oom_sweep");
