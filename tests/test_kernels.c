@@ -758,14 +758,17 @@ START_TEST(softmax_forward_backward)
             double *tol = malloc(sizeof(double) * R);
             for (int64_t r = 0; r < R; r++) {
                 double acc = 0;
-                for (int64_t j = 0; j < C; j++)
+                int mass = 0; /* log_softmax: a row with an entry above -inf */
+                for (int64_t j = 0; j < C; j++) {
                     acc += lg ? dy[r * C + j] : (double)dy[r * C + j] * y[r * C + j];
+                    mass |= y[r * C + j] != -INFINITY;
+                }
                 tol[r] = 1e-6 + 1e-6 * fabs(acc);
                 for (int64_t j = 0; j < C; j++) {
                     const int64_t i = r * C + j;
                     dx[i] = 0.25f;
-                    if (lg)
-                        wdx[i] = 0.25 + (y[i] == -INFINITY ? 0 : dy[i] - exp(y[i]) * acc);
+                    if (lg) /* a -inf entry of a row with mass gets dy, as in PyTorch */
+                        wdx[i] = 0.25 + (mass ? dy[i] - exp(y[i]) * acc : 0);
                     else
                         wdx[i] = 0.25 + y[i] * (dy[i] - acc);
                 }
