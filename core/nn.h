@@ -356,8 +356,26 @@ typedef struct eo_lr_schedule {
  *   COSINE (Loshchilov & Hutter, SGDR, 2017, with linear warm-up as in
  *   Goyal et al. 2017): base * (step + 1) / warmup while step < warmup,
  *   then min + (base - min) * (1 + cos(pi * t)) / 2 with
- *   t = (step - warmup) / (total - warmup) clamped to [0, 1]. */
+ *   t = (step - warmup) / (total - warmup) clamped to [0, 1].
+ * STEP multiplies by gamma once per step_size steps, in order, stopping
+ * early once the rate no longer changes (0, inf, a settled denormal) with
+ * the bits the full walk gives; a walk still moving after 65536 factors
+ * (gamma near 1) finishes with gamma^k by squaring in double — the same
+ * rate to within float rounding, not always the same last bit — so any
+ * step costs at most ~65700 multiplications.
+ * It has no status, so it never fails and never overflows: NULL gives 0;
+ * an unknown kind gives base; STEP with step_size <= 0 or step < 0 gives
+ * base; COSINE reads a step < 0 as 0, a warmup < 0 as 0 and a total below
+ * warmup as warmup (no decay: min from the end of warm-up on). Validate a
+ * schedule once with eo_lr_schedule_check before using it. */
 float eo_lr_at(const eo_lr_schedule *s, int64_t step);
+
+/* EO_OK when s is a meaningful schedule; EO_ERR_ARG, with a message naming
+ * the field, its value and the rule, for NULL, an unknown kind, base not
+ * finite and >= 0, and by kind — STEP: gamma not finite and >= 0 or
+ * step_size <= 0; COSINE: min not finite and >= 0, or not
+ * 0 <= warmup <= total. CONSTANT reads only base. */
+eo_status eo_lr_schedule_check(eo_ctx *ctx, const eo_lr_schedule *s);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
  * masters and the state is f32; after each parameter's update its 16-bit
  * working copy (p->low) is rewritten from it (core/autocast.c). */
 #include <math.h>
+#include <stdint.h>
 #include "core/internal.h"
 #include "core/nn.h"
 
@@ -311,26 +312,106 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
     return EO_OK;
 }
 
+/* A float's bits: the settling test below must tell -0 from +0 and see a
+ * NaN equal to itself, which == does neither. */
+static uint32_t f32_bits(float x)
+{
+    union { float f; uint32_t u; } v = { x }; /* C11 6.5.2.3: reads the bytes as uint32_t */
+    return v.u;
+}
+
+/* x * g^k for k > 0 by squaring, in double: O(log k) multiplications for a
+ * k too large to walk. At most ~126 double roundings (about 1e-14
+ * relative) stay far below float's last bit, and double's range keeps
+ * every intermediate that still matters to a float result, so the final
+ * rounding to float is nearly always the only visible one. */
+static float scale_pow(float x, float g, int64_t k)
+{
+    double r = x, b = g;
+    for (uint64_t e = (uint64_t)k; e; e >>= 1) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+    }
+    return (float)r;
+}
+
 float eo_lr_at(const eo_lr_schedule *s, int64_t step)
 {
     if (!s)
         return 0.0f;
     switch (s->kind) {
     case EO_LR_STEP: {
+        /* The decay as it always was: one float multiplication per
+         * step_size steps, in order, so a schedule's rates keep their
+         * bits. A walk that settles (0, a denormal that rounds back to
+         * itself, inf, NaN, gamma 1; or a two-cycle of signs for a
+         * negative gamma) stops there with the bits the full walk would
+         * give; one that has not settled after LR_WALK factors (gamma
+         * near 1: 0.9999 takes about a million to reach 0) finishes by
+         * squaring, so no step number costs more than about LR_WALK + 126
+         * multiplications. */
+        enum { LR_WALK = 1 << 16 };
         float lr = s->base;
-        for (int64_t k = s->step_size > 0 ? step / s->step_size : 0; k > 0; k--)
-            lr *= s->gamma;
+        int64_t k = s->step_size > 0 && step > 0 ? step / s->step_size : 0;
+        for (int64_t i = 0; k > 0; k--, i++) {
+            if (i == LR_WALK)
+                return scale_pow(lr, s->gamma, k);
+            float next = lr * s->gamma;
+            if (f32_bits(next) == f32_bits(lr))
+                return lr;
+            if (f32_bits(next * s->gamma) == f32_bits(lr))
+                return k % 2 ? next : lr;
+            lr = next;
+        }
         return lr;
     }
     case EO_LR_COSINE: {
-        if (step < s->warmup)
-            return s->base * (float)(step + 1) / (float)s->warmup;
-        float span = (float)(s->total - s->warmup);
-        float t = span > 0 ? (float)(step - s->warmup) / span : 1.0f;
+        /* Fields outside the documented range are read as the nearest
+         * value inside it (step and warmup at least 0, total at least
+         * warmup) so every difference below is of two numbers in
+         * [0, INT64_MAX] with the larger first: it cannot wrap, and a
+         * valid schedule's arithmetic, and so its bits, is unchanged. */
+        int64_t w = s->warmup > 0 ? s->warmup : 0;
+        int64_t n = step > 0 ? step : 0;
+        if (n < w)
+            return s->base * (float)(n + 1) / (float)w;
+        float span = s->total > w ? (float)(s->total - w) : 0.0f;
+        float t = span > 0 ? (float)(n - w) / span : 1.0f;
         t = t < 0 ? 0 : t > 1 ? 1 : t;
         return s->min + (s->base - s->min) * 0.5f * (1.0f + cosf(3.14159265358979f * t));
     }
     default:
         return s->base;
     }
+}
+
+EO_PUBLIC(lr_schedule_check, (eo_ctx *ctx, const eo_lr_schedule *s), (ctx, s))
+{
+    if (!s)
+        return eo_fail(ctx, EO_ERR_ARG, "lr_schedule_check: NULL schedule");
+    if (s->kind != EO_LR_CONSTANT && s->kind != EO_LR_STEP && s->kind != EO_LR_COSINE)
+        return eo_fail(ctx, EO_ERR_ARG,
+                       "lr_schedule_check: kind %d is not EO_LR_CONSTANT, EO_LR_STEP or "
+                       "EO_LR_COSINE",
+                       (int)s->kind);
+    EO_CHECK(eo_need(ctx, s->base >= 0 && s->base < INFINITY, "base", "finite and >= 0",
+                     (double)s->base));
+    if (s->kind == EO_LR_STEP) {
+        EO_CHECK(eo_need(ctx, s->gamma >= 0 && s->gamma < INFINITY, "gamma", "finite and >= 0",
+                         (double)s->gamma));
+        if (s->step_size <= 0)
+            return eo_fail(ctx, EO_ERR_ARG, "lr_schedule_check: step_size must be > 0, got %lld",
+                           (long long)s->step_size);
+    }
+    if (s->kind == EO_LR_COSINE) {
+        EO_CHECK(eo_need(ctx, s->min >= 0 && s->min < INFINITY, "min", "finite and >= 0",
+                         (double)s->min));
+        if (s->warmup < 0 || s->total < s->warmup)
+            return eo_fail(ctx, EO_ERR_ARG,
+                           "lr_schedule_check: warmup %lld and total %lld must satisfy "
+                           "0 <= warmup <= total",
+                           (long long)s->warmup, (long long)s->total);
+    }
+    return EO_OK;
 }

@@ -262,6 +262,11 @@ EO_PUBLIC(gpt_cache_init, (eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_c
     if (!m || !c || batch < 1)
         return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: NULL argument or batch %lld < 1",
                        (long long)batch);
+    eo_gpt_cache z = {0}; /* what a failed init leaves: a cached forward says STATE */
+    *c = z;
+    if (!m->wte || !m->h)
+        return eo_fail(ctx, EO_ERR_STATE, "gpt_cache_init: the model was not built (or its "
+                                          "build failed)");
     const int64_t L = m->cfg.layers, H = m->cfg.heads, D = m->cfg.d_model / H;
     int64_t sh[4] = { batch, H, m->cfg.context, D };
     c->batch = batch;
@@ -269,9 +274,45 @@ EO_PUBLIC(gpt_cache_init, (eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_c
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, 2 * (size_t)L * sizeof(eo_tensor *), (void **)&c->k));
     c->v = c->k + L;
     for (int64_t i = 0; i < L; i++) {
-        EO_CHECK(eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->k[i]));
-        EO_CHECK(eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->v[i]));
+        eo_status s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->k[i]);
+        if (s == EO_OK)
+            s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->v[i]);
+        if (s != EO_OK) {
+            *c = z; /* eo_leave gives the memory back: no pointer into it may stay */
+            return s;
+        }
     }
+    return EO_OK;
+}
+
+/* The cache's public fields before any arithmetic on them: batch and len
+ * are plain int64 a caller may have set, so c->len + T could wrap (UB)
+ * and a len past the context would slice outside the cache tensors. Each
+ * k and v must be what eo_gpt_cache_init made for this model. */
+static eo_status check_cache(eo_ctx *ctx, const eo_gpt *m, const eo_gpt_cache *c)
+{
+    const int64_t ctxlen = m->cfg.context;
+    if (c->batch < 1 || !c->k || !c->v)
+        return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: the cache was not initialised "
+                                          "(batch %lld, k %s, v %s): expected eo_gpt_cache_init",
+                       (long long)c->batch, c->k ? "set" : "NULL", c->v ? "set" : "NULL");
+    if (c->len < 0 || c->len > ctxlen)
+        return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: cache len %lld is outside "
+                                          "0..%lld (the model's context)",
+                       (long long)c->len, (long long)ctxlen);
+    const int64_t H = m->cfg.heads, D = m->cfg.d_model / H;
+    for (int64_t i = 0; i < m->cfg.layers; i++)
+        for (int kv = 0; kv < 2; kv++) {
+            const eo_tensor *t = kv ? c->v[i] : c->k[i];
+            if (!t || t->dtype != EO_F32 || t->device != m->wte->device || t->rank != 4 ||
+                t->shape[0] != c->batch || t->shape[1] != H || t->shape[2] != ctxlen ||
+                t->shape[3] != D)
+                return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: cache %s of layer %lld "
+                                                  "is %T, expected [%lldx%lldx%lldx%lld f32] "
+                                                  "on the model's device",
+                               kv ? "v" : "k", (long long)i, t, (long long)c->batch,
+                               (long long)H, (long long)ctxlen, (long long)D);
+        }
     return EO_OK;
 }
 
@@ -287,8 +328,14 @@ EO_PUBLIC(gpt_forward_cached, (eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo
 {
     if (!m || !c || !idx || !logits)
         return eo_fail(ctx, EO_ERR_ARG, "gpt_forward_cached: NULL argument");
+    if (!m->wte || !m->h)
+        return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: the model was not built (or its "
+                                          "build failed)");
+    EO_CHECK(check_cache(ctx, m, c));
+    /* 0 <= len <= context now, so context - len cannot wrap; T is
+     * compared with what is left rather than added to len. */
     if (idx->rank != 2 || idx->shape[0] != c->batch || idx->shape[1] < 1 ||
-        c->len + idx->shape[1] > m->cfg.context)
+        idx->shape[1] > m->cfg.context - c->len)
         return eo_fail(ctx, EO_ERR_SHAPE, "gpt_forward_cached: expected token ids [%lld, T] "
                                           "with %lld + T <= %lld, got %T", (long long)c->batch,
                        (long long)c->len, (long long)m->cfg.context, idx);
@@ -299,9 +346,12 @@ EO_PUBLIC(gpt_forward_cached, (eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo
     EO_CHECK(eo_add(ctx, x, pos, &x));
     for (int64_t i = 0; i < m->cfg.layers; i++)
         EO_CHECK(block(ctx, &m->h[i], x, c->k[i], c->v[i], c->len, &x));
-    c->len += T;
     EO_CHECK(eo_module_forward(ctx, &m->ln_f, x, &x));
-    return eo_module_forward(ctx, &m->lm_head, x, logits);
+    EO_CHECK(eo_module_forward(ctx, &m->lm_head, x, logits));
+    /* Counted only once the whole call has succeeded: a failure leaves
+     * len as it was (positions past len are never read). */
+    c->len += T;
+    return EO_OK;
 }
 
 EO_PUBLIC(gpt_loss, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *targets,

@@ -115,6 +115,8 @@ typedef struct eo_gpt_cache {
     eo_tensor **k, **v;   /* cfg.layers each */
 } eo_gpt_cache;
 
+/* EO_ERR_ARG for NULL m or c or batch < 1; EO_ERR_STATE for a model that
+ * was not built. A failed init leaves *c zeroed. */
 eo_status eo_gpt_cache_init(eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c);
 /* Forget every position (the storage is kept). */
 void eo_gpt_cache_reset(eo_gpt_cache *c);
@@ -122,7 +124,13 @@ void eo_gpt_cache_reset(eo_gpt_cache *c);
  * (c->len + Tn <= context) -> logits [B, Tn, V], the same as the last Tn
  * rows of eo_gpt_forward over all c->len + Tn tokens; their k and v are
  * appended (c->len += Tn). Uses the fused attention (causal, queries at
- * the end). For inference: no gradient reaches the cache. */
+ * the end). For inference: no gradient reaches the cache.
+ * EO_ERR_ARG for a NULL argument; EO_ERR_STATE for a model not built or a
+ * cache that is not one eo_gpt_cache_init made for this model and batch
+ * (batch < 1, k or v NULL, len outside 0..context, a k or v tensor not
+ * [batch, heads, context, d_model / heads] f32 on the model's device);
+ * EO_ERR_SHAPE for idx not [batch, Tn] with 1 <= Tn <= context - c->len.
+ * On failure c->len is unchanged. */
 eo_status eo_gpt_forward_cached(eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo_tensor *idx,
                                 eo_tensor **logits);
 

@@ -179,12 +179,77 @@ START_TEST(masters_saved_and_working_copies_refreshed)
 }
 END_TEST
 
+/* Bad arguments come back as statuses with a message, never a crash:
+ * NULL keys or values with nmeta > 0 were dereferenced, a directory as
+ * the file to load asked malloc for LLONG_MAX bytes, and a NULL err with
+ * a length reached snprintf. */
+START_TEST(bad_arguments_and_directories_are_refused)
+{
+    char err[512];
+    const char *dir = eo_tmpdir_make();
+    ck_assert_ptr_nonnull(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s", eo_tmpdir_path("m.safetensors"));
+    eo_ctx *ctx = eo_test_ctx(8, 8);
+    eo_classifier a;
+    ck_assert_int_eq(eo_classifier_build(ctx, EO_MODEL_MLP, EO_CPU, &a), EO_OK);
+
+    const char *keys[1] = { "k" }, *values[1] = { "v" };
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &a.params, path, NULL, NULL, 1, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_msg(strstr(err, "eo_checkpoint_save") && strstr(err, "NULL keys with 1 metadata"),
+                  "%s", err);
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &a.params, path, keys, NULL, 1, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "NULL values"));
+    ck_assert_int_eq(eo_checkpoint_save_as(ctx, &a.params, path, EO_ST_BF16, NULL, values, 2,
+                                           NULL, 64),
+                     EO_ERR_ARG);
+    ck_assert_int_eq(eo_checkpoint_save(NULL, &a.params, path, NULL, NULL, 0, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "NULL context"));
+    ck_assert_int_eq(eo_checkpoint_save(ctx, NULL, path, NULL, NULL, 0, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &a.params, NULL, NULL, NULL, 0, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_int_eq(eo_checkpoint_save_as(ctx, &a.params, path, EO_ST_I32, NULL, NULL, 0, NULL,
+                                           64),
+                     EO_ERR_ARG);
+    eo_params odd = a.params;
+    odd.count = -1;
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &odd, path, NULL, NULL, 0, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "count -1"));
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &odd, path, err, sizeof err), EO_ERR_ARG);
+    eo_tensor *items[2] = { a.params.items[0], NULL };
+    odd.items = items;
+    odd.count = 2;
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &odd, path, NULL, NULL, 0, err, sizeof err),
+                     EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "parameter 1 of 2 is NULL"));
+    ck_assert_ptr_null(fopen(path, "rb")); /* nothing refused was written */
+
+    ck_assert_int_eq(eo_checkpoint_save(ctx, &a.params, path, keys, values, 1, err, sizeof err),
+                     EO_OK);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &a.params, dir, err, sizeof err), EO_ERR_IO);
+    ck_assert_msg(strstr(err, dir) && strstr(err, "is a directory"), "%s", err);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &a.params, dir, NULL, 32), EO_ERR_IO);
+    ck_assert_int_eq(eo_checkpoint_load(NULL, &a.params, path, err, sizeof err), EO_ERR_ARG);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, NULL, path, err, sizeof err), EO_ERR_ARG);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &a.params, NULL, err, sizeof err), EO_ERR_ARG);
+    ck_assert_int_eq(eo_checkpoint_load(ctx, &a.params, path, err, sizeof err), EO_OK);
+    eo_test_ctx_free(ctx);
+    eo_tmpdir_remove();
+}
+END_TEST
+
 Suite *eo_suite_checkpoint(void)
 {
     Suite *s = suite_create("checkpoint");
     TCase *tc = tcase_create("checkpoint");
     tcase_add_test(tc, round_trip_and_bad_files_leave_model_unchanged);
     tcase_add_test(tc, masters_saved_and_working_copies_refreshed);
+    tcase_add_test(tc, bad_arguments_and_directories_are_refused);
     suite_add_tcase(s, tc);
     return s;
 }

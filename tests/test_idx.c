@@ -299,6 +299,25 @@ START_TEST(missing_file_is_an_io_error)
 }
 END_TEST
 
+/* fopen opens a directory for reading: eo_idx_load refuses it (and any
+ * other non-regular file) by name before reading, and shape_str is safe
+ * on a NULL or never-filled struct. */
+START_TEST(a_directory_is_refused_as_not_a_regular_file)
+{
+    const char *dir = eo_tmpdir_path(""); /* the fixture's directory, "DIR/" */
+    ck_assert_ptr_nonnull(dir);
+    expect_fail(dir, EO_ERR_IO, "is a directory, expected a regular IDX file");
+    expect_fail("/dev/null", EO_ERR_IO, "not a regular file");
+    char buf[16] = "junk";
+    eo_idx_shape_str(NULL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "");
+    eo_idx bad = { .rank = 99 };
+    strcpy(buf, "junk");
+    eo_idx_shape_str(&bad, buf, sizeof buf);
+    ck_assert_str_eq(buf, "");
+}
+END_TEST
+
 /* A tiny split in MNIST layout: n images of 28x28 and n labels. */
 static void write_split(const char *split, int n, int bad_label, int label_count)
 {
@@ -383,6 +402,7 @@ Suite *eo_suite_idx(void)
     tcase_add_test(tc, broken_gzip_is_refused);
     tcase_add_test(tc, concatenated_gzip_members_are_one_file);
     tcase_add_test(tc, missing_file_is_an_io_error);
+    tcase_add_test(tc, a_directory_is_refused_as_not_a_regular_file);
     tcase_add_test(tc, mnist_loads_scales_and_checks);
     suite_add_tcase(s, tc);
     return s;

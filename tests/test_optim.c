@@ -3,6 +3,8 @@
  * worked out here from the papers' formulas in double precision. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 #include "core/nn.h"
 #include "tests/gradcheck.h"
 
@@ -169,6 +171,120 @@ START_TEST(learning_rate_schedules)
 }
 END_TEST
 
+/* The STEP walk against the plain in-order product it has always been:
+ * equal bits for every small k (early settling included), and a step
+ * number of any size answers at once (it was one multiplication per
+ * step_size steps: INT64_MAX steps never finished). */
+static float step_walk(float base, float gamma, int64_t k)
+{
+    volatile float lr = base; /* volatile: the same float multiplications, in order */
+    for (; k > 0; k--)
+        lr = lr * gamma;
+    return lr;
+}
+
+static uint32_t bits_of(float x)
+{
+    union { float f; uint32_t u; } v = { x };
+    return v.u;
+}
+
+START_TEST(lr_step_any_step_number_is_fast_and_keeps_bits)
+{
+    const float gammas[] = { 0.5f, 0.1f, 0.9f, 1.0f, 2.0f, 0.0f, -0.5f, -1.0f,
+                             nextafterf(1.0f, 0.0f) };
+    for (size_t g = 0; g < sizeof gammas / sizeof gammas[0]; g++)
+        for (int64_t k = 0; k <= 400; k++) {
+            eo_lr_schedule s = { EO_LR_STEP, 0.1f, 0, gammas[g], 3, 0, 0 };
+            float want = step_walk(0.1f, gammas[g], k);
+            float got = eo_lr_at(&s, 3 * k + 2);
+            ck_assert_msg(bits_of(got) == bits_of(want) || (isnan(got) && isnan(want)),
+                          "gamma %g k %lld: got %a, the in-order product %a",
+                          (double)gammas[g], (long long)k, (double)got, (double)want);
+        }
+    eo_lr_schedule s = { EO_LR_STEP, 0.1f, 0, 0.5f, 1, 0, 0 };
+    ck_assert_uint_eq(bits_of(eo_lr_at(&s, INT64_MAX)), bits_of(step_walk(0.1f, 0.5f, 400)));
+    s.gamma = 1.0f;
+    ck_assert_uint_eq(bits_of(eo_lr_at(&s, INT64_MAX)), bits_of(0.1f));
+    s.gamma = 2.0f;
+    ck_assert(isinf(eo_lr_at(&s, INT64_MAX)));
+    /* A negative gamma settles into a two-cycle of signs (+0, -0): the
+     * parity of k still picks the right one. */
+    s.gamma = -0.5f;
+    ck_assert_uint_eq(bits_of(eo_lr_at(&s, INT64_MAX)), bits_of(step_walk(0.1f, -0.5f, 401)));
+    ck_assert_uint_eq(bits_of(eo_lr_at(&s, INT64_MAX - 1)), bits_of(step_walk(0.1f, -0.5f, 400)));
+    /* gamma one ulp below 1 moves one ulp per factor and never settles
+     * early: the squaring finishes it, near 0 and not below it. */
+    s.gamma = nextafterf(1.0f, 0.0f);
+    float far = eo_lr_at(&s, INT64_MAX);
+    ck_assert_msg(far >= 0 && far < 1e-30f, "gamma 1 - 2^-24, step INT64_MAX: %a", (double)far);
+    /* Negative steps and step_size <= 0 stay at base. */
+    s.gamma = 0.5f;
+    ck_assert_float_eq(eo_lr_at(&s, INT64_MIN), 0.1f);
+    s.step_size = 0;
+    ck_assert_float_eq(eo_lr_at(&s, INT64_MAX), 0.1f);
+}
+END_TEST
+
+/* COSINE with fields outside their range: nothing wraps (UBSan saw
+ * total - warmup and step - warmup overflow) and the rate stays in
+ * [min, base] — a negative step was a negative rate. A valid schedule's
+ * rates keep their bits. eo_lr_schedule_check refuses the nonsense. */
+START_TEST(lr_cosine_out_of_range_fields_are_clamped_and_refused)
+{
+    eo_lr_schedule k = { EO_LR_COSINE, 1.0f, 0.25f, 0, 0, 10, 110 };
+    ck_assert_float_eq(eo_lr_at(&k, -3), eo_lr_at(&k, 0)); /* a step below 0 reads as 0 */
+    ck_assert_float_eq(eo_lr_at(&k, INT64_MIN), eo_lr_at(&k, 0));
+    ck_assert_float_eq(eo_lr_at(&k, INT64_MAX), 0.25f);
+    const eo_lr_schedule bad[] = {
+        { EO_LR_COSINE, 0.1f, 0.0f, 0, 0, -5, INT64_MAX },
+        { EO_LR_COSINE, 0.1f, 0.0f, 0, 0, INT64_MAX, INT64_MIN },
+        { EO_LR_COSINE, 0.1f, 0.0f, 0, 0, 5, INT64_MIN },
+        { EO_LR_COSINE, 0.1f, 0.0f, 0, 0, INT64_MIN, INT64_MAX },
+    };
+    const int64_t steps[] = { INT64_MIN, -1, 0, 1, 4, 5, 6, INT64_MAX - 1, INT64_MAX };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            float r = eo_lr_at(&bad[b], steps[i]);
+            ck_assert_msg(r >= 0.0f && r <= 0.1f, "schedule %zu step %lld: rate %g",
+                          b, (long long)steps[i], (double)r);
+        }
+    /* Warm-up below 0 reads as none: the cosine from step 0. */
+    eo_lr_schedule w = { EO_LR_COSINE, 1.0f, 0.0f, 0, 0, -5, 100 };
+    eo_lr_schedule w0 = { EO_LR_COSINE, 1.0f, 0.0f, 0, 0, 0, 100 };
+    ck_assert_float_eq(eo_lr_at(&w, 50), eo_lr_at(&w0, 50));
+
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &k), EO_OK);
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        ck_assert_int_eq(eo_lr_schedule_check(ctx, &bad[b]), EO_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "lr_schedule_check: warmup"));
+    }
+    ck_assert_str_eq(eo_last_error(ctx), "lr_schedule_check: warmup -9223372036854775808 and "
+                                         "total 9223372036854775807 must satisfy 0 <= warmup <= total");
+    eo_lr_schedule st = { EO_LR_STEP, 0.1f, 0, 0.5f, 1, 0, 0 };
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &st), EO_OK);
+    st.step_size = 0;
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &st), EO_ERR_ARG);
+    ck_assert_str_eq(eo_last_error(ctx), "lr_schedule_check: step_size must be > 0, got 0");
+    st.step_size = 1;
+    st.gamma = NAN;
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &st), EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "gamma"));
+    st.gamma = 0.5f;
+    st.base = -1.0f;
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &st), EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "base"));
+    eo_lr_schedule c = { EO_LR_CONSTANT, 0.5f, -1.0f, -1.0f, -1, -1, -9 }; /* only base is read */
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &c), EO_OK);
+    c.kind = (eo_lr_kind)7;
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, &c), EO_ERR_ARG);
+    ck_assert_int_eq(eo_lr_schedule_check(ctx, NULL), EO_ERR_ARG);
+    ck_assert_int_eq(eo_lr_schedule_check(NULL, &st), EO_ERR_ARG);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 Suite *eo_suite_optim(void)
 {
     Suite *s = suite_create("optim");
@@ -178,6 +294,8 @@ Suite *eo_suite_optim(void)
     tcase_add_test(tc, adamw_two_steps_match_the_paper);
     tcase_add_test(tc, clip_grad_norm_scales_to_the_limit);
     tcase_add_test(tc, learning_rate_schedules);
+    tcase_add_test(tc, lr_step_any_step_number_is_fast_and_keeps_bits);
+    tcase_add_test(tc, lr_cosine_out_of_range_fields_are_clamped_and_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -264,6 +264,40 @@ START_TEST(writer_refuses_bad_arguments)
 }
 END_TEST
 
+/* fopen opens a directory, and ftell at its end gave LLONG_MAX: a malloc
+ * of 8 EiB (ASan aborted; otherwise EO_ERR_OOM). Only a regular file is
+ * read; the message names the path. */
+START_TEST(reader_refuses_what_is_not_a_regular_file)
+{
+    eo_st_file f;
+    const char *dir = eo_tmpdir_path(""); /* the fixture's directory, "DIR/" */
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_int_eq(eo_st_read(dir, &f, err, sizeof err), EO_ERR_IO);
+    ck_assert_msg(strstr(err, dir) && strstr(err, "is a directory"), "%s", err);
+    ck_assert_ptr_null(f.buf);
+    ck_assert_int_eq(eo_st_read("/dev/null", &f, err, sizeof err), EO_ERR_IO);
+    ck_assert_msg(strstr(err, "/dev/null: is not a regular file"), "%s", err);
+    ck_assert_int_eq(eo_st_read(dir, &f, NULL, 0), EO_ERR_IO);
+}
+END_TEST
+
+/* Each tensor's size fits, their sum does not: the data offsets would
+ * wrap, so the writer refuses before reading any data. */
+START_TEST(writer_refuses_offsets_past_size_max)
+{
+    unsigned char v[1] = {0};
+    const uint64_t half = (uint64_t)1 << (sizeof(size_t) * 8 - 1);
+    eo_st_tensor t[2] = {
+        {.name = "a", .dtype = EO_ST_U8, .rank = 1, .shape = {half}, .data = v},
+        {.name = "b", .dtype = EO_ST_U8, .rank = 1, .shape = {half}, .data = v},
+    };
+    const char *p = eo_tmpdir_path("big.safetensors");
+    ck_assert_int_eq(eo_st_write(p, t, 2, NULL, 0, err, sizeof err), EO_ERR_ARG);
+    ck_assert_msg(strstr(err, "\"b\": the data offsets pass SIZE_MAX"), "%s", err);
+    ck_assert_ptr_null(fopen(p, "rb"));
+}
+END_TEST
+
 Suite *eo_suite_safetensors(void)
 {
     Suite *s = suite_create("safetensors");
@@ -276,6 +310,8 @@ Suite *eo_suite_safetensors(void)
     tcase_add_test(tc, malformed_json_is_refused_with_an_offset);
     tcase_add_test(tc, reader_accepts_what_other_writers_may_write);
     tcase_add_test(tc, writer_refuses_bad_arguments);
+    tcase_add_test(tc, reader_refuses_what_is_not_a_regular_file);
+    tcase_add_test(tc, writer_refuses_offsets_past_size_max);
     suite_add_tcase(s, tc);
     return s;
 }

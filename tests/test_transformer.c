@@ -141,6 +141,65 @@ START_TEST(kv_cache_matches_full_forward)
 }
 END_TEST
 
+/* The cache's public fields are checked before any arithmetic on them:
+ * len = INT64_MAX made c->len + T overflow (UBSan), a negative len sliced
+ * before the cache, and a cache of another model or batch, or none at
+ * all, is refused by name. A refused call leaves len as it was, and the
+ * cache still works after. */
+START_TEST(kv_cache_fields_are_validated)
+{
+    eo_ctx *ctx = eo_test_ctx(8, 32);
+    eo_gpt g, other;
+    eo_gpt_config gc = { 11, 8, 8, 2, 1 }, oc = { 11, 6, 8, 2, 1 };
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &oc, &other), EO_OK);
+    eo_set_grad(ctx, 0);
+    int32_t ids[2] = { 1, 2 };
+    int64_t si[2] = { 1, 2 };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &g, 1, &c), EO_OK);
+    const int64_t lens[] = { INT64_MAX, INT64_MAX - 1, 9, -1, INT64_MIN };
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        c.len = lens[i];
+        ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_ERR_STATE);
+        ck_assert_msg(strstr(eo_last_error(ctx), "cache len") &&
+                          strstr(eo_last_error(ctx), "outside 0..8"),
+                      "len %lld: %s", (long long)lens[i], eo_last_error(ctx));
+        ck_assert_int_eq(c.len, lens[i]);
+    }
+    /* len 7 leaves room for one token: two are a shape error, len unchanged. */
+    c.len = 7;
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_ERR_SHAPE);
+    ck_assert_int_eq(c.len, 7);
+    c.len = 6;
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_OK);
+    ck_assert_int_eq(c.len, 8);
+    /* The batch field and the tensors must agree with each other and the model. */
+    eo_gpt_cache_reset(&c);
+    c.batch = 2;
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "cache k of layer 0"));
+    c.batch = 0;
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "not initialised"));
+    c.batch = 1;
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &other, &c, x, &lg), EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "expected [1x2x6x4 f32]"));
+    eo_gpt_cache z = {0};
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &z, x, &lg), EO_ERR_STATE);
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_OK); /* still usable */
+    ck_assert_int_eq(c.len, 2);
+    /* A model that was never built: refused, not dereferenced. */
+    eo_gpt none = {0};
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &none, 1, &z), EO_ERR_STATE);
+    ck_assert_ptr_null(z.k);
+    ck_assert_int_eq(eo_gpt_forward_cached(ctx, &none, &c, x, &lg), EO_ERR_STATE);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 /* y = block(x): checked by finite differences with respect to x. The
  * weights are enlarged so attention is far from uniform. */
 static eo_status block_fn(eo_ctx *ctx, eo_tensor *const *in, void *user, eo_tensor **out)
@@ -307,6 +366,7 @@ Suite *eo_suite_transformer(void)
     tcase_add_test(tc, shapes_through_block_gpt_and_vit);
     tcase_add_test(tc, gpt_is_causal);
     tcase_add_test(tc, kv_cache_matches_full_forward);
+    tcase_add_test(tc, kv_cache_fields_are_validated);
     tcase_add_test(tc, block_gradient_matches_finite_differences);
     tcase_add_test(tc, fused_attention_gpt_matches_composed);
     tcase_add_test(tc, tiny_gpt_memorises_a_batch);

@@ -18,7 +18,10 @@
  * F32 (under mixed precision that is the master: its 16-bit working copy,
  * eo_params_enable_low, is not saved); a bf16 or f16 parameter (a model
  * built in 16 bits) as BF16 / F16, bit for bit. EO_ERR_IO on write
- * failure. */
+ * failure; EO_ERR_ARG for a NULL ctx, ps or path, a parameter list with a
+ * negative count or NULL items, and nmeta > 0 with NULL keys or values
+ * (a NULL string inside them too, from eo_st_write); EO_ERR_OOM when the
+ * staging buffers cannot be had. */
 eo_status eo_checkpoint_save(eo_ctx *ctx, const eo_params *ps, const char *path,
                              const char *const *keys, const char *const *values, size_t nmeta,
                              char *err, size_t errlen);
@@ -38,7 +41,8 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
  * F16 into parameters of that dtype), then rewrite the 16-bit working
  * copies of the parameters that have one (eo_params_refresh_low), so a
  * model loaded under mixed precision computes with the loaded weights.
- * EO_ERR_IO (cannot read), EO_ERR_FORMAT (corrupt file, missing name,
+ * EO_ERR_ARG (NULL ctx, ps or path; a parameter list as saving refuses),
+ * EO_ERR_IO (cannot read, or path is not a regular file), EO_ERR_FORMAT (corrupt file, missing name,
  * wrong dtype or shape; the message names the file and tensor), EO_ERR_OOM
  * (the step arena cannot hold the parser's workspace). */
 eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path, char *err,

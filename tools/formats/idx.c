@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include "tools/cli/errbuf.h"
 #include "tools/formats/idx.h"
@@ -344,6 +345,22 @@ eo_status eo_idx_load_first(const char *path, size_t max, eo_idx *out, char *err
     FILE *f = fopen(path, "rb");
     if (!f)
         return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* fopen opens a directory for reading too (a read then fails with
+     * EISDIR, and ftell at its end says LLONG_MAX), and a FIFO or device
+     * has no length to check the header against: refuse anything but a
+     * regular file, by name, before reading. eo_idx_read keeps taking any
+     * seekable stream the caller opened. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        int e = errno;
+        fclose(f);
+        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return eo_errf(err, errlen, EO_ERR_IO, "%s: is %s, expected a regular IDX file", path,
+                       S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+    }
     eo_status st = eo_idx_read_first(f, path, max, out, err, errlen);
     fclose(f);
     return st;
@@ -351,7 +368,13 @@ eo_status eo_idx_load_first(const char *path, size_t max, eo_idx *out, char *err
 
 void eo_idx_shape_str(const eo_idx *x, char *buf, size_t len)
 {
-    if (buf && len > 0)
+    if (!buf || len == 0)
+        return;
+    /* A rank outside 1..EO_IDX_MAX_RANK (a struct never filled by the
+     * reader) would walk past dims: print nothing for it. */
+    if (!x || x->rank < 1 || x->rank > EO_IDX_MAX_RANK)
+        buf[0] = '\0';
+    else
         dims_str(buf, len, x->dims, x->rank);
 }
 

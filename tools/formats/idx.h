@@ -33,7 +33,8 @@ typedef struct eo_idx {
 
 /* Loads a whole IDX file of unsigned bytes. On failure *out is left empty
  * (data NULL) and err names the file and what was expected vs found.
- * Statuses: EO_ERR_ARG (NULL argument), EO_ERR_IO (cannot open or read),
+ * Statuses: EO_ERR_ARG (NULL argument), EO_ERR_IO (cannot open or read,
+ * or the path is not a regular file: a directory, a FIFO, a device),
  * EO_ERR_FORMAT (bad header, wrong length, corrupt gzip), EO_ERR_OOM. */
 eo_status eo_idx_load(const char *path, eo_idx *out, char *err, size_t errlen);
 
@@ -55,7 +56,8 @@ eo_status eo_idx_read_first(FILE *f, const char *name, size_t max, eo_idx *out, 
 /* eo_idx_load with the same limit. */
 eo_status eo_idx_load_first(const char *path, size_t max, eo_idx *out, char *err, size_t errlen);
 
-/* Writes the dimensions as "60000x28x28" into buf (always terminated). */
+/* Writes the dimensions as "60000x28x28" into buf (always terminated);
+ * an empty string for a NULL x or a rank outside 1..EO_IDX_MAX_RANK. */
 void eo_idx_shape_str(const eo_idx *x, char *buf, size_t len);
 
 /* Frees the data and empties the struct; safe on an empty one. */

@@ -46,8 +46,9 @@ typedef struct eo_st_file {
 
 /* Reads and validates a whole file. On failure *f is empty and err names
  * the file and the problem (with the header byte offset for JSON errors).
- * Statuses: EO_ERR_ARG, EO_ERR_IO, EO_ERR_FORMAT, EO_ERR_OOM. Release
- * with eo_st_close. */
+ * Statuses: EO_ERR_ARG, EO_ERR_IO (cannot open or read; also a path that
+ * is not a regular file, such as a directory, or one too large for this
+ * process to hold), EO_ERR_FORMAT, EO_ERR_OOM. Release with eo_st_close. */
 eo_status eo_st_read(const char *path, eo_st_file *f, char *err, size_t errlen);
 
 /* The same checks on a file already in memory; `label` names it in

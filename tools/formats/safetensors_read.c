@@ -3,9 +3,12 @@
  * read into memory, the parser's workspace comes from malloc, and the
  * result is the same eo_st_file the tools always used. No parsing here. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "tools/cli/errbuf.h"
 #include "tools/formats/safetensors.h"
 
@@ -49,15 +52,30 @@ eo_status eo_st_read(const char *path, eo_st_file *f, char *err, size_t errlen)
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    long len = -1;
-    if (fseek(fp, 0, SEEK_END) == 0)
-        len = ftell(fp);
-    if (len < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+    /* The size comes from fstat, and only a regular file has one: fopen
+     * opens a directory for reading, where seeking to the end and ftell
+     * give LLONG_MAX on Linux (a malloc of 8 EiB), and a FIFO or device
+     * has no size at all. st_size is an off_t, so a file larger than this
+     * process can address is refused here, before anything is allocated. */
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0) {
+        int e = errno;
         fclose(fp);
         return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot find the file size: %s", path,
-                       strerror(errno));
+                       strerror(e));
     }
-    size_t size = (size_t)len;
+    if (!S_ISREG(sb.st_mode)) {
+        fclose(fp);
+        return eo_errf(err, errlen, EO_ERR_IO, "%s: is %s, expected a regular safetensors file",
+                       path, S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+    }
+    if (sb.st_size < 0 || (uintmax_t)sb.st_size > (uintmax_t)PTRDIFF_MAX) {
+        fclose(fp);
+        return eo_errf(err, errlen, EO_ERR_IO,
+                       "%s: %jd bytes is more than this process can hold (at most %td)", path,
+                       (intmax_t)sb.st_size, (ptrdiff_t)PTRDIFF_MAX);
+    }
+    size_t size = (size_t)sb.st_size;
     /* Aligned as malloc aligns, so the data area of a file from an
      * aligned writer is float-aligned too. */
     unsigned char *buf = malloc(size ? size : 1);

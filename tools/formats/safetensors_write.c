@@ -11,6 +11,7 @@
 #include <string.h>
 #include "tools/cli/errbuf.h"
 #include "alloc/byteorder.h"
+#include "alloc/checked.h"
 #include "core/json.h"
 #include "tools/formats/safetensors.h"
 
@@ -85,6 +86,7 @@ static eo_status check_args(const char *path, const eo_st_tensor *t, size_t n,
                             const eo_st_meta *meta, size_t nmeta, size_t *sizes, char *err,
                             size_t errlen)
 {
+    size_t total = 0;
     for (size_t k = 0; k < n; k++) {
         const char *nm = t[k].name;
         if (!nm || !nm[0])
@@ -113,6 +115,10 @@ static eo_status check_args(const char *path, const eo_st_tensor *t, size_t n,
             return eo_errf(err, errlen, EO_ERR_ARG, "%s: tensor \"%s\": NULL data for %zu bytes",
                            path, nm, bytes);
         sizes[k] = bytes;
+        /* The data offsets are running sums of these: each must fit. */
+        if (eo_size_add_overflows(total, bytes, &total))
+            return eo_errf(err, errlen, EO_ERR_ARG,
+                           "%s: tensor \"%s\": the data offsets pass SIZE_MAX", path, nm);
     }
     for (size_t k = 0; k < nmeta; k++) {
         if (!meta[k].key || !meta[k].value)
