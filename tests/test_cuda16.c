@@ -238,6 +238,11 @@ START_TEST(unary_ops)
                 rand16(hdx, dx, N, dt, -1, 1);
                 memcpy(ref, dx, sizeof ref);
                 eo_k_unary_backward((eo_unop)op, N, x, yr, dy, ref, 0.75f, NULL);
+                /* ReLU passes the gradient at x = NaN (not x <= 0, as PyTorch):
+                 * stated here, not taken from the CPU kernel, which changes to
+                 * it separately (torch_edges16_unary checks it exactly) */
+                if (op == EO_UN_RELU)
+                    ref[3] = dx[3] + dy[3];
                 dbuf ddy = dup_(hdy, sizeof hdy, off), ddx = dup_(hdx, sizeof hdx, off);
                 eo_cuda_k_unary_backward16((eo_unop)op, dt, N, dxb.p, dyb.p, ddy.p, ddx.p, 0.75f,
                                            &EX);
@@ -1192,6 +1197,142 @@ START_TEST(core_row_ops_16bit)
 }
 END_TEST
 
+/* ---- PyTorch's rules at the edges, explicit expected values ------------------
+ * What PyTorch gives (and what the CPU kernels are being changed to),
+ * written out, not taken from the CPU kernel; the 16-bit bits are compared
+ * (a zero's sign counts, NaN must meet NaN). */
+static void check_bits16(const char *what, const uint16_t *got, const float *want, size_t n, int dt)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint16_t w = f2h(want[i], dt);
+        int ok = isnan(want[i]) ? isnan(h2f(got[i], dt)) : got[i] == w;
+        ck_assert_msg(ok, "%s (%s) [%zu]: device %.9g (0x%04x), want %.9g (0x%04x)", what,
+                      dt == EO_BF16 ? "bf16" : "f16", i, (double)h2f(got[i], dt), got[i],
+                      (double)h2f(w, dt), w);
+    }
+}
+
+/* GELU where the exp leaves the float range: x * 1 or x * 0, gradient
+ * exactly 1 or 0 (bf16 reaches |x| ~ 1e20, where x^2 is inf in f32);
+ * gelu(-inf) = NaN, gelu'(+-inf) = NaN. ReLU's gradient passes at NaN. */
+START_TEST(torch_edges16_unary)
+{
+    enum { NB = 18 };
+    static const float xb[NB] = {1e13f, 1e20f, 3e38f, 50, 20, 60000, -1e13f, -1e20f, -3e38f,
+                                 -50, -20, -60000, INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 25};
+    static uint16_t hx[NB], hy[NB], hg[NB], hz[NB], got[NB];
+    float y[NB], d[NB];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++) {
+        int n = dt == EO_BF16 ? NB : 6; /* f16: the values below 65504 */
+        static const int f16pick[6] = {3, 4, 5, 9, 10, 11};
+        for (int i = 0; i < n; i++) {
+            float v = dt == EO_BF16 ? xb[i] : xb[f16pick[i]];
+            hx[i] = f2h(v, dt), hg[i] = f2h(0.75f, dt), hz[i] = 0;
+        }
+        if (dt == EO_F16) { /* and the specials */
+            hx[n] = f2h(INFINITY, dt), hx[n + 1] = f2h(-INFINITY, dt), hx[n + 2] = f2h(NAN, dt);
+            for (int i = n; i < n + 3; i++)
+                hg[i] = f2h(0.75f, dt), hz[i] = 0;
+            n += 3;
+        }
+        for (size_t off = 0; off <= 2; off += 2)
+            for (int op = EO_UN_GELU_TANH; op <= EO_UN_GELU_ERF; op++) {
+                for (int i = 0; i < n; i++) {
+                    float v = h2f(hx[i], dt);
+                    y[i] = isnan(v) || v == -INFINITY ? NAN : v > 0 ? v : v * 0.0f;
+                    d[i] = isnan(v) || isinf(v) ? NAN : v > 0 ? 0.75f : 0.0f;
+                }
+                dbuf dxb = dup_(hx, (size_t)n * 2, off), dyb = dup_(NULL, (size_t)n * 2, off);
+                eo_cuda_k_unary16((eo_unop)op, dt, n, dxb.p, dyb.p, 1, &EX);
+                ddown(hy, dyb, (size_t)n * 2);
+                check_bits16(op == EO_UN_GELU_TANH ? "gelu_tanh16" : "gelu_erf16", hy, y,
+                             (size_t)n, dt);
+                dbuf ddy = dup_(hg, (size_t)n * 2, off), ddx = dup_(hz, (size_t)n * 2, off);
+                eo_cuda_k_unary_backward16((eo_unop)op, dt, n, dxb.p, dyb.p, ddy.p, ddx.p, 1, &EX);
+                ddown(got, ddx, (size_t)n * 2);
+                check_bits16(op == EO_UN_GELU_TANH ? "gelu_tanh16 backward" : "gelu_erf16 backward",
+                             got, d, (size_t)n, dt);
+                dfree(dxb), dfree(dyb), dfree(ddy), dfree(ddx);
+            }
+        /* relu backward: dx = 0.125 + 0.75 where x > 0 or x is NaN */
+        static const float rx[9] = {NAN, 0.0f, -0.0f, -1, 1, INFINITY, -INFINITY, 2, -2};
+        static const float rw[9] = {0.875f, 0.125f, 0.125f, 0.125f, 0.875f, 0.875f, 0.125f,
+                                    0.875f, 0.125f};
+        for (int i = 0; i < 9; i++)
+            hx[i] = f2h(rx[i], dt), hz[i] = f2h(0.125f, dt), hg[i] = f2h(0.75f, dt);
+        for (size_t off = 0; off <= 2; off += 2) {
+            dbuf dxb = dup_(hx, 18, off), dyb = dup_(NULL, 18, off);
+            dbuf ddy = dup_(hg, 18, off), ddx = dup_(hz, 18, off);
+            eo_cuda_k_unary_backward16(EO_UN_RELU, dt, 9, dxb.p, dyb.p, ddy.p, ddx.p, 1, &EX);
+            ddown(got, ddx, 18);
+            check_bits16("relu16 backward", got, rw, 9, dt);
+            dfree(dxb), dfree(dyb), dfree(ddy), dfree(ddx);
+        }
+    }
+}
+END_TEST
+
+/* log_softmax backward: dy - exp(y) sum(dy) at every entry (a -inf entry
+ * of a row with finite ones gets dy), 0 for a row of only -inf, a NaN
+ * never zeroed; maximum/minimum: a tie returns a, NaN gives NaN. */
+START_TEST(torch_edges16_rows_binary)
+{
+    enum { RR = 4, CC = 1003 };
+    static uint16_t hy[RR * CC], hg[RR * CC], hz[RR * CC], got[RR * CC];
+    static float want[RR * CC];
+    for (int dt = EO_BF16; dt <= EO_F16; dt++) {
+        for (int i = 0; i < RR * CC; i++)
+            hy[i] = f2h(-INFINITY, dt), hg[i] = f2h(0.25f, dt), hz[i] = f2h(0.125f, dt),
+            want[i] = 0.375f;                   /* 0.125 + dy */
+        hy[CC - 1] = f2h(0, dt);                /* row 0: one finite entry, at the end */
+        want[CC - 1] = 0.125f + (0.25f - 250.75f); /* dy - 1 * (1003 * 0.25), one rounding */
+        for (int c = 0; c < CC; c++)
+            want[CC + c] = 0.125f;              /* row 1: only -inf: + 0 */
+        hy[2 * CC] = f2h(NAN, dt);              /* row 2: a NaN among -infs */
+        want[2 * CC] = NAN;
+        hy[3 * CC + 5] = f2h(0, dt);            /* row 3: one finite entry in the head */
+        want[3 * CC + 5] = 0.125f + (0.25f - 250.75f);
+        for (size_t off = 0; off <= 2; off += 2) { /* 16-byte groups, then none */
+            size_t n = (size_t)RR * CC * 2;
+            dbuf dyv = dup_(hy, n, off), dg = dup_(hg, n, off), dx = dup_(hz, n, off);
+            eo_cuda_k_softmax_backward16(1, dt, RR, CC, dyv.p, dg.p, dx.p, NULL, &EX);
+            ddown(got, dx, n);
+            check_bits16("log_softmax16 backward", got, want, (size_t)RR * CC, dt);
+            dfree(dyv), dfree(dg), dfree(dx);
+        }
+        enum { NM = 12 };
+        const float a[NM] = {-0.0f, 0.0f, 1, NAN, 2, -0.0f, 0.0f, -3, 0.0f, -0.0f, 5, 1};
+        const float b[NM] = {0.0f, -0.0f, 1, 3, NAN, -0.0f, 0.0f, -5, -0.0f, 0.0f, 5, 2};
+        const float wmax[NM] = {-0.0f, 0.0f, 1, NAN, NAN, -0.0f, 0.0f, -3, 0.0f, -0.0f, 5, 2};
+        const float wmin[NM] = {-0.0f, 0.0f, 1, NAN, NAN, -0.0f, 0.0f, -5, 0.0f, -0.0f, 5, 1};
+        uint16_t ha[NM], hb[NM], ho[NM];
+        for (int i = 0; i < NM; i++)
+            ha[i] = f2h(a[i], dt), hb[i] = f2h(b[i], dt);
+        for (size_t off = 0; off <= 2; off += 2)
+            for (int op = EO_BIN_MAX; op <= EO_BIN_MIN; op++) {
+                const float *w = op == EO_BIN_MAX ? wmax : wmin;
+                dbuf da = dup_(ha, sizeof ha, off), db = dup_(hb, sizeof hb, off);
+                dbuf dout = dup_(NULL, sizeof ho, off);
+                const int64_t sh[4] = {1, 1, 1, NM}, st[4] = {NM, NM, NM, 1};
+                eo_cuda_k_binary16((eo_binop)op, dt, sh, dout.p, st, da.p, st, db.p, st, &EX);
+                ddown(ho, dout, sizeof ho);
+                check_bits16(op == EO_BIN_MAX ? "maximum16" : "minimum16", ho, w, NM, dt);
+                /* out [3, 4]; a, b read as the transpose of a [4, 3] array (the 4-D kernel) */
+                const int64_t sh2[4] = {1, 1, 3, 4}, so2[4] = {12, 12, 4, 1}, sab[4] = {12, 12, 1, 3};
+                float w2[NM];
+                for (int r = 0; r < 3; r++)
+                    for (int c = 0; c < 4; c++)
+                        w2[r * 4 + c] = w[c * 3 + r];
+                eo_cuda_k_binary16((eo_binop)op, dt, sh2, dout.p, so2, da.p, sab, db.p, sab, &EX);
+                ddown(ho, dout, sizeof ho);
+                check_bits16(op == EO_BIN_MAX ? "maximum16 strided" : "minimum16 strided", ho, w2,
+                             NM, dt);
+                dfree(da), dfree(db), dfree(dout);
+            }
+    }
+}
+END_TEST
+
 Suite *eo_suite_cuda16(void)
 {
     Suite *s = suite_create("cuda16");
@@ -1217,6 +1358,8 @@ Suite *eo_suite_cuda16(void)
     tcase_add_test(t, layernorm_backward16_fused);
     tcase_add_test(t, embedding_backward16_order);
     tcase_add_test(t, refused_dtypes);
+    tcase_add_test(t, torch_edges16_unary);
+    tcase_add_test(t, torch_edges16_rows_binary);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("core");
     tcase_set_timeout(c, 120);

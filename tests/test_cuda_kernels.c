@@ -333,6 +333,12 @@ START_TEST(unary_forward_backward)
             ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)(dgo + o), g,
                                          (size_t)n * 4), EO_OK);
             eo_k_unary_backward((eo_unop)op, n, in, y, dy + o, g, 0.75f, NULL);
+            /* ReLU passes the gradient at x = NaN (not x <= 0, as PyTorch):
+             * stated here, not taken from the CPU kernel, which changes to
+             * it separately (torch_semantics below checks it exactly) */
+            for (int i = 0; op == EO_UN_RELU && i < n; i++)
+                if (isnan(in[i]))
+                    g[i] = (0.125f + (float)i) + dy[o + i];
             eo_cuda_k_unary_backward((eo_unop)op, n, din, dyo + o, ddy + o, dgo + o, 0.75f, &EX);
             check_dev("unary_backward", dgo + o, g, (size_t)n, 2e-5f, 1e-6f);
         }
@@ -588,6 +594,17 @@ START_TEST(softmax_forward_backward)
             g[i] = 0.5f;
         float *dg = up(g, sizeof g);
         eo_k_softmax_backward(log, R, C, y, dy, g, NULL);
+        /* log_softmax: a -inf entry of a row with finite entries gets dy
+         * (dy - exp(-inf) S, as PyTorch); stated here, not taken from the
+         * CPU kernel, which changes to it separately */
+        for (int r = 0; log && r < R; r++) {
+            int mass = 0;
+            for (int c = 0; c < C; c++)
+                mass |= y[r * C + c] != -INFINITY;
+            for (int c = 0; mass && c < C; c++)
+                if (y[r * C + c] == -INFINITY)
+                    g[r * C + c] = 0.5f + dy[r * C + c];
+        }
         eo_cuda_k_softmax_backward(log, R, C, dyo, ddy, dg, &EX);
         check_dev("softmax_backward", dg, g, R * C, 1e-4f, 1e-5f);
     }
@@ -866,6 +883,20 @@ START_TEST(embedding_backward_order)
 END_TEST
 
 /* ---- embedding, dropout, optimizers, convolution ------------------------------------ */
+/* Dropout's expected values, written out (PyTorch's x * mask * scale): y
+ * (or dx += dy) times m, m = 1/(1 - p) rounded once where kept, 0 where
+ * dropped, with the mask of eo_dropout_keep (ops/kernels.h), which the CPU
+ * and the PTX share. Not the CPU kernel's output: it changes to this rule
+ * separately. */
+static void dropout_want(int64_t n, const float *x, float *y, float p, uint64_t seed, int acc)
+{
+    const float scale = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i] * (eo_dropout_keep(seed, i, p) ? scale : 0.0f);
+        y[i] = acc ? y[i] + v : v;
+    }
+}
+
 START_TEST(embedding_dropout)
 {
     enum { V = 11, DIM = 37, NI = 9 };
@@ -891,10 +922,10 @@ START_TEST(embedding_dropout)
     for (int i = 0; i < N; i++)
         g[i] = 1.0f;
     float *dx = up(x, sizeof y), *dy = dev_alloc(sizeof y), *dg = up(g, sizeof g);
-    eo_k_dropout(N, x, y, 0.3f, 12345, NULL);
+    dropout_want(N, x, y, 0.3f, 12345, 0);
     eo_cuda_k_dropout(N, dx, dy, 0.3f, 12345, &EX);
     check_dev("dropout", dy, y, N, 0, 0);
-    eo_k_dropout_backward(N, x, g, 0.3f, 12345, NULL);
+    dropout_want(N, x, g, 0.3f, 12345, 1);
     eo_cuda_k_dropout_backward(N, dx, dg, 0.3f, 12345, &EX);
     check_dev("dropout_backward", dg, g, N, 0, 0);
     /* a tail of 3 after 1996 in chunks; then misaligned by a float (the
@@ -905,10 +936,10 @@ START_TEST(embedding_dropout)
         for (int i = 0; i < N; i++)
             g[i] = 0.5f + (float)i;
         ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dg, g, sizeof g), EO_OK);
-        eo_k_dropout(n, x + o, y, 0.25f, 777, NULL);
+        dropout_want(n, x + o, y, 0.25f, 777, 0);
         eo_cuda_k_dropout(n, dx + o, dy + o, 0.25f, 777, &EX);
         check_dev("dropout tail", dy + o, y, (size_t)n, 0, 0);
-        eo_k_dropout_backward(n, x + o, g + o, 0.25f, 777, NULL);
+        dropout_want(n, x + o, g + o, 0.25f, 777, 1);
         eo_cuda_k_dropout_backward(n, dx + o, dg + o, 0.25f, 777, &EX);
         float got[N];
         down(got, dg, sizeof got);
@@ -1186,6 +1217,232 @@ START_TEST(launch_failure_is_sticky)
 }
 END_TEST
 
+/* ---- PyTorch's rules at the edges, explicit expected values -----------------------
+ * Each value here is what PyTorch gives (and what the CPU kernels are being
+ * changed to), written out rather than taken from the CPU kernel. Bits are
+ * compared: a zero's sign counts, NaN must meet NaN. */
+static int same_bits(float g, float w)
+{
+    uint32_t a, b;
+    memcpy(&a, &g, 4);
+    memcpy(&b, &w, 4);
+    return (isnan(g) && isnan(w)) || a == b;
+}
+
+static void check_bits(const char *what, const void *dev, const float *want, size_t n)
+{
+    float *got = malloc(n * sizeof *got);
+    down(got, dev, n * sizeof *got);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(same_bits(got[i], want[i]), "%s[%zu]: cuda %.9g, want %.9g", what, i,
+                      (double)got[i], (double)want[i]);
+    free(got);
+}
+
+static void put(void *dev, const void *host, size_t bytes)
+{
+    ck_assert_int_eq(eo_cuda_h2d(&CU, (eo_cu_deviceptr)(uintptr_t)dev, host, bytes), EO_OK);
+}
+
+/* GELU (both forms) where the exp leaves the float range: gelu(x) = x * 1
+ * or x * 0 exactly, gelu'(x) = 1 or 0 exactly (the correction term is 0,
+ * even where x^2 or x^3 is inf); gelu(+inf) = +inf, gelu(-inf) = NaN,
+ * gelu'(+-inf) = NaN, NaN gives NaN. ReLU's gradient passes where NOT
+ * (x <= 0): at NaN too. */
+START_TEST(torch_gelu_relu_edges)
+{
+    enum { N = 16 };
+    static const float xs[N] = {1e13f, 1e20f, 3e38f, 50.0f, 20.0f, -1e13f, -1e20f, -1e38f,
+                                -3e38f, -50.0f, -20.0f, INFINITY, -INFINITY, NAN, 1e30f, -1e30f};
+    float y[N], d[N], g[N], z[N];
+    for (int i = 0; i < N; i++)
+        g[i] = 0.75f, z[i] = 0.0f;
+    for (int off = 0; off <= 1; off++) { /* aligned (chunks of 4), then one float off */
+        float *dx = dev_alloc((N + 1) * 4), *dyo = dev_alloc((N + 1) * 4);
+        float *dgo = dev_alloc((N + 1) * 4), *ddy = dev_alloc((N + 1) * 4);
+        put(dx + off, xs, sizeof xs);
+        put(ddy + off, g, sizeof g);
+        for (int op = EO_UN_GELU_TANH; op <= EO_UN_GELU_ERF; op++) {
+            const char *name = op == EO_UN_GELU_TANH ? "gelu_tanh" : "gelu_erf";
+            for (int i = 0; i < N; i++) {
+                float v = xs[i];
+                y[i] = isnan(v) || v == -INFINITY ? NAN : v > 0 ? v : v * 0.0f;
+                d[i] = isnan(v) || isinf(v) ? NAN : v > 0 ? 0.75f : 0.0f;
+            }
+            eo_cuda_k_unary((eo_unop)op, N, dx + off, dyo + off, 1, &EX);
+            check_bits(name, dyo + off, y, N);
+            put(dgo + off, z, sizeof z);
+            eo_cuda_k_unary_backward((eo_unop)op, N, dx + off, dyo + off, ddy + off, dgo + off, 1,
+                                     &EX);
+            check_bits(op == EO_UN_GELU_TANH ? "gelu_tanh backward" : "gelu_erf backward",
+                       dgo + off, d, N);
+        }
+        /* relu backward: dx = 0.125 + 0.75 where x > 0 or x is NaN */
+        static const float rx[8] = {NAN, 0.0f, -0.0f, -1.0f, 1.0f, INFINITY, -INFINITY, -NAN};
+        static const float rw[8] = {0.875f, 0.125f, 0.125f, 0.125f, 0.875f, 0.875f, 0.125f,
+                                    0.875f};
+        float acc[8];
+        for (int i = 0; i < 8; i++)
+            acc[i] = 0.125f;
+        put(dx + off, rx, sizeof rx);
+        put(dgo + off, acc, sizeof acc);
+        eo_cuda_k_unary_backward(EO_UN_RELU, 8, dx + off, dyo + off, ddy + off, dgo + off, 1, &EX);
+        check_bits("relu backward", dgo + off, rw, 8);
+        free_all();
+    }
+}
+END_TEST
+
+/* log_softmax backward: dx += dy - exp(y) sum(dy) at every entry, so a -inf
+ * entry in a row with finite ones gets dy; a row of only -inf gets 0; a NaN
+ * entry is never zeroed. y is given directly (exp(0) = 1 exactly). */
+START_TEST(torch_log_softmax_backward_edges)
+{
+    const float NI = -INFINITY;
+    /* short rows (one chunk: y in registers) */
+    enum { R = 4, C = 4 };
+    const float y[R * C] = {0, NI, NI, NI,    /* one finite entry */
+                            NI, NI, NI, NI,   /* fully masked */
+                            NAN, NI, NI, NI,  /* a NaN among -infs: NaN there, dy elsewhere */
+                            NI, 0, NI, NI};
+    const float dy[C] = {0.5f, 0.25f, -1.0f, 2.0f}; /* sum 1.75 */
+    float g[R * C], want[R * C], acc[R * C];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            g[r * C + c] = dy[c];
+    for (int i = 0; i < R * C; i++)
+        acc[i] = 0.125f, want[i] = 0.125f + g[i]; /* dx starts at 0.125 */
+    want[0] = 0.125f + (0.5f - 1.75f);
+    for (int c = 0; c < C; c++)
+        want[1 * C + c] = 0.125f; /* + 0 */
+    want[2 * C + 0] = NAN;
+    want[3 * C + 1] = 0.125f + (0.25f - 1.75f);
+    float *dyv = up(y, sizeof y), *dg = up(g, sizeof g), *dacc = up(acc, sizeof acc);
+    eo_cuda_k_softmax_backward(1, R, C, dyv, dg, dacc, &EX);
+    check_bits("log_softmax backward", dacc, want, R * C);
+    /* long rows (past 4096 columns: the sum pass, then a second read) */
+    enum { LC = 4100 };
+    float *ly = malloc(sizeof(float) * 2 * LC), *lg = malloc(sizeof(float) * 2 * LC);
+    float *lw = malloc(sizeof(float) * 2 * LC), *lz = calloc(2 * LC, sizeof(float));
+    for (int i = 0; i < 2 * LC; i++)
+        ly[i] = NI, lg[i] = 0.25f, lw[i] = 0.25f; /* dx from 0: dy at the -inf entries */
+    ly[LC - 1] = 0;                               /* row 0's one finite entry, in the 2nd chunk */
+    lw[LC - 1] = 0.25f - 1025.0f;                 /* dy - 1 * (4100 * 0.25), exact */
+    for (int c = 0; c < LC; c++)
+        lw[LC + c] = 0.0f;                        /* row 1: only -inf */
+    float *dly = up(ly, sizeof(float) * 2 * LC), *dlg = up(lg, sizeof(float) * 2 * LC);
+    float *dlx = up(lz, sizeof(float) * 2 * LC);
+    eo_cuda_k_softmax_backward(1, 2, LC, dly, dlg, dlx, &EX);
+    check_bits("log_softmax backward, long rows", dlx, lw, 2 * LC);
+    free(ly), free(lg), free(lw), free(lz);
+    free_all();
+}
+END_TEST
+
+/* Max pooling: take v if v > best or v is NaN, in row-major order, so the
+ * last NaN of a window wins (value and gradient); one NaN, and ties, as
+ * before. */
+START_TEST(torch_maxpool_nan)
+{
+    enum { P = 4, H = 3, W = 3 };
+    const float x[P * H * W] = {
+        NAN, 1, 5, 2, NAN, 0, 7, NAN, 3, /* NaNs at 0, 4, 7: the last, 7, wins */
+        1, NAN, 3, 9, 2, 2, 0, 0, 0,     /* one NaN, at 1 */
+        4, 1, 4, 2, 4, 0, 0, 0, 0,       /* ties: the first 4, at 0 */
+        -1, NAN, NAN, -2, 0, 0, 0, 0, 0, /* NaNs at 1 and 2 */
+    };
+    const float wy[P] = {NAN, NAN, 4, NAN};
+    const int32_t warg[P] = {7, 1, 0, 2};
+    float *dx = up(x, sizeof x), *dy = dev_alloc(sizeof wy);
+    int32_t *darg = dev_alloc(sizeof warg), arg[P];
+    eo_cuda_k_maxpool2d(P, H, W, 3, dx, dy, darg, &EX);
+    check_bits("maxpool", dy, wy, P);
+    down(arg, darg, sizeof arg);
+    for (int p = 0; p < P; p++)
+        ck_assert_msg(arg[p] == warg[p], "maxpool arg[%d]: %d, want %d", p, (int)arg[p],
+                      (int)warg[p]);
+    const float g[P] = {1, 2, 3, 4};
+    float want[P * H * W] = {0};
+    for (int p = 0; p < P; p++)
+        want[p * H * W + warg[p]] = g[p];
+    float zero[P * H * W] = {0};
+    float *dg = up(g, sizeof g), *dgx = up(zero, sizeof zero);
+    eo_cuda_k_maxpool2d_backward(P, H, W, 3, dg, darg, dgx, &EX);
+    check_bits("maxpool backward", dgx, want, P * H * W);
+    free_all();
+}
+END_TEST
+
+/* Dropout multiplies: a dropped element is x * 0 (NaN stays NaN, +-inf
+ * becomes NaN, -1 gives -0), a kept one x * scale, scale = 1/(1 - p)
+ * rounded once; the backward adds dy * 0 or dy * scale. */
+START_TEST(torch_dropout_nan)
+{
+    enum { N = 203 };
+    static const float sp[6] = {NAN, INFINITY, -INFINITY, -1.0f, -0.0f, 3.0f};
+    float x[N], want[N], bw[N], acc[N];
+    for (int i = 0; i < N; i++)
+        x[i] = sp[i % 6], acc[i] = 0.125f;
+    for (int pi = 0; pi < 2; pi++) {
+        const float p = pi ? 0.3f : 0.5f;
+        const float scale = 1.0f / (1.0f - p);
+        int dropped_nan = 0, dropped_inf = 0, kept_nan = 0;
+        for (int i = 0; i < N; i++) {
+            int keep = eo_dropout_keep(99, i, p);
+            want[i] = x[i] * (keep ? scale : 0.0f);
+            bw[i] = 0.125f + want[i];
+            dropped_nan += !keep && isnan(x[i]);
+            dropped_inf += !keep && isinf(x[i]);
+            kept_nan += keep && isnan(x[i]);
+        }
+        ck_assert(dropped_nan && dropped_inf && kept_nan); /* the cases are met */
+        for (int off = 0; off <= 1; off++) { /* chunks of 4, then the scalar path */
+            float *dx = dev_alloc((N + 1) * 4), *dy = dev_alloc((N + 1) * 4);
+            float *dg = dev_alloc((N + 1) * 4);
+            put(dx + off, x, sizeof x);
+            put(dg + off, acc, sizeof acc);
+            eo_cuda_k_dropout(N, dx + off, dy + off, p, 99, &EX);
+            check_bits("dropout", dy + off, want, N);
+            eo_cuda_k_dropout_backward(N, dx + off, dg + off, p, 99, &EX);
+            check_bits("dropout backward", dg + off, bw, N);
+            free_all();
+        }
+    }
+}
+END_TEST
+
+/* maximum/minimum: a tie returns the first operand (maximum(-0, +0) = -0,
+ * maximum(+0, -0) = +0, the same for minimum), NaN on either side gives
+ * NaN; contiguous (eo_binary_fast) and through a transposed view (the 4-D
+ * kernel). */
+START_TEST(torch_maximum_minimum_ties)
+{
+    enum { N = 8 };
+    const float a[N] = {-0.0f, 0.0f, 1, NAN, 2, -0.0f, 0.0f, -3};
+    const float b[N] = {0.0f, -0.0f, 1, 3, NAN, -0.0f, 0.0f, -5};
+    const float wmax[N] = {-0.0f, 0.0f, 1, NAN, NAN, -0.0f, 0.0f, -3};
+    const float wmin[N] = {-0.0f, 0.0f, 1, NAN, NAN, -0.0f, 0.0f, -5};
+    float *da = up(a, sizeof a), *db = up(b, sizeof b), *dout = dev_alloc(sizeof a);
+    const int64_t sh[4] = {1, 1, 1, N}, st[4] = {N, N, N, 1};
+    eo_cuda_k_binary(EO_BIN_MAX, sh, dout, st, da, st, db, st, &EX);
+    check_bits("maximum", dout, wmax, N);
+    eo_cuda_k_binary(EO_BIN_MIN, sh, dout, st, da, st, db, st, &EX);
+    check_bits("minimum", dout, wmin, N);
+    /* out [2, 4] contiguous; a, b read as the transpose of a [4, 2] array:
+     * out[r, c] = op(a[c * 2 + r], b[c * 2 + r]) */
+    const int64_t sh2[4] = {1, 1, 2, 4}, so2[4] = {8, 8, 4, 1}, sab[4] = {8, 8, 1, 2};
+    float w2max[N], w2min[N];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 4; c++)
+            w2max[r * 4 + c] = wmax[c * 2 + r], w2min[r * 4 + c] = wmin[c * 2 + r];
+    eo_cuda_k_binary(EO_BIN_MAX, sh2, dout, so2, da, sab, db, sab, &EX);
+    check_bits("maximum, strided", dout, w2max, N);
+    eo_cuda_k_binary(EO_BIN_MIN, sh2, dout, so2, da, sab, db, sab, &EX);
+    check_bits("minimum, strided", dout, w2min, N);
+    free_all();
+}
+END_TEST
+
 Suite *eo_suite_cuda_kernels(void)
 {
     Suite *s = suite_create("cuda_kernels");
@@ -1213,6 +1470,15 @@ Suite *eo_suite_cuda_kernels(void)
     tcase_add_test(t, attention_forward_backward);
     tcase_add_test(t, edge_cases);
     tcase_add_test(t, launch_failure_is_sticky);
+    suite_add_tcase(s, t);
+    t = tcase_create("torch_semantics");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, torch_gelu_relu_edges);
+    tcase_add_test(t, torch_log_softmax_backward_edges);
+    tcase_add_test(t, torch_maxpool_nan);
+    tcase_add_test(t, torch_dropout_nan);
+    tcase_add_test(t, torch_maximum_minimum_ties);
     suite_add_tcase(s, t);
     t = tcase_create("matmul_skinny");
     tcase_add_checked_fixture(t, setup, teardown);

@@ -50,7 +50,8 @@ class K:
         self.body.append("    " + text)
 
     def c(self, text):
-        self.body.append("    // " + text)
+        for line in text.split("\n"):
+            self.body.append("    // " + line)
 
     def label(self, name):
         self.body.append(name + ":")
@@ -404,10 +405,12 @@ def unary_df(k, lab, v, r):
         k.o("@%%p%d bra %s_%s;" % (i, lab, name))
     k.o("mov.f32 %s, %%alpha;" % r, "scale: alpha")
     k.o("bra %s;" % done)
-    k.r("f32", "u t e s w").r("pred", "pp")
+    k.r("f32", "u t e s w").r("pred", "pp pfin")
     k.label(lab + "_RELU")
-    k.o("setp.gt.f32 %%pp, %s, 0f00000000;" % v)
-    k.o("selp.f32 %s, 0f3F800000, 0f00000000, %%pp;" % r)
+    k.c("the gradient passes where NOT (x <= 0): x > 0 and x = NaN (PyTorch's\n"
+        "threshold_backward tests y <= 0, false for NaN); only x <= 0 gets 0")
+    k.o("setp.le.f32 %%pp, %s, 0f00000000;" % v)
+    k.o("selp.f32 %s, 0f00000000, 0f3F800000, %%pp;" % r)
     k.o("bra %s;" % done)
     k.label(lab + "_GELU_TANH")
     k.o("mul.rn.f32 %%s, %s, %s;" % (v, v), "x^2")
@@ -419,9 +422,17 @@ def unary_df(k, lab, v, r):
     k.o("mul.rn.f32 %s, %s, 0f3F4C422A;", "du/dx")
     k.o("mul.rn.f32 %w, %t, %t;")
     k.o("sub.rn.f32 %w, 0f3F800000, %w;", "1 - t^2")
+    k.c("where tanh u is exactly +-1 the correction 0.5 x (1 - t^2) du/dx is exactly\n"
+        "0 for every finite x, so f' = 0.5 (1 + t) is exactly 1 or 0; past |x| ~ 1.8e19\n"
+        "(bf16 reaches it) x^2, and so du/dx, is inf, and 0 * inf would make it NaN")
+    k.o("setp.eq.f32 %pp, %w, 0f00000000;", "t = +-1 (false for NaN) ...")
+    k.o("abs.f32 %%e, %s;" % v)
+    k.o("setp.lt.f32 %pfin, %e, 0f7F800000;", "... and x finite (+-inf keeps the NaN, as PyTorch)")
+    k.o("and.pred %pp, %pp, %pfin;")
     k.o("mul.rn.f32 %w, %w, %s;")
     k.o("mul.rn.f32 %%w, %%w, %s;" % v)
     k.o("mul.rn.f32 %w, %w, 0f3F000000;", "0.5 x (1 - t^2) du/dx")
+    k.o("@%pp mov.f32 %w, 0f00000000;", "... then the correction is 0")
     k.o("add.rn.f32 %t, %t, 0f3F800000;")
     k.o("mul.rn.f32 %t, %t, 0f3F000000;", "0.5 (1 + t)")
     k.o("add.rn.f32 %s, %%t, %%w;" % r)
@@ -610,16 +621,19 @@ def k_unary_bwd(t):
 
 
 BIN_NOTE = """op codes (eo_binop): 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min (torch.maximum /
-minimum: NaN if either input is NaN; PTX max/min would drop it)."""
+minimum: NaN if either input is NaN, which PTX max/min would drop; a on a tie,
+so maximum(-0, +0) = -0 and maximum(+0, -0) = +0, which PTX max/min leave to
+the hardware)."""
 
 
 def binop(k, r, a, b, lab):
     """r = a op b, the op in %op (uniform); each op block ends at lab_DONE."""
     done = lab + "_DONE"
-    k.r("pred", "pn")
+    k.r("pred", "pn psel")
     for i, name in enumerate(["ADD", "SUB", "MUL", "DIV", "MAX"]):
         k.o("@%%b%d bra %s_%s;" % (i, lab, name))
-    k.o("min.f32 %s, %s, %s;" % (r, a, b), "min")
+    k.o("setp.lt.f32 %%psel, %s, %s;" % (b, a), "min: b where b < a, else a (a tie keeps a)")
+    k.o("selp.f32 %s, %s, %s, %%psel;" % (r, b, a))
     k.o("bra %s_NAN;" % lab)
     k.label(lab + "_ADD")
     k.o("add.rn.f32 %s, %s, %s;" % (r, a, b))
@@ -634,7 +648,8 @@ def binop(k, r, a, b, lab):
     k.o("div.rn.f32 %s, %s, %s;" % (r, a, b))
     k.o("bra %s;" % done)
     k.label(lab + "_MAX")
-    k.o("max.f32 %s, %s, %s;" % (r, a, b))
+    k.o("setp.gt.f32 %%psel, %s, %s;" % (b, a), "max: b where b > a, else a (a tie keeps a)")
+    k.o("selp.f32 %s, %s, %s, %%psel;" % (r, b, a))
     k.label(lab + "_NAN")
     k.o("setp.nan.f32 %%pn, %s, %s;" % (a, b), "either NaN?")
     k.o("@%%pn add.rn.f32 %s, %s, %s;" % (r, a, b), "then NaN")
@@ -1137,14 +1152,19 @@ def k_softmax_bwd(t):
         ("u64", "dx", "%s *dx (accumulated)" % t.name)],
         "eo_softmax16_bwd_%s(log, rows, cols, nvec, y, dy, dx), from the forward output:\n"
         "  softmax:     dx += y (dy - sum_j dy_j y_j)\n"
-        "  log_softmax: dx += dy - exp(y) sum_j dy_j   (exp(-inf) = 0: no gradient)\n"
+        "  log_softmax: dx += dy - exp(y) sum_j dy_j at every entry, as PyTorch: an\n"
+        "               entry whose input was -inf (exp(y) = 0) in a row with finite\n"
+        "               entries gets dy; only a row of nothing but -inf (the forward's\n"
+        "               fully masked row) gets 0, by a block-wide flag formed in pass 1\n"
+        "               (any y that is not -inf, NaN included, so no NaN is zeroed)\n"
         "Pass 1 forms the row's sum, pass 2 reads y, dy and dx again and writes dx\n"
         "(the sum in f32, rounded once).\n%s" % (t.name, ROW_NOTE))
     row_setup(k, ["y", "dy", "dx"])
     row_split(k, "%yr")
-    k.r("f32", "acc", *[v[1:] for v in V + W + Y]).r("pred", "plog")
+    k.r("f32", "acc fin fe", *[v[1:] for v in V + W + Y]).r("pred", "plog pinf pmask")
     k.o("setp.ne.u32 %plog, %log, 0;")
     k.o("mov.f32 %acc, 0f00000000;")
+    k.o("mov.f32 %fin, 0f00000000;", "log_softmax: 1 once an entry is not -inf")
 
     def body1(nv):
         ld(k, t, nv, "%yr", V)
@@ -1152,8 +1172,16 @@ def k_softmax_bwd(t):
         for j in range(nv):
             k.o("@%%plog add.rn.f32 %%acc, %%acc, %s;" % W[j])
             k.o("@!%%plog fma.rn.f32 %%acc, %s, %s, %%acc;" % (W[j], V[j]))
+            k.o("@%%plog setp.eq.f32 %%pinf, %s, 0fFF800000;" % V[j])
+            k.o("@%plog selp.f32 %fe, 0f00000000, 0f3F800000, %pinf;")
+            k.o("@%plog max.f32 %fin, %fin, %fe;", "not -inf (NaN counts): the row has mass" if j == 0 else None)
     walk(k, "P1", body1, 2)
     block_reduce(k, "%acc", "add")
+    k.o("@!%plog bra FLAG_DONE;", "(uniform)")
+    block_reduce(k, "%fin", "max")
+    k.label("FLAG_DONE")
+    k.o("setp.eq.f32 %pmask, %fin, 0f00000000;", "(uniform) a row of only -inf: no gradient ...")
+    k.o("and.pred %pmask, %pmask, %plog;", "... (log_softmax only)")
 
     def body2(nv):
         ld(k, t, nv, "%yr", V)
@@ -1166,6 +1194,7 @@ def k_softmax_bwd(t):
             k.o("@%%plog ex2.approx.f32 %s, %s;" % (V[j], V[j]), "exp(y)")
             k.o("@%%plog mul.rn.f32 %s, %s, %%acc;" % (V[j], V[j]))
             k.o("@%%plog sub.rn.f32 %s, %s, %s;" % (W[j], W[j], V[j]), "dy - exp(y) sum")
+            k.o("selp.f32 %s, 0f00000000, %s, %%pmask;" % (W[j], W[j]), "0 only in a row of only -inf")
             k.o("add.rn.f32 %s, %s, %s;" % (Y[j], Y[j], W[j]))
         st(k, t, nv, "%dxr", Y)
     walk(k, "P2", body2, 2)
