@@ -883,16 +883,14 @@ START_TEST(embedding_backward_order)
 END_TEST
 
 /* ---- embedding, dropout, optimizers, convolution ------------------------------------ */
-/* Dropout's expected values, written out (PyTorch's x * mask * scale): y
- * (or dx += dy) times m, m = 1/(1 - p) rounded once where kept, 0 where
- * dropped, with the mask of eo_dropout_keep (ops/kernels.h), which the CPU
- * and the PTX share. Not the CPU kernel's output: it changes to this rule
- * separately. */
+/* Dropout's expected values, written out (the contract of ops/kernels.h,
+ * PyTorch's x * mask / (1 - p)): y (or dx += dy) = (x / (1 - p)) * m, m =
+ * 1 where kept and 0 where dropped, with the mask of eo_dropout_keep,
+ * which the CPU and the PTX share: a dropped NaN or inf gives NaN. */
 static void dropout_want(int64_t n, const float *x, float *y, float p, uint64_t seed, int acc)
 {
-    const float scale = 1.0f / (1.0f - p);
     for (int64_t i = 0; i < n; i++) {
-        float v = x[i] * (eo_dropout_keep(seed, i, p) ? scale : 0.0f);
+        float v = x[i] / (1.0f - p) * (eo_dropout_keep(seed, i, p) ? 1.0f : 0.0f);
         y[i] = acc ? y[i] + v : v;
     }
 }
@@ -1385,11 +1383,10 @@ START_TEST(torch_dropout_nan)
         x[i] = sp[i % 6], acc[i] = 0.125f;
     for (int pi = 0; pi < 2; pi++) {
         const float p = pi ? 0.3f : 0.5f;
-        const float scale = 1.0f / (1.0f - p);
         int dropped_nan = 0, dropped_inf = 0, kept_nan = 0;
         for (int i = 0; i < N; i++) {
             int keep = eo_dropout_keep(99, i, p);
-            want[i] = x[i] * (keep ? scale : 0.0f);
+            want[i] = x[i] / (1.0f - p) * (keep ? 1.0f : 0.0f);
             bw[i] = 0.125f + want[i];
             dropped_nan += !keep && isnan(x[i]);
             dropped_inf += !keep && isinf(x[i]);
