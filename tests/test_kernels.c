@@ -1272,8 +1272,9 @@ END_TEST
 /* Max pool 2x2 on rows wide enough for the eight-window vector path
  * (OW = 18: two vector blocks and a scalar tail of 2, W odd so the last
  * column is dropped), with ties, -inf, +inf and NaNs placed at every tap
- * of some window: the vector path must keep the scalar rule (first
- * maximum wins; a NaN wins, and the first NaN stays). */
+ * of some window, two or three in some: the vector path must keep the
+ * scalar rule, PyTorch's (first maximum wins; a NaN wins, and each later
+ * NaN replaces it). */
 START_TEST(maxpool2x2_wide_rows_nan_ties)
 {
     enum { P = 2, H = 6, W = 37, K = 2, OH = 3, OW = 18 };
@@ -1286,6 +1287,9 @@ START_TEST(maxpool2x2_wide_rows_nan_ties)
         x[i] = NAN;
     for (int i = 5; i < P * H * W; i += 13)
         x[i] = (i / 13) % 2 ? INFINITY : -INFINITY;
+    /* several NaNs in one window: rows 2-3, columns 4-5 and 10-11 */
+    x[2 * W + 4] = x[3 * W + 4] = NAN;
+    x[2 * W + 10] = x[2 * W + 11] = x[3 * W + 11] = NAN;
     eo_k_maxpool2d(P, H, W, K, x, y, arg, NULL);
     for (int p = 0; p < P; p++)
         for (int oh = 0; oh < OH; oh++)
@@ -1296,7 +1300,7 @@ START_TEST(maxpool2x2_wide_rows_nan_ties)
                 for (int u = 0; u < K; u++)
                     for (int v = 0; v < K; v++) {
                         const int at = (oh * K + u) * W + ow * K + v;
-                        if (!isnan(m) && (xp[at] > m || isnan(xp[at])))
+                        if (xp[at] > m || isnan(xp[at]))
                             m = xp[at], best = at;
                     }
                 const int o = (p * OH + oh) * OW + ow;
