@@ -286,7 +286,15 @@ float eo_rand_normal(eo_ctx *ctx);         /* N(0, 1), Box–Muller */
 int eo_set_grad(eo_ctx *ctx, int enabled);
 
 /* A point in the step arenas and the tape, and the way back to it. Use one
- * per training step: mark before the forward, rewind after the update. */
+ * per training step: mark before the forward, rewind after the update.
+ * Every tensor made after the mark (op outputs, EO_STEP tensors, their
+ * gradients, the tape's nodes) is gone after the rewind: an op or
+ * eo_backward handed one returns EO_ERR_STATE ("... rewound"), as long
+ * as its memory has not been handed out again (a handle the next step has
+ * already written over cannot be told from a live one: drop them). A leaf
+ * made with EO_PERSIST that requires grad keeps its gradient across the
+ * rewind: the first backward that reaches it makes the gradient in the
+ * persistent arena (zeroed, then accumulated into, as in PyTorch). */
 eo_mark eo_mark_get(const eo_ctx *ctx);
 void eo_rewind(eo_ctx *ctx, eo_mark m);
 

@@ -119,8 +119,15 @@ void eo_give_back(const eo_lent *l);
 /* Reserve host memory for a metadata struct from the step arena. */
 eo_status eo_host_alloc(eo_ctx *ctx, eo_lifetime life, size_t bytes, void **out);
 
-/* Validate an op's inputs: non-NULL, rank 0..4 and an open device (any
- * dtype), then also the dtype; and the same device as the first. */
+/* 1 when the `bytes` at p lie in the host step arena's buffer (handed out
+ * or not). eo_is_rewound: they lie there at or past its top, so they were
+ * given back by eo_rewind (or a failed call) -- a stale handle. */
+int eo_in_step_arena(const eo_ctx *ctx, const void *p);
+int eo_is_rewound(const eo_ctx *ctx, const void *p, size_t bytes);
+
+/* Validate an op's inputs: non-NULL, not rewound, rank 0..4 and an open
+ * device (any dtype), then also the dtype; and the same device as the
+ * first. */
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);

@@ -136,12 +136,13 @@ eo_status eo_bwd_view(eo_ctx *ctx, eo_node *n)
      * fill is needed. A slice's covers part of x and keeps zero + add. */
     if (n->p.view.kind == EO_VIEW_RESHAPE && eo_grad_passes(x, n->out->grad))
         return eo_grad_add(ctx, x, n->out->grad, 1);
-    const int fresh = !x->grad && n->p.view.kind == EO_VIEW_PERMUTE;
-    if (fresh)
-        EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &x->grad));
-    EO_CHECK(eo_grad_of(ctx, x, &g));
+    float beta = 1.0f; /* 0: a fresh gradient, written and not added to */
+    if (n->p.view.kind == EO_VIEW_PERMUTE)
+        EO_CHECK(eo_grad_for_write(ctx, x, &g, &beta));
+    else
+        EO_CHECK(eo_grad_of(ctx, x, &g));
     view_of(g, &n->p, n->out->rank, n->out->shape, &v);
-    return fresh ? eo_copy_any(ctx, &v, n->out->grad) : accumulate_into(ctx, &v, n->out->grad);
+    return beta == 0.0f ? eo_copy_any(ctx, &v, n->out->grad) : accumulate_into(ctx, &v, n->out->grad);
 }
 
 EO_PUBLIC(contiguous, (eo_ctx *ctx, eo_tensor *x, eo_tensor **out), (ctx, x, out))

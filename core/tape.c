@@ -59,10 +59,24 @@ eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_te
     return EO_OK;
 }
 
+/* A gradient lives as long as its tensor. A leaf whose header is outside
+ * the step arena (made with EO_PERSIST, as eo_param_new's parameters
+ * are, though those come with their gradient) keeps its gradient across
+ * eo_rewind, so the gradient is made in the persistent arena, once. In
+ * the step arena it would dangle after the rewind, and the next backward
+ * would add into whatever the next step had put there. Anything else --
+ * an op's output, a tensor made with EO_STEP or eo_tensor_wrap -- is
+ * rewound with its gradient. */
+static int grad_outlives_step(const eo_ctx *ctx, const eo_tensor *t)
+{
+    return !t->node && !eo_in_step_arena(ctx, t);
+}
+
 eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
 {
     if (!t->grad)
-        EO_CHECK(eo_new_zeros(ctx, EO_STEP, t->device, t->dtype, t->rank, t->shape, &t->grad));
+        EO_CHECK(eo_new_zeros(ctx, grad_outlives_step(ctx, t) ? EO_PERSIST : EO_STEP, t->device,
+                              t->dtype, t->rank, t->shape, &t->grad));
     *g = t->grad;
     return EO_OK;
 }
@@ -70,6 +84,8 @@ eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
 eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *beta)
 {
     *beta = 1.0f;
+    if (!t->grad && grad_outlives_step(ctx, t))
+        return eo_grad_of(ctx, t, g); /* zeroed once, then added to as always */
     if (!t->grad) {
         EO_CHECK(eo_new_out(ctx, t->device, t->dtype, t->rank, t->shape, &t->grad));
         *beta = 0.0f;
@@ -106,6 +122,11 @@ eo_status eo_grad_add(eo_ctx *ctx, eo_tensor *x, const eo_tensor *src, int take)
     eo_contiguous_strides(v.rank, v.shape, v.stride);
     if (x->grad)
         return eo_accumulate_any(ctx, x->grad, &v);
+    if (grad_outlives_step(ctx, x)) { /* a step buffer cannot be taken: copy it */
+        eo_tensor *g;
+        EO_CHECK(eo_grad_of(ctx, x, &g));
+        return eo_accumulate_any(ctx, g, &v);
+    }
     if (take) {
         eo_tensor *g;
         EO_CHECK(eo_host_alloc(ctx, EO_STEP, sizeof *g, (void **)&g));
@@ -139,11 +160,14 @@ eo_status eo_grad_for_set(eo_ctx *ctx, eo_tensor *t, int has_set, eo_tensor **g,
 }
 
 /* Was t->grad made during the running call (and so about to be rewound)?
- * Gradient metadata always lives in the host step arena. */
+ * Gradient metadata lives in the host step arena, or for a leaf that
+ * outlives the step in the persistent one (grad_outlives_step). */
 static int grad_is_new(const eo_ctx *ctx, const eo_tensor *t)
 {
-    uintptr_t g = (uintptr_t)t->grad, from = ctx->step.base + ctx->entry.host;
-    return t->grad && g >= from && g < ctx->step.base + ctx->step.cap;
+    uintptr_t g = (uintptr_t)t->grad;
+    uintptr_t step = ctx->step.base + ctx->entry.host, persist = ctx->persist.base + ctx->entry_persist;
+    return t->grad && ((g >= step && g < ctx->step.base + ctx->step.cap) ||
+                       (g >= persist && g < ctx->persist.base + ctx->persist.cap));
 }
 
 /* A backward that failed part-way gives its step memory back (eo_leave):
@@ -184,6 +208,9 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
                        "backward: loss %T does not require grad (no parameter on its path, or "
                        "grad mode was off)",
                        loss);
+    if (eo_is_rewound(ctx, loss->node, sizeof *loss->node))
+        return eo_fail(ctx, EO_ERR_STATE, "backward: the tape that made loss %T was rewound "
+                                          "(eo_rewind): run the forward again", loss);
 
     /* Intermediate gradients start from nothing on every call, so a second
      * backward over the same tape only adds to the leaves again. */

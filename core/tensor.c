@@ -269,12 +269,33 @@ EO_PUBLIC(param_new, (eo_ctx *ctx, eo_device device, const char *name, int rank,
     return EO_OK;
 }
 
+int eo_in_step_arena(const eo_ctx *ctx, const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    return a >= ctx->step.base && a - ctx->step.base < ctx->step.cap;
+}
+
+int eo_is_rewound(const eo_ctx *ctx, const void *p, size_t bytes)
+{
+    if (!eo_in_step_arena(ctx, p))
+        return 0;
+    size_t off = (size_t)((uintptr_t)p - ctx->step.base), used = ctx->step.used;
+    return off > used || bytes > used - off;
+}
+
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
 {
     if (!ctx)
         return EO_ERR_ARG;
     if (!t)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL tensor", op);
+    /* A handle made after the mark an eo_rewind went back to: its header is
+     * past the step arena's top, free to be handed out again. (One the
+     * next step has already written over cannot be told from a live one.) */
+    if (eo_is_rewound(ctx, t, sizeof *t))
+        return eo_fail(ctx, EO_ERR_STATE, "%s: a tensor made after the mark the step arena was "
+                                          "rewound to (eo_rewind): its handle is no longer valid",
+                       op);
     /* Only a tensor changed by hand gets here with these: refuse it before
      * anything reads its shape or its backend. */
     if (t->rank < 0 || t->rank > EO_MAX_RANK)

@@ -404,6 +404,75 @@ START_TEST(handles_and_empty_extents)
 }
 END_TEST
 
+/* Handles made after a mark are refused once eo_rewind has gone back past
+ * them: a loss whose tape was rewound, an op's input, a view. The context
+ * goes on working (BAD runs a fresh graph after each). */
+START_TEST(rewound_handles_are_refused)
+{
+    int64_t s[2] = { 2, 3 };
+    eo_tensor *w = eo_test_rand(ot_ctx, 2, s, -1, 1, 3, 1), *y, *L, *v, *z;
+    eo_mark m = eo_mark_get(ot_ctx);
+    OT_OK(eo_mul(ot_ctx, w, w, &y), "mul");
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all");
+    OT_OK(eo_transpose(ot_ctx, y, 0, 1, &v), "transpose");
+    eo_rewind(ot_ctx, m);
+    BAD(eo_backward(ot_ctx, L), EO_ERR_STATE, "backward", "rewound");
+    BAD(eo_relu(ot_ctx, y, &z), EO_ERR_STATE, "relu", "rewound");
+    BAD(eo_add(ot_ctx, w, v, &z), EO_ERR_STATE, "add", "rewound");
+    BAD(eo_copy_into(ot_ctx, w, y), EO_ERR_STATE, "copy_into", "rewound");
+}
+END_TEST
+
+/* A leaf made with EO_PERSIST outlives the step: its gradient must too.
+ * Three steps of mark, forward, backward, rewind, with the next step's
+ * tensors written over the rewound memory in between: the gradient
+ * accumulates as in PyTorch (no zeroing here: k steps give k times the
+ * one-step gradient), through a product, a reshape (whose gradient is
+ * otherwise taken, not copied), a transpose (written fresh) and a matmul. */
+START_TEST(persistent_leaf_gradient_survives_rewind)
+{
+    int64_t s[2] = { 2, 3 }, s6 = 6, s32[2] = { 3, 2 };
+    eo_tensor *w;
+    OT_OK(eo_tensor_new(ot_ctx, EO_PERSIST, EO_CPU, EO_F32, 2, s, &w), "persistent leaf");
+    const float wv[6] = { 0.5f, -1, 2, 0.25f, -0.75f, 1.5f };
+    for (int i = 0; i < 6; i++)
+        ((float *)w->data)[i] = wv[i];
+    w->requires_grad = 1;
+    for (int step = 1; step <= 3; step++) {
+        eo_mark m = eo_mark_get(ot_ctx);
+        eo_tensor *sq, *r, *t, *mm, *l1, *l2, *l3, *l4, *a, *b, *L;
+        OT_OK(eo_mul(ot_ctx, w, w, &sq), "mul");
+        OT_OK(eo_sum_all(ot_ctx, sq, &l1), "sum_all");            /* d/dw: 2w */
+        OT_OK(eo_reshape(ot_ctx, w, 1, &s6, &r), "reshape");
+        OT_OK(eo_sum_all(ot_ctx, r, &l2), "sum_all");             /* 1 */
+        OT_OK(eo_transpose(ot_ctx, w, 0, 1, &t), "transpose");
+        OT_OK(eo_contiguous(ot_ctx, t, &t), "contiguous");
+        OT_OK(eo_sum_all(ot_ctx, t, &l3), "sum_all");             /* 1 */
+        eo_tensor *ones = ot_f32(2, s32, (const float[6]){ 1, 1, 1, 1, 1, 1 });
+        OT_OK(eo_matmul(ot_ctx, w, ones, 0, 0, &mm), "matmul");   /* row sums, twice */
+        OT_OK(eo_sum_all(ot_ctx, mm, &l4), "sum_all");            /* 2 */
+        OT_OK(eo_add(ot_ctx, l1, l2, &a), "add");
+        OT_OK(eo_add(ot_ctx, l3, l4, &b), "add");
+        OT_OK(eo_add(ot_ctx, a, b, &L), "add");
+        OT_OK(eo_backward(ot_ctx, L), "backward");
+        ck_assert_msg((uintptr_t)w->grad - ot_ctx->step.base >= ot_ctx->step.cap,
+                      "step %d: the persistent leaf's gradient is in the step arena", step);
+        for (int i = 0; i < 6; i++) {
+            const float want = (float)step * (2 * wv[i] + 4);
+            ck_assert_msg(((float *)w->grad->data)[i] == want, "step %d: grad[%d] = %g, want %g",
+                          step, i, (double)((float *)w->grad->data)[i], (double)want);
+        }
+        eo_rewind(ot_ctx, m);
+        /* the next step's tensors land on the rewound memory */
+        const int64_t big = 4096;
+        eo_tensor *junk;
+        OT_OK(eo_tensor_new(ot_ctx, EO_STEP, EO_CPU, EO_F32, 1, &big, &junk), "junk");
+        memset(junk->data, 0x7f, (size_t)big * sizeof(float));
+        eo_rewind(ot_ctx, m);
+    }
+}
+END_TEST
+
 /* a[:, 1:3] = a[:, 0:2] on one buffer: the source is read whole before
  * anything is written (PyTorch refuses such a partial overlap; EveryO
  * copies through scratch), and a view copied onto itself is unchanged. */
@@ -706,6 +775,8 @@ Suite *eo_suite_ops_errors(void)
     tcase_add_test(tc, numeric_state_and_device_errors);
     tcase_add_test(tc, handles_and_empty_extents);
     tcase_add_test(tc, copy_into_overlapping_views);
+    tcase_add_test(tc, rewound_handles_are_refused);
+    tcase_add_test(tc, persistent_leaf_gradient_survives_rewind);
     tcase_add_test(tc, oom_message_and_recovery);
     suite_add_tcase(s, tc);
     tc = tcase_create("oom_sweep");
