@@ -103,7 +103,7 @@ static inline __m256 eo_v8_exp(__m256 x)
 
 /* exp on [-87.33, 88]: the hot loop of the row kernels (softmax and
  * cross-entropy terms once the row max is subtracted, the sigmoid inside
- * GELU), so it gets its own, cheaper method than eo_v8_exp: 12 vector
+ * GELU), so it gets its own, cheaper method than eo_v8_exp: 11 vector
  * instructions instead of 17, about 35 % faster on one core (measured),
  * in the entry points below.
  *
@@ -118,10 +118,15 @@ static inline __m256 eo_v8_exp(__m256 x)
  *
  * n comes from rounding by adding 1.5 * 2^23: the float sum then holds n
  * in its low mantissa bits (two's complement for n < 0), so the same bits
- * give the permute index and, shifted up by 20 with the index bits
- * cleared, (n>>3) * 2^23: 2^(n>>3) added to the table entry's exponent
- * field as an integer. x must already be clamped to [-87.336544, 88],
- * where n stays in [-1008, 1016] and every exponent is a normal one.
+ * give the permute index and, shifted up by 20, n * 2^20 = (n>>3) * 2^23
+ * + (n&7) * 2^20: 2^(n>>3) in the exponent field, plus the index bits
+ * one place above where they would harm. The table entries, held as
+ * integers, have (j&7) * 2^20 taken off beforehand, so one integer add of
+ * the shifted sum gives 2^(n>>3) 2^((n&7)/8) exactly (the same bits a
+ * mask of the index bits would, one instruction fewer: 8-9 % of the exp,
+ * measured in a sum of exps in L1). x must already be clamped to
+ * [-87.336544, 88], where n stays in [-1008, 1016] and every exponent is
+ * a normal one.
  *
  * Error: checked against double exp for every float in [-87.33, 88]: at
  * most 1.26 ulp, and never more than one float away from the correctly
@@ -139,15 +144,19 @@ static inline __m256 eo_v8_exp(__m256 x)
 #define EO_EXP8_P2 0.166666672f
 #define EO_EXP8_LO (-87.336544f)   /* ln(FLT_MIN) */
 
+/* (j&7) * 2^20 for j = 0..7, taken off each table entry (see above). */
+#define EO_EXP8_INDEX_BITS 0, 1 << 20, 2 << 20, 3 << 20, 4 << 20, 5 << 20, 6 << 20, 7 << 20
+
 /* The end both entry points share: 2^(n>>3) 2^((n&7)/8) exp(r), from
- * t (n in its low mantissa bits, see above) and r. */
+ * t (n in its low mantissa bits, see above) and r. The table is a
+ * constant: the compiler folds the subtraction. */
 static inline __m256 eo_v8_exp_table(__m256 t, __m256 r)
 {
-    const __m256 pow8 = _mm256_setr_ps(EO_EXP8_POW8);
+    const __m256 pow8 = _mm256_castsi256_ps(_mm256_sub_epi32(
+        _mm256_castps_si256(_mm256_setr_ps(EO_EXP8_POW8)), _mm256_setr_epi32(EO_EXP8_INDEX_BITS)));
     const __m256i ti = _mm256_castps_si256(t);
-    const __m256i inc = _mm256_and_si256(_mm256_slli_epi32(ti, 20), _mm256_set1_epi32(-0x800000));
-    const __m256 s = _mm256_castsi256_ps(
-        _mm256_add_epi32(_mm256_castps_si256(_mm256_permutevar8x32_ps(pow8, ti)), inc));
+    const __m256 s = _mm256_castsi256_ps(_mm256_add_epi32(
+        _mm256_castps_si256(_mm256_permutevar8x32_ps(pow8, ti)), _mm256_slli_epi32(ti, 20)));
     __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(EO_EXP8_P2), r, _mm256_set1_ps(EO_EXP8_P1));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     return _mm256_fmadd_ps(s, _mm256_mul_ps(p, r), s); /* s exp(r) = s + s (exp(r) - 1) */
@@ -219,6 +228,7 @@ static inline __m256 eo_v8_exp_sat(__m256 x)
 /* One more level, so the table macros expand into 16 arguments before
  * _mm512_setr_ps (a macro in some compilers) counts them. */
 #define EO_V16_SETR(...) _mm512_setr_ps(__VA_ARGS__)
+#define EO_V16_SETR_EPI32(...) _mm512_setr_epi32(__VA_ARGS__)
 
 static inline __m512 eo_v16_exp_clamped(__m512 xc)
 {
@@ -229,11 +239,12 @@ static inline __m512 eo_v16_exp_clamped(__m512 xc)
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_LO), r);
     /* The 16-lane permute reads four index bits: the table twice over
      * makes the fourth, bit 3 of n, pick the same entry. */
-    const __m512 pow8 = EO_V16_SETR(EO_EXP8_POW8, EO_EXP8_POW8);
+    const __m512 pow8 = _mm512_castsi512_ps(
+        _mm512_sub_epi32(_mm512_castps_si512(EO_V16_SETR(EO_EXP8_POW8, EO_EXP8_POW8)),
+                         EO_V16_SETR_EPI32(EO_EXP8_INDEX_BITS, EO_EXP8_INDEX_BITS)));
     const __m512i ti = _mm512_castps_si512(t);
-    const __m512i inc = _mm512_and_si512(_mm512_slli_epi32(ti, 20), _mm512_set1_epi32(-0x800000));
-    const __m512 s = _mm512_castsi512_ps(
-        _mm512_add_epi32(_mm512_castps_si512(_mm512_permutexvar_ps(ti, pow8)), inc));
+    const __m512 s = _mm512_castsi512_ps(_mm512_add_epi32(
+        _mm512_castps_si512(_mm512_permutexvar_ps(ti, pow8)), _mm512_slli_epi32(ti, 20)));
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(EO_EXP8_P2), r, _mm512_set1_ps(EO_EXP8_P1));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_fmadd_ps(s, _mm512_mul_ps(p, r), s);
