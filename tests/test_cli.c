@@ -169,6 +169,10 @@ START_TEST(train_and_sample_refuse_bad_values)
     ck_assert_msg(strstr(out, "the step arena needs at least") &&
                       strstr(out, "--step-mb gives 1 MiB (1048576 bytes): raise --step-mb to 2"),
                   "%s", out);
+    /* A cosine warm-up longer than the run: refused, naming both. */
+    ck_assert_int_eq(run("eo-train", "--warmup 50 --steps 5 --subset 256 --test-subset 100 -q", out,
+                         sizeof out), 1);
+    ck_assert_msg(strstr(out, "warmup 50 and total 5") && strstr(out, "--warmup 50"), "%s", out);
     refused("eo-sample", "--top-k=-1 --load x", "--top-k: '-1'");
     refused("eo-sample", "--length 4abc --load x", "--length: '4abc'");
     refused("eo-sample", "--prompt hi", "--load FILE is required");

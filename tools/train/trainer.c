@@ -436,6 +436,13 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         total = c->max_steps; /* the schedule ends where the run does */
     eo_lr_schedule sched = { (eo_lr_kind)c->schedule, c->lr, 0.0f, 0.1f,
                              (int64_t)(steps * 3 > 0 ? steps * 3 : 1), c->warmup, (int64_t)total };
+    /* A warm-up longer than the run would leave the cosine no decay at all:
+     * say so instead of running a schedule the caller did not ask for. */
+    if ((s = eo_lr_schedule_check(&ctx, &sched)) != EO_OK) {
+        snprintf(err, errlen, "%s (--warmup %d, the run has %zu steps)", eo_last_error(&ctx),
+                 c->warmup, total);
+        goto done;
+    }
     h.x = calloc((size_t)c->epochs + 1, sizeof(double));
     h.loss = calloc((size_t)c->epochs + 1, sizeof(double));
     h.acc = calloc((size_t)c->epochs + 1, sizeof(double));
