@@ -1721,9 +1721,9 @@ START_TEST(v8_exp_forms_keep_nan)
 {
     float y[8];
     const __m256 nan = _mm256_set1_ps(NAN);
-    const __m256 r[5] = {eo_v8_exp(nan), eo_v8_exp_neg(nan), eo_v8_exp_sat(nan),
-                         eo_v8_exp_scaled(nan), eo_v8_expm1_neg(nan)};
-    for (int f = 0; f < 5; f++) {
+    const __m256 r[6] = {eo_v8_exp(nan),        eo_v8_exp_neg(nan),   eo_v8_exp_sat(nan),
+                         eo_v8_exp_scaled(nan), eo_v8_expm1_neg(nan), eo_v8_exp_sum(nan)};
+    for (int f = 0; f < 6; f++) {
         _mm256_storeu_ps(y, r[f]);
         for (int k = 0; k < 8; k++)
             CHECK_MSG(isnan(y[k]), "exp form %d lane %d: %g", f, k, (double)y[k]);
@@ -1866,6 +1866,52 @@ START_TEST(v8_exp_sat_within_1ulp)
 }
 END_TEST
 
+/* The summed-terms form (one reduction step): within one float of exp on
+ * [-10, 0], within five down to -87.33 (exhaustive over the floats
+ * there), clamped below; and a sum of such terms as close to the exact
+ * sum as the sum of eo_v8_exp_sat's terms. */
+START_TEST(v8_exp_sum_bounds)
+{
+    int64_t worst_near = 0, worst_far = 0;
+    float at = 0;
+    for (float v = -87.336544f; v <= 0.0f; v = nextafterf(v, 1.0f)) {
+        float y[8];
+        _mm256_storeu_ps(y, eo_v8_exp_sum(_mm256_set1_ps(v)));
+        const int64_t d = ulp_dist(y[0], (float)exp((double)v));
+        if (v >= -10.0f && d > worst_near)
+            worst_near = d, at = v;
+        if (d > worst_far)
+            worst_far = d;
+    }
+    CHECK_MSG(worst_near <= 1, "eo_v8_exp_sum: %lld floats off at x = %.9g", (long long)worst_near,
+              at);
+    CHECK_MSG(worst_far <= 5, "eo_v8_exp_sum: %lld floats off below -10", (long long)worst_far);
+    const float sp[8] = {-INFINITY, -1e30f, -88.0f, -0.0f, 0.0f, -1.0f, -87.0f, -10.0f};
+    float y[8];
+    _mm256_storeu_ps(y, eo_v8_exp_sum(_mm256_loadu_ps(sp)));
+    CHECK(y[0] > 0.0f && y[0] <= 1.3e-38f && y[1] == y[0] && y[2] == y[0]); /* clamped */
+    CHECK(y[3] == 1.0f && y[4] == 1.0f && ulp_dist(y[5], expf(-1.0f)) <= 1);
+    /* 50257 terms spread over [-12, 0], as a vocabulary's logits minus
+     * their max: both sums against the double one. */
+    const int64_t n = 50257 / 8 * 8;
+    double exact = 0;
+    __m256 s_sum = _mm256_setzero_ps(), s_sat = s_sum;
+    for (int64_t i = 0; i < n; i += 8) {
+        float x[8];
+        for (int k = 0; k < 8; k++) {
+            x[k] = -12.0f * (float)((uint32_t)((i + k) * 2654435761u) % 10007u) / 10007.0f;
+            exact += exp((double)x[k]);
+        }
+        s_sum = _mm256_add_ps(s_sum, eo_v8_exp_sum(_mm256_loadu_ps(x)));
+        s_sat = _mm256_add_ps(s_sat, eo_v8_exp_sat(_mm256_loadu_ps(x)));
+    }
+    const double e_sum = fabs(eo_v8_hsum(s_sum) - exact) / exact,
+                 e_sat = fabs(eo_v8_hsum(s_sat) - exact) / exact;
+    CHECK_MSG(e_sum < 2e-6 && e_sum <= e_sat + 1e-7, "sum of exps: %.3g relative (eo_v8_exp_sat's %.3g)",
+              e_sum, e_sat);
+}
+END_TEST
+
 #ifdef EO_AVX512
 START_TEST(v16_exp_matches_v8)
 {
@@ -1885,6 +1931,13 @@ START_TEST(v16_exp_matches_v8)
             for (int k = 0; k < 16; k++)
                 CHECK_MSG(memcmp(a + k, b + k, sizeof(float)) == 0, "x = %.9g: %.9g vs %.9g", x[k],
                           a[k], b[k]);
+            if (!neg)
+                continue;
+            _mm512_storeu_ps(a, eo_v16_exp_sum(v)); /* the summed-terms form, x <= 0 */
+            _mm256_storeu_ps(b, eo_v8_exp_sum(lo));
+            _mm256_storeu_ps(b + 8, eo_v8_exp_sum(hi));
+            for (int k = 0; k < 16; k++)
+                CHECK_MSG(memcmp(a + k, b + k, sizeof(float)) == 0, "sum form, x = %.9g", x[k]);
         }
 }
 END_TEST
@@ -1937,6 +1990,7 @@ Suite *eo_suite_kernels(void)
     tcase_add_test(tc, v8_exp_within_2ulp);
     tcase_add_test(tc, v8_exp_neg_within_1ulp);
     tcase_add_test(tc, v8_exp_sat_within_1ulp);
+    tcase_add_test(tc, v8_exp_sum_bounds);
 #ifdef EO_AVX512
     tcase_add_test(tc, v16_exp_matches_v8);
 #endif

@@ -85,7 +85,7 @@ static void row_stats(int64_t cols, const float *x, const float *next, float *st
  * because the walk before prefetched it, and prefetches row r + 2. So
  * each row is read from memory once, in the background, and walked once
  * in the foreground; the separate max walk of row_stats costs about a
- * tenth more (measured). The exps are only summed: eo_v8_exp_sat. */
+ * tenth more (measured). The exps are only summed: eo_v8_exp_sum. */
 static void stats_rows(int64_t cols, const float *x, int64_t r0, int64_t r1, float *stats)
 {
     float M = eo_v8_row_max(x + r0 * cols, cols);
@@ -117,8 +117,8 @@ static void stats_rows(int64_t cols, const float *x, int64_t r0, int64_t r1, flo
                 p0 = _mm512_max_ps(p0, _mm512_loadu_ps(n1 + j));
                 p1 = _mm512_max_ps(p1, _mm512_loadu_ps(n1 + j + 16));
             }
-            w0 = _mm512_add_ps(w0, eo_v16_exp_sat(_mm512_sub_ps(_mm512_loadu_ps(xr + j), m16)));
-            w1 = _mm512_add_ps(w1, eo_v16_exp_sat(_mm512_sub_ps(_mm512_loadu_ps(xr + j + 16), m16)));
+            w0 = _mm512_add_ps(w0, eo_v16_exp_sum(_mm512_sub_ps(_mm512_loadu_ps(xr + j), m16)));
+            w1 = _mm512_add_ps(w1, eo_v16_exp_sum(_mm512_sub_ps(_mm512_loadu_ps(xr + j + 16), m16)));
         }
         s0 = _mm256_add_ps(eo_v16_lo(w0), eo_v16_hi(w0));
         s1 = _mm256_add_ps(eo_v16_lo(w1), eo_v16_hi(w1));
@@ -132,12 +132,12 @@ static void stats_rows(int64_t cols, const float *x, int64_t r0, int64_t r1, flo
                 q0 = _mm256_max_ps(q0, _mm256_loadu_ps(n1 + j));
                 q1 = _mm256_max_ps(q1, _mm256_loadu_ps(n1 + j + 8));
             }
-            s0 = _mm256_add_ps(s0, eo_v8_exp_sat(_mm256_sub_ps(_mm256_loadu_ps(xr + j), m)));
-            s1 = _mm256_add_ps(s1, eo_v8_exp_sat(_mm256_sub_ps(_mm256_loadu_ps(xr + j + 8), m)));
+            s0 = _mm256_add_ps(s0, eo_v8_exp_sum(_mm256_sub_ps(_mm256_loadu_ps(xr + j), m)));
+            s1 = _mm256_add_ps(s1, eo_v8_exp_sum(_mm256_sub_ps(_mm256_loadu_ps(xr + j + 8), m)));
         }
         for (; j < cols; j += 8) {
             const __m256i k = eo_v8_mask(cols - j);
-            s0 = _mm256_add_ps(s0, eo_v8_exp_sat(_mm256_sub_ps(eo_v8_load_tail(xr + j, k, -INFINITY), m)));
+            s0 = _mm256_add_ps(s0, eo_v8_exp_sum(_mm256_sub_ps(eo_v8_load_tail(xr + j, k, -INFINITY), m)));
             if (n1)
                 q0 = _mm256_max_ps(q0, eo_v8_load_tail(n1 + j, k, -INFINITY));
         }

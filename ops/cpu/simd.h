@@ -214,6 +214,33 @@ static inline __m256 eo_v8_exp_sat(__m256 x)
     return eo_v8_exp_clamped(_mm256_max_ps(_mm256_set1_ps(EO_EXP8_LO), x));
 }
 
+/* exp(x) for x <= 0 whose results are only added up: the log-sum-exp of
+ * the cross-entropy forward and log_softmax. The reduction
+ * takes one step instead of two, r = x - n fl(ln2/8): ln2/8 rounded to
+ * float is within 2.4e-10 of it, so r is off by at most |n| 2.4e-10 and
+ * the term by |x| 2.8e-9 relatively -- within one float of exp for
+ * |x| <= 10, within five down to x = -87.33 (the test checks both, over
+ * every float). Added up, that
+ * is what matters: in a sum whose largest term is exp(0) = 1, the terms
+ * that carry weight have |x| <= ln N, so the sum is off by at most
+ * ln(N) 2.8e-9 relatively (3e-8 for N = 50257 terms), less than its own
+ * rounding. One fused multiply-add fewer per 8 terms: a sum of exps in L1
+ * takes a tenth less time (measured). eo_v8_exp_sum_clamped wants x in
+ * [-87.336544, 0] already; eo_v8_exp_sum clamps below as eo_v8_exp_sat
+ * does (-inf gives 1.2e-38). NaN gives NaN. */
+static inline __m256 eo_v8_exp_sum_clamped(__m256 xc)
+{
+    const __m256 magic = _mm256_set1_ps(EO_EXP8_MAGIC);
+    const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(EO_EXP8_K), magic);
+    const __m256 n = _mm256_sub_ps(t, magic);
+    return eo_v8_exp_table(t, _mm256_fnmadd_ps(n, _mm256_set1_ps(EO_EXP8_LN2), xc));
+}
+
+static inline __m256 eo_v8_exp_sum(__m256 x)
+{
+    return eo_v8_exp_sum_clamped(_mm256_max_ps(_mm256_set1_ps(EO_EXP8_LO), x)); /* NaN passes */
+}
+
 #if defined(__AVX512F__)
 /* ---- 16 lanes --------------------------------------------------------------
  * Where the compiler may use AVX-512 (-march=native on a CPU that has
@@ -230,13 +257,9 @@ static inline __m256 eo_v8_exp_sat(__m256 x)
 #define EO_V16_SETR(...) _mm512_setr_ps(__VA_ARGS__)
 #define EO_V16_SETR_EPI32(...) _mm512_setr_epi32(__VA_ARGS__)
 
-static inline __m512 eo_v16_exp_clamped(__m512 xc)
+/* eo_v8_exp_table in 16 lanes. */
+static inline __m512 eo_v16_exp_table(__m512 t, __m512 r)
 {
-    const __m512 magic = _mm512_set1_ps(EO_EXP8_MAGIC);
-    const __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(EO_EXP8_K), magic);
-    const __m512 n = _mm512_sub_ps(t, magic);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_HI), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_LO), r);
     /* The 16-lane permute reads four index bits: the table twice over
      * makes the fourth, bit 3 of n, pick the same entry. */
     const __m512 pow8 = _mm512_castsi512_ps(
@@ -250,9 +273,32 @@ static inline __m512 eo_v16_exp_clamped(__m512 xc)
     return _mm512_fmadd_ps(s, _mm512_mul_ps(p, r), s);
 }
 
+static inline __m512 eo_v16_exp_clamped(__m512 xc)
+{
+    const __m512 magic = _mm512_set1_ps(EO_EXP8_MAGIC);
+    const __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(EO_EXP8_K), magic);
+    const __m512 n = _mm512_sub_ps(t, magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2_LO), r);
+    return eo_v16_exp_table(t, r);
+}
+
 static inline __m512 eo_v16_exp_sat(__m512 x)
 {
     return eo_v16_exp_clamped(_mm512_max_ps(_mm512_set1_ps(EO_EXP8_LO), x)); /* NaN passes */
+}
+
+static inline __m512 eo_v16_exp_sum_clamped(__m512 xc)
+{
+    const __m512 magic = _mm512_set1_ps(EO_EXP8_MAGIC);
+    const __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(EO_EXP8_K), magic);
+    const __m512 n = _mm512_sub_ps(t, magic);
+    return eo_v16_exp_table(t, _mm512_fnmadd_ps(n, _mm512_set1_ps(EO_EXP8_LN2), xc));
+}
+
+static inline __m512 eo_v16_exp_sum(__m512 x)
+{
+    return eo_v16_exp_sum_clamped(_mm512_max_ps(_mm512_set1_ps(EO_EXP8_LO), x)); /* NaN passes */
 }
 
 /* eo_v8_exp_neg's flush: lanes below ln(FLT_MIN) (not NaN) give 0. */
@@ -459,7 +505,7 @@ static inline float eo_v8_row_max_narrow(const float *x, int64_t n, int *narrow)
 }
 
 /* sum_j exp(x_j - max) over a row (the terms are only summed, so the
- * cheaper saturating exp).
+ * cheaper eo_v8_exp_sum).
  *
  * `next` (or NULL) is the row to be processed after this one: a cache
  * line of it is requested per 16 elements. This pass is bound by the exp
@@ -474,12 +520,12 @@ static inline float eo_v8_row_sumexp(const float *x, int64_t n, float max, const
     for (; j + 16 <= n; j += 16) {
         if (next)
             _mm_prefetch((const char *)(next + j), _MM_HINT_T1);
-        s0 = _mm256_add_ps(s0, eo_v8_exp_sat(_mm256_sub_ps(_mm256_loadu_ps(x + j), m)));
-        s1 = _mm256_add_ps(s1, eo_v8_exp_sat(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m)));
+        s0 = _mm256_add_ps(s0, eo_v8_exp_sum(_mm256_sub_ps(_mm256_loadu_ps(x + j), m)));
+        s1 = _mm256_add_ps(s1, eo_v8_exp_sum(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m)));
     }
     for (; j < n; j += 8) {
         const __m256 a = eo_v8_load_tail(x + j, eo_v8_mask(n - j), -INFINITY);
-        s0 = _mm256_add_ps(s0, eo_v8_exp_sat(_mm256_sub_ps(a, m)));
+        s0 = _mm256_add_ps(s0, eo_v8_exp_sum(_mm256_sub_ps(a, m)));
     }
     return eo_v8_hsum(_mm256_add_ps(s0, s1));
 }

@@ -118,23 +118,26 @@ static void minus_inf_row(int log, int64_t cols, const float *x, float *y)
 #define LEAD 16
 
 /* One term exp(x_j - max): flushed (eo_v8_exp_neg) when it is kept as a
- * probability, saturated (eo_v8_exp_sat, cheaper) when log_softmax only
- * adds it up, and neither in a narrow row (simd.h: every x_j - max is
- * above the flush, so all three give the same bits). `how` is a
- * constant after inlining. */
-enum { TERM_SAT, TERM_FLUSH, TERM_NARROW };
+ * probability; when log_softmax only adds it up, eo_v8_exp_sum (one
+ * reduction step fewer, simd.h), saturated. In a narrow row (simd.h:
+ * every x_j - max is above the flush) neither the flush nor the clamp is
+ * needed: the same bits without them. `how` is a constant after
+ * inlining. */
+enum { TERM_SUM, TERM_FLUSH, TERM_NARROW, TERM_NARROW_SUM };
 EO_V8_INLINE __m256 row_term(__m256 d, int how)
 {
-    return how == TERM_NARROW ? eo_v8_exp_clamped(d)
-           : how == TERM_FLUSH ? eo_v8_exp_neg(d)
-                               : eo_v8_exp_sat(d);
+    return how == TERM_NARROW       ? eo_v8_exp_clamped(d)
+           : how == TERM_NARROW_SUM ? eo_v8_exp_sum_clamped(d)
+           : how == TERM_FLUSH      ? eo_v8_exp_neg(d)
+                                    : eo_v8_exp_sum(d);
 }
 #ifdef EO_AVX512
 EO_V8_INLINE __m512 row_term16(__m512 d, int how)
 {
-    return how == TERM_NARROW ? eo_v16_exp_clamped(d)
-           : how == TERM_FLUSH ? eo_v16_exp_neg(d)
-                               : eo_v16_exp_sat(d);
+    return how == TERM_NARROW       ? eo_v16_exp_clamped(d)
+           : how == TERM_NARROW_SUM ? eo_v16_exp_sum_clamped(d)
+           : how == TERM_FLUSH      ? eo_v16_exp_neg(d)
+                                    : eo_v16_exp_sum(d);
 }
 #endif
 typedef struct out_row {
@@ -263,10 +266,11 @@ EO_V8_INLINE void softmax_rows(int log, int64_t cols, const float *x, float *y, 
         /* The whole steps with the cheapest exp the row allows; the
          * tail's masked-off lanes are -inf, so it keeps the flush
          * (softmax) or the clamp (log_softmax). */
-        const int how = log ? TERM_SAT : TERM_FLUSH;
+        const int how = log ? TERM_SUM : TERM_FLUSH;
+        const int how_narrow = log ? TERM_NARROW_SUM : TERM_NARROW;
         const __m256 vm = _mm256_set1_ps(M);
         __m256 s0, s1;
-        int64_t j = narrow ? exps_walk(log, TERM_NARROW, mode, cols, xr, next, e, &o, M, &s0, &s1)
+        int64_t j = narrow ? exps_walk(log, how_narrow, mode, cols, xr, next, e, &o, M, &s0, &s1)
                            : exps_walk(log, how, mode, cols, xr, next, e, &o, M, &s0, &s1);
         finish(log, &o, cols, mode);
         for (; j < cols; j += 8) {
