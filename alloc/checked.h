@@ -60,4 +60,22 @@ static inline int eo_bytes_overflow(int64_t n, size_t elem, size_t *r)
     return 0;
 }
 
+/* The capacity a growing array (the tools' realloc buffers) moves to
+ * when it must hold `need` elements of `elem` bytes: cap doubled (from
+ * `first` when cap is 0) until it holds need, or need itself where
+ * doubling would pass the largest count whose bytes fit in PTRDIFF_MAX
+ * (or from 0).
+ * 1 when need itself does not fit (the caller reports out of memory). */
+static inline int eo_grow_overflows(size_t cap, size_t need, size_t first, size_t elem, size_t *r)
+{
+    const size_t limit = (size_t)PTRDIFF_MAX / (elem ? elem : 1);
+    if (need > limit)
+        return 1;
+    size_t c = cap ? cap : first;
+    while (c < need)
+        c = c == 0 || c > limit / 2 ? need : c * 2;
+    *r = c;
+    return 0;
+}
+
 #endif

@@ -63,6 +63,18 @@ START_TEST(checked_helpers)
     ck_assert(eo_bytes_overflow((int64_t)(PTRDIFF_MAX / 4) + 1, 4, &z));
     ck_assert(!eo_bytes_overflow((int64_t)(PTRDIFF_MAX / 4), 4, &z) && z <= (size_t)PTRDIFF_MAX);
     ck_assert(!eo_bytes_overflow(0, 4, &z) && z == 0);
+    /* a growing buffer's next capacity: doubles, stops at need near the
+     * limit instead of wrapping, refuses a need past PTRDIFF_MAX bytes */
+    const size_t lim = (size_t)PTRDIFF_MAX;
+    ck_assert(!eo_grow_overflows(0, 1, 64, 1, &z) && z == 64);
+    ck_assert(!eo_grow_overflows(64, 65, 64, 1, &z) && z == 128);
+    ck_assert(!eo_grow_overflows(100, 1000, 64, 8, &z) && z == 1600);
+    ck_assert(!eo_grow_overflows(lim / 2 + 1, lim / 2 + 2, 0, 1, &z) && z == lim / 2 + 2);
+    ck_assert(!eo_grow_overflows(lim - 1, lim, 0, 1, &z) && z == lim);
+    ck_assert(eo_grow_overflows(lim, lim + 1, 0, 1, &z));
+    ck_assert(eo_grow_overflows(8, lim / 4 + 1, 8, 4, &z));
+    ck_assert(!eo_grow_overflows(0, 0, 0, 1, &z) && z == 0);
+    ck_assert(!eo_grow_overflows(0, 5, 0, 1, &z) && z == 5); /* no first size: need */
 }
 END_TEST
 

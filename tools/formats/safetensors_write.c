@@ -23,13 +23,14 @@ typedef struct sbuf {
 
 static void put(sbuf *b, const char *s, size_t n)
 {
-    if (b->oom)
+    size_t need; /* b->n + n + 1, the terminating NUL included */
+    if (b->oom || eo_size_add_overflows(b->n, n, &need) || eo_size_add_overflows(need, 1, &need)) {
+        b->oom = 1; /* a length that cannot be held reads as out of memory */
         return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
+    }
+    if (need > b->cap) {
+        size_t cap;
+        char *p = eo_grow_overflows(b->cap, need, 256, 1, &cap) ? NULL : realloc(b->p, cap);
         if (!p) {
             b->oom = 1;
             return;

@@ -20,8 +20,10 @@
  * (the LOCKED wrappers at the end of the file), so the functions that do
  * the work, named do_*, never see another thread. */
 #include <pthread.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc/checked.h"
 #include "tools/ptxsim/driver.h"
 
 /* Result codes the double returns beyond those ops/cuda/driver.h names
@@ -177,12 +179,15 @@ static int handle_find(const handles *l, const void *h)
 static int handle_add(handles *l, void *h)
 {
     if (l->n == l->cap) {
-        int nc = l->cap ? l->cap * 2 : 8;
-        void **q = realloc(l->at, (size_t)nc * sizeof *q);
+        size_t nc;
+        void **q = eo_grow_overflows((size_t)l->cap, (size_t)l->n + 1, 8, sizeof *q, &nc) ||
+                           nc > INT_MAX
+                       ? NULL
+                       : realloc(l->at, nc * sizeof *q);
         if (!q)
             return 0;
         l->at = q;
-        l->cap = nc;
+        l->cap = (int)nc;
     }
     l->at[l->n++] = h;
     return 1;
@@ -785,7 +790,9 @@ static eo_cu_result do_mem_alloc(eo_cu_deviceptr *p, size_t bytes)
     if (bytes > DEVICE_BYTES - dev->bytes)
         return EO_CUDA_ERROR_OUT_OF_MEMORY;
     if (dev->nallocs == dev->cap_allocs) {
-        size_t nc = dev->cap_allocs ? dev->cap_allocs * 2 : 64;
+        size_t nc;
+        if (eo_grow_overflows(dev->cap_allocs, dev->nallocs + 1, 64, sizeof(uint64_t), &nc))
+            return EO_CUDA_ERROR_OUT_OF_MEMORY;
         uint64_t *b = realloc(dev->alloc_base, nc * sizeof *b);
         if (b)
             dev->alloc_base = b;

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc/checked.h"
 #include "tools/bench/perfmodel.h"
 #include "tools/cli/args.h"
 #include "tools/ptxsim/ptxsim.h"
@@ -122,14 +123,15 @@ static char *read_file(const char *path, size_t *len)
         n += got;
         if (n < cap)
             break;
-        char *q = realloc(buf, cap * 2 + 1);
+        size_t nc; /* nc bytes of text, then the NUL */
+        char *q = eo_grow_overflows(cap, cap + 1, 0, 1, &nc) ? NULL : realloc(buf, nc + 1);
         if (!q) {
             free(buf);
             buf = NULL;
             break;
         }
         buf = q;
-        cap *= 2;
+        cap = nc;
     }
     fclose(f);
     if (buf) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc/checked.h"
 #include "tools/ptxsim/ptxsim.h"
 
 /* Start addresses are 256-byte aligned, like cuMemAlloc's, and each
@@ -68,8 +69,10 @@ eo_status eo_px_heap_alloc(eo_px_heap *h, size_t n, uint64_t *dev)
         return EO_ERR_OOM;
 #endif
     if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        px_alloc *q = realloc(h->a, nc * sizeof *q);
+        size_t nc;
+        px_alloc *q = eo_grow_overflows(h->cap, h->n + 1, 64, sizeof *q, &nc)
+                          ? NULL
+                          : realloc(h->a, nc * sizeof *q);
         if (!q)
             return EO_ERR_OOM;
         h->a = q;

@@ -15,8 +15,10 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc/checked.h"
 #include "tools/ptxsim/alu.h"
 #include "tools/ptxsim/rules.h"
 
@@ -111,9 +113,10 @@ static void *grow(parser *p, void *arr, int *cap, int need, size_t elem)
 {
     if (need <= *cap)
         return arr;
-    int nc = *cap ? *cap * 2 : 16;
-    while (nc < need)
-        nc *= 2;
+    size_t grown;
+    if (eo_grow_overflows((size_t)*cap, (size_t)need, 16, elem, &grown) || grown > INT_MAX)
+        fail(p, EO_ERR_OOM, p->line, "out of memory");
+    const int nc = (int)grown;
     void *q = realloc(arr, (size_t)nc * elem);
     if (!q)
         fail(p, EO_ERR_OOM, p->line, "out of memory");

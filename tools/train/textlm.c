@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "alloc/checked.h"
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/cli/errbuf.h"
@@ -58,8 +59,9 @@ static eo_status append_file(const char *path, char **buf, size_t *len, size_t *
     }
     for (;;) {
         if (*cap - *len < 65536) {
-            size_t nc = *cap * 2 + 65536;
-            char *nb = realloc(*buf, nc);
+            size_t nc;
+            char *nb = eo_grow_overflows(*cap, *len + 65536, 65536, 1, &nc) ? NULL
+                                                                            : realloc(*buf, nc);
             if (!nb) {
                 fclose(f);
                 snprintf(err, errlen, "%s: out of memory", path);
@@ -110,10 +112,13 @@ eo_status eo_text_load_fortunes(const char *dir, char **text, size_t *len, char 
             !S_ISREG(st.st_mode))
             continue;
         if (n == cap) {
-            cap = cap * 2 + 64;
-            char **nn = realloc(names, cap * sizeof *names);
+            size_t nc;
+            char **nn = eo_grow_overflows(cap, n + 1, 64, sizeof *names, &nc)
+                            ? NULL
+                            : realloc(names, nc * sizeof *names);
             if (!nn) { s = EO_ERR_OOM; break; }
             names = nn;
+            cap = nc;
         }
         if (!(names[n] = strdup(e->d_name))) { s = EO_ERR_OOM; break; }
         n++;
