@@ -608,8 +608,11 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
  * that requires grad receives dL/dtensor in its .grad, accumulated (+=)
  * into leaves (parameters) and written afresh into intermediate tensors,
  * so calling it twice adds the parameter gradients twice and nothing else.
- * Runs with grad mode off. EO_ERR_STATE when loss is not a scalar or does
- * not require grad. A backward that fails (EO_ERR_OOM) gives back its step
+ * Runs with grad mode off. EO_ERR_STATE when loss is not a scalar, does
+ * not require grad, or was made (or its tape recorded) after the mark the
+ * step arena was rewound to (eo_rewind). A leaf made with EO_PERSIST gets
+ * a persistent gradient the first time (see eo_rewind). A backward that
+ * fails (EO_ERR_OOM) gives back its step
  * memory; leaves may keep part of this call's gradient, so zero them
  * before the next step (as every step does). The message names the rule
  * it was in: "backward: through matmul: ...". */
