@@ -341,6 +341,16 @@ int eo_is_contiguous(const eo_tensor *t);
 size_t eo_dtype_size(eo_dtype dt);
 const char *eo_dtype_name(eo_dtype dt);
 
+/* Mark a leaf as requiring grad (on != 0) or not, as PyTorch's
+ * Tensor.requires_grad_(): ops on it are then recorded, and eo_backward
+ * gives it a gradient (an EO_PERSIST leaf a persistent one, made by the
+ * first backward that reaches it: see eo_rewind). Turning it off keeps
+ * an existing gradient. EO_ERR_ARG for NULL; EO_ERR_DTYPE unless f32,
+ * bf16 or f16; EO_ERR_STATE for an op's output (its mode comes from its
+ * inputs, as in PyTorch, which allows this on leaves only), for a
+ * read-only borrowed parameter, or for a handle past a rewind. */
+eo_status eo_set_requires_grad(eo_ctx *ctx, eo_tensor *t, int on);
+
 /* A parameter: a persistent F32 leaf that requires grad, with its
  * gradient (zeroed) allocated beside it in the persistent arena. `name`
  * must outlive the tensor (it becomes the checkpoint key). */

@@ -253,6 +253,21 @@ eo_status eo_new_out(eo_ctx *ctx, eo_device dev, eo_dtype dt, int rank, const in
     return tensor_new(ctx, EO_STEP, dev, dt, rank, shape, out);
 }
 
+EO_PUBLIC(set_requires_grad, (eo_ctx *ctx, eo_tensor *t, int on), (ctx, t, on))
+{
+    EO_CHECK(eo_expect_any(ctx, "set_requires_grad", t));
+    if (!eo_is_float(t->dtype))
+        return eo_fail(ctx, EO_ERR_DTYPE, "set_requires_grad: %T: only f32, bf16 and f16 tensors "
+                                          "have gradients", t);
+    if (t->node)
+        return eo_fail(ctx, EO_ERR_STATE, "set_requires_grad: %T is an op's output, not a leaf "
+                                          "(its mode comes from its inputs)", t);
+    if (on)
+        EO_CHECK(eo_expect_writable(ctx, "set_requires_grad", t));
+    t->requires_grad = on ? 1 : 0;
+    return EO_OK;
+}
+
 EO_PUBLIC(param_new, (eo_ctx *ctx, eo_device device, const char *name, int rank,
                      const int64_t *shape, eo_tensor **out),
           (ctx, device, name, rank, shape, out))

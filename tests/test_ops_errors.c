@@ -420,6 +420,31 @@ START_TEST(rewound_handles_are_refused)
     BAD(eo_relu(ot_ctx, y, &z), EO_ERR_STATE, "relu", "rewound");
     BAD(eo_add(ot_ctx, w, v, &z), EO_ERR_STATE, "add", "rewound");
     BAD(eo_copy_into(ot_ctx, w, y), EO_ERR_STATE, "copy_into", "rewound");
+    BAD(eo_set_requires_grad(ot_ctx, y, 1), EO_ERR_STATE, "set_requires_grad", "rewound");
+}
+END_TEST
+
+/* Only a float leaf's mode can be set, as in PyTorch. */
+START_TEST(set_requires_grad_on_leaves_only)
+{
+    int64_t s[2] = { 2, 3 };
+    eo_tensor *a = ot_rand(2, s, -1, 1, 4), *y, *L;
+    const int32_t iv[3] = { 1, 2, 3 };
+    const int64_t s3 = 3;
+    eo_tensor *ti = ot_i32(1, &s3, iv);
+    BAD(eo_set_requires_grad(ot_ctx, NULL, 1), EO_ERR_ARG, "set_requires_grad", "NULL");
+    BAD(eo_set_requires_grad(ot_ctx, ti, 1), EO_ERR_DTYPE, "set_requires_grad", "[3 i32]");
+    OT_OK(eo_set_requires_grad(ot_ctx, a, 1), "a leaf");
+    OT_OK(eo_mul(ot_ctx, a, a, &y), "mul");
+    ck_assert(y->requires_grad && y->node);
+    BAD(eo_set_requires_grad(ot_ctx, y, 0), EO_ERR_STATE, "set_requires_grad", "not a leaf");
+    OT_OK(eo_sum_all(ot_ctx, y, &L), "sum_all");
+    OT_OK(eo_backward(ot_ctx, L), "backward");
+    for (int i = 0; i < 6; i++) /* d/da sum(a*a) = 2a */
+        ck_assert(((float *)a->grad->data)[i] == 2 * ((float *)a->data)[i]);
+    OT_OK(eo_set_requires_grad(ot_ctx, a, 0), "off again");
+    OT_OK(eo_mul(ot_ctx, a, a, &y), "mul");
+    ck_assert(!y->requires_grad && !y->node && a->grad); /* not recorded; the gradient stays */
 }
 END_TEST
 
@@ -437,7 +462,7 @@ START_TEST(persistent_leaf_gradient_survives_rewind)
     const float wv[6] = { 0.5f, -1, 2, 0.25f, -0.75f, 1.5f };
     for (int i = 0; i < 6; i++)
         ((float *)w->data)[i] = wv[i];
-    w->requires_grad = 1;
+    OT_OK(eo_set_requires_grad(ot_ctx, w, 1), "set_requires_grad");
     for (int step = 1; step <= 3; step++) {
         eo_mark m = eo_mark_get(ot_ctx);
         eo_tensor *sq, *r, *t, *mm, *l1, *l2, *l3, *l4, *a, *b, *L;
@@ -777,6 +802,7 @@ Suite *eo_suite_ops_errors(void)
     tcase_add_test(tc, copy_into_overlapping_views);
     tcase_add_test(tc, rewound_handles_are_refused);
     tcase_add_test(tc, persistent_leaf_gradient_survives_rewind);
+    tcase_add_test(tc, set_requires_grad_on_leaves_only);
     tcase_add_test(tc, oom_message_and_recovery);
     suite_add_tcase(s, tc);
     tc = tcase_create("oom_sweep");
