@@ -8,11 +8,18 @@
 eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
                       size_t step_bytes)
 {
-    if (!ctx || !persist_buf || !step_buf)
+    if (!ctx)
         return EO_ERR_ARG;
-    /* Zero the struct without memset's help being required of the caller. */
+    /* Zero the struct without memset's help being required of the caller;
+     * a refused init too, so eo_last_error has a string to give (the
+     * caller's struct may hold anything before this call). */
     eo_ctx zero = {0};
     *ctx = zero;
+    if (!persist_buf || !step_buf) {
+        return eo_fail(ctx, EO_ERR_ARG, "ctx_init: NULL %s buffer (%zu bytes)",
+                       !persist_buf ? "persistent" : "step",
+                       !persist_buf ? persist_bytes : step_bytes);
+    }
     eo_arena_init(&ctx->persist, persist_buf, persist_bytes, "persistent");
     eo_arena_init(&ctx->step, step_buf, step_bytes, "step");
     ctx->backend[EO_CPU] = &eo_backend_cpu;
@@ -57,20 +64,64 @@ int eo_set_grad(eo_ctx *ctx, int enabled)
 
 eo_mark eo_mark_get(const eo_ctx *ctx)
 {
-    eo_mark none = { 0, 0, NULL };
+    eo_mark none = { 0, 0, NULL, 0 };
     if (!ctx)
         return none;
-    eo_mark m = { eo_arena_mark_get(&ctx->step), eo_arena_mark_get(&ctx->dev_step), ctx->tape };
+    eo_mark m = { eo_arena_mark_get(&ctx->step), eo_arena_mark_get(&ctx->dev_step), ctx->tape,
+                  ctx->tape ? ctx->tape->serial : 0 };
     return m;
 }
 
-void eo_rewind(eo_ctx *ctx, eo_mark m)
+/* Give back the step arenas' memory past host and dev, then forget what
+ * lived there: the tape and the leaves' step gradients are lists in the
+ * step arena, newest first, so what was given back is a prefix of each
+ * (core/tape.c). The tape is never taken from a mark, so no mark can make
+ * it point into memory handed out again. */
+static void restore(eo_ctx *ctx, eo_arena_mark host, eo_arena_mark dev)
+{
+    eo_arena_rewind(&ctx->step, host);
+    eo_arena_rewind(&ctx->dev_step, dev);
+    eo_tape_rewound(ctx);
+}
+
+/* Why m cannot be rewound to, or NULL. Marks nest: a rewind to a mark
+ * gives back every mark taken after it. Such a mark is past the arena's
+ * top, or (once the arena has grown back past it) the tape below it is no
+ * longer the one it saw (by serial: a new node can sit at the old one's
+ * address). A device part past a device arena with no memory
+ * (none attached, or detached) is not checked: there is nothing there to
+ * give back. */
+static const char *stale(const eo_ctx *ctx, eo_mark m)
+{
+    if (m.host > ctx->step.used)
+        return "the host step arena";
+    if (m.dev > ctx->dev_step.used && ctx->dev_step.cap > 0)
+        return "the device step arena";
+    const eo_node *t = ctx->tape;
+    while (t && (uintptr_t)t - ctx->step.base >= m.host)
+        t = t->prev;
+    return t == m.tape && (!t || t->serial == m.tape_serial) ? NULL : "the tape";
+}
+
+eo_status eo_rewind(eo_ctx *ctx, eo_mark m)
 {
     if (!ctx)
-        return;
-    eo_arena_rewind(&ctx->step, m.host);
-    eo_arena_rewind(&ctx->dev_step, m.dev);
-    ctx->tape = m.tape;
+        return EO_ERR_ARG;
+    const char *where = stale(ctx, m);
+    if (where) {
+        /* Nothing changes: a half-restored context (host memory back,
+         * the tape not) is what made the next backward loop forever. */
+        const char *was = ctx->op;
+        if (ctx->depth == 0)
+            ctx->op = "rewind";
+        eo_fail(ctx, EO_ERR_STATE, "rewind: a stale mark: %s has already been rewound below it "
+                                   "(marks are rewound innermost first; a rewind to an outer "
+                                   "mark ends every mark taken after it)", where);
+        ctx->op = was;
+        return EO_ERR_STATE;
+    }
+    restore(ctx, m.host, m.dev);
+    return EO_OK;
 }
 
 /* ---- public calls: see EO_RUN in internal.h ------------------------------ */
@@ -94,7 +145,7 @@ eo_status eo_leave(eo_ctx *ctx, const char *op, eo_status s)
     if (--ctx->depth > 0 || s == EO_OK)
         return s;
     /* The caller's call failed: give back everything it took. */
-    eo_rewind(ctx, ctx->entry);
+    restore(ctx, ctx->entry.host, ctx->entry.dev);
     eo_arena_rewind(&ctx->persist, ctx->entry_persist);
     eo_arena_rewind(&ctx->dev_persist, ctx->entry_dev_persist);
     return s;

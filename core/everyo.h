@@ -167,13 +167,19 @@ typedef struct eo_profile_hook {
 /* ---- context ------------------------------------------------------------ */
 
 /* A point in the step arenas and the tape (see eo_mark_get below). */
-typedef struct eo_mark { eo_arena_mark host, dev; struct eo_node *tape; } eo_mark;
+typedef struct eo_mark {
+    eo_arena_mark host, dev;
+    struct eo_node *tape;
+    uint64_t tape_serial; /* which node tape was: an address can be reused */
+} eo_mark;
 
 typedef struct eo_ctx {
     eo_arena persist, step;        /* host arenas (metadata always; data for CPU tensors) */
     eo_arena dev_persist, dev_step;/* device arenas (data of CUDA tensors) */
     const struct eo_backend *backend[EO_DEVICE_COUNT];
     struct eo_node *tape;          /* last recorded node (nodes link backwards) */
+    struct eo_leaf_grad *leaf_grads; /* step leaves' step gradients, newest first */
+    uint64_t nodes_recorded;       /* tape nodes so far: each node's serial */
     int grad_enabled;              /* record the tape? */
     int training;                  /* nn mode: dropout active when 1 */
     eo_exec exec;                  /* passed to every kernel: the thread hook and,
@@ -193,11 +199,14 @@ typedef struct eo_ctx {
 
 /* Set up a context over two caller-owned buffers (host memory). Grad mode
  * on, training mode on, no threads, PRNG seeded with 0.
- * Returns EO_ERR_ARG for a NULL ctx or buffer. */
+ * Returns EO_ERR_ARG for a NULL ctx or buffer; with a ctx, a refused init
+ * still leaves it zeroed, with eo_last_error saying which buffer was
+ * NULL (every status but EO_OK leaves a terminated message there). */
 eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
                       void *step_buf, size_t step_bytes);
 
-/* The message of the last failure ("" if none). Never NULL. */
+/* The message of the last failure ("" if none), always terminated once
+ * eo_ctx_init has run on ctx (even when it refused). Never NULL. */
 const char *eo_last_error(const eo_ctx *ctx);
 
 /* ---- sizing the arenas ----------------------------------------------------------
@@ -294,9 +303,17 @@ int eo_set_grad(eo_ctx *ctx, int enabled);
  * already written over cannot be told from a live one: drop them). A leaf
  * made with EO_PERSIST that requires grad keeps its gradient across the
  * rewind: the first backward that reaches it makes the gradient in the
- * persistent arena (zeroed, then accumulated into, as in PyTorch). */
+ * persistent arena (zeroed, then accumulated into, as in PyTorch). A leaf
+ * in the step arena made before the mark (eo_tensor_wrap, EO_STEP, given
+ * eo_set_requires_grad) stays, and a gradient made for it after the mark
+ * is dropped (its .grad is NULL again).
+ * Marks nest: rewind the innermost first. A rewind to an outer mark ends
+ * every mark taken after it; such a stale mark returns EO_ERR_STATE and
+ * changes nothing (the message says which part of the context had moved
+ * below it). EO_ERR_ARG for a NULL ctx. The device part of a mark is not
+ * checked while no device memory is attached. */
 eo_mark eo_mark_get(const eo_ctx *ctx);
-void eo_rewind(eo_ctx *ctx, eo_mark m);
+eo_status eo_rewind(eo_ctx *ctx, eo_mark m);
 
 /* ---- CUDA ------------------------------------------------------------------
  * Attach a CUDA device to the context: open device `device` through a
@@ -616,17 +633,29 @@ eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor 
 
 /* Backpropagate from a scalar `loss` (numel 1): every tensor on the path
  * that requires grad receives dL/dtensor in its .grad, accumulated (+=)
- * into leaves (parameters) and written afresh into intermediate tensors,
- * so calling it twice adds the parameter gradients twice and nothing else.
- * Runs with grad mode off. EO_ERR_STATE when loss is not a scalar, does
- * not require grad, or was made (or its tape recorded) after the mark the
- * step arena was rewound to (eo_rewind). A leaf made with EO_PERSIST gets
- * a persistent gradient the first time (see eo_rewind). A backward that
- * fails (EO_ERR_OOM) gives back its step
- * memory; leaves may keep part of this call's gradient, so zero them
- * before the next step (as every step does). The message names the rule
- * it was in: "backward: through matmul: ...". */
+ * into leaves (parameters) and written afresh into intermediate tensors.
+ * Once per graph, as PyTorch's loss.backward(): a backward whose path
+ * passes through a node an earlier eo_backward already went through (the
+ * same loss again, or a loss built on one already backpropagated) returns
+ * EO_ERR_STATE before any gradient changes, where PyTorch raises "Trying
+ * to backward through the graph a second time". To walk a graph again,
+ * keep it on the earlier call: eo_backward_ex(ctx, loss, 1), PyTorch's
+ * retain_graph=True; the next walk then adds the leaves' gradients again
+ * and nothing else (intermediate gradients start afresh). Two losses that
+ * share no node each take one eo_backward (gradient accumulation over
+ * micro-batches: one forward and one backward each).
+ * Runs with grad mode off. EO_ERR_STATE also when loss is not a scalar,
+ * does not require grad, or was made (or its tape recorded) after the
+ * mark the step arena was rewound to (eo_rewind). A leaf made with
+ * EO_PERSIST gets a persistent gradient the first time (see eo_rewind).
+ * A backward that fails (EO_ERR_OOM) gives back its step memory and
+ * leaves the graph walkable; leaves may keep part of this call's
+ * gradient, so zero them before the next step (as every step does). The
+ * message names the rule it was in: "backward: through matmul: ...". */
 eo_status eo_backward(eo_ctx *ctx, eo_tensor *loss);
+/* eo_backward with PyTorch's retain_graph: 1 leaves the graph walkable
+ * again, 0 is eo_backward. Statuses as eo_backward. */
+eo_status eo_backward_ex(eo_ctx *ctx, eo_tensor *loss, int retain_graph);
 
 /* ---- parameters, layers, optimizers: core/nn.h; GPT and ViT: core/transformer.h */
 

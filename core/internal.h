@@ -50,6 +50,10 @@ typedef struct eo_node {
     eo_tensor *out;
     eo_tensor *saved[3];   /* values the backward needs (mean, rstd, argmax, ...) */
     eo_op_params p;
+    uint64_t serial;       /* ctx->nodes_recorded when it was made: tells a mark's node
+                              from a later one at the same address */
+    uint8_t spent;         /* a backward without retain_graph went through it */
+    uint8_t on_path;       /* scratch of eo_backward: the loss depends on it */
 } eo_node;
 
 /* Backward rules, one per op, named from ops.def. A rule reads
@@ -177,6 +181,16 @@ int eo_needs_grad(const eo_ctx *ctx, eo_tensor *const *in, int n);
 /* Append a node for `out` (marks out->requires_grad). */
 eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_tensor *out,
                     eo_node **node);
+/* A leaf in the step arena with a step gradient made after it
+ * (core/tape.c); the context keeps a list of them, newest first. */
+typedef struct eo_leaf_grad {
+    struct eo_leaf_grad *prev;
+    eo_tensor *leaf;
+    const eo_tensor *grad;
+} eo_leaf_grad;
+/* After the step arena moved back (eo_rewind, a failed call): drop the
+ * tape nodes and the leaves' step gradients it gave back. */
+void eo_tape_rewound(eo_ctx *ctx);
 /* The gradient buffer of t, zero-filled on first use (step arena unless
  * it was allocated with the parameter). */
 eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g);

@@ -46,6 +46,7 @@ eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_te
     eo_node zero = {0};
     *nd = zero;
     nd->prev = ctx->tape;
+    nd->serial = ++ctx->nodes_recorded;
     nd->op = op;
     nd->n_in = n;
     for (int i = 0; i < n; i++)
@@ -65,18 +66,64 @@ eo_status eo_record(eo_ctx *ctx, eo_op_id op, eo_tensor *const *in, int n, eo_te
  * eo_rewind, so the gradient is made in the persistent arena, once. In
  * the step arena it would dangle after the rewind, and the next backward
  * would add into whatever the next step had put there. Anything else --
- * an op's output, a tensor made with EO_STEP or eo_tensor_wrap -- is
- * rewound with its gradient. */
+ * an op's output, a tensor made with EO_STEP or eo_tensor_wrap -- has its
+ * gradient in the step arena, made after the tensor itself. */
 static int grad_outlives_step(const eo_ctx *ctx, const eo_tensor *t)
 {
     return !t->node && !eo_in_step_arena(ctx, t);
 }
 
+/* A step gradient can still be rewound while its tensor stays: a leaf
+ * made (eo_tensor_wrap, EO_STEP) before the step's mark, whose gradient
+ * the backward made after it. eo_rewind must then drop the gradient, or
+ * the next backward adds into memory the next step has handed out. Each
+ * such leaf is noted here, in a list in the step arena allocated right
+ * after the gradient (so the note is given back whenever the gradient
+ * is), newest first; eo_tape_rewound walks the part given back. An op's
+ * output needs no note: eo_backward starts every node's gradient from
+ * nothing. On failure the leaf is left without the gradient. */
+static eo_status note_step_grad(eo_ctx *ctx, eo_tensor *t)
+{
+    if (t->node || !eo_in_step_arena(ctx, t))
+        return EO_OK;
+    eo_leaf_grad *r;
+    eo_status s = eo_host_alloc(ctx, EO_STEP, sizeof *r, (void **)&r);
+    if (s != EO_OK) {
+        t->grad = NULL;
+        return s;
+    }
+    r->prev = ctx->leaf_grads;
+    r->leaf = t;
+    r->grad = t->grad;
+    ctx->leaf_grads = r;
+    return EO_OK;
+}
+
+void eo_tape_rewound(eo_ctx *ctx)
+{
+    /* Read just after the arena moved back: what lies past its top is
+     * given back but not yet written over. */
+    while (ctx->tape && eo_is_rewound(ctx, ctx->tape, sizeof *ctx->tape))
+        ctx->tape = ctx->tape->prev;
+    eo_leaf_grad *r = ctx->leaf_grads;
+    while (r && eo_is_rewound(ctx, r, sizeof *r)) {
+        eo_tensor *t = r->leaf;
+        if (!eo_is_rewound(ctx, t, sizeof *t) && t->grad == r->grad)
+            t->grad = NULL;
+        r = r->prev;
+    }
+    ctx->leaf_grads = r;
+}
+
 eo_status eo_grad_of(eo_ctx *ctx, eo_tensor *t, eo_tensor **g)
 {
-    if (!t->grad)
-        EO_CHECK(eo_new_zeros(ctx, grad_outlives_step(ctx, t) ? EO_PERSIST : EO_STEP, t->device,
-                              t->dtype, t->rank, t->shape, &t->grad));
+    if (!t->grad) {
+        int keep = grad_outlives_step(ctx, t);
+        EO_CHECK(eo_new_zeros(ctx, keep ? EO_PERSIST : EO_STEP, t->device, t->dtype, t->rank,
+                              t->shape, &t->grad));
+        if (!keep)
+            EO_CHECK(note_step_grad(ctx, t));
+    }
     *g = t->grad;
     return EO_OK;
 }
@@ -88,6 +135,7 @@ eo_status eo_grad_for_write(eo_ctx *ctx, eo_tensor *t, eo_tensor **g, float *bet
         return eo_grad_of(ctx, t, g); /* zeroed once, then added to as always */
     if (!t->grad) {
         EO_CHECK(eo_new_out(ctx, t->device, t->dtype, t->rank, t->shape, &t->grad));
+        EO_CHECK(note_step_grad(ctx, t));
         *beta = 0.0f;
     }
     *g = t->grad;
@@ -136,9 +184,10 @@ eo_status eo_grad_add(eo_ctx *ctx, eo_tensor *x, const eo_tensor *src, int take)
         g->low = NULL;
         g->lifetime = EO_STEP;
         x->grad = g;
-        return EO_OK;
+        return note_step_grad(ctx, x);
     }
     EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &x->grad));
+    EO_CHECK(note_step_grad(ctx, x));
     return eo_copy_any(ctx, x->grad, &v);
 }
 
@@ -187,17 +236,53 @@ static void drop_new_grads(eo_ctx *ctx, eo_tensor *loss)
     }
 }
 
-static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss);
+static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss, int retain_graph);
 
-EO_PUBLIC(backward, (eo_ctx *ctx, eo_tensor *loss), (ctx, loss))
+/* The body of both public calls: one call each, for messages and the
+ * profiling hook. */
+static eo_status backward_run(eo_ctx *ctx, eo_tensor *loss, int retain_graph)
 {
-    eo_status s = backward_walk(ctx, loss);
+    eo_status s = backward_walk(ctx, loss, retain_graph);
     if (s != EO_OK && loss && ctx->depth == 1)
         drop_new_grads(ctx, loss);
     return s;
 }
 
-static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
+EO_PUBLIC(backward_ex, (eo_ctx *ctx, eo_tensor *loss, int retain_graph), (ctx, loss, retain_graph))
+{
+    return backward_run(ctx, loss, retain_graph);
+}
+
+EO_PUBLIC(backward, (eo_ctx *ctx, eo_tensor *loss), (ctx, loss))
+{
+    return backward_run(ctx, loss, 0);
+}
+
+/* Which nodes the walk from loss would run: those whose output the loss
+ * depends on (inputs are always older nodes, so one pass from the newest
+ * sees every consumer of a node before the node). A superset of the rules
+ * that run (one may skip an input), and found before anything is added,
+ * so a refused walk changes no gradient. Returns a node an earlier
+ * backward without retain_graph went through, or NULL. */
+static const eo_node *mark_path(eo_node *top)
+{
+    for (eo_node *n = top; n; n = n->prev)
+        n->on_path = 0;
+    top->on_path = 1;
+    const eo_node *spent = NULL;
+    for (eo_node *n = top; n; n = n->prev) {
+        if (!n->on_path)
+            continue;
+        if (n->spent && !spent)
+            spent = n;
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i] && n->in[i]->node)
+                n->in[i]->node->on_path = 1;
+    }
+    return spent;
+}
+
+static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss, int retain_graph)
 {
     EO_CHECK(eo_expect_any(ctx, "backward", loss));
     if (eo_numel(loss) != 1 || !eo_is_float(loss->dtype))
@@ -211,9 +296,21 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
     if (eo_is_rewound(ctx, loss->node, sizeof *loss->node))
         return eo_fail(ctx, EO_ERR_STATE, "backward: the tape that made loss %T was rewound "
                                           "(eo_rewind): run the forward again", loss);
+    /* PyTorch frees a graph as its backward walks it; a second walk raises
+     * unless the first kept it (retain_graph=True). Here nothing is freed,
+     * but a second walk would add every leaf's gradient again: refused the
+     * same way, before anything changes. */
+    const eo_node *spent = mark_path(loss->node);
+    if (spent)
+        return eo_fail(ctx, EO_ERR_STATE, "backward: loss %T depends on %s output %T, which an "
+                                          "earlier backward already went through (a second "
+                                          "backward would add its gradients again): run the "
+                                          "forward again, or keep the graph with "
+                                          "eo_backward_ex(..., retain_graph 1) on the first one",
+                       loss, eo_op_names[spent->op], spent->out);
 
     /* Intermediate gradients start from nothing on every call, so a second
-     * backward over the same tape only adds to the leaves again. */
+     * backward over a retained tape only adds to the leaves again. */
     for (eo_node *n = loss->node; n; n = n->prev)
         n->out->grad = NULL;
 
@@ -238,5 +335,8 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss)
             eo_refail(ctx, s, "through", eo_op_names[n->op]);
     }
     eo_set_grad(ctx, was);
+    if (s == EO_OK && !retain_graph)
+        for (eo_node *n = loss->node; n; n = n->prev)
+            n->spent |= n->on_path;
     return s;
 }

@@ -23,12 +23,151 @@ START_TEST(fan_out_accumulates_and_backward_twice_adds_leaves_only)
     /* z = x*x + x  →  dz/dx = 2x + 1 = 7 */
     ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
     ck_assert_int_eq(eo_add(ctx, y, x, &z), EO_OK);
-    ck_assert_int_eq(eo_backward(ctx, z), EO_OK);
+    ck_assert_int_eq(eo_backward_ex(ctx, z, 1), EO_OK); /* retain_graph */
     ck_assert_float_eq_tol(*(float *)x->grad->data, 7.0f, 1e-6f);
     ck_assert_float_eq_tol(*(float *)y->grad->data, 1.0f, 1e-6f);
     ck_assert_int_eq(eo_backward(ctx, z), EO_OK);
     ck_assert_float_eq_tol(*(float *)x->grad->data, 14.0f, 1e-6f); /* leaf: accumulated */
     ck_assert_float_eq_tol(*(float *)y->grad->data, 1.0f, 1e-6f);  /* intermediate: fresh */
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+/* PyTorch's "Trying to backward through the graph a second time": a
+ * backward through a node that an earlier backward (without
+ * retain_graph) went through is refused before any gradient changes --
+ * the same loss, a loss built on it, and a second loss that shares part
+ * of the graph. It used to return EO_OK and add the leaves' gradients
+ * again. A loss on a graph of its own still runs. */
+START_TEST(backward_twice_is_refused_unless_retained)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_tensor *x = scalar_param(ctx, 3.0f), *y, *z, *z2, *w, *u;
+    ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
+    ck_assert_int_eq(eo_add(ctx, y, x, &z), EO_OK);
+    ck_assert_int_eq(eo_scale(ctx, y, 2.0f, &w), EO_OK); /* shares y's node with z */
+    ck_assert_int_eq(eo_backward(ctx, z), EO_OK);
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 7.0f, 1e-6f);
+    ck_assert_int_eq(eo_backward(ctx, z), EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "retain_graph"));
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 7.0f, 1e-6f);
+    ck_assert_int_eq(eo_scale(ctx, z, 3.0f, &z2), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, z2), EO_ERR_STATE);
+    ck_assert_int_eq(eo_backward(ctx, w), EO_ERR_STATE);
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 7.0f, 1e-6f);
+    ck_assert_int_eq(eo_mul(ctx, x, x, &u), EO_OK); /* a new forward */
+    ck_assert_int_eq(eo_backward(ctx, u), EO_OK);
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 13.0f, 1e-6f);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+/* A leaf in the step arena, made before the step's mark (eo_tensor_wrap
+ * over the caller's batch, given eo_set_requires_grad), whose gradient a
+ * backward made after the mark: the rewind drops the gradient. It used to
+ * keep pointing into the given-back memory, and the next step's backward
+ * added into whatever had been put there. eo_sequential_plan rewinds the
+ * same way. */
+START_TEST(step_leaf_gradient_is_dropped_by_the_rewind)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    float xv[4] = { 1, 2, 3, 4 };
+    int64_t four = 4;
+    eo_tensor *x;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 1, &four, xv, &x), EO_OK);
+    ck_assert_int_eq(eo_set_requires_grad(ctx, x, 1), EO_OK);
+    for (int step = 0; step < 3; step++) {
+        eo_mark m = eo_mark_get(ctx);
+        eo_tensor *y, *filler, *L;
+        ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
+        ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+        for (int i = 0; i < 4; i++) /* 2x, not accumulated over steps */
+            ck_assert_float_eq(((float *)x->grad->data)[i], 2.0f * xv[i]);
+        ck_assert_int_eq(eo_rewind(ctx, m), EO_OK);
+        ck_assert_ptr_null(x->grad);
+        /* what the next step puts where the gradient was */
+        int64_t big = 4096;
+        ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 1, &big, &filler), EO_OK);
+        ck_assert_int_eq(eo_fill(ctx, filler, 100.0f), EO_OK);
+        ck_assert_int_eq(eo_rewind(ctx, m), EO_OK);
+    }
+    /* a gradient made before the mark is the caller's to keep */
+    eo_tensor *y, *L;
+    ck_assert_int_eq(eo_mul(ctx, x, x, &y), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+    eo_mark m = eo_mark_get(ctx);
+    eo_tensor *t;
+    ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 1, &four, &t), EO_OK);
+    ck_assert_int_eq(eo_rewind(ctx, m), EO_OK);
+    ck_assert_ptr_nonnull(x->grad);
+    ck_assert_float_eq(((float *)x->grad->data)[3], 8.0f);
+
+    /* eo_sequential_plan: its backward reaches an input that requires
+     * grad, and it rewinds before returning */
+    eo_params ps;
+    eo_module lin;
+    eo_sequential net;
+    int64_t xs[2] = { 2, 4 };
+    eo_tensor *in, *target;
+    float iv[8] = { 0 };
+    int32_t tv[2] = { 0, 1 };
+    ck_assert_int_eq(eo_params_init(ctx, &ps, 2), EO_OK);
+    ck_assert_int_eq(eo_linear_init(ctx, &ps, EO_CPU, "l", 4, 3, 1, EO_INIT_KAIMING_UNIFORM,
+                                    &lin), EO_OK);
+    ck_assert_int_eq(eo_sequential_init(ctx, &net, 1), EO_OK);
+    ck_assert_int_eq(eo_sequential_add(ctx, &net, lin), EO_OK);
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_F32, 2, xs, iv, &in), EO_OK);
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 1, xs, tv, &target), EO_OK);
+    ck_assert_int_eq(eo_set_requires_grad(ctx, in, 1), EO_OK);
+    eo_arena_needs needs;
+    ck_assert_msg(eo_sequential_plan(ctx, &net, &ps, in, target, &needs) == EO_OK, "%s",
+                  eo_last_error(ctx));
+    ck_assert_ptr_null(in->grad);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+/* Marks nest. Rewinding an outer mark and then an inner one (taken after
+ * it) used to put back the inner mark's tape over given-back memory, and
+ * the next backward looped forever; now the stale mark is refused,
+ * changing nothing, whether the arena is still below it or has grown
+ * back past it. */
+START_TEST(stale_mark_is_refused)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_tensor *x = scalar_param(ctx, 3.0f), *a, *b, *c, *L;
+    eo_mark outer = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_mul(ctx, x, x, &a), EO_OK);
+    eo_mark inner = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_add(ctx, a, x, &b), EO_OK);
+    ck_assert_int_eq(eo_rewind(ctx, outer), EO_OK);
+    eo_mark now = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_rewind(ctx, inner), EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "rewind: a stale mark"));
+    eo_mark after = eo_mark_get(ctx);
+    ck_assert(after.host == now.host && after.tape == now.tape);
+    /* the arena grows back past the inner mark with another tape */
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(eo_scale(ctx, x, 2.0f, &c), EO_OK);
+    now = eo_mark_get(ctx);
+    ck_assert_uint_gt(now.host, inner.host);
+    ck_assert_int_eq(eo_rewind(ctx, inner), EO_ERR_STATE);
+    after = eo_mark_get(ctx);
+    ck_assert(after.host == now.host && after.tape == now.tape);
+    ck_assert_int_eq(eo_mul(ctx, c, c, &L), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK); /* terminates */
+    ck_assert_float_eq_tol(*(float *)x->grad->data, 24.0f, 1e-5f); /* 2c * 2, c = 6 */
+    /* in order, every mark is good */
+    eo_mark m1 = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_mul(ctx, x, x, &a), EO_OK);
+    eo_mark m2 = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_mul(ctx, a, x, &b), EO_OK);
+    ck_assert_int_eq(eo_rewind(ctx, m2), EO_OK);
+    ck_assert_int_eq(eo_rewind(ctx, m1), EO_OK);
+    ck_assert_int_eq(eo_rewind(ctx, m1), EO_OK); /* twice: nothing more to give back */
+    ck_assert_int_eq(eo_rewind(NULL, m1), EO_ERR_ARG);
     eo_test_ctx_free(ctx);
 }
 END_TEST
@@ -302,6 +441,9 @@ Suite *eo_suite_autograd(void)
     Suite *s = suite_create("autograd");
     TCase *tc = tcase_create("autograd");
     tcase_add_test(tc, fan_out_accumulates_and_backward_twice_adds_leaves_only);
+    tcase_add_test(tc, backward_twice_is_refused_unless_retained);
+    tcase_add_test(tc, step_leaf_gradient_is_dropped_by_the_rewind);
+    tcase_add_test(tc, stale_mark_is_refused);
     tcase_add_test(tc, no_grad_mode_records_nothing);
     tcase_add_test(tc, broadcast_gradient_is_summed);
     tcase_add_test(tc, pass_through_gradients_and_view_chains);
