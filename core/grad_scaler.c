@@ -15,7 +15,11 @@
 #include "core/internal.h"
 #include "core/nn.h"
 
-enum { STAGE_READY = 0, STAGE_UNSCALED = 1, STAGE_STEPPED = 2 };
+/* GradScaler's OptState, and one of ours: the optimizer's step failed
+ * after the gradients were unscaled (they stay unscaled; a retry steps
+ * without unscaling them again, and an update without a retry counts no
+ * step: none was taken). */
+enum { STAGE_READY = 0, STAGE_UNSCALED = 1, STAGE_STEPPED = 2, STAGE_FAILED = 3 };
 
 EO_PUBLIC(grad_scaler_init_ex, (eo_ctx *ctx, eo_grad_scaler *sc, int enabled, float init_scale,
                                float growth_factor, float backoff_factor,
@@ -78,6 +82,15 @@ static eo_status unscale_all(eo_ctx *ctx, eo_grad_scaler *sc, const eo_params *p
 {
     if (ctx->grads_pending) /* the global gradients: every rank finds the same */
         EO_CHECK(eo_grad_allreduce(ctx, ps));
+    /* Every gradient checked before any is unscaled: a refusal leaves them
+     * all scaled, so the call can be made again. */
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *g = ps->items[i]->grad;
+        if (g && g->dtype != EO_F32)
+            return eo_fail(ctx, EO_ERR_DTYPE, "grad_scaler_unscale: the gradient of %s is %T; "
+                           "gradients must be f32 (master weights)",
+                           ps->items[i]->name ? ps->items[i]->name : "a parameter", g);
+    }
     /* 1/S in double, then rounded once, as GradScaler does (exact for
      * the powers of two S normally is). */
     float inv = (float)(1.0 / (double)sc->scale);
@@ -100,12 +113,6 @@ static eo_status unscale_all(eo_ctx *ctx, eo_grad_scaler *sc, const eo_params *p
             eo_tensor *g = ps->items[i]->grad;
             if (!g || g->device != d)
                 continue;
-            if (g->dtype != EO_F32) {
-                s = eo_fail(ctx, EO_ERR_DTYPE, "grad_scaler_unscale: the gradient of %s is %T; "
-                            "gradients must be f32 (master weights)",
-                            ps->items[i]->name ? ps->items[i]->name : "a parameter", g);
-                break;
-            }
             be->unscale_check(eo_numel(g), g->data, inv, l.p, &ctx->exec);
         }
         if (s == EO_OK)
@@ -127,7 +134,7 @@ EO_PUBLIC(grad_scaler_unscale, (eo_ctx *ctx, eo_grad_scaler *sc, const eo_params
         return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_unscale: NULL parameter list");
     if (!sc->enabled)
         return EO_OK;
-    if (sc->stage == STAGE_UNSCALED)
+    if (sc->stage == STAGE_UNSCALED || sc->stage == STAGE_FAILED)
         return eo_fail(ctx, EO_ERR_STATE, "grad_scaler_unscale: already called since the last "
                                           "grad_scaler_update");
     if (sc->stage == STAGE_STEPPED)
@@ -154,27 +161,26 @@ EO_PUBLIC(grad_scaler_step, (eo_ctx *ctx, eo_grad_scaler *sc, eo_optimizer *o, i
                                           "grad_scaler_update");
     if (sc->stage == STAGE_READY)
         EO_CHECK(unscale_all(ctx, sc, o->params));
-    sc->stage = STAGE_STEPPED;
     if (sc->found_inf) {
+        sc->stage = STAGE_STEPPED;
         sc->skipped++;
         return EO_OK; /* the update is skipped: parameters and state untouched */
     }
-    EO_CHECK(eo_optimizer_step(ctx, o));
+    /* Stepped only once the step is done: a failed step may be retried
+     * (the gradients stay unscaled), as with GradScaler, whose stage
+     * stays UNSCALED when optimizer.step() raises. */
+    eo_status s = eo_optimizer_step(ctx, o);
+    sc->stage = s == EO_OK ? STAGE_STEPPED : STAGE_FAILED;
+    EO_CHECK(s);
     if (stepped)
         *stepped = 1;
     return EO_OK;
 }
 
-EO_PUBLIC(grad_scaler_update, (eo_ctx *ctx, eo_grad_scaler *sc), (ctx, sc))
+/* torch._amp_update_scale_: the products are taken in double (its
+ * factors are Python floats) and rounded to the float scale. */
+static void update_scale(eo_grad_scaler *sc)
 {
-    EO_CHECK(need_scaler(ctx, sc));
-    if (!sc->enabled)
-        return EO_OK;
-    if (sc->stage == STAGE_READY)
-        return eo_fail(ctx, EO_ERR_STATE, "grad_scaler_update: no inf/NaN check ran this step "
-                                          "(call grad_scaler_unscale or grad_scaler_step first)");
-    /* torch._amp_update_scale_: the products are taken in double (its
-     * factors are Python floats) and rounded to the float scale. */
     if (sc->found_inf) {
         sc->scale = (float)((double)sc->scale * (double)sc->backoff_factor);
         sc->growth_tracker = 0;
@@ -186,6 +192,20 @@ EO_PUBLIC(grad_scaler_update, (eo_ctx *ctx, eo_grad_scaler *sc), (ctx, sc))
     } else {
         sc->growth_tracker++;
     }
+}
+
+EO_PUBLIC(grad_scaler_update, (eo_ctx *ctx, eo_grad_scaler *sc), (ctx, sc))
+{
+    EO_CHECK(need_scaler(ctx, sc));
+    if (!sc->enabled)
+        return EO_OK;
+    if (sc->stage == STAGE_READY)
+        return eo_fail(ctx, EO_ERR_STATE, "grad_scaler_update: no inf/NaN check ran this step "
+                                          "(call grad_scaler_unscale or grad_scaler_step first)");
+    /* A step that failed and was not retried is neither good nor bad: the
+     * scale and the run of good steps stay. */
+    if (sc->stage != STAGE_FAILED)
+        update_scale(sc);
     sc->found_inf = 0;
     sc->stage = STAGE_READY;
     return EO_OK;

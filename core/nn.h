@@ -164,7 +164,7 @@ typedef enum eo_optim_kind { EO_OPTIM_SGD, EO_OPTIM_ADAMW } eo_optim_kind;
 
 typedef struct eo_optimizer {
     eo_optim_kind kind;
-    const eo_params *params;
+    const eo_params *params; /* the optimizer's own copy of the init's list */
     float lr;            /* set per step by a schedule, or left constant */
     float momentum;      /* SGD */
     float dampening;     /* SGD */
@@ -216,7 +216,14 @@ eo_status eo_adamw_init_shard(eo_ctx *ctx, eo_optimizer *o, const eo_params *ps,
                               int64_t begin, int64_t count);
 /* Hyper-parameters: lr, weight_decay and momentum finite and >= 0, betas
  * in [0, 1), eps finite and > 0 (a NaN fails every one): EO_ERR_ARG. A
- * failed init leaves an optimizer whose step returns EO_ERR_STATE. */
+ * failed init leaves an optimizer whose step returns EO_ERR_STATE.
+ * Ownership: every init copies the list ps (the tensor pointers, not the
+ * tensors) into the persistent arena with the state, and o->params
+ * points at that copy. The caller's eo_params may go out of scope after
+ * the init; a parameter added to it afterwards is not stepped (it has no
+ * state here), as torch.optim steps only the parameters it was given:
+ * make the optimizer once the model is built. The tensors themselves must
+ * outlive the optimizer (they are the model's). */
 
 /* Update every parameter from its gradient, then count the step.
  * EO_ERR_ARG when o->lr (set by a schedule) is not finite and >= 0. */
@@ -228,16 +235,22 @@ eo_status eo_optimizer_step(eo_ctx *ctx, eo_optimizer *o);
  * eo_clip_grad_norm or eo_optimizer_step after a backward (so clipping
  * sees the global norm, and every training loop gets it); call it
  * yourself only to look at the summed gradients earlier. Statuses: the
- * hook's, with its message. */
+ * hook's, with its message (the library terminates the hook's text at
+ * its msg_len - 1'th byte, whatever the hook wrote). */
 eo_status eo_grad_allreduce(eo_ctx *ctx, const eo_params *ps);
 
 /* Scale all gradients so their global L2 norm is at most max_norm (as
  * torch.nn.utils.clip_grad_norm_: factor max_norm / (norm + 1e-6) when
  * norm > max_norm). *norm_out receives the norm before clipping (may be
  * NULL). EO_ERR_ARG for max_norm <= 0 or NaN (+inf: no clipping).
- * EO_ERR_NUMERIC when the norm is NaN or Inf: the gradients are left
- * unchanged and the step should be skipped. */
+ * A NaN or inf norm is returned with EO_OK, as torch's default
+ * error_if_nonfinite=False does (the step a grad scaler skips has one;
+ * the gradients are multiplied as torch does: by 0 for an inf norm, by
+ * NaN for a NaN one). eo_clip_grad_norm_ex with error_if_nonfinite 1
+ * returns EO_ERR_NUMERIC there instead, gradients unchanged. */
 eo_status eo_clip_grad_norm(eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out);
+eo_status eo_clip_grad_norm_ex(eo_ctx *ctx, const eo_params *ps, float max_norm,
+                               int error_if_nonfinite, float *norm_out);
 
 /* ---- mixed precision: master weights ------------------------------------------------
  * Micikevicius et al., "Mixed Precision Training" (ICLR 2018), sec. 3.1:
@@ -299,7 +312,8 @@ typedef struct eo_grad_scaler {
     int64_t growth_interval; /* 2000 */
     int64_t growth_tracker;  /* good steps in a row since S last changed */
     int64_t skipped;         /* steps skipped so far, for reports */
-    int stage;               /* 0 ready, 1 unscaled, 2 stepped (GradScaler's OptState) */
+    int stage;               /* 0 ready, 1 unscaled, 2 stepped (GradScaler's OptState),
+                                3 the optimizer's step failed after unscaling */
     int found_inf;           /* this step's gradients held an inf or NaN */
 } eo_grad_scaler;
 
@@ -330,7 +344,12 @@ eo_status eo_grad_scaler_unscale(eo_ctx *ctx, eo_grad_scaler *sc, const eo_param
  * when no inf/NaN was found; *stepped (may be NULL) is 1 when the update
  * ran, 0 when it was skipped (the parameters, the optimizer state and
  * o->step are then untouched, as torch leaves them). EO_ERR_STATE when
- * called twice in a step. Disabled: eo_optimizer_step, *stepped 1. */
+ * called again after a step that ran or was skipped. When the optimizer's
+ * step fails, its status is returned and the scaler is not marked as
+ * stepped (GradScaler's stage stays UNSCALED): the call may be retried,
+ * without unscaling again; an eo_grad_scaler_update with no successful
+ * retry counts no step (neither growth nor backoff). Disabled:
+ * eo_optimizer_step, *stepped 1. */
 eo_status eo_grad_scaler_step(eo_ctx *ctx, eo_grad_scaler *sc, eo_optimizer *o, int *stepped);
 /* End the step: found inf/NaN -> S *= backoff_factor, tracker 0; else
  * tracker + 1, and when it reaches growth_interval S *= growth_factor

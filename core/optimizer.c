@@ -78,6 +78,31 @@ static eo_status check_common(eo_ctx *ctx, const char *op, eo_optimizer *o, cons
                    "finite and >= 0", (double)weight_decay);
 }
 
+/* The optimizer's own copy of the caller's list, in the persistent arena
+ * with its state: the caller's eo_params may go out of scope, and a
+ * parameter added to it later (which has no state here) is not stepped,
+ * as torch.optim keeps the parameters it was given. */
+static eo_status own_list(eo_ctx *ctx, const char *op, const eo_params *ps,
+                          const eo_params **out)
+{
+    if (ps->count < 0 || (ps->count > 0 && !ps->items))
+        return eo_fail(ctx, EO_ERR_ARG, "%s: the parameter list holds %d entries at %s "
+                                        "(not made by eo_params_init?)", op, ps->count,
+                       ps->items ? "an array" : "NULL");
+    eo_params *own;
+    eo_tensor **items = NULL;
+    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof *own, (void **)&own));
+    if (ps->count > 0)
+        EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof(eo_tensor *) * (size_t)ps->count,
+                               (void **)&items));
+    for (int i = 0; i < ps->count; i++)
+        items[i] = ps->items[i];
+    eo_params copy = { items, ps->count, ps->count, ps->borrowed };
+    *own = copy;
+    *out = own;
+    return EO_OK;
+}
+
 /* Make the state tensors; on failure *o is left unusable (eo_leave gives
  * the memory back). */
 static eo_status with_state(eo_optimizer *o, eo_status s)
@@ -96,13 +121,15 @@ EO_PUBLIC(sgd_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr
                      (double)momentum));
     if (nesterov && momentum <= 0)
         return eo_fail(ctx, EO_ERR_ARG, "sgd_init: Nesterov needs momentum > 0");
+    const eo_params *own;
+    EO_CHECK(own_list(ctx, "sgd_init", ps, &own));
     o->kind = EO_OPTIM_SGD;
-    o->params = ps;
+    o->params = own;
     o->lr = lr;
     o->momentum = momentum;
     o->weight_decay = weight_decay;
     o->nesterov = nesterov;
-    return with_state(o, momentum > 0 ? make_state(ctx, ps, &o->v) : EO_OK);
+    return with_state(o, momentum > 0 ? make_state(ctx, own, &o->v) : EO_OK);
 }
 
 EO_PUBLIC(sgd_init_ex, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
@@ -128,15 +155,17 @@ EO_PUBLIC(adamw_init, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float 
     EO_CHECK(eo_need(ctx, beta1 >= 0 && beta1 < 1, "beta1", "in [0, 1)", (double)beta1));
     EO_CHECK(eo_need(ctx, beta2 >= 0 && beta2 < 1, "beta2", "in [0, 1)", (double)beta2));
     EO_CHECK(eo_need(ctx, eps > 0 && eps < INFINITY, "eps", "finite and > 0", (double)eps));
+    const eo_params *own;
+    EO_CHECK(own_list(ctx, "adamw_init", ps, &own));
     o->kind = EO_OPTIM_ADAMW;
-    o->params = ps;
+    o->params = own;
     o->lr = lr;
     o->beta1 = beta1;
     o->beta2 = beta2;
     o->eps = eps;
     o->weight_decay = weight_decay;
-    eo_status s = make_state(ctx, ps, &o->m);
-    return with_state(o, s == EO_OK ? make_state(ctx, ps, &o->v) : s);
+    eo_status s = make_state(ctx, own, &o->m);
+    return with_state(o, s == EO_OK ? make_state(ctx, own, &o->v) : s);
 }
 
 EO_PUBLIC(adamw_init_shard, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, float lr,
@@ -145,6 +174,9 @@ EO_PUBLIC(adamw_init_shard, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, 
           (ctx, o, ps, lr, beta1, beta2, eps, weight_decay, begin, count))
 {
     EO_CHECK(check_common(ctx, "adamw_init_shard", o, ps, lr, weight_decay));
+    const eo_params *own;
+    EO_CHECK(own_list(ctx, "adamw_init_shard", ps, &own));
+    ps = own;
     int64_t total = 0;
     for (int i = 0; i < ps->count; i++)
         total += eo_numel(ps->items[i]);
@@ -156,7 +188,7 @@ EO_PUBLIC(adamw_init_shard, (eo_ctx *ctx, eo_optimizer *o, const eo_params *ps, 
     EO_CHECK(eo_need(ctx, beta2 >= 0 && beta2 < 1, "beta2", "in [0, 1)", (double)beta2));
     EO_CHECK(eo_need(ctx, eps > 0 && eps < INFINITY, "eps", "finite and > 0", (double)eps));
     o->kind = EO_OPTIM_ADAMW;
-    o->params = ps;
+    o->params = own;
     o->lr = lr;
     o->beta1 = beta1;
     o->beta2 = beta2;
@@ -193,6 +225,7 @@ EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
     char msg[256];
     msg[0] = 0;
     eo_status s = ctx->grad_sync.allreduce(ctx->grad_sync.user, b, ps->count, msg, sizeof msg);
+    msg[sizeof msg - 1] = 0; /* the hook's text is the caller's: terminate it here */
     eo_give_back(&l);
     if (s != EO_OK) {
         ctx->grads_pending = 1; /* nothing was summed */
@@ -266,14 +299,31 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     return EO_OK;
 }
 
+static eo_status clip(eo_ctx *ctx, const eo_params *ps, float max_norm, int error_if_nonfinite,
+                      float *norm_out);
+
 EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, float *norm_out),
           (ctx, ps, max_norm, norm_out))
 {
+    return clip(ctx, ps, max_norm, 0, norm_out);
+}
+
+EO_PUBLIC(clip_grad_norm_ex, (eo_ctx *ctx, const eo_params *ps, float max_norm,
+                             int error_if_nonfinite, float *norm_out),
+          (ctx, ps, max_norm, error_if_nonfinite, norm_out))
+{
+    return clip(ctx, ps, max_norm, error_if_nonfinite, norm_out);
+}
+
+/* The body of both; messages name whichever the caller called. */
+static eo_status clip(eo_ctx *ctx, const eo_params *ps, float max_norm, int error_if_nonfinite,
+                      float *norm_out)
+{
     double total = 0;
     if (!ps)
-        return eo_fail(ctx, EO_ERR_ARG, "clip_grad_norm: NULL parameter list");
+        return eo_fail(ctx, EO_ERR_ARG, "NULL parameter list");
     /* max_norm <= 0 or NaN would flip or poison every gradient. */
-    EO_CHECK(eo_need(ctx, max_norm > 0, "clip_grad_norm: max_norm", "> 0", (double)max_norm));
+    EO_CHECK(eo_need(ctx, max_norm > 0, "max_norm", "> 0", (double)max_norm));
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
     for (int i = 0; i < ps->count; i++)
@@ -282,7 +332,7 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         if (!g || g->dtype != EO_F32)
-            return eo_fail(ctx, EO_ERR_DTYPE, "clip_grad_norm: gradient %d is %T; expected f32",
+            return eo_fail(ctx, EO_ERR_DTYPE, "gradient %d is %T; expected f32",
                            i, g);
         const eo_backend *be = eo_backend_of(ctx, g);
         EO_NEED_KERNEL(ctx, "clip_grad_norm", be, sumsq);
@@ -299,9 +349,15 @@ EO_PUBLIC(clip_grad_norm, (eo_ctx *ctx, const eo_params *ps, float max_norm, flo
     float norm = sqrtf((float)total);
     if (norm_out)
         *norm_out = norm;
-    if (!isfinite(norm))
-        return eo_fail(ctx, EO_ERR_NUMERIC, "clip_grad_norm: gradient norm is %f", (double)norm);
-    if (norm > max_norm) {
+    /* A step a grad scaler will skip has an inf or NaN norm: by default
+     * that is a result, not an error (torch's error_if_nonfinite=False),
+     * and the gradients are multiplied as torch multiplies them (by 0 for
+     * inf, NaN for NaN: its clamp(max_norm / (norm + 1e-6), max=1) keeps
+     * a NaN). */
+    if (!isfinite(norm) && error_if_nonfinite)
+        return eo_fail(ctx, EO_ERR_NUMERIC, "gradient norm is %f "
+                       "(error_if_nonfinite)", (double)norm);
+    if (norm > max_norm || norm != norm) {
         float f = max_norm / (norm + 1e-6f);
         for (int i = 0; i < ps->count; i++) {
             eo_tensor *g = ps->items[i]->grad;

@@ -164,6 +164,93 @@ START_TEST(grad_scaler_state_machine_and_disabled)
 }
 END_TEST
 
+/* A step whose optimizer step fails is not a step: the scaler is not
+ * marked as stepped, so the call can be retried (without unscaling the
+ * gradients again) and counts as a good step once it has run; an update
+ * without a successful retry neither grows nor backs off. It used to
+ * refuse the retry (EO_ERR_STATE) and count the failed step as good. */
+START_TEST(failed_step_can_be_retried_and_is_not_counted)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_params ps;
+    eo_optimizer o;
+    eo_grad_scaler sc;
+    start(ctx, EO_CPU, &ps, &o, &sc, 4.0f, 2000);
+    float *g = ps.items[0]->grad->data;
+    for (int i = 0; i < 4; i++)
+        g[i] = 8.0f; /* scaled by 4: 2 once unscaled */
+    o.lr = NAN; /* the optimizer step refuses it before changing anything */
+    int stepped = -1;
+    ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, &stepped), EO_ERR_ARG);
+    ck_assert_int_eq(stepped, 0);
+    ck_assert_float_eq(g[0], 2.0f); /* unscaled once */
+    ck_assert_int_eq(eo_grad_scaler_unscale(ctx, &sc, &ps), EO_ERR_STATE); /* not again */
+    o.lr = FX_GS_LR;
+    ck_assert_msg(eo_grad_scaler_step(ctx, &sc, &o, &stepped) == EO_OK, "%s",
+                  eo_last_error(ctx));
+    ck_assert_int_eq(stepped, 1);
+    ck_assert_float_eq(g[0], 2.0f); /* still unscaled once */
+    ck_assert_int_eq(o.step, 1);
+    ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, NULL), EO_ERR_STATE); /* now twice */
+    ck_assert_int_eq(eo_grad_scaler_update(ctx, &sc), EO_OK);
+    ck_assert_int_eq(sc.growth_tracker, 1);
+    /* failed and given up: the update counts nothing, the next step runs */
+    for (int i = 0; i < 4; i++)
+        g[i] = 8.0f;
+    o.lr = NAN;
+    ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, NULL), EO_ERR_ARG);
+    ck_assert_int_eq(eo_grad_scaler_update(ctx, &sc), EO_OK);
+    ck_assert_int_eq(sc.growth_tracker, 1);
+    ck_assert_float_eq(sc.scale, 4.0f);
+    o.lr = FX_GS_LR;
+    ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, &stepped), EO_OK);
+    ck_assert_int_eq(stepped, 1);
+    ck_assert_int_eq(eo_grad_scaler_update(ctx, &sc), EO_OK);
+    ck_assert_int_eq(sc.growth_tracker, 2);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
+/* core/nn.h's recipe with every status checked, through a step whose
+ * gradients overflow: clipping returns the inf norm with EO_OK (it used
+ * to return EO_ERR_NUMERIC, ending the run at its first overflow), the
+ * step is skipped, the scale backs off, and the next step trains. */
+START_TEST(recipe_survives_an_overflow_with_every_status_checked)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 4);
+    eo_params ps;
+    eo_optimizer o;
+    eo_grad_scaler sc;
+    start(ctx, EO_CPU, &ps, &o, &sc, 65536.0f, 2000);
+    const float big[4] = { INFINITY, 1, 1, 1 }, fine[4] = { 1, 1, 1, 1 };
+    for (int step = 0; step < 2; step++) {
+        eo_mark m = eo_mark_get(ctx);
+        int64_t four = 4;
+        eo_tensor *c, *prod, *loss, *scaled;
+        ck_assert_int_eq(eo_params_zero_grad(ctx, &ps), EO_OK);
+        ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, EO_CPU, EO_F32, 1, &four, &c), EO_OK);
+        ck_assert_int_eq(eo_write(ctx, c, step ? fine : big, sizeof big), EO_OK);
+        ck_assert_int_eq(eo_mul(ctx, ps.items[0], c, &prod), EO_OK);
+        ck_assert_int_eq(eo_sum_all(ctx, prod, &loss), EO_OK);
+        ck_assert_int_eq(eo_grad_scaler_scale_loss(ctx, &sc, loss, &scaled), EO_OK);
+        ck_assert_int_eq(eo_backward(ctx, scaled), EO_OK);
+        ck_assert_int_eq(eo_grad_scaler_unscale(ctx, &sc, &ps), EO_OK);
+        float norm = 0;
+        ck_assert_msg(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm) == EO_OK, "step %d: %s", step,
+                      eo_last_error(ctx));
+        ck_assert(step ? norm == 2.0f : isinf(norm));
+        int stepped = -1;
+        ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, &stepped), EO_OK);
+        ck_assert_int_eq(stepped, step);
+        ck_assert_int_eq(eo_grad_scaler_update(ctx, &sc), EO_OK);
+        ck_assert_int_eq(eo_rewind(ctx, m), EO_OK);
+    }
+    ck_assert_float_eq(sc.scale, 32768.0f);
+    ck_assert_int_eq(o.step, 1);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 /* The kernel alone: the flag is set by inf and NaN only (not by the
  * largest finite float), never cleared, and every element is scaled. */
 START_TEST(unscale_check_kernel)
@@ -192,6 +279,8 @@ Suite *eo_suite_grad_scaler(void)
     TCase *tc = tcase_create("grad_scaler");
     tcase_add_test(tc, grad_scaler_matches_torch_cpu);
     tcase_add_test(tc, grad_scaler_state_machine_and_disabled);
+    tcase_add_test(tc, failed_step_can_be_retried_and_is_not_counted);
+    tcase_add_test(tc, recipe_survives_an_overflow_with_every_status_checked);
     tcase_add_test(tc, unscale_check_kernel);
     suite_add_tcase(s, tc);
     return s;

@@ -147,9 +147,80 @@ START_TEST(clip_grad_norm_scales_to_the_limit)
     ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_OK);
     ck_assert_float_eq_tol(((float *)p->grad->data)[0], 3.0f / (5.0f + 1e-6f), 1e-6f);
     ck_assert_float_eq_tol(((float *)p->grad->data)[1], 4.0f / (5.0f + 1e-6f), 1e-6f);
-    ((float *)p->grad->data)[0] = NAN;
-    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_ERR_NUMERIC);
+    /* A non-finite norm is a result (torch's error_if_nonfinite=False):
+     * EO_OK, the norm returned, the gradients multiplied as torch's
+     * clamp(max_norm / (norm + 1e-6), max=1) does -- by 0 for inf (inf
+     * * 0 is NaN, the rest 0), by NaN for NaN. Only when asked is it an
+     * error, and then nothing changes. */
+    float *gd = p->grad->data;
+    gd[0] = INFINITY, gd[1] = 2.0f;
+    ck_assert_int_eq(eo_clip_grad_norm_ex(ctx, &ps, 1.0f, 1, &norm), EO_ERR_NUMERIC);
+    ck_assert(isinf(norm) && isinf(gd[0]) && gd[1] == 2.0f);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "error_if_nonfinite"));
+    norm = 0;
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_OK);
+    ck_assert(isinf(norm) && isnan(gd[0]) && gd[1] == 0.0f);
+    gd[0] = NAN, gd[1] = 2.0f;
+    ck_assert_int_eq(eo_clip_grad_norm_ex(ctx, &ps, 1.0f, 1, &norm), EO_ERR_NUMERIC);
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_OK);
+    ck_assert(isnan(norm) && isnan(gd[0]) && isnan(gd[1]));
     eo_test_ctx_free(ctx);
+}
+END_TEST
+
+/* The optimizer keeps its own copy of the list it was given: a
+ * parameter added to the caller's list afterwards is not stepped (it has
+ * no state; it used to be read past the end of the state array), and the
+ * caller's list may go away (a step used to read it, and with a cleared
+ * or reused list "succeeded" without updating). Every init. */
+static void list_changes_after_init(int kind)
+{
+    eo_ctx *ctx = eo_test_ctx(1, 1);
+    eo_params ps;
+    const float w[2] = { 1.0f, 1.0f }, g[2] = { 1.0f, 1.0f };
+    eo_tensor *a = one_param(ctx, &ps, w, g, 2), *b;
+    int64_t two = 2;
+    eo_optimizer o;
+    if (kind == 0)
+        ck_assert_int_eq(eo_sgd_init(ctx, &o, &ps, 0.5f, 0.9f, 0.0f, 0), EO_OK);
+    else if (kind == 1)
+        ck_assert_int_eq(eo_adamw_init(ctx, &o, &ps, 0.5f, 0.9f, 0.999f, 1e-8f, 0.0f), EO_OK);
+    else
+        ck_assert_int_eq(eo_adamw_init_shard(ctx, &o, &ps, 0.5f, 0.9f, 0.999f, 1e-8f, 0.0f,
+                                             0, 2), EO_OK);
+    ck_assert_ptr_ne(o.params, &ps);
+    /* more room than the list had: the new entry lands inside its array */
+    eo_params grown;
+    ck_assert_int_eq(eo_params_init(ctx, &grown, 2), EO_OK);
+    ck_assert_int_eq(eo_params_add(ctx, &grown, a), EO_OK);
+    ps = grown;
+    ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "b", 1, &two, &b), EO_OK);
+    ck_assert_int_eq(eo_fill(ctx, b, 1.0f), EO_OK);
+    ck_assert_int_eq(eo_fill(ctx, b->grad, 1.0f), EO_OK);
+    ck_assert_int_eq(eo_params_add(ctx, &ps, b), EO_OK);
+    ck_assert_msg(eo_optimizer_step(ctx, &o) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_float_eq(((float *)a->data)[0], 0.5f); /* stepped: 1 - 0.5 * 1 */
+    ck_assert_float_eq(((float *)b->data)[0], 1.0f); /* added later: not stepped */
+    /* the caller's list gone (cleared here, as a reused stack slot would be) */
+    eo_params empty = { NULL, 0, 0, 0 };
+    ps = empty;
+    float before = ((float *)a->data)[0];
+    ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_OK);
+    ck_assert_float_ne(((float *)a->data)[0], before);
+    ck_assert_int_eq(o.params->count, 1);
+    /* a list that was never made is refused with a message, not read */
+    eo_params junk = { NULL, 3, 3, 0 };
+    eo_optimizer o2;
+    ck_assert_int_eq(eo_sgd_init(ctx, &o2, &junk, 0.5f, 0.0f, 0.0f, 0), EO_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "sgd_init"));
+    ck_assert_int_eq(eo_optimizer_step(ctx, &o2), EO_ERR_STATE);
+    eo_test_ctx_free(ctx);
+}
+
+START_TEST(optimizer_owns_its_parameter_list)
+{
+    for (int kind = 0; kind < 3; kind++)
+        list_changes_after_init(kind);
 }
 END_TEST
 
@@ -293,6 +364,7 @@ Suite *eo_suite_optim(void)
     tcase_add_test(tc, sgd_dampening_as_torch);
     tcase_add_test(tc, adamw_two_steps_match_the_paper);
     tcase_add_test(tc, clip_grad_norm_scales_to_the_limit);
+    tcase_add_test(tc, optimizer_owns_its_parameter_list);
     tcase_add_test(tc, learning_rate_schedules);
     tcase_add_test(tc, lr_step_any_step_number_is_fast_and_keeps_bits);
     tcase_add_test(tc, lr_cosine_out_of_range_fields_are_clamped_and_refused);

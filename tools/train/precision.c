@@ -37,8 +37,9 @@ eo_status eo_precision_finish(eo_ctx *ctx, eo_grad_scaler *sc, const eo_params *
     eo_status s = EO_OK;
     if (clip > 0) {
         /* Clip what the update will use: the unscaled gradients. A step
-         * the scaler will skip has a non-finite norm; clipping refuses
-         * it (EO_ERR_NUMERIC) and leaves the gradients as they are. */
+         * the scaler will skip has a non-finite norm, which clipping
+         * would return with EO_OK; it is not clipped at all: nothing of
+         * it is used. */
         if ((s = eo_grad_scaler_unscale(ctx, sc, ps)) != EO_OK)
             return s;
         if (!sc->found_inf && (s = eo_clip_grad_norm(ctx, ps, clip, NULL)) != EO_OK)
