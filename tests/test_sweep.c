@@ -7,7 +7,10 @@
  *     concat, broadcasting, matmul, attention, a tensor's bytes, the model
  *     builders), failed inits that left a usable-looking object, failed
  *     calls that left memory or tape nodes behind, clipping with a bad
- *     max_norm, messages that named an inner helper or a stale op;
+ *     max_norm, messages that named an inner helper or a stale op; the
+ *     state kept between calls misused (a refused context init, a hook's
+ *     unterminated message, a stale mark, backward twice, an optimizer's
+ *     list, a scaler step that failed, a non-finite clipping norm);
  *  3. every public op × {NULL ctx, NULL input, NULL output pointer, wrong
  *     dtype, rank 0, rank 5, a zero-size axis, non-contiguous views,
  *     NaN/inf data}: each returns its documented status, a failure names
@@ -634,6 +637,127 @@ START_TEST(cuda_attach_failure_gives_back)
 }
 END_TEST
 
+/* A hook that fills the library's message buffer to the last byte and
+ * writes no terminating NUL, then fails. */
+static eo_status unterminated_hook(void *user, const eo_grad_buffer *bufs, int n, char *msg,
+                                   size_t msglen)
+{
+    (void)user, (void)bufs, (void)n;
+    memset(msg, 'A', msglen);
+    return EO_ERR_DEVICE;
+}
+
+/* eo_last_error ends inside ctx->err, starts with "op:" and says detail. */
+static void expect_said(const eo_ctx *c, const char *what, const char *op, const char *detail)
+{
+    const char *msg = eo_last_error(c);
+    ck_assert_msg(memchr(c->err, 0, sizeof c->err) != NULL, "%s: the message is unterminated",
+                  what);
+    size_t n = strlen(op);
+    ck_assert_msg(strncmp(msg, op, n) == 0 && msg[n] == ':',
+                  "%s: message \"%s\" does not start with \"%s:\"", what, msg, op);
+    ck_assert_msg(!detail || strstr(msg, detail), "%s: message \"%s\" does not say \"%s\"",
+                  what, msg, detail);
+}
+
+/* The state the library keeps between calls, misused in every way issue
+ * reports found: each misuse is refused with its status and a
+ * terminated message naming the call, and leaves the context as it was
+ * (or, where the call is a result and not an error, returns EO_OK). */
+START_TEST(state_misuse_is_refused_and_said)
+{
+    /* an init refused on a context that held anything before */
+    static unsigned char pb[4096], sb[4096];
+    eo_ctx c;
+    memset(&c, 'x', sizeof c);
+    ck_assert_int_eq(eo_ctx_init(&c, NULL, 1, sb, sizeof sb), EO_ERR_ARG);
+    expect_said(&c, "ctx_init NULL persistent", "ctx_init", "persistent");
+    memset(&c, 'x', sizeof c);
+    ck_assert_int_eq(eo_ctx_init(&c, pb, sizeof pb, NULL, 0), EO_ERR_ARG);
+    expect_said(&c, "ctx_init NULL step", "ctx_init", "step");
+    ck_assert_int_eq(eo_ctx_init(NULL, pb, sizeof pb, sb, sizeof sb), EO_ERR_ARG);
+    ck_assert_str_eq(eo_last_error(NULL), "no context");
+
+    eo_ctx *ctx = ot_ctx;
+    eo_params ps;
+    int64_t two = 2;
+    eo_tensor *w, *y, *L;
+    ck_assert_int_eq(eo_params_init(ctx, &ps, 1), EO_OK);
+    ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "w", 1, &two, &w), EO_OK);
+    ck_assert_int_eq(eo_params_add(ctx, &ps, w), EO_OK);
+    ck_assert_int_eq(eo_fill(ctx, w, 1.0f), EO_OK);
+
+    /* a hook's message without its NUL: cut at the buffer's end */
+    eo_grad_sync hook = { unterminated_hook, NULL };
+    eo_ctx_set_grad_sync(ctx, hook);
+    ck_assert_int_eq(eo_grad_allreduce(ctx, &ps), EO_ERR_DEVICE);
+    expect_said(ctx, "allreduce hook", "grad_allreduce", NULL);
+    const char *as = strchr(eo_last_error(ctx), 'A');
+    ck_assert_ptr_nonnull(as);
+    ck_assert_uint_eq(strspn(as, "A"), 255);
+    ck_assert_int_eq(as[255], 0);
+    eo_grad_sync none = { NULL, NULL };
+    eo_ctx_set_grad_sync(ctx, none);
+
+    /* a stale mark: refused, nothing moved */
+    eo_mark outer = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_mul(ctx, w, w, &y), EO_OK);
+    eo_mark inner = eo_mark_get(ctx);
+    ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+    ck_assert_int_eq(eo_rewind(ctx, outer), EO_OK);
+    snapshot before = snap(ctx);
+    ck_assert_int_eq(eo_rewind(ctx, inner), EO_ERR_STATE);
+    expect_said(ctx, "stale mark", "rewind", "stale");
+    expect_unchanged("stale mark", ctx, before);
+
+    /* backward twice: refused, the leaves' gradients as they were */
+    ck_assert_int_eq(eo_mul(ctx, w, w, &y), EO_OK);
+    ck_assert_int_eq(eo_sum_all(ctx, y, &L), EO_OK);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_OK);
+    float g0 = ((float *)w->grad->data)[0];
+    before = snap(ctx);
+    ck_assert_int_eq(eo_backward(ctx, L), EO_ERR_STATE);
+    expect_said(ctx, "backward twice", "backward", "second");
+    expect_unchanged("backward twice", ctx, before);
+    ck_assert_float_eq(((float *)w->grad->data)[0], g0);
+
+    /* optimizers: a list not made by eo_params_init, refused by every init */
+    eo_params junk = { NULL, 2, 2, 0 };
+    eo_optimizer o;
+    before = snap(ctx);
+    ck_assert_int_eq(eo_sgd_init(ctx, &o, &junk, 0.1f, 0.0f, 0.0f, 0), EO_ERR_ARG);
+    expect_said(ctx, "sgd_init junk list", "sgd_init", "parameter list");
+    ck_assert_int_eq(eo_adamw_init(ctx, &o, &junk, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f),
+                     EO_ERR_ARG);
+    expect_said(ctx, "adamw_init junk list", "adamw_init", "parameter list");
+    ck_assert_int_eq(eo_adamw_init_shard(ctx, &o, &junk, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, 1),
+                     EO_ERR_ARG);
+    expect_said(ctx, "adamw_init_shard junk list", "adamw_init_shard", "parameter list");
+    expect_unchanged("optimizer inits", ctx, before);
+    ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_ERR_STATE);
+
+    /* a scaler whose optimizer step failed: the retry runs */
+    eo_grad_scaler sc;
+    ck_assert_int_eq(eo_sgd_init(ctx, &o, &ps, 0.1f, 0.0f, 0.0f, 0), EO_OK);
+    ck_assert_int_eq(eo_grad_scaler_init(ctx, &sc, 1), EO_OK);
+    o.lr = -1.0f;
+    ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, NULL), EO_ERR_ARG);
+    expect_said(ctx, "scaler step, optimizer refused", "grad_scaler_step", "lr");
+    o.lr = 0.1f;
+    ck_assert_int_eq(eo_grad_scaler_step(ctx, &sc, &o, NULL), EO_OK);
+    ck_assert_int_eq(eo_grad_scaler_update(ctx, &sc), EO_OK);
+
+    /* a non-finite gradient norm is a result unless asked to be an error */
+    float norm;
+    ((float *)w->grad->data)[1] = INFINITY;
+    ck_assert_int_eq(eo_clip_grad_norm_ex(ctx, &ps, 1.0f, 1, &norm), EO_ERR_NUMERIC);
+    expect_said(ctx, "clip non-finite, error_if_nonfinite", "clip_grad_norm_ex", "inf");
+    ck_assert_int_eq(eo_clip_grad_norm(ctx, &ps, 1.0f, &norm), EO_OK);
+    ck_assert(isinf(norm));
+    ck_assert_int_eq(eo_rewind(ctx, outer), EO_OK);
+}
+END_TEST
+
 START_TEST(null_ctx_everywhere)
 {
     /* Every public call outside the op table (part 3 covers the ops):
@@ -669,6 +793,8 @@ START_TEST(null_ctx_everywhere)
         eo_causal_mask(NULL, EO_CPU, 3, &y),
         eo_padding_mask(NULL, EO_CPU, 1, 4, valid, &y),
         eo_backward(NULL, x),
+        eo_backward_ex(NULL, x, 1),
+        eo_rewind(NULL, eo_mark_get(NULL)),
         eo_cuda_attach(NULL, NULL, 0, 1024, 1024),
         eo_params_init(NULL, &ps, 4),
         eo_params_add(NULL, &ps, x),
@@ -686,6 +812,7 @@ START_TEST(null_ctx_everywhere)
         eo_adamw_init(NULL, &o, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0),
         eo_optimizer_step(NULL, &o),
         eo_clip_grad_norm(NULL, &ps, 1.0f, NULL),
+        eo_clip_grad_norm_ex(NULL, &ps, 1.0f, 1, NULL),
         eo_block_init(NULL, &ps, EO_CPU, "b", 4, 1, 0, &b),
         eo_mha_forward(NULL, &b.attn, x, &y),
         eo_block_forward(NULL, &b, x, &y),
@@ -706,8 +833,6 @@ START_TEST(null_ctx_everywhere)
     ck_assert_float_eq(eo_rand_normal(NULL), 0.0f);
     ck_assert_int_eq(eo_set_grad(NULL, 1), 0);
     ck_assert_int_eq(eo_set_training(NULL, 1), 0);
-    eo_mark mk = eo_mark_get(NULL);
-    eo_rewind(NULL, mk);
     eo_cuda_detach(NULL);
     ck_assert_str_eq(eo_cuda_device_name(NULL), "");
     ck_assert_str_eq(eo_last_error(NULL), "no context");
@@ -1206,6 +1331,7 @@ Suite *eo_suite_sweep(void)
     tcase_add_test(tc, builds_under_persistent_exhaustion);
     tcase_add_test(tc, hyper_parameters_are_checked);
     tcase_add_test(tc, messages_name_the_call_and_failed_composites_leave_nothing);
+    tcase_add_test(tc, state_misuse_is_refused_and_said);
     suite_add_tcase(s, tc);
     tc = tcase_create("ops");
     tcase_add_checked_fixture(tc, ot_setup, ot_teardown);
