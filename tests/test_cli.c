@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/everyo.h"
 #include "tools/cli/args.h"
+#include "tests/tmpdir.h"
 
 #ifndef EO_BUILD_DIR
 #define EO_BUILD_DIR "build"
@@ -183,6 +185,224 @@ START_TEST(train_and_sample_refuse_bad_values)
 }
 END_TEST
 
+/* Runs one shell line (the programs named as EO_BUILD_DIR/PROGRAM by the
+ * caller) with stdout and stderr captured; `timeout` bounds a program
+ * that would hang, so an old FIFO hang fails here instead of stalling
+ * the suite. Returns the exit status, or -1 when killed by a signal. */
+static int run_line(const char *line, char *out, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec 2>&1 </dev/null; %s", line);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* "RUNNER EO_BUILD_DIR/program" for a shell line. */
+static const char *prog(const char *program)
+{
+    static char buf[4][512];
+    static int slot;
+    const char *runner = getenv("EO_TEST_RUNNER");
+    char *b = buf[slot++ % 4];
+    snprintf(b, sizeof buf[0], "timeout 60 %s%s%s/%s", runner ? runner : "", runner ? " " : "",
+             EO_BUILD_DIR, program);
+    return b;
+}
+
+/* Fails unless the line exits with a non-zero status and says needle. */
+static void fails_saying(const char *line, const char *needle)
+{
+    static char out[16384];
+    int rc = run_line(line, out, sizeof out);
+    ck_assert_msg(rc > 0 && rc != 124, "%s: exit %d (124: it hung): %s", line, rc, out);
+    ck_assert_msg(strstr(out, needle), "%s: exit %d, expected '%s' in: %s", line, rc, needle, out);
+}
+
+static void setup(void) { ck_assert_ptr_nonnull(eo_tmpdir_make()); }
+static void teardown(void) { eo_tmpdir_remove(); }
+
+/* A small corpus for eo-train --model gpt, so no test needs the
+ * fortunes package: "--text PATH" for the GPT lines below. */
+static const char *corpus(void)
+{
+    static char opt[600];
+    char text[8192];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = "the quick brown fox jumps over the lazy dog.\n"[i % 45];
+    const char *p = eo_tmpdir_file("corpus.txt", text, sizeof text);
+    ck_assert_ptr_nonnull(p);
+    snprintf(opt, sizeof opt, "--text %s", p);
+    return opt;
+}
+
+/* A kernel that does nothing, for eo-ptxsim's argument checks: a buffer
+ * (printed after the run) and a u32. */
+static const char tiny_ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                               ".visible .entry k(\n    .param .u64 b,\n    .param .u32 a\n)\n"
+                               "{\n    ret;\n}\n";
+
+/* Issue 26 item 17: a FIFO as an input file hung every reader (fopen
+ * waits for a writer), /dev/zero was read until memory ran out. Every
+ * input path now goes through eo_file_open_read / eo_file_read_all. */
+START_TEST(input_files_must_be_regular)
+{
+    char fifo[512], dir[512], line[2048];
+    snprintf(fifo, sizeof fifo, "%s", eo_tmpdir_path("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    ck_assert_ptr_nonnull(ptx);
+    const char *gpt = "--model gpt --steps 1 --batch 1 --context 8 --d-model 8 --heads 1 "
+                      "--layers 1 -q";
+    snprintf(line, sizeof line, "%s --load %s", prog("eo-sample"), fifo);
+    fails_saying(line, "is a FIFO, expected a regular safetensors file");
+    snprintf(line, sizeof line, "%s ls %s", prog("eo-safetensors"), fifo);
+    fails_saying(line, "is a FIFO");
+    snprintf(line, sizeof line, "%s %s --text %s", prog("eo-train"), gpt, fifo);
+    fails_saying(line, "is a FIFO, expected a regular text file");
+    snprintf(line, sizeof line, "%s %s --text /dev/zero", prog("eo-train"), gpt);
+    fails_saying(line, "/dev/zero: is a character device");
+    snprintf(line, sizeof line, "%s %s k", prog("eo-ptxsim"), fifo);
+    fails_saying(line, "is a FIFO, expected a regular PTX file");
+    snprintf(line, sizeof line, "%s /dev/zero k", prog("eo-ptxsim"));
+    fails_saying(line, "/dev/zero: is a character device");
+    snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:4=file:%s --arg u32:1 %s k",
+             prog("eo-ptxsim"), fifo, ptx);
+    fails_saying(line, "is a FIFO");
+    snprintf(line, sizeof line, "%s --predicted %s", prog("eo-bench"), fifo);
+    fails_saying(line, "--predicted");
+    snprintf(line, sizeof line, "%s --load %s --eval", prog("eo-train"), fifo);
+    fails_saying(line, "is a FIFO");
+    /* The data folder: a FIFO where the training images should be. */
+    snprintf(dir, sizeof dir, "%s", eo_tmpdir_path("train-images-idx3-ubyte"));
+    ck_assert_int_eq(mkfifo(dir, 0600), 0);
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    snprintf(line, sizeof line, "%s --data %s --epochs 1 -q", prog("eo-train"), dir);
+    fails_saying(line, "is a FIFO, expected a regular IDX file");
+}
+END_TEST
+
+/* Issue 26 item 18: --save renamed its finished file over a symlink (and,
+ * as root, over a device node); every writer refuses a target that is not
+ * a regular file, and leaves what is there untouched. */
+START_TEST(output_targets_must_be_regular)
+{
+    char line[2048], link[512], fifo[512];
+    const char *kept = eo_tmpdir_file("kept.txt", "keep", 4);
+    ck_assert_ptr_nonnull(kept);
+    snprintf(link, sizeof link, "%s", eo_tmpdir_path("link"));
+    ck_assert_int_eq(symlink(kept, link), 0);
+    snprintf(fifo, sizeof fifo, "%s", eo_tmpdir_path("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    char gpt[1024];
+    snprintf(gpt, sizeof gpt, "--model gpt --steps 2 --batch 1 --context 8 --d-model 8 "
+             "--heads 1 --layers 1 --val-windows 4 -q %s", corpus());
+    static const char *const opts[] = {"--save", "--log", "--plot"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(line, sizeof line, "%s %s %s %s", prog("eo-train"), gpt, opts[k], link);
+        fails_saying(line, "is a symbolic link; refusing");
+        snprintf(line, sizeof line, "%s %s %s %s", prog("eo-train"), gpt, opts[k], fifo);
+        fails_saying(line, "is a FIFO; refusing");
+        snprintf(line, sizeof line, "%s %s %s /dev/null", prog("eo-train"), gpt, opts[k]);
+        fails_saying(line, "is a character device; refusing");
+    }
+    snprintf(line, sizeof line, "%s --quick --csv %s", prog("eo-bench"), link);
+    fails_saying(line, "is a symbolic link");
+    snprintf(line, sizeof line, "%s --quick --svg %s", prog("eo-bench"), fifo);
+    fails_saying(line, "is a FIFO");
+    /* The link and what it points at are as they were. */
+    struct stat sb;
+    ck_assert_int_eq(lstat(link, &sb), 0);
+    ck_assert(S_ISLNK(sb.st_mode));
+    FILE *f = fopen(kept, "rb");
+    char got[8] = "";
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(got, 1, sizeof got, f), 4);
+    fclose(f);
+    ck_assert(memcmp(got, "keep", 4) == 0);
+    /* An existing regular file is still replaced (atomically, by rename). */
+    snprintf(line, sizeof line, "%s %s --save %s --plot %s", prog("eo-train"), gpt, kept,
+             eo_tmpdir_path("p.svg"));
+    static char out[16384];
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_int_eq(stat(kept, &sb), 0);
+    ck_assert_int_gt(sb.st_size, 100);
+}
+END_TEST
+
+/* Issue 26 item 19: a failed write (a full disk, a full standard output)
+ * exited 0. Standard output is flushed and closed at exit and checked;
+ * --log is checked at every line and at close. /dev/full stands for a
+ * full standard output; a file-size limit (ulimit -f, SIGXFSZ ignored so
+ * the write returns EFBIG) for a full disk, since --log refuses devices. */
+START_TEST(write_errors_fail_the_program)
+{
+    char line[2048];
+    snprintf(line, sizeof line, "%s --help >/dev/full", prog("eo-train"));
+    fails_saying(line, "write error on standard output");
+    snprintf(line, sizeof line, "%s --version >/dev/full", prog("eo-sample"));
+    fails_saying(line, "write error on standard output");
+    static const char *const sub[] = {"dump", "c-image", "ls"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(line, sizeof line, "%s %s tests/fixtures/st16.safetensors >/dev/full",
+                 prog("eo-safetensors"), sub[k]);
+        fails_saying(line, "write error on standard output");
+    }
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:4 --arg u32:1 %s k >/dev/full",
+             prog("eo-ptxsim"), ptx);
+    fails_saying(line, "write error on standard output");
+    snprintf(line, sizeof line,
+             "(trap '' XFSZ; ulimit -f 4; exec %s --model gpt --steps 2000 --batch 1 "
+             "--context 8 --d-model 8 --heads 1 --layers 1 --val-windows 4 --eval-every 0 -q "
+             "%s --log %s --plot %s)",
+             prog("eo-train"), corpus(), eo_tmpdir_path("log.csv"), eo_tmpdir_path("p.svg"));
+    fails_saying(line, "log.csv: write failed");
+}
+END_TEST
+
+/* Issue 26 item 20: eo-ptxsim took u32:4294967296 as 0. */
+START_TEST(ptxsim_scalars_must_fit)
+{
+    char line[2048];
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    static const char *const bad[] = {"u32:4294967296", "u32:-1", "s32:2147483648",
+                                      "s32:-2147483649", "f32:1e39"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:1 --arg %s %s k",
+                 prog("eo-ptxsim"), bad[i], ptx);
+        fails_saying(line, "bad --arg");
+    }
+    static char out[4096];
+    snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:1 --arg u32:4294967295 %s k",
+             prog("eo-ptxsim"), ptx);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+}
+END_TEST
+
+/* Issue 26 item 21: --steps ended the training inside epoch 1, then ran
+ * every remaining epoch empty ("0/469 loss 0.0000", a full evaluation
+ * each). Only the epochs that train run now. */
+START_TEST(steps_end_the_run)
+{
+    static char out[16384];
+    char line[2048];
+    snprintf(line, sizeof line, "%s --model mlp --subset 256 --test-subset 100 --batch 64 "
+             "--epochs 5 --steps 6 -q --plot %s", prog("eo-train"), eo_tmpdir_path("p.svg"));
+    int rc = run_line(line, out, sizeof out);
+    if (rc != 0 && strstr(out, "not found")) /* no Fashion-MNIST on this machine */
+        return;
+    ck_assert_msg(rc == 0, "%s", out);
+    /* 4 steps per epoch: epoch 1 whole, epoch 2 two steps, then stop. */
+    ck_assert_msg(strstr(out, "epoch 1/2 ") && strstr(out, "epoch 2/2 ") && !strstr(out, "/5"),
+                  "%s", out);
+}
+END_TEST
+
 Suite *eo_suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -195,5 +415,14 @@ Suite *eo_suite_cli(void)
     tcase_add_test(tc, every_program_has_help_version_and_names_a_bad_option);
     tcase_add_test(tc, train_and_sample_refuse_bad_values);
     suite_add_tcase(s, tc);
+    TCase *files = tcase_create("files");
+    tcase_set_timeout(files, 240);
+    tcase_add_checked_fixture(files, setup, teardown);
+    tcase_add_test(files, input_files_must_be_regular);
+    tcase_add_test(files, output_targets_must_be_regular);
+    tcase_add_test(files, write_errors_fail_the_program);
+    tcase_add_test(files, ptxsim_scalars_must_fit);
+    tcase_add_test(files, steps_end_the_run);
+    suite_add_tcase(s, files);
     return s;
 }

@@ -15,10 +15,15 @@
 #include <string.h>
 #include "core/everyo.h"
 #include "tools/cli/args.h"
+#include "tools/cli/files.h"
 
 static const char *program = "eo";
 
-void eo_args_program(const char *name) { program = name; }
+void eo_args_program(const char *name)
+{
+    program = name;
+    eo_close_stdout_at_exit(name);
+}
 
 static int bad(const char *opt, const char *v, const char *what)
 {

@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The program name used in messages ("eo-train"). */
+/* The program name used in messages ("eo-train"); also makes a failed
+ * write to standard output an exit status of 1 (eo_close_stdout_at_exit,
+ * tools/cli/files.h), since every program calls this first. */
 void eo_args_program(const char *name);
 
 int eo_arg_int(const char *opt, const char *v, int *out);                  /* >= 0 */

@@ -4,6 +4,7 @@
  * parallel the same way too: every rank draws the same windows, trains
  * on its slice of them, and the gradients are summed (tools/dist/). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/train/trainer.h"
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
@@ -48,39 +50,32 @@ static size_t clean(char *s, size_t n)
     return o;
 }
 
-/* Append the whole of `path` to *buf (grown with realloc). */
+/* Append the whole of `path` to *buf (grown with realloc). The shared
+ * reader refuses a FIFO or device (/dev/zero would never end) and stops
+ * the corpus at EO_TEXT_MAX_BYTES in all. */
 static eo_status append_file(const char *path, char **buf, size_t *len, size_t *cap, char *err,
                              size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open", path);
-        return EO_ERR_IO;
-    }
-    for (;;) {
-        if (*cap - *len < 65536) {
-            size_t nc;
-            char *nb = eo_grow_overflows(*cap, *len + 65536, 65536, 1, &nc) ? NULL
-                                                                            : realloc(*buf, nc);
-            if (!nb) {
-                fclose(f);
-                snprintf(err, errlen, "%s: out of memory", path);
-                return EO_ERR_OOM;
-            }
-            *buf = nb;
-            *cap = nc;
+    char *b;
+    size_t n;
+    eo_status s = eo_file_read_all(path, "text", EO_TEXT_MAX_BYTES - *len, &b, &n, err, errlen);
+    if (s != EO_OK)
+        return s;
+    if (*cap - *len <= n) { /* one byte more: an empty corpus is a buffer too */
+        size_t nc;
+        char *nb = eo_grow_overflows(*cap, *len + n + 1, 65536, 1, &nc) ? NULL : realloc(*buf, nc);
+        if (!nb) {
+            free(b);
+            snprintf(err, errlen, "%s: out of memory", path);
+            return EO_ERR_OOM;
         }
-        size_t got = fread(*buf + *len, 1, *cap - *len, f);
-        *len += got;
-        if (got == 0)
-            break;
+        *buf = nb;
+        *cap = nc;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        return EO_ERR_IO;
-    }
+    if (n)
+        memcpy(*buf + *len, b, n);
+    *len += n;
+    free(b);
     return EO_OK;
 }
 
@@ -370,11 +365,11 @@ static void progress(FILE *out, int tty, int width, int step, int steps, double 
 
 /* The loss curves: every step's training loss (bucketed to about a
  * thousand points) and the validation loss where it was measured. */
-static void write_plot(const eo_lm_config *c, const eo_lm_result *r, const double *sx,
-                       const double *sy, size_t sn, const double *vx, const double *vy, size_t vn,
-                       FILE *out)
+static eo_status write_plot(const eo_lm_config *c, const eo_lm_result *r, const double *sx,
+                            const double *sy, size_t sn, const double *vx, const double *vy,
+                            size_t vn, FILE *out, char *err, size_t errlen)
 {
-    char err[256], title[128], sub[256];
+    char title[128], sub[256];
     eo_plot_series ls[2] = { { "train loss", "#93c5fd", sx, sy, sn },
                              { "validation loss", "#dc2626", vx, vy, vn } };
     eo_plot_panel pn = { "cross-entropy (nats/char)", ls, 2 };
@@ -384,11 +379,10 @@ static void write_plot(const eo_lm_config *c, const eo_lm_result *r, const doubl
              (long long)c->d_model, (long long)c->heads, (long long)c->layers, r->vocab,
              (double)c->lr, c->batch, c->steps, (unsigned long long)c->seed);
     eo_plot p = { title, "step", &pn, 1, 0, 0, sub };
-    if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
-        if (out) fprintf(out, "warning: plot not written: %s\n", err);
-    } else if (out) {
+    eo_status s = eo_svg_plot(c->plot, &p, err, errlen);
+    if (s == EO_OK && out)
         fprintf(out, "plot: %s\n", c->plot);
-    }
+    return s;
 }
 
 eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
@@ -470,11 +464,14 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
     CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     r->params = eo_params_numel(&m.params);
-    if (eo_dist_root(dist) && c->log && !(log = fopen(c->log, "w"))) {
-        snprintf(err, errlen, "%s: cannot open for writing", c->log);
-        s = EO_ERR_IO;
+    if (eo_dist_root(dist) && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
         goto done;
-    }
+    /* Find out now, not after the run, that --save or --plot points
+     * somewhere unwritable, or at a link or device. */
+    const char *outputs[2] = { c->save, c->plot };
+    for (int k = 0; k < 2 && eo_dist_root(dist); k++)
+        if (outputs[k] && (s = eo_file_probe_target(outputs[k], err, errlen)) != EO_OK)
+            goto done;
     if (log)
         fprintf(log, "step,train_loss,val_loss\n");
     if (out)
@@ -557,8 +554,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                 vy[vn++] = v;
             }
         }
-        if (log)
-            fprintf(log, eval ? "%d,%.6f,%.6f\n" : "%d,%.6f,\n", step, (double)loss, v);
+        if (log && (fprintf(log, eval ? "%d,%.6f,%.6f\n" : "%d,%.6f,\n", step, (double)loss,
+                            v) < 0 || ferror(log))) {
+            s = eo_errf(err, errlen, EO_ERR_IO, "%s: write failed at step %d: %s", c->log, step,
+                        strerror(errno));
+            goto done;
+        }
         double el = now() - t_start;
         double tok_s = (double)step * c->batch * T / (t_train > 0 ? t_train : 1);
         if (out && !c->quiet && (eval || (tty && el - last_draw > 0.1))) {
@@ -595,8 +596,6 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                          "end\n", (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s",
                     (double)scaler.scale);
     }
-    if (eo_dist_root(dist) && c->plot && sx && sy && vx && vy && sn)
-        write_plot(c, r, sx, sy, sn, vx, vy, vn, out);
     if (eo_dist_root(dist) && c->save) {
         char sctx[24], sd[24], sh[24], sl[24], sst[24], sseed[24], sval[32];
         snprintf(sctx, sizeof sctx, "%lld", (long long)T);
@@ -615,6 +614,10 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         if (out)
             fprintf(out, "saved %s\n", c->save);
     }
+    /* After the checkpoint, so a plot that cannot be written costs no
+     * trained weights; it still fails the run. */
+    if (eo_dist_root(dist) && c->plot && sx && sy && vx && vy && sn)
+        s = write_plot(c, r, sx, sy, sn, vx, vy, vn, out, err, errlen);
 #undef CORE
 done:
     if (s == EO_ERR_OOM && ctx_ready)
@@ -622,8 +625,11 @@ done:
     eo_grad_accum_free(&acc);
     if (attached)
         eo_cuda_detach(&ctx);
-    if (log)
-        fclose(log);
+    if (log) {
+        /* The last lines are still buffered: a full disk shows here. */
+        eo_status cs = eo_file_close(log, c->log, s == EO_OK ? err : NULL, errlen);
+        s = s == EO_OK ? cs : s;
+    }
     if (pool)
         eo_pool_destroy(pool);
     free(pbuf);

@@ -10,6 +10,7 @@
  * batch and runs its contiguous slice of it; the gradients are summed
  * across ranks before clipping and the update, so every rank applies the
  * same update. Evaluation batches are dealt round-robin to the ranks. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "ops/cuda/device.h"
 #include "tools/train/batch.h"
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/dist/nccl.h"
@@ -230,9 +232,10 @@ static void history_step(history *h, size_t global, size_t steps_per_epoch, doub
     h->in_bucket = 0;
 }
 
-static void write_plot(const eo_train_config *c, const history *h, size_t train_n, FILE *out)
+static eo_status write_plot(const eo_train_config *c, const history *h, size_t train_n,
+                            FILE *out, char *err, size_t errlen)
 {
-    char err[256], title[128], sub[256];
+    char title[128], sub[256];
     eo_plot_series loss[2] = {
         { "train loss (per step)", "#93c5fd", h->sx, h->sloss, h->sn },
         { "train loss (epoch mean)", "#1d4ed8", h->x, h->loss, h->n },
@@ -244,14 +247,13 @@ static void write_plot(const eo_train_config *c, const history *h, size_t train_
     snprintf(sub, sizeof sub, "%s lr %g (%s), batch %d, %d epoch%s on %zu images, seed %llu, "
              "%d thread%s", c->adamw ? "AdamW" : "SGD", (double)c->lr,
              c->schedule == EO_LR_COSINE ? "cosine" : c->schedule == EO_LR_STEP ? "step" : "constant",
-             c->batch, c->epochs, c->epochs == 1 ? "" : "s", train_n,
+             c->batch, (int)h->n, h->n == 1 ? "" : "s", train_n,
              (unsigned long long)c->seed, c->threads, c->threads == 1 ? "" : "s");
     eo_plot p = { title, "epoch", panels, 2, 0, 0, sub };
-    if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
-        if (out) fprintf(out, "warning: plot not written: %s\n", err);
-    } else if (out) {
+    eo_status s = eo_svg_plot(c->plot, &p, err, errlen);
+    if (s == EO_OK && out)
         fprintf(out, "plot: %s\n", c->plot);
-    }
+    return s;
 }
 
 void eo_train_arena_hint(const eo_ctx *ctx, char *err, size_t errlen)
@@ -392,28 +394,14 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     s = eo_batcher_init(&bat, &train, bo, err, errlen);
     if (s != EO_OK)
         goto done;
-    if (root && c->log && !(log = fopen(c->log, "w"))) {
-        snprintf(err, errlen, "%s: cannot open for writing", c->log);
-        s = EO_ERR_IO;
+    if (root && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
         goto done;
-    }
     /* Find out now, not after an hour of training, that --save or --plot
-     * points somewhere unwritable. */
+     * points somewhere unwritable, or at a link or device. */
     const char *outputs[2] = { c->save, c->plot };
-    for (int k = 0; k < 2 && root; k++) {
-        if (!outputs[k])
-            continue;
-        char probe[1024];
-        snprintf(probe, sizeof probe, "%s.tmp", outputs[k]);
-        FILE *f = fopen(probe, "wb");
-        if (!f) {
-            snprintf(err, errlen, "%s: cannot write here (checked before training)", outputs[k]);
-            s = EO_ERR_IO;
+    for (int k = 0; k < 2 && root; k++)
+        if (outputs[k] && (s = eo_file_probe_target(outputs[k], err, errlen)) != EO_OK)
             goto done;
-        }
-        fclose(f);
-        remove(probe);
-    }
     if (log)
         fprintf(log, "step,epoch,loss,lr\n");
     if (out)
@@ -434,6 +422,11 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     size_t steps = bat.nbatches, total = steps * (size_t)c->epochs;
     if (c->max_steps && c->max_steps < total)
         total = c->max_steps; /* the schedule ends where the run does */
+    /* --steps ends the run inside an epoch: only the epochs that train
+     * are run (and evaluated), not the rest empty. */
+    int epochs = c->epochs;
+    if (c->max_steps && steps && (total + steps - 1) / steps < (size_t)epochs)
+        epochs = (int)((total + steps - 1) / steps);
     eo_lr_schedule sched = { (eo_lr_kind)c->schedule, c->lr, 0.0f, 0.1f,
                              (int64_t)(steps * 3 > 0 ? steps * 3 : 1), c->warmup, (int64_t)total };
     /* A warm-up longer than the run would leave the cosine no decay at all:
@@ -451,11 +444,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     h.sloss = calloc(total / h.every + 2, sizeof(double));
     double train_time = 0;
     size_t global = 0, total_steps = 0;
-    for (int e = 0; e < c->epochs; e++) {
+    for (int e = 0; e < epochs; e++) {
         eo_batcher_epoch(&bat, (uint64_t)e);
         eo_progress pr;
+        size_t epoch_steps = total - global < steps ? total - global : steps;
         if (!c->quiet && out)
-            eo_progress_start(&pr, out, EO_PROGRESS_AUTO, e + 1, c->epochs, steps);
+            eo_progress_start(&pr, out, EO_PROGRESS_AUTO, e + 1, epochs, epoch_steps);
         double t0 = now(), sum = 0;
         size_t seen = 0;
         size_t done_steps = 0;
@@ -497,8 +491,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             if (h.sx && h.sloss)
                 history_step(&h, global, steps, loss);
             done_steps++;
-            if (log)
-                fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss, (double)opt.lr);
+            if (log && (fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss,
+                                (double)opt.lr) < 0 || ferror(log))) {
+                s = eo_errf(err, errlen, EO_ERR_IO, "%s: write failed at step %zu: %s", c->log,
+                            global, strerror(errno));
+                goto done;
+            }
             if (!c->quiet && out)
                 eo_progress_update(&pr, i + 1, sum / (double)(i + 1), seen);
         }
@@ -525,7 +523,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             if (!c->quiet)
                 eo_progress_finish(&pr, extra);
             else
-                fprintf(out, "epoch %d/%d loss %.4f train %.1f s %s\n", e + 1, c->epochs,
+                fprintf(out, "epoch %d/%d loss %.4f train %.1f s %s\n", e + 1, epochs,
                         sum / (double)done_steps, dt, extra);
         }
     }
@@ -534,7 +532,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         goto done;
     if (c->epochs == 0 && out)
         fprintf(out, "test accuracy %.2f%%\n", 100.0 * r->test_accuracy);
-    r->seconds_per_epoch = c->epochs ? train_time / c->epochs : 0;
+    r->seconds_per_epoch = epochs ? train_time / epochs : 0;
     r->ms_per_step = total_steps ? 1000.0 * train_time / (double)total_steps : 0;
     r->persist_high = eo_arena_high(&ctx.persist);
     r->step_high = eo_arena_high(&ctx.step);
@@ -560,7 +558,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     if (root && c->save) {
         char acc[32], ep[16], seed[24];
         snprintf(acc, sizeof acc, "%.4f", r->test_accuracy);
-        snprintf(ep, sizeof ep, "%d", c->epochs);
+        snprintf(ep, sizeof ep, "%d", epochs);
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
         const char *keys[4] = { "model", "epochs", "seed", "test_accuracy" };
         const char *vals[4] = { eo_model_name(c->model), ep, seed, acc };
@@ -569,8 +567,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             goto done;
         if (out) fprintf(out, "saved %s\n", c->save);
     }
+    /* After the checkpoint, so a plot that cannot be written costs no
+     * trained weights; it still fails the run. */
     if (root && c->plot && h.n)
-        write_plot(c, &h, train.n, out);
+        s = write_plot(c, &h, train.n, out, err, errlen);
 #undef CORE
 done:
     if (s == EO_ERR_OOM && ctx_ready)
@@ -581,8 +581,11 @@ done:
     eo_grad_accum_free(&plan.acc);
     if (attached)
         eo_cuda_detach(&ctx);
-    if (log)
-        fclose(log);
+    if (log) {
+        /* The last lines are still buffered: a full disk shows here. */
+        eo_status cs = eo_file_close(log, c->log, s == EO_OK ? err : NULL, errlen);
+        s = s == EO_OK ? cs : s;
+    }
     eo_batcher_free(&bat);
     free(h.x);
     free(h.loss);
