@@ -161,7 +161,9 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-train", "--model gpt --d-model 99999999999", "--d-model: '99999999999'");
     refused("eo-train", "--model=gpt --heads 3", "not divisible by --heads 3");
     refused("eo-train", "--model gpt --d-model 8192 --layers 64", "persistent arena");
-    refused("eo-train", "--model gpt --context 4096 --batch 4096", "step arena");
+    /* Measured arenas are bounded by the machine's memory: 8 TB of
+     * activations is refused before anything is allocated. */
+    refused("eo-train", "--model gpt --context 65536 --batch 65536", "step arena");
     refused("eo-train", "--step-mb 0", "--step-mb: '0' is not a whole number from 1");
     refused("eo-train", "--model gpt --persist-mb 1x", "--persist-mb: '1x'");
     /* An arena too small for the model: which one, needed vs given, the option. */
@@ -403,6 +405,29 @@ START_TEST(steps_end_the_run)
 }
 END_TEST
 
+/* Issue 26 item 22: the arenas had fixed defaults (64 MiB persistent)
+ * that refused a 10.7 M-parameter GPT in eo-train and the checkpoint it
+ * saved in eo-sample. With no arena option both measure the model now. */
+START_TEST(arenas_fit_the_model)
+{
+    static char out[16384];
+    char line[2048];
+    const char *ck = eo_tmpdir_path("big.safetensors");
+    snprintf(line, sizeof line, "%s --model gpt --d-model 384 --layers 6 --heads 6 --context 16 "
+             "--batch 1 --steps 1 --val-windows 2 --eval-every 0 -q %s --save %s --plot %s",
+             prog("eo-train"), corpus(), ck, eo_tmpdir_path("p.svg"));
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "10675968 parameters") && strstr(out, "arenas: persistent") &&
+                      strstr(out, "measured"), "%s", out);
+    snprintf(line, sizeof line, "%s --load %s --length 5 --seed 3", prog("eo-sample"), ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "arenas: persistent"), "%s", out);
+    /* An override still rules, and too small still names the option. */
+    snprintf(line, sizeof line, "%s --load %s --length 5 --persist-mb 40", prog("eo-sample"), ck);
+    fails_saying(line, "the persistent arena has 40.0 MiB");
+}
+END_TEST
+
 Suite *eo_suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -423,6 +448,7 @@ Suite *eo_suite_cli(void)
     tcase_add_test(files, write_errors_fail_the_program);
     tcase_add_test(files, ptxsim_scalars_must_fit);
     tcase_add_test(files, steps_end_the_run);
+    tcase_add_test(files, arenas_fit_the_model);
     suite_add_tcase(s, files);
     return s;
 }

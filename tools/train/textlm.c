@@ -17,6 +17,8 @@
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
 #include "tools/train/trainer.h"
+#include "tools/train/arena_size.h"
+#include "tools/train/gpt_limits.h"
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
@@ -212,8 +214,8 @@ void eo_lm_defaults(eo_lm_config *c)
     c->threads = 2;
     c->eval_every = 100;
     c->val_windows = 512;
-    c->persist_mb = 64;
-    c->step_mb = 1024;
+    c->persist_mb = 0; /* measured: tools/train/arena_size.h */
+    c->step_mb = 0;
 }
 
 #define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
@@ -385,6 +387,34 @@ static eo_status write_plot(const eo_lm_config *c, const eo_lm_result *r, const 
     return s;
 }
 
+/* The measuring run for the arenas (tools/train/arena_size.h): what
+ * eo_lm_train_run does before its first step, then that step, on the CPU.
+ * The token ids are zeros (id 0 is in every vocabulary); the arenas'
+ * figures do not depend on the values. */
+typedef struct lm_measure {
+    const eo_lm_config *c;
+    const eo_gpt_config *gc;
+    int32_t *ib, *tb;
+} lm_measure;
+
+static eo_status lm_measure_run(eo_ctx *ctx, void *arg)
+{
+    const lm_measure *a = arg;
+    eo_gpt m;
+    eo_optimizer opt;
+    eo_grad_scaler sc;
+    float loss;
+    eo_seed(ctx, a->c->seed);
+    TRY(eo_gpt_build(ctx, EO_CPU, a->gc, &m));
+    eo_gpt_set_fused(&m, a->c->fused);
+    TRY(eo_adamw_init(ctx, &opt, &m.params, a->c->lr, 0.9f, 0.999f, 1e-8f, a->c->weight_decay));
+    TRY(eo_precision_setup(ctx, &m.params, a->c->precision, &sc));
+    eo_mark mk = eo_mark_get(ctx);
+    eo_status s = train_step(ctx, &m, &opt, &sc, a->ib, a->tb, a->c->batch, &loss);
+    eo_rewind(ctx, mk);
+    return s;
+}
+
 eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
                           size_t errlen)
 {
@@ -409,9 +439,34 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_vocab_build(&voc, text, len);
     int32_t *tok = malloc(len * sizeof *tok);
     int32_t *ib = malloc((size_t)c->batch * (size_t)T * sizeof *ib);
-    int32_t *tb = malloc((size_t)c->batch * (size_t)T * sizeof *tb);
-    void *pbuf = malloc(c->persist_mb << 20), *sbuf = malloc(c->step_mb << 20);
+    int32_t *tb = calloc((size_t)c->batch * (size_t)T, sizeof *tb);
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
+    /* The arenas: --persist-mb / --step-mb when given, else measured by
+     * running the model's build and one step (tools/train/arena_size.h). */
+    size_t pbytes = c->persist_mb << 20, sbytes = c->step_mb << 20;
+    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
+    eo_arena_needs need = {0};
+    if ((!pbytes || !sbytes) && ib && tb) {
+        memset(ib, 0, (size_t)c->batch * (size_t)T * sizeof *ib);
+        lm_measure mm = { c, &gc, ib, tb };
+        eo_gpt_sizes gs = { T, c->d_model, c->heads, c->layers, voc.size, c->batch, 1 };
+        size_t pg, sg;
+        eo_gpt_arena_guess(&gs, &pg, &sg);
+        s = eo_arena_measure(pg, sg, pool ? eo_pool_par(pool) : (eo_par){0}, lm_measure_run, &mm,
+                             &need, err, errlen);
+        if (s != EO_OK) {
+            if (pool)
+                eo_pool_destroy(pool);
+            free(tok);
+            free(ib);
+            free(tb);
+            free(text);
+            return s;
+        }
+        pbytes = pbytes ? pbytes : eo_arena_with_margin(need.persist);
+        sbytes = sbytes ? sbytes : eo_arena_with_margin(need.step);
+    }
+    void *pbuf = malloc(pbytes ? pbytes : 1), *sbuf = malloc(sbytes ? sbytes : 1);
     FILE *log = NULL;
     eo_ctx ctx;
     static eo_prof prof; /* --profile; static: it is a few KiB */
@@ -426,7 +481,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         out = NULL; /* rank 0 alone prints and writes files */
     int attached = 0, ctx_ready = 0;
     if (!tok || !ib || !tb || !pbuf || !sbuf) {
-        snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", c->persist_mb, c->step_mb);
+        snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", pbytes >> 20, sbytes >> 20);
         s = EO_ERR_OOM;
         goto done;
     }
@@ -437,7 +492,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     r->train_chars = ntrain;
     r->val_chars = nval;
 
-    eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    eo_ctx_init(&ctx, pbuf, pbytes, sbuf, sbytes);
+    if (out && (need.persist || need.step))
+        fprintf(out, "arenas: persistent %.1f MiB%s, step %.1f MiB%s (measured: the model, AdamW "
+                     "and one step of batch %d, plus 1/8 and 1 MiB)\n", pbytes / 1048576.0,
+                c->persist_mb ? " (--persist-mb)" : "", sbytes / 1048576.0,
+                c->step_mb ? " (--step-mb)" : "", c->batch);
     ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
@@ -451,12 +511,11 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         /* Device arenas as large as the host ones: parameters, gradients,
          * AdamW state and activations all stay on the GPU; only token ids
          * go up and the loss comes down. */
-        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, c->persist_mb << 20, c->step_mb << 20));
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, pbytes, sbytes));
         attached = 1;
         if (out)
             fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
-    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
     CORE(eo_gpt_build(&ctx, c->cuda ? EO_CUDA : EO_CPU, &gc, &m));
     eo_gpt_set_fused(&m, c->fused);
     if (dist)

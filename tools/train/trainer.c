@@ -17,6 +17,7 @@
 #include <time.h>
 #include "core/nn.h"
 #include "ops/cuda/device.h"
+#include "tools/train/arena_size.h"
 #include "tools/train/batch.h"
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
@@ -52,8 +53,8 @@ void eo_train_defaults(eo_train_config *c, eo_model_kind model)
     c->schedule = EO_LR_COSINE;
     c->seed = 1;
     c->threads = 2;
-    c->persist_mb = 64;
-    c->step_mb = model == EO_MODEL_CNN ? 768 : model == EO_MODEL_VIT ? 1024 : 128;
+    c->persist_mb = 0; /* measured: tools/train/arena_size.h */
+    c->step_mb = 0;
     if (model == EO_MODEL_VIT) {
         c->epochs = 1;
         c->lr = 1e-3f;
@@ -142,6 +143,49 @@ static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *o
     /* backward, (unscale), (clip), step unless skipped, scale update */
     TRY(eo_precision_step(ctx, sc, &m->params, opt, L, clip, NULL));
     return eo_read(ctx, L, loss, sizeof *loss);
+}
+
+/* The measuring run for the arenas (tools/train/arena_size.h): the build,
+ * the precision set-up and optimizer eo_train_run makes, one training
+ * step of a whole batch and one evaluation batch of 500 rows, on the CPU.
+ * The inputs are zeros: the arenas' figures do not depend on the values.
+ * ZeRO-1's shard of AdamW's state is at most the whole of it. */
+typedef struct {
+    const eo_train_config *c;
+    float *xb;   /* max(batch, 500) x 784 zeros */
+    int32_t *yb; /* max(batch, 500) zeros */
+} train_measure;
+
+static eo_status train_measure_run(eo_ctx *ctx, void *arg)
+{
+    const train_measure *a = arg;
+    const eo_train_config *c = a->c;
+    eo_classifier m;
+    eo_optimizer opt;
+    eo_grad_scaler sc;
+    eo_seed(ctx, c->seed);
+    TRY(eo_classifier_build(ctx, c->model, EO_CPU, &m));
+    TRY(eo_precision_setup(ctx, &m.params, c->precision, &sc));
+    if (c->adamw)
+        TRY(eo_adamw_init(ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
+    else
+        TRY(eo_sgd_init(ctx, &opt, &m.params, c->lr, c->momentum, c->weight_decay, c->nesterov));
+    eo_mark mk = eo_mark_get(ctx);
+    float loss;
+    eo_status s = train_step(ctx, &m, &opt, &sc, c->clip, a->xb, a->yb, (size_t)c->batch, &loss);
+    eo_rewind(ctx, mk);
+    if (s != EO_OK)
+        return s;
+    int was_train = eo_set_training(ctx, 0), was_grad = eo_set_grad(ctx, 0);
+    eo_tensor *x, *logits;
+    int64_t shape[2] = { 500, 784 };
+    s = eo_tensor_wrap(ctx, EO_F32, 2, shape, a->xb, &x);
+    if (s == EO_OK) s = eo_classifier_forward(ctx, &m, x, &logits);
+    if (s == EO_OK) s = eo_cast(ctx, logits, EO_F32, &logits);
+    eo_rewind(ctx, mk);
+    eo_set_training(ctx, was_train);
+    eo_set_grad(ctx, was_grad);
+    return s;
 }
 
 /* Where this rank's share of a step comes from. */
@@ -310,7 +354,34 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     }
 
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
-    void *pbuf = malloc(c->persist_mb << 20), *sbuf = malloc(c->step_mb << 20);
+    /* The arenas: --persist-mb / --step-mb when given, else measured by
+     * running the build and one step (tools/train/arena_size.h). The first
+     * guess is what these models needed at batch 128, scaled with the
+     * batch; it doubles if too small, and costs only what is touched. */
+    size_t pbytes = c->persist_mb << 20, sbytes = c->step_mb << 20;
+    eo_arena_needs need = {0};
+    if (!pbytes || !sbytes) {
+        size_t rows = c->batch > 500 ? (size_t)c->batch : 500;
+        train_measure tm = { c, calloc(rows * 784, sizeof(float)), calloc(rows, sizeof(int32_t)) };
+        size_t per128 = c->model == EO_MODEL_CNN ? 768 : c->model == EO_MODEL_VIT ? 1024 : 128;
+        size_t sg = (per128 << 20) / 128 * rows;
+        s = tm.xb && tm.yb ? eo_arena_measure((size_t)64 << 20, sg,
+                                              pool ? eo_pool_par(pool) : (eo_par){0},
+                                              train_measure_run, &tm, &need, err, errlen)
+                           : eo_errf(err, errlen, EO_ERR_OOM, "out of memory for a batch");
+        free(tm.xb);
+        free(tm.yb);
+        if (s != EO_OK) {
+            if (pool)
+                eo_pool_destroy(pool);
+            eo_dataset_free(&train);
+            eo_dataset_free(&test);
+            return s;
+        }
+        pbytes = pbytes ? pbytes : eo_arena_with_margin(need.persist);
+        sbytes = sbytes ? sbytes : eo_arena_with_margin(need.step);
+    }
+    void *pbuf = malloc(pbytes), *sbuf = malloc(sbytes);
     float *xb = malloc((size_t)c->batch * 784 * sizeof(float));
     int32_t *yb = malloc((size_t)c->batch * sizeof(int32_t));
     FILE *log = NULL;
@@ -328,12 +399,17 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_nccl_api nccl_api = {0};
     eo_nccl nccl = {0};
     if (!pbuf || !sbuf || !xb || !yb) {
-        snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", c->persist_mb,
-                 c->step_mb);
+        snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", pbytes >> 20,
+                 sbytes >> 20);
         s = EO_ERR_OOM;
         goto done;
     }
-    eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    eo_ctx_init(&ctx, pbuf, pbytes, sbuf, sbytes);
+    if (out && (need.persist || need.step))
+        fprintf(out, "arenas: persistent %.1f MiB%s, step %.1f MiB%s (measured: the model, its "
+                     "optimizer, one step of batch %d and one evaluation batch, plus 1/8 and 1 "
+                     "MiB)\n", pbytes / 1048576.0, c->persist_mb ? " (--persist-mb)" : "",
+                sbytes / 1048576.0, c->step_mb ? " (--step-mb)" : "", c->batch);
     ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
@@ -346,8 +422,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     if (c->cuda) {
         /* Device arenas as large as the host ones; parameters, gradients,
          * optimizer state and activations all stay on the GPU. */
-        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device, c->persist_mb << 20,
-                            c->step_mb << 20));
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device, pbytes, sbytes));
         attached = 1;
         if (out) fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
