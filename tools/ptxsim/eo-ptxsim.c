@@ -444,6 +444,7 @@ int main(int argc, char **argv)
     if (st != EO_OK) {
         /* "line N: ..." becomes "FILE:N: ...", the form editors jump to. */
         fprintf(stderr, "%s:%s\n", path, strncmp(err, "line ", 5) == 0 ? err + 5 : err);
+        free(text);
         return 2;
     }
     const eo_px_kernel *k = eo_px_module_kernel(m, kname);
@@ -453,6 +454,7 @@ int main(int argc, char **argv)
             fprintf(stderr, " %s", eo_px_kernel_name(eo_px_module_kernel_at(m, i)));
         fputc('\n', stderr);
         eo_px_module_free(m);
+        free(text);
         return 2;
     }
     int rc = 2;
