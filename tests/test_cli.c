@@ -184,6 +184,11 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-ptxsim", "--grid ' 3' a.ptx k", "--grid: ' 3'");
     refused("eo-ptxsim", "--print -1 a.ptx k", "--print: '-1'");
     refused("eo-safetensors", "lx FILE", "'lx' is not one of");
+    /* strtod took these as 0 bytes, a negative size and an overflow. */
+    refused("eo-bench-dist", "--sizes 4K,abc", "--sizes: 'abc' is not a size");
+    refused("eo-bench-dist", "--sizes=-5", "--sizes: '-5'");
+    refused("eo-bench-dist", "--sizes 1e30G", "--sizes: '1e30G'");
+    refused("eo-bench-dist", "--min-time -1", "--min-time: '-1'");
 }
 END_TEST
 
