@@ -331,33 +331,46 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *op
 }
 
 /* "step 300/1000 [======>      ] loss 2.3101  val 2.3504  5012 tok/s  61.2 s  ETA 142 s".
- * On a terminal (width > 0) the bar shrinks, or goes, so the line never
- * wraps: a wrapped line would leave a copy of itself at every redraw. */
+ * On a terminal (width > 0) the line never wraps (a wrapped line would
+ * leave a copy of itself at every redraw): the bar shrinks, then goes,
+ * then the speed, the ETA and the double spaces, as the image models'
+ * bar does (progress.c); the step, the losses and the time with its unit
+ * stay, and only a terminal too narrow for those cuts the line. */
 static void progress(FILE *out, int tty, int width, int step, int steps, double loss, double val,
                      double tok_s, double el, int final)
 {
-    char v[32] = "", tail[160], line[256];
-    if (val >= 0)
-        snprintf(v, sizeof v, "  val %.4f", val);
-    int t = snprintf(tail, sizeof tail, "] loss %.4f%s  %.0f tok/s  %.1f s", loss, v, tok_s, el);
-    if (!final && step > 0 && step < steps && t > 0 && (size_t)t < sizeof tail)
-        snprintf(tail + t, sizeof tail - (size_t)t, "  ETA %.0f s", el / step * (steps - step));
-    char head[40];
-    snprintf(head, sizeof head, "step %d/%d [", step, steps);
-    int bw = 24;
-    if (width > 0) {
-        int room = width - 1 - (int)(strlen(head) + strlen(tail));
-        bw = room < 6 ? 0 : room < 24 ? room : 24;
+    char line[256];
+    for (int level = 0; level < 4; level++) {
+        /* level 0: everything; 1: no tok/s; 2: no ETA; 3: single spaces */
+        const char *sp = level < 3 ? "  " : " ";
+        char v[32] = "", rate[32] = "", eta[32] = "", tail[160];
+        if (val >= 0)
+            snprintf(v, sizeof v, "%sval %.4f", sp, val);
+        if (level < 1)
+            snprintf(rate, sizeof rate, "%s%.0f tok/s", sp, tok_s);
+        if (level < 2 && !final && step > 0 && step < steps)
+            snprintf(eta, sizeof eta, "%sETA %.0f s", sp, el / step * (steps - step));
+        snprintf(tail, sizeof tail, "loss %.4f%s%s%s%.1f s%s", loss, v, rate, sp, el, eta);
+        char head[40];
+        snprintf(head, sizeof head, "step %d/%d", step, steps);
+        int bw = 24;
+        if (width > 0) {
+            int room = width - 1 - (int)(strlen(head) + 3 + strlen(tail));
+            bw = room < 6 || level > 0 ? 0 : room < 24 ? room : 24;
+        }
+        if (bw > 0) {
+            char bar[25];
+            int w = (int)((double)bw * step / (steps ? steps : 1));
+            for (int i = 0; i < bw; i++)
+                bar[i] = i < w ? '=' : i == w ? '>' : ' ';
+            bar[bw] = 0;
+            snprintf(line, sizeof line, "%s [%s] %s", head, bar, tail);
+        } else { /* no bar: "step 300/1000  loss ..." */
+            snprintf(line, sizeof line, "%s%s%s", head, sp, tail);
+        }
+        if (width <= 0 || strlen(line) <= (size_t)width - 1)
+            break;
     }
-    char bar[25];
-    int w = (int)((double)bw * step / (steps ? steps : 1));
-    for (int i = 0; i < bw; i++)
-        bar[i] = i < w ? '=' : i == w ? '>' : ' ';
-    bar[bw] = 0;
-    if (bw > 0)
-        snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
-    else /* no bar: "step 300/1000  loss ..." */
-        snprintf(line, sizeof line, "step %d/%d %s", step, steps, tail + 1);
     if (width > 0 && strlen(line) > (size_t)width - 1)
         line[width - 1] = 0;
     fprintf(out, "%s%s%*s%s", tty ? "\r" : "", line,
