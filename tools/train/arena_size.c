@@ -58,3 +58,8 @@ size_t eo_memory_bytes(void)
 #endif
     return SIZE_MAX / 4;
 }
+
+size_t eo_arena_device(size_t host, int from_option)
+{
+    return from_option || host > SIZE_MAX / 2 ? host : 2 * host;
+}

@@ -40,4 +40,11 @@ size_t eo_memory_bytes(void);
  * batches, loading a checkpoint, a last partial batch). */
 size_t eo_arena_with_margin(size_t need);
 
+/* The bytes to give a CUDA device arena when the host one is `host`
+ * bytes: `host` when the size came from an option, else twice the
+ * measured figure, because the measuring run is on the CPU and the CUDA
+ * ops may take scratch the CPU ones do not (unmeasured here: no device is
+ * needed to size the arenas). */
+size_t eo_arena_device(size_t host, int from_option);
+
 #endif

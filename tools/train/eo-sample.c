@@ -273,10 +273,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
         goto out;
     }
-    /* On CUDA the weights and activations live in device arenas as large
-     * as the host ones; only token ids go up and one row of logits comes
-     * down per character. */
-    if (cuda && eo_cuda_attach(&ctx, NULL, 0, pb, sb) != EO_OK) {
+    /* On CUDA the weights and activations live in device arenas (as large
+     * as the host ones, twice a measured figure: eo_arena_device); only
+     * token ids go up and one row of logits comes down per character. */
+    if (cuda && eo_cuda_attach(&ctx, NULL, 0, eo_arena_device(pb, persist_mb != 0),
+                               eo_arena_device(sb, step_mb != 0)) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
         goto out;
     }

@@ -420,9 +420,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
     if (c->cuda) {
-        /* Device arenas as large as the host ones; parameters, gradients,
+        /* Device arenas as large as the host ones (twice a measured figure:
+         * eo_arena_device); parameters, gradients,
          * optimizer state and activations all stay on the GPU. */
-        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device, pbytes, sbytes));
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device,
+                            eo_arena_device(pbytes, c->persist_mb != 0),
+                            eo_arena_device(sbytes, c->step_mb != 0)));
         attached = 1;
         if (out) fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
