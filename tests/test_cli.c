@@ -215,8 +215,11 @@ static const char *prog(const char *program)
     static int slot;
     const char *runner = getenv("EO_TEST_RUNNER");
     char *b = buf[slot++ % 4];
-    snprintf(b, sizeof buf[0], "timeout 60 %s%s%s/%s", runner ? runner : "", runner ? " " : "",
-             EO_BUILD_DIR, program);
+    /* Under an emulator everything is slower: the same factor as Check's. */
+    const char *mult = getenv("CK_TIMEOUT_MULTIPLIER");
+    long k = mult ? strtol(mult, NULL, 10) : 1;
+    snprintf(b, sizeof buf[0], "timeout %ld %s%s%s/%s", 60 * (k >= 1 && k <= 1000 ? k : 1),
+             runner ? runner : "", runner ? " " : "", EO_BUILD_DIR, program);
     return b;
 }
 
