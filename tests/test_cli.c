@@ -228,7 +228,7 @@ static void fails_saying(const char *line, const char *needle)
 {
     static char out[16384];
     int rc = run_line(line, out, sizeof out);
-    ck_assert_msg(rc > 0 && rc != 124, "%s: exit %d (124: it hung): %s", line, rc, out);
+    ck_assert_msg(rc > 0 && rc != 124, "%s: exit %d (124 means it hung): %s", line, rc, out);
     ck_assert_msg(strstr(out, needle), "%s: exit %d, expected '%s' in: %s", line, rc, needle, out);
     /* In a SANITIZE=1 build the programs are sanitized: an error exit
      * that leaks or touches freed memory says so here. */
