@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/everyo.h"
 #include "tools/cli/args.h"
+#include "tests/tmpdir.h"
 
 #ifndef EO_BUILD_DIR
 #define EO_BUILD_DIR "build"
@@ -159,7 +161,9 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-train", "--model gpt --d-model 99999999999", "--d-model: '99999999999'");
     refused("eo-train", "--model=gpt --heads 3", "not divisible by --heads 3");
     refused("eo-train", "--model gpt --d-model 8192 --layers 64", "persistent arena");
-    refused("eo-train", "--model gpt --context 4096 --batch 4096", "step arena");
+    /* Measured arenas are bounded by the machine's memory: 8 TB of
+     * activations is refused before anything is allocated. */
+    refused("eo-train", "--model gpt --context 65536 --batch 65536", "step arena");
     refused("eo-train", "--step-mb 0", "--step-mb: '0' is not a whole number from 1");
     refused("eo-train", "--model gpt --persist-mb 1x", "--persist-mb: '1x'");
     /* An arena too small for the model: which one, needed vs given, the option. */
@@ -180,6 +184,299 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-ptxsim", "--grid ' 3' a.ptx k", "--grid: ' 3'");
     refused("eo-ptxsim", "--print -1 a.ptx k", "--print: '-1'");
     refused("eo-safetensors", "lx FILE", "'lx' is not one of");
+    /* strtod took these as 0 bytes, a negative size and an overflow. */
+    refused("eo-bench-dist", "--sizes 4K,abc", "--sizes: 'abc' is not a size");
+    refused("eo-bench-dist", "--sizes=-5", "--sizes: '-5'");
+    refused("eo-bench-dist", "--sizes 1e30G", "--sizes: '1e30G'");
+    refused("eo-bench-dist", "--min-time -1", "--min-time: '-1'");
+}
+END_TEST
+
+/* Runs one shell line (the programs named as EO_BUILD_DIR/PROGRAM by the
+ * caller) with stdout and stderr captured; `timeout` bounds a program
+ * that would hang, so an old FIFO hang fails here instead of stalling
+ * the suite. Returns the exit status, or -1 when killed by a signal. */
+static int run_line(const char *line, char *out, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec 2>&1 </dev/null; %s", line);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* "RUNNER EO_BUILD_DIR/program" for a shell line. */
+static const char *prog(const char *program)
+{
+    static char buf[4][512];
+    static int slot;
+    const char *runner = getenv("EO_TEST_RUNNER");
+    char *b = buf[slot++ % 4];
+    /* Under an emulator everything is slower: the same factor as Check's. */
+    const char *mult = getenv("CK_TIMEOUT_MULTIPLIER");
+    long k = mult ? strtol(mult, NULL, 10) : 1;
+    snprintf(b, sizeof buf[0], "timeout %ld %s%s%s/%s", 60 * (k >= 1 && k <= 1000 ? k : 1),
+             runner ? runner : "", runner ? " " : "", EO_BUILD_DIR, program);
+    return b;
+}
+
+/* Fails unless the line exits with a non-zero status and says needle. */
+static void fails_saying(const char *line, const char *needle)
+{
+    static char out[16384];
+    int rc = run_line(line, out, sizeof out);
+    ck_assert_msg(rc > 0 && rc != 124, "%s: exit %d (124 means it hung): %s", line, rc, out);
+    ck_assert_msg(strstr(out, needle), "%s: exit %d, expected '%s' in: %s", line, rc, needle, out);
+    /* In a SANITIZE=1 build the programs are sanitized: an error exit
+     * that leaks or touches freed memory says so here. */
+    ck_assert_msg(!strstr(out, "Sanitizer"), "%s: %s", line, out);
+}
+
+static void setup(void) { ck_assert_ptr_nonnull(eo_tmpdir_make()); }
+static void teardown(void) { eo_tmpdir_remove(); }
+
+/* A small corpus for eo-train --model gpt, so no test needs the
+ * fortunes package: "--text PATH" for the GPT lines below. */
+static const char *corpus(void)
+{
+    static char opt[600];
+    char text[8192];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = "the quick brown fox jumps over the lazy dog.\n"[i % 45];
+    const char *p = eo_tmpdir_file("corpus.txt", text, sizeof text);
+    ck_assert_ptr_nonnull(p);
+    snprintf(opt, sizeof opt, "--text %s", p);
+    return opt;
+}
+
+/* A kernel that does nothing, for eo-ptxsim's argument checks: a buffer
+ * (printed after the run) and a u32. */
+static const char tiny_ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                               ".visible .entry k(\n    .param .u64 b,\n    .param .u32 a\n)\n"
+                               "{\n    ret;\n}\n";
+
+/* Issue 26 item 17: a FIFO as an input file hung every reader (fopen
+ * waits for a writer), /dev/zero was read until memory ran out. Every
+ * input path now goes through eo_file_open_read / eo_file_read_all. */
+START_TEST(input_files_must_be_regular)
+{
+    char fifo[512], dir[512], line[2048];
+    snprintf(fifo, sizeof fifo, "%s", eo_tmpdir_path("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    ck_assert_ptr_nonnull(ptx);
+    const char *gpt = "--model gpt --steps 1 --batch 1 --context 8 --d-model 8 --heads 1 "
+                      "--layers 1 -q";
+    snprintf(line, sizeof line, "%s --load %s", prog("eo-sample"), fifo);
+    fails_saying(line, "is a FIFO, expected a regular safetensors file");
+    snprintf(line, sizeof line, "%s ls %s", prog("eo-safetensors"), fifo);
+    fails_saying(line, "is a FIFO");
+    snprintf(line, sizeof line, "%s %s --text %s", prog("eo-train"), gpt, fifo);
+    fails_saying(line, "is a FIFO, expected a regular text file");
+    snprintf(line, sizeof line, "%s %s --text /dev/zero", prog("eo-train"), gpt);
+    fails_saying(line, "/dev/zero: is a character device");
+    snprintf(line, sizeof line, "%s %s k", prog("eo-ptxsim"), fifo);
+    fails_saying(line, "is a FIFO, expected a regular PTX file");
+    snprintf(line, sizeof line, "%s /dev/zero k", prog("eo-ptxsim"));
+    fails_saying(line, "/dev/zero: is a character device");
+    snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:4=file:%s --arg u32:1 %s k",
+             prog("eo-ptxsim"), fifo, ptx);
+    fails_saying(line, "is a FIFO");
+    snprintf(line, sizeof line, "%s --predicted %s", prog("eo-bench"), fifo);
+    fails_saying(line, "--predicted");
+    snprintf(line, sizeof line, "%s --load %s --eval", prog("eo-train"), fifo);
+    fails_saying(line, "is a FIFO");
+    /* The data folder: a FIFO where the training images should be. */
+    snprintf(dir, sizeof dir, "%s", eo_tmpdir_path("train-images-idx3-ubyte"));
+    ck_assert_int_eq(mkfifo(dir, 0600), 0);
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    snprintf(line, sizeof line, "%s --data %s --epochs 1 -q", prog("eo-train"), dir);
+    fails_saying(line, "is a FIFO, expected a regular IDX file");
+}
+END_TEST
+
+/* Issue 26 item 18: --save renamed its finished file over a symlink (and,
+ * as root, over a device node); every writer refuses a target that is not
+ * a regular file, and leaves what is there untouched. */
+START_TEST(output_targets_must_be_regular)
+{
+    char line[2048], link[512], fifo[512];
+    const char *kept = eo_tmpdir_file("kept.txt", "keep", 4);
+    ck_assert_ptr_nonnull(kept);
+    snprintf(link, sizeof link, "%s", eo_tmpdir_path("link"));
+    ck_assert_int_eq(symlink(kept, link), 0);
+    snprintf(fifo, sizeof fifo, "%s", eo_tmpdir_path("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    char gpt[1024];
+    snprintf(gpt, sizeof gpt, "--model gpt --steps 2 --batch 1 --context 8 --d-model 8 "
+             "--heads 1 --layers 1 --val-windows 4 -q %s", corpus());
+    static const char *const opts[] = {"--save", "--log", "--plot"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(line, sizeof line, "%s %s %s %s", prog("eo-train"), gpt, opts[k], link);
+        fails_saying(line, "is a symbolic link; refusing");
+        snprintf(line, sizeof line, "%s %s %s %s", prog("eo-train"), gpt, opts[k], fifo);
+        fails_saying(line, "is a FIFO; refusing");
+        snprintf(line, sizeof line, "%s %s %s /dev/null", prog("eo-train"), gpt, opts[k]);
+        fails_saying(line, "is a character device; refusing");
+    }
+    snprintf(line, sizeof line, "%s --quick --csv %s", prog("eo-bench"), link);
+    fails_saying(line, "is a symbolic link");
+    snprintf(line, sizeof line, "%s --quick --svg %s", prog("eo-bench"), fifo);
+    fails_saying(line, "is a FIFO");
+    /* The link and what it points at are as they were. */
+    struct stat sb;
+    ck_assert_int_eq(lstat(link, &sb), 0);
+    ck_assert(S_ISLNK(sb.st_mode));
+    FILE *f = fopen(kept, "rb");
+    char got[8] = "";
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(got, 1, sizeof got, f), 4);
+    fclose(f);
+    ck_assert(memcmp(got, "keep", 4) == 0);
+    /* An existing regular file is still replaced (atomically, by rename). */
+    snprintf(line, sizeof line, "%s %s --save %s --plot %s", prog("eo-train"), gpt, kept,
+             eo_tmpdir_path("p.svg"));
+    static char out[16384];
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_int_eq(stat(kept, &sb), 0);
+    ck_assert_int_gt(sb.st_size, 100);
+}
+END_TEST
+
+/* Issue 26 item 19: a failed write (a full disk, a full standard output)
+ * exited 0. Standard output is flushed and closed at exit and checked;
+ * --log is checked at every line and at close. /dev/full stands for a
+ * full standard output; a file-size limit (ulimit -f, SIGXFSZ ignored so
+ * the write returns EFBIG) for a full disk, since --log refuses devices. */
+START_TEST(write_errors_fail_the_program)
+{
+    char line[2048];
+    snprintf(line, sizeof line, "%s --help >/dev/full", prog("eo-train"));
+    fails_saying(line, "write error on standard output");
+    snprintf(line, sizeof line, "%s --version >/dev/full", prog("eo-sample"));
+    fails_saying(line, "write error on standard output");
+    static const char *const sub[] = {"dump", "c-image", "ls"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(line, sizeof line, "%s %s tests/fixtures/st16.safetensors >/dev/full",
+                 prog("eo-safetensors"), sub[k]);
+        fails_saying(line, "write error on standard output");
+    }
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:4 --arg u32:1 %s k >/dev/full",
+             prog("eo-ptxsim"), ptx);
+    fails_saying(line, "write error on standard output");
+    snprintf(line, sizeof line,
+             "(trap '' XFSZ; ulimit -f 4; exec %s --model gpt --steps 2000 --batch 1 "
+             "--context 8 --d-model 8 --heads 1 --layers 1 --val-windows 4 --eval-every 0 -q "
+             "%s --log %s --plot %s)",
+             prog("eo-train"), corpus(), eo_tmpdir_path("log.csv"), eo_tmpdir_path("p.svg"));
+    fails_saying(line, "log.csv: write failed");
+}
+END_TEST
+
+/* Issue 26 item 20: eo-ptxsim took u32:4294967296 as 0. */
+START_TEST(ptxsim_scalars_must_fit)
+{
+    char line[2048];
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    static const char *const bad[] = {"u32:4294967296", "u32:-1", "s32:2147483648",
+                                      "s32:-2147483649", "f32:1e39"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:1 --arg %s %s k",
+                 prog("eo-ptxsim"), bad[i], ptx);
+        fails_saying(line, "bad --arg");
+    }
+    static char out[4096];
+    snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:1 --arg u32:4294967295 %s k",
+             prog("eo-ptxsim"), ptx);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+}
+END_TEST
+
+/* Issue 26 item 21: --steps ended the training inside epoch 1, then ran
+ * every remaining epoch empty ("0/469 loss 0.0000", a full evaluation
+ * each). Only the epochs that train run now. */
+START_TEST(steps_end_the_run)
+{
+    static char out[16384];
+    char line[2048];
+    snprintf(line, sizeof line, "%s --model mlp --subset 256 --test-subset 100 --batch 64 "
+             "--epochs 5 --steps 6 -q --plot %s", prog("eo-train"), eo_tmpdir_path("p.svg"));
+    int rc = run_line(line, out, sizeof out);
+    if (rc != 0 && strstr(out, "not found")) /* no Fashion-MNIST on this machine */
+        return;
+    ck_assert_msg(rc == 0, "%s", out);
+    /* 4 steps per epoch: epoch 1 whole, epoch 2 two steps, then stop. */
+    ck_assert_msg(strstr(out, "epoch 1/2 ") && strstr(out, "epoch 2/2 ") && !strstr(out, "/5"),
+                  "%s", out);
+}
+END_TEST
+
+/* Issue 26 item 22: the arenas had fixed defaults (64 MiB persistent)
+ * that refused a 10.7 M-parameter GPT in eo-train and the checkpoint it
+ * saved in eo-sample. With no arena option both measure the model now. */
+START_TEST(arenas_fit_the_model)
+{
+    static char out[16384];
+    char line[2048];
+    const char *ck = eo_tmpdir_path("big.safetensors");
+    snprintf(line, sizeof line, "%s --model gpt --d-model 384 --layers 6 --heads 6 --context 16 "
+             "--batch 1 --steps 1 --val-windows 2 --eval-every 0 -q %s --save %s --plot %s",
+             prog("eo-train"), corpus(), ck, eo_tmpdir_path("p.svg"));
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "10675968 parameters") && strstr(out, "arenas: persistent") &&
+                      strstr(out, "measured"), "%s", out);
+    snprintf(line, sizeof line, "%s --load %s --length 5 --seed 3", prog("eo-sample"), ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "arenas: persistent"), "%s", out);
+    /* An override still rules, and too small still names the option. */
+    snprintf(line, sizeof line, "%s --load %s --length 5 --persist-mb 40", prog("eo-sample"), ck);
+    fails_saying(line, "the persistent arena has 40.0 MiB");
+}
+END_TEST
+
+/* Issue 26 item 20: error exits leaked (nine LeakSanitizer reports, e.g.
+ * eo-sample's buffers on a bad prompt, eo-ptxsim's module text on a bad
+ * kernel name). Each error path below must fail cleanly; in the
+ * SANITIZE=1 build (make test SANITIZE=1) fails_saying also sees any
+ * leak report. */
+START_TEST(error_exits_free_everything)
+{
+    char line[2048], fifo[512];
+    snprintf(fifo, sizeof fifo, "%s", eo_tmpdir_path("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *ptx = eo_tmpdir_file("k.ptx", tiny_ptx, sizeof tiny_ptx - 1);
+    const char *text = corpus();
+    const char *ck = eo_tmpdir_path("tiny.safetensors");
+    static char out[16384];
+    snprintf(line, sizeof line, "%s --model gpt --steps 1 --batch 1 --context 8 --d-model 8 "
+             "--heads 1 --layers 1 --val-windows 2 -q %s --save %s --plot %s", prog("eo-train"),
+             text, ck, eo_tmpdir_path("p.svg"));
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    char corpus_path[512];
+    snprintf(corpus_path, sizeof corpus_path, "%s", text + strlen("--text "));
+    const struct { const char *program, *args, *file, *needle; } paths[] = {
+        {"eo-sample", "--load %s --prompt '\001'", ck, "not in the model's vocabulary"},
+        {"eo-sample", "--load %s --prompt ''", ck, "empty prompt"},
+        {"eo-sample", "--load %s", "tests/fixtures/st16.safetensors", "not a GPT checkpoint"},
+        {"eo-train", "--model mlp --load %s --eval", ck, "holds a 'gpt' model"},
+        {"eo-train", "--model gpt --steps 1 --batch 8 --context 32 --d-model 32 --heads 2 "
+                     "--layers 2 --step-mb 1 -q --text %s", corpus_path, "raise --step-mb"},
+        {"eo-ptxsim", "%s k", corpus_path, "missing .version"},
+        {"eo-ptxsim", "--grid 1 --block 1 --arg u32buf:1 --arg u32:1 %s nokernel", ptx,
+         "no kernel"},
+        {"eo-safetensors", "c-array %s", corpus_path, "safetensors"},
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, paths[i].args, paths[i].file);
+        snprintf(line, sizeof line, "%s %s", prog(paths[i].program), args);
+        fails_saying(line, paths[i].needle);
+    }
 }
 END_TEST
 
@@ -195,5 +492,16 @@ Suite *eo_suite_cli(void)
     tcase_add_test(tc, every_program_has_help_version_and_names_a_bad_option);
     tcase_add_test(tc, train_and_sample_refuse_bad_values);
     suite_add_tcase(s, tc);
+    TCase *files = tcase_create("files");
+    tcase_set_timeout(files, 240);
+    tcase_add_checked_fixture(files, setup, teardown);
+    tcase_add_test(files, input_files_must_be_regular);
+    tcase_add_test(files, output_targets_must_be_regular);
+    tcase_add_test(files, write_errors_fail_the_program);
+    tcase_add_test(files, ptxsim_scalars_must_fit);
+    tcase_add_test(files, steps_end_the_run);
+    tcase_add_test(files, arenas_fit_the_model);
+    tcase_add_test(files, error_exits_free_everything);
+    suite_add_tcase(s, files);
     return s;
 }

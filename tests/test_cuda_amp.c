@@ -65,6 +65,7 @@ START_TEST(models_train_in_16_bit_on_cuda)
         c.cuda_driver = &D;
     }
     c.cuda = 1;
+    c.persist_mb = c.step_mb = 0; /* measured: tools/train/arena_size.h */
     ck_assert_msg(eo_train_run(&c, &rd, NULL, err, sizeof err) == EO_OK, "cuda: %s", err);
     ck_assert_msg(fabs(rc.last_loss - rd.last_loss) < 1e-2 * rc.last_loss,
                   "mlp bf16: loss cpu %.5f cuda %.5f", rc.last_loss, rd.last_loss);
@@ -82,6 +83,9 @@ START_TEST(models_train_in_16_bit_on_cuda)
         g.cuda_driver = &D;
     }
     g.cuda = 1;
+    /* The arenas measured (tools/train/arena_size.h): on the CPU, and
+     * enough for the CUDA ops too (eo_arena_device). */
+    g.persist_mb = g.step_mb = 0;
     ck_assert_msg(eo_lm_train_run(&g, &gd, NULL, err, sizeof err) == EO_OK, "cuda: %s", err);
     eo_tmpdir_remove();
     ck_assert_msg(fabs(gc.val_loss - gd.val_loss) < 1e-2 * gc.val_loss,

@@ -307,7 +307,7 @@ START_TEST(a_directory_is_refused_as_not_a_regular_file)
     const char *dir = eo_tmpdir_path(""); /* the fixture's directory, "DIR/" */
     ck_assert_ptr_nonnull(dir);
     expect_fail(dir, EO_ERR_IO, "is a directory, expected a regular IDX file");
-    expect_fail("/dev/null", EO_ERR_IO, "not a regular file");
+    expect_fail("/dev/null", EO_ERR_IO, "is a character device, expected a regular IDX file");
     char buf[16] = "junk";
     eo_idx_shape_str(NULL, buf, sizeof buf);
     ck_assert_str_eq(buf, "");

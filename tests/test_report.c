@@ -148,6 +148,46 @@ START_TEST(progress_bar_fits_the_terminal)
 }
 END_TEST
 
+/* Issue 26 item 21: in a 50-column terminal the finished epoch line lost
+ * the test accuracy and the time its unit (the line was cut at the
+ * edge). Fields now go least useful first; the epoch, the loss, the time
+ * with its unit and the first of the caller's items stay. */
+START_TEST(progress_bar_keeps_what_matters_when_narrow)
+{
+    char line[256];
+    eo_progress pr;
+    eo_progress_start(&pr, NULL, EO_PROGRESS_PLAIN, 12, 15, 469);
+    pr.done = 469;
+    pr.loss = 0.4123;
+    pr.images = 469 * 128;
+    pr.final = 1;
+    pr.extra = "test acc 88.12%, eval 0.2 s";
+    for (int w = 46; w <= 160; w++) {
+        pr.width = w;
+        size_t n = eo_progress_format(&pr, 6.0, line, sizeof line);
+        ck_assert_msg(n <= (size_t)w - 1 && strlen(line) == n, "width %d: '%s'", w, line);
+        ck_assert_msg(strstr(line, "epoch 12/15") && strstr(line, "loss 0.4123") &&
+                          strstr(line, "6.0 s") && strstr(line, "test acc 88.12%"),
+                      "width %d: '%s'", w, line);
+    }
+    pr.width = 50;
+    eo_progress_format(&pr, 6.0, line, sizeof line);
+    ck_assert_msg(!strstr(line, "img/s") && !strstr(line, "469/469"), "%s", line);
+    pr.width = 160; /* room for everything */
+    eo_progress_format(&pr, 6.0, line, sizeof line);
+    ck_assert_msg(strstr(line, "img/s") && strstr(line, "eval 0.2 s") && strstr(line, "train 6.0 s") &&
+                      strstr(line, "469/469") && strstr(line, "[="),
+                  "%s", line);
+    /* A running epoch keeps its ETA over the speed. */
+    pr.final = 0;
+    pr.extra = NULL;
+    pr.done = 234;
+    pr.width = 40;
+    eo_progress_format(&pr, 3.0, line, sizeof line);
+    ck_assert_msg(strstr(line, "ETA 3 s") && strstr(line, "3.0 s"), "%s", line);
+}
+END_TEST
+
 Suite *eo_suite_report(void)
 {
     Suite *s = suite_create("report");
@@ -157,6 +197,7 @@ Suite *eo_suite_report(void)
     tcase_add_test(tc, ticks_are_round_numbers);
     tcase_add_test(tc, progress_bar_lines);
     tcase_add_test(tc, progress_bar_fits_the_terminal);
+    tcase_add_test(tc, progress_bar_keeps_what_matters_when_narrow);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -276,7 +276,7 @@ START_TEST(reader_refuses_what_is_not_a_regular_file)
     ck_assert_msg(strstr(err, dir) && strstr(err, "is a directory"), "%s", err);
     ck_assert_ptr_null(f.buf);
     ck_assert_int_eq(eo_st_read("/dev/null", &f, err, sizeof err), EO_ERR_IO);
-    ck_assert_msg(strstr(err, "/dev/null: is not a regular file"), "%s", err);
+    ck_assert_msg(strstr(err, "/dev/null: is a character device, expected a regular"), "%s", err);
     ck_assert_int_eq(eo_st_read(dir, &f, NULL, 0), EO_ERR_IO);
 }
 END_TEST

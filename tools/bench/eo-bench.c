@@ -52,6 +52,7 @@
 #include "tools/bench/bench_sim.h"
 #include "tools/bench/predicted.h"
 #include "tools/cli/args.h"
+#include "tools/cli/files.h"
 #include "tools/threads/pool.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -1123,7 +1124,11 @@ static void run_torch(void)
                         (long long)c->rows, (long long)c->cols);
             any = 1;
         }
-        fclose(f);
+        if (eo_file_close(f, path, NULL, 0) != EO_OK) {
+            remove(path);
+            why = "cannot write the job file";
+            break;
+        }
         if (any) {
             char cmd[1024];
             snprintf(cmd, sizeof cmd,
@@ -1277,12 +1282,13 @@ static void print_table(void)
     }
 }
 
-static void write_csv(const char *path)
+static int write_csv(const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "eo-bench: cannot write %s\n", path);
-        return;
+    FILE *f;
+    char err[512];
+    if (eo_file_create(path, &f, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-bench: %s\n", err);
+        return 1;
     }
     fprintf(f, "kernel,shape,threads,impl,status,ms,rate,unit,pct_of_peak,ratio_their_ms_over_eo\n");
     for (int t = 1; t <= MAX_THREADS; t++) {
@@ -1307,18 +1313,23 @@ static void write_csv(const char *path)
                     R->ms[impl] / R->ms[IMPL_EO]);
         }
     }
-    fclose(f);
+    if (eo_file_close(f, path, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-bench: %s\n", err);
+        return 1;
+    }
     printf("wrote %s\n", path);
+    return 0;
 }
 
 /* A horizontal bar chart, one group of bars per row, one bar per
  * implementation that ran, length = % of the measured ceiling. */
-static void write_svg(const char *path)
+static int write_svg(const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "eo-bench: cannot write %s\n", path);
-        return;
+    FILE *f;
+    char err[512];
+    if (eo_file_create(path, &f, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-bench: %s\n", err);
+        return 1;
     }
     static const char *const color[NIMPL] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#999999",
                                              "#9467bd", "#8c564b"};
@@ -1389,8 +1400,12 @@ static void write_svg(const char *path)
         y += pad;
     }
     fprintf(f, "</svg>\n");
-    fclose(f);
+    if (eo_file_close(f, path, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-bench: %s\n", err);
+        return 1;
+    }
     printf("wrote %s\n", path);
+    return 0;
 }
 
 /* ---- what to run ------------------------------------------------------------------ */
@@ -1561,13 +1576,30 @@ int main(int argc, char **argv)
     }
     if (!eo_args_no_operands(argc, argv))
         return 2;
+    /* A --csv or --svg that names a link, a device or a FIFO is refused
+     * now, not after minutes of measuring. */
+    const char *outs[2] = {opt.csv, opt.svg};
+    for (int k = 0; k < 2; k++) {
+        char err[512];
+        if (outs[k] && eo_file_check_target(outs[k], err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-bench: %s\n", err);
+            return 2;
+        }
+    }
 
     if (sim) { /* estimates from the interpreter: tools/bench/bench_sim.c */
 #if EO_HAVE_CUDA
-        FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
+        FILE *csv = NULL;
+        char err[512];
+        if (opt.csv && eo_file_create(opt.csv, &csv, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-bench: %s\n", err);
+            return 1;
+        }
         int rc = eo_bench_sim(gpu, opt.filter, profile, stdout, csv);
-        if (csv)
-            fclose(csv);
+        if (eo_file_close(csv, opt.csv, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-bench: %s\n", err);
+            rc = rc ? rc : 1;
+        }
         return rc;
 #else
         (void)gpu, (void)profile;
@@ -1578,10 +1610,17 @@ int main(int argc, char **argv)
     }
     if (cuda) { /* the GPU mode: tools/bench/bench_gpu.c */
 #if EO_HAVE_CUDA
-        FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
+        FILE *csv = NULL;
+        char err[512];
+        if (opt.csv && eo_file_create(opt.csv, &csv, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-bench: %s\n", err);
+            return 1;
+        }
         int rc = eo_bench_gpu(NULL, opt.quick ? 1 : 2, stdout, csv);
-        if (csv)
-            fclose(csv);
+        if (eo_file_close(csv, opt.csv, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-bench: %s\n", err);
+            rc = rc ? rc : 1;
+        }
         return rc;
 #else
         fprintf(stderr, "eo-bench: --device cuda: this build has no CUDA backend (make CUDA=0)\n");
@@ -1671,11 +1710,12 @@ int main(int argc, char **argv)
                "L1, results summed; best of the tries)\n",
                exp_ns);
     print_table();
+    int rc = 0;
     if (opt.csv)
-        write_csv(opt.csv);
+        rc |= write_csv(opt.csv);
     if (opt.svg)
-        write_svg(opt.svg);
+        rc |= write_svg(opt.svg);
     for (int t = 0; t <= MAX_THREADS; t++)
         eo_pool_destroy(pools[t]);
-    return 0;
+    return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "tools/bench/perfmodel.h"
 #include "tools/bench/predicted.h"
+#include "tools/cli/files.h"
 
 #define MAX_ROWS 256
 
@@ -17,8 +18,9 @@ static int nrows;
 
 int eo_predicted_load(const char *csv_path)
 {
-    FILE *f = fopen(csv_path, "r");
-    if (!f)
+    FILE *f;
+    char err[256];
+    if (eo_file_open_read(csv_path, "CSV", &f, NULL, err, sizeof err) != EO_OK)
         return -1;
     char line[512];
     nrows = 0;

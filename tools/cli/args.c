@@ -10,15 +10,21 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/everyo.h"
 #include "tools/cli/args.h"
+#include "tools/cli/files.h"
 
 static const char *program = "eo";
 
-void eo_args_program(const char *name) { program = name; }
+void eo_args_program(const char *name)
+{
+    program = name;
+    eo_close_stdout_at_exit(name);
+}
 
 static int bad(const char *opt, const char *v, const char *what)
 {
@@ -79,6 +85,17 @@ int eo_arg_int(const char *opt, const char *v, int *out)
     if (*end || errno || x > INT_MAX)
         return bad(opt, v, "a whole number from 0 to 2147483647");
     *out = (int)x;
+    return 1;
+}
+
+int eo_arg_arena_mb(const char *opt, const char *v, size_t *mb)
+{
+    /* MiB << 20 must fit size_t. */
+    const int max = (SIZE_MAX >> 20) < (1u << 20) ? (int)(SIZE_MAX >> 20) : (1 << 20);
+    int n;
+    if (!eo_arg_int_range(opt, v, 1, max, &n))
+        return 0;
+    *mb = (size_t)n;
     return 1;
 }
 

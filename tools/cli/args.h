@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The program name used in messages ("eo-train"). */
+/* The program name used in messages ("eo-train"); also makes a failed
+ * write to standard output an exit status of 1 (eo_close_stdout_at_exit,
+ * tools/cli/files.h), since every program calls this first. */
 void eo_args_program(const char *name);
 
 int eo_arg_int(const char *opt, const char *v, int *out);                  /* >= 0 */
@@ -27,6 +29,10 @@ int eo_arg_float(const char *opt, const char *v, float *out);              /* fi
 int eo_arg_i64_range(const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out);
 /* The same into an int; lo and hi must fit an int. */
 int eo_arg_int_range(const char *opt, const char *v, int lo, int hi, int *out);
+
+/* An arena size in MiB (--persist-mb, --step-mb): from 1 to what a size_t
+ * can hold shifted by 20 (4095 on a 32-bit build, 2^20 on a 64-bit one). */
+int eo_arg_arena_mb(const char *opt, const char *v, size_t *mb);
 
 /* v is one of names[0..n): stores its index; else lists the choices. */
 int eo_arg_choice(const char *opt, const char *v, const char *const *names, int n, int *out);

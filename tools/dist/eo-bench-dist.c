@@ -13,6 +13,8 @@
  * 2 (n-1)/n x bytes / link; the "link" between processes on one machine
  * is memory, measured here as single-thread memcpy bandwidth of the same
  * size in the same run (bytes copied per second). Only rank 0 prints. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,14 +92,41 @@ static double time_memcpy(float *dst, float *src, size_t n, double min_time)
     return t[reps / 2];
 }
 
+/* "4K", "1M", "64M", "1G" or plain bytes: digits, then at most one
+ * suffix; 4 bytes (one float) to 16 GiB. 0 when it is anything else —
+ * strtod took "abc" as 0 bytes and "-5" or "1e30G" into an undefined cast. */
 static size_t parse_size(const char *s)
 {
     char *end;
-    double v = strtod(s, &end);
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    else if (*end == 'M' || *end == 'm') v *= 1048576;
-    else if (*end == 'G' || *end == 'g') v *= 1073741824.0;
-    return (size_t)v;
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+                     : *end == 'G' || *end == 'g' ? 30 : 0;
+    if (errno || (shift ? end[1] : *end) || v > (16ull << 30) >> shift)
+        return 0;
+    v <<= shift;
+    return v >= sizeof(float) ? (size_t)v : 0;
+}
+
+/* Every entry of the comma-separated --sizes list is a size: 1, else 0
+ * after naming the bad entry. */
+static int sizes_ok(const char *sizes)
+{
+    char list[256];
+    if (snprintf(list, sizeof list, "%s", sizes) >= (int)sizeof list || !*sizes) {
+        fprintf(stderr, "eo-bench-dist: --sizes: '%s' is not a list of 1 to 255 characters\n",
+                sizes);
+        return 0;
+    }
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","))
+        if (!parse_size(tok)) {
+            fprintf(stderr, "eo-bench-dist: --sizes: '%s' is not a size from 4 bytes to 16G "
+                            "(digits, then K, M or G)\n", tok);
+            return 0;
+        }
+    return 1;
 }
 
 static void usage(FILE *f)
@@ -134,11 +163,16 @@ int main(int argc, char **argv)
         case O_MIN_TIME:
             if (!eo_arg_float("--min-time", optarg, &min_time))
                 return 2;
+            if (!(min_time > 0 && min_time <= 3600)) {
+                fprintf(stderr, "eo-bench-dist: --min-time: '%s' is not from 0 (excluded) to "
+                                "3600 seconds\n", optarg);
+                return 2;
+            }
             break;
         default: return eo_args_try_help();
         }
     }
-    if (!eo_args_no_operands(argc, argv))
+    if (!eo_args_no_operands(argc, argv) || !sizes_ok(sizes))
         return 2;
     eo_dist d;
     char err[512];
@@ -164,9 +198,14 @@ int main(int argc, char **argv)
     snprintf(list, sizeof list, "%s", sizes);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         size_t bytes = parse_size(tok), cnt = bytes / sizeof(float);
-        if (cnt == 0)
-            continue;
         float *x = malloc(cnt * sizeof *x), *y = malloc(cnt * sizeof *y);
+        if (!x || !y) {
+            fprintf(stderr, "eo-bench-dist: out of memory for %s\n", tok);
+            free(x);
+            free(y);
+            eo_dist_finalize(&d);
+            return 1;
+        }
         for (size_t i = 0; i < cnt; i++)
             x[i] = (float)(i % 97) * 1e-3f;
         double t_ord = time_sum(&d, x, cnt, 1, min_time);

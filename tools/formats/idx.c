@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <zlib.h>
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/formats/idx.h"
 
 enum { SRC_BUF = 1 << 16 };
@@ -342,25 +342,15 @@ eo_status eo_idx_load_first(const char *path, size_t max, eo_idx *out, char *err
     if (!path || !out)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_idx_load: NULL %s", path ? "out" : "path");
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    /* fopen opens a directory for reading too (a read then fails with
-     * EISDIR, and ftell at its end says LLONG_MAX), and a FIFO or device
-     * has no length to check the header against: refuse anything but a
-     * regular file, by name, before reading. eo_idx_read keeps taking any
-     * seekable stream the caller opened. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        int e = errno;
-        fclose(f);
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: is %s, expected a regular IDX file", path,
-                       S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
-    }
+    /* A FIFO or device has no length to check the header against (and
+     * opening a FIFO would wait for a writer), a directory fails oddly:
+     * the shared opener refuses anything but a regular file, by name,
+     * before reading. eo_idx_read keeps taking any seekable stream the
+     * caller opened. */
+    FILE *f;
+    eo_status ost = eo_file_open_read(path, "IDX", &f, NULL, err, errlen);
+    if (ost != EO_OK)
+        return ost;
     eo_status st = eo_idx_read_first(f, path, max, out, err, errlen);
     fclose(f);
     return st;

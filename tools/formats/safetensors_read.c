@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/formats/safetensors.h"
 
 eo_status eo_st_parse(const void *buf, size_t size, const char *label, eo_st_file *f, char *err,
@@ -49,33 +49,22 @@ eo_status eo_st_read(const char *path, eo_st_file *f, char *err, size_t errlen)
     if (!path || !f)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_st_read: NULL %s", path ? "file" : "path");
     memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    /* The size comes from fstat, and only a regular file has one: fopen
-     * opens a directory for reading, where seeking to the end and ftell
-     * give LLONG_MAX on Linux (a malloc of 8 EiB), and a FIFO or device
-     * has no size at all. st_size is an off_t, so a file larger than this
+    /* Only a regular file has a size to check the header against; the
+     * shared opener refuses a FIFO (without waiting on it), a device or a
+     * directory by name. st_size is an off_t, so a file larger than this
      * process can address is refused here, before anything is allocated. */
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0) {
-        int e = errno;
-        fclose(fp);
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot find the file size: %s", path,
-                       strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: is %s, expected a regular safetensors file",
-                       path, S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
-    }
-    if (sb.st_size < 0 || (uintmax_t)sb.st_size > (uintmax_t)PTRDIFF_MAX) {
+    FILE *fp;
+    uint64_t fsize;
+    eo_status ost = eo_file_open_read(path, "safetensors", &fp, &fsize, err, errlen);
+    if (ost != EO_OK)
+        return ost;
+    if (fsize > (uint64_t)PTRDIFF_MAX) {
         fclose(fp);
         return eo_errf(err, errlen, EO_ERR_IO,
-                       "%s: %jd bytes is more than this process can hold (at most %td)", path,
-                       (intmax_t)sb.st_size, (ptrdiff_t)PTRDIFF_MAX);
+                       "%s: %llu bytes is more than this process can hold (at most %td)", path,
+                       (unsigned long long)fsize, (ptrdiff_t)PTRDIFF_MAX);
     }
-    size_t size = (size_t)sb.st_size;
+    size_t size = (size_t)fsize;
     /* Aligned as malloc aligns, so the data area of a file from an
      * aligned writer is float-aligned too. */
     unsigned char *buf = malloc(size ? size : 1);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "alloc/byteorder.h"
 #include "alloc/checked.h"
 #include "core/json.h"
@@ -252,16 +253,25 @@ eo_status eo_st_write(const char *path, const eo_st_tensor *t, size_t n, const e
         else
             snprintf(tmp, tl, "%s.tmp", path);
     }
-    if (st == EO_OK && !(fp = fopen(tmp, "wb")))
-        st = eo_errf(err, errlen, EO_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    /* The finished file is renamed over path: that replaces whatever the
+     * name is, so only a regular file (or nothing) may be there — not a
+     * symlink, a device node or a directory. The temporary name gets the
+     * same checks, and is created without following a link. */
+    if (st == EO_OK)
+        st = eo_file_check_target(path, err, errlen);
+    int made = 0;
+    if (st == EO_OK)
+        made = (st = eo_file_create(tmp, &fp, err, errlen)) == EO_OK;
     if (st == EO_OK)
         st = write_all(fp, tmp, &h, t, n, sizes, err, errlen);
-    if (fp && fclose(fp) != 0 && st == EO_OK)
-        st = eo_errf(err, errlen, EO_ERR_IO, "%s: closing failed: %s", tmp, strerror(errno));
+    if (fp) {
+        eo_status cst = eo_file_close(fp, tmp, st == EO_OK ? err : NULL, errlen);
+        st = st == EO_OK ? cst : st;
+    }
     if (st == EO_OK && rename(tmp, path) != 0)
         st = eo_errf(err, errlen, EO_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
                      strerror(errno));
-    if (st != EO_OK && fp)
+    if (st != EO_OK && made)
         remove(tmp);
     free(tmp);
     free(h.p);

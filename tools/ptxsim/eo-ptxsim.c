@@ -32,16 +32,20 @@
  * printed); 2 bad usage, or the PTX did not load. */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/checked.h"
+#include "tools/cli/files.h"
 #include "tools/bench/perfmodel.h"
 #include "tools/cli/args.h"
 #include "tools/ptxsim/ptxsim.h"
 
 #define MAX_ARGS 32
+/* The largest PTX file read (64 MiB): the generated modules are < 1 MiB. */
+#define EO_PTXSIM_MAX_FILE ((size_t)64 << 20)
 
 typedef struct arg {
     char kind[8];     /* "f32", "u32", ... */
@@ -109,36 +113,6 @@ static int parse_double(const char *s, double *out)
     errno = 0;
     *out = strtod(s, &end);
     return *end || errno ? -1 : 0;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        size_t nc; /* nc bytes of text, then the NUL */
-        char *q = eo_grow_overflows(cap, cap + 1, 0, 1, &nc) ? NULL : realloc(buf, nc + 1);
-        if (!q) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = q;
-        cap = nc;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = 0;
-        *len = n;
-    }
-    return buf;
 }
 
 static int parse_dim(const char *s, eo_px_dim *d)
@@ -212,9 +186,9 @@ static int fill(const char *kind, void *host, size_t n, const char *init)
         seed = (uint32_t)x;
     } else if (strncmp(init, "file:", 5) == 0) {
         mode = 2;
-        f = fopen(init + 5, "r");
-        if (!f) {
-            fprintf(stderr, "eo-ptxsim: cannot open %s\n", init + 5);
+        char err[512];
+        if (eo_file_open_read(init + 5, "text", &f, NULL, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-ptxsim: %s\n", err);
             return -1;
         }
     } else if (parse_double(init, &start)) {
@@ -279,6 +253,10 @@ static int parse_arg(const char *s, arg *a, eo_px_heap *h)
     if (a->kind[0] == 'f') {
         double d = strtod(v, &end);
         if (strcmp(a->kind, "f32") == 0) {
+            if (isfinite(d) && (d > FLT_MAX || d < -FLT_MAX)) {
+                fprintf(stderr, "eo-ptxsim: --arg '%s': out of range for f32\n", s);
+                return -1;
+            }
             float x = (float)d;
             memcpy(a->scalar, &x, 4);
             a->size = 4;
@@ -290,6 +268,17 @@ static int parse_arg(const char *s, arg *a, eo_px_heap *h)
         }
     } else {
         long long x = a->kind[0] == 's' ? strtoll(v, &end, 0) : (long long)strtoull(v, &end, 0);
+        /* A 32-bit scalar must fit 32 bits: u32:4294967296 is not 0. */
+        int wide = 0;
+        if (!strcmp(a->kind, "u32"))
+            wide = (unsigned long long)x > UINT32_MAX;
+        else if (!strcmp(a->kind, "s32"))
+            wide = x < INT32_MIN || x > INT32_MAX;
+        if (wide && !errno && end != v && !*end) {
+            fprintf(stderr, "eo-ptxsim: --arg '%s': out of range for %s (%s)\n", s, a->kind,
+                    a->kind[0] == 'u' ? "0 to 4294967295" : "-2147483648 to 2147483647");
+            return -1;
+        }
         if (!strcmp(a->kind, "u32") || !strcmp(a->kind, "s32")) {
             uint32_t u = (uint32_t)x;
             memcpy(a->scalar, &u, 4);
@@ -443,17 +432,19 @@ int main(int argc, char **argv)
     }
     const char *path = argv[optind], *kname = argv[optind + 1];
     size_t len = 0;
-    char *text = read_file(path, &len);
-    if (!text) {
-        fprintf(stderr, "eo-ptxsim: cannot read %s\n", path);
+    char err[512], *text;
+    /* A regular file only (a FIFO would wait forever, /dev/zero never
+     * end), and a bound far above any real module (ours are < 1 MiB). */
+    if (eo_file_read_all(path, "PTX", EO_PTXSIM_MAX_FILE, &text, &len, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-ptxsim: %s\n", err);
         return 2;
     }
-    char err[512];
     eo_px_module *m = NULL;
     eo_status st = eo_px_module_load(text, len, &m, err, sizeof err);
     if (st != EO_OK) {
         /* "line N: ..." becomes "FILE:N: ...", the form editors jump to. */
         fprintf(stderr, "%s:%s\n", path, strncmp(err, "line ", 5) == 0 ? err + 5 : err);
+        free(text);
         return 2;
     }
     const eo_px_kernel *k = eo_px_module_kernel(m, kname);
@@ -463,6 +454,7 @@ int main(int argc, char **argv)
             fprintf(stderr, " %s", eo_px_kernel_name(eo_px_module_kernel_at(m, i)));
         fputc('\n', stderr);
         eo_px_module_free(m);
+        free(text);
         return 2;
     }
     int rc = 2;

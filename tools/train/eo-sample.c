@@ -26,6 +26,7 @@
 #include "core/transformer.h"
 #include "tools/cli/args.h"
 #include "tools/formats/checkpoint.h"
+#include "tools/train/arena_size.h"
 #include "tools/train/gpt_limits.h"
 #include "tools/train/pcg32.h"
 #include "tools/formats/safetensors.h"
@@ -43,6 +44,9 @@ static void usage(FILE *f)
                "  -n, --length N         characters to generate (300)\n"
                "      --seed N           sampling seed (1)\n"
                "      --device cpu|cuda  where the model runs (cpu)\n"
+               "      --persist-mb N     persistent arena (weights, key/value cache) in MiB\n"
+               "                         (default: measured from the checkpoint's sizes)\n"
+               "      --step-mb N        step arena (one forward) in MiB (default: measured)\n"
                "  -h, --help             this text\n"
                "      --version          the program's and the library's version\n");
 }
@@ -63,13 +67,15 @@ static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
     return 1;
 }
 
-enum { O_SEED = 256, O_VERSION, O_DEVICE };
+enum { O_SEED = 256, O_VERSION, O_DEVICE, O_PERSIST_MB, O_STEP_MB };
 static const struct option opts[] = {
     {"load", required_argument, NULL, 'l'},   {"prompt", required_argument, NULL, 'p'},
     {"temperature", required_argument, NULL, 't'},
     {"top-k", required_argument, NULL, 'k'},  {"length", required_argument, NULL, 'n'},
     {"seed", required_argument, NULL, O_SEED}, {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION}, {"device", required_argument, NULL, O_DEVICE},
+    {"persist-mb", required_argument, NULL, O_PERSIST_MB},
+    {"step-mb", required_argument, NULL, O_STEP_MB},
     {NULL, 0, NULL, 0},
 };
 
@@ -84,7 +90,7 @@ static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
         return best;
     float cut = -INFINITY; /* the k-th largest logit */
     if (k > 0 && k < V) {
-        float *tmp = malloc((size_t)V * sizeof *tmp);
+        float tmp[EO_GPT_MAX_VOCAB]; /* V <= 256: a checkpoint's vocabulary is bytes */
         memcpy(tmp, logits, (size_t)V * sizeof *tmp);
         for (int j = 0; j < k; j++) { /* k rounds of selection: V is small */
             int m = j;
@@ -94,7 +100,6 @@ static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
             float t = tmp[j]; tmp[j] = tmp[m]; tmp[m] = t;
         }
         cut = tmp[k - 1];
-        free(tmp);
     }
     double z = 0, p[256];
     for (int i = 0; i < V; i++) {
@@ -110,6 +115,33 @@ static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
     return best;
 }
 
+/* The measuring run (tools/train/arena_size.h): what main does before
+ * generating, then the largest forward generation runs — a whole context
+ * against an empty cache. The weights are the random ones of the build:
+ * the arenas' figures do not depend on the values. */
+static eo_status sample_measure_run(eo_ctx *ctx, void *arg)
+{
+    const eo_gpt_config *c = arg;
+    eo_gpt m;
+    eo_gpt_cache cache;
+    eo_tensor *x, *lg;
+    eo_status st = eo_gpt_build(ctx, EO_CPU, c, &m);
+    if (st != EO_OK)
+        return st;
+    eo_set_grad(ctx, 0);
+    eo_set_training(ctx, 0);
+    eo_gpt_set_fused(&m, 1);
+    if ((st = eo_gpt_cache_init(ctx, &m, 1, &cache)) != EO_OK)
+        return st;
+    int64_t sh[2] = { 1, c->context };
+    eo_mark mk = eo_mark_get(ctx);
+    st = eo_tensor_zeros(ctx, EO_STEP, EO_CPU, EO_I32, 2, sh, &x);
+    if (st == EO_OK)
+        st = eo_gpt_forward_cached(ctx, &m, &cache, x, &lg);
+    eo_rewind(ctx, mk);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     eo_args_program("eo-sample");
@@ -118,6 +150,7 @@ int main(int argc, char **argv)
     int topk = 0, length = 300;
     unsigned long long seed = 1;
     int cuda = 0;
+    size_t persist_mb = 0, step_mb = 0; /* 0: measured */
     static const char *const devices[] = {"cpu", "cuda"};
     int o;
     while ((o = getopt_long(argc, argv, "l:p:t:k:n:h", opts, NULL)) != -1) {
@@ -138,6 +171,8 @@ int main(int argc, char **argv)
         case 'n': ok = eo_arg_int_range("--length", v, 0, 1 << 24, &length); break;
         case O_SEED: ok = eo_arg_u64("--seed", v, &seed); break;
         case O_DEVICE: ok = eo_arg_choice("--device", v, devices, 2, &cuda); break;
+        case O_PERSIST_MB: ok = eo_arg_arena_mb("--persist-mb", v, &persist_mb); break;
+        case O_STEP_MB: ok = eo_arg_arena_mb("--step-mb", v, &step_mb); break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -174,17 +209,48 @@ int main(int argc, char **argv)
     }
     eo_st_close(&f);
     c.vocab = voc.size;
-    size_t pb = 64u << 20, sb = 256u << 20;
     eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, c.vocab, 1, 0};
-    if (!eo_gpt_sizes_check(&sz, pb, sb, 0, err, sizeof err)) {
+    size_t mem = eo_memory_bytes();
+    if (!eo_gpt_sizes_check(&sz, persist_mb ? persist_mb << 20 : mem,
+                            step_mb ? step_mb << 20 : mem, 0, err, sizeof err)) {
         fprintf(stderr, "eo-sample: %s: %s\n", load, err);
         return 1;
     }
+    /* The arenas: --persist-mb / --step-mb when given, else measured by
+     * building the model and its cache and running the largest forward
+     * generation asks for (tools/train/arena_size.h). */
+    size_t pb = persist_mb << 20, sb = step_mb << 20;
+    eo_arena_needs need = {0};
+    if (!pb || !sb) {
+        size_t pg, sg;
+        eo_gpt_arena_guess(&sz, &pg, &sg);
+        if (eo_arena_measure(pg, sg, (eo_par){0}, sample_measure_run, &c,
+                             &need, err, sizeof err) != EO_OK) {
+            fprintf(stderr, "eo-sample: %s: %s\n", load, err);
+            return 1;
+        }
+        pb = pb ? pb : eo_arena_with_margin(need.persist);
+        sb = sb ? sb : eo_arena_with_margin(need.step);
+        fprintf(stderr, "eo-sample: arenas: persistent %.1f MiB, step %.1f MiB (measured for "
+                        "context %lld, d_model %lld, %lld layers, plus 1/8 and 1 MiB)\n",
+                pb / 1048576.0, sb / 1048576.0, (long long)c.context, (long long)c.d_model,
+                (long long)c.layers);
+    }
 
-    /* The prompt, cleaned as the corpus was. */
+    /* Everything from here on is freed at `out`, on every path. */
+    int rc = 1, attached = 0;
     size_t plen = strlen(prompt), n = 0;
     int32_t *toks = malloc((plen + (size_t)length + 1) * sizeof *toks);
     char *pclean = malloc(plen + 1);
+    float *last = malloc((size_t)c.vocab * sizeof *last);
+    void *p = malloc(pb), *s = malloc(sb);
+    eo_ctx ctx;
+    eo_gpt m;
+    if (!toks || !pclean || !last || !p || !s) {
+        fprintf(stderr, "eo-sample: out of memory (arenas %zu + %zu MiB)\n", pb >> 20, sb >> 20);
+        goto out;
+    }
+    /* The prompt, cleaned as the corpus was. */
     memcpy(pclean, prompt, plen + 1);
     for (size_t i = 0; i < plen; i++) {
         unsigned char ch = (unsigned char)pclean[i];
@@ -193,37 +259,36 @@ int main(int argc, char **argv)
         if (voc.id[ch] < 0) {
             fprintf(stderr, "eo-sample: the prompt's character 0x%02x is not in the model's "
                             "vocabulary\n", ch);
-            return 1;
+            goto out;
         }
         pclean[i] = (char)ch;
         toks[n++] = voc.id[ch];
     }
     if (n == 0) {
         fprintf(stderr, "eo-sample: empty prompt\n");
-        return 2;
+        rc = 2;
+        goto out;
     }
-
-    void *p = malloc(pb), *s = malloc(sb);
-    eo_ctx ctx;
-    eo_gpt m;
-    if (!p || !s || !toks || !pclean || eo_ctx_init(&ctx, p, pb, s, sb) != EO_OK) {
-        fprintf(stderr, "eo-sample: out of memory\n");
-        return 1;
-    }
-    /* On CUDA the weights and activations live in device arenas as large
-     * as the host ones; only token ids go up and one row of logits comes
-     * down per character. */
-    if (cuda && eo_cuda_attach(&ctx, NULL, 0, pb, sb) != EO_OK) {
+    if (eo_ctx_init(&ctx, p, pb, s, sb) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
-        return 1;
+        goto out;
     }
+    /* On CUDA the weights and activations live in device arenas (as large
+     * as the host ones, twice a measured figure: eo_arena_device); only
+     * token ids go up and one row of logits comes down per character. */
+    if (cuda && eo_cuda_attach(&ctx, NULL, 0, eo_arena_device(pb, persist_mb != 0),
+                               eo_arena_device(sb, step_mb != 0)) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        goto out;
+    }
+    attached = cuda;
     if (eo_gpt_build(&ctx, cuda ? EO_CUDA : EO_CPU, &c, &m) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
-        return 1;
+        goto out;
     }
     if (eo_checkpoint_load(&ctx, &m.params, load, err, sizeof err) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", err);
-        return 1;
+        goto out;
     }
     eo_set_grad(&ctx, 0);
     eo_set_training(&ctx, 0);
@@ -231,11 +296,10 @@ int main(int argc, char **argv)
     eo_gpt_cache cache;
     if (eo_gpt_cache_init(&ctx, &m, 1, &cache) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
-        return 1;
+        goto out;
     }
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, seed, 0x73616d70); /* "samp" */
-    float *last = malloc((size_t)c.vocab * sizeof *last);
     fputs(pclean, stdout);
     fflush(stdout);
     /* feed: the tokens to run next, toks[n - feed .. n) */
@@ -257,7 +321,7 @@ int main(int argc, char **argv)
         eo_rewind(&ctx, mk);
         if (st != EO_OK) {
             fprintf(stderr, "\neo-sample: %s\n", eo_last_error(&ctx));
-            return 1;
+            goto out;
         }
         int t = sample(last, (int)c.vocab, temp, topk, &rng);
         toks[n++] = t;
@@ -266,12 +330,14 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     putchar('\n');
-    if (cuda)
+    rc = 0;
+out:
+    if (attached)
         eo_cuda_detach(&ctx);
     free(last);
     free(toks);
     free(pclean);
     free(p);
     free(s);
-    return 0;
+    return rc;
 }

@@ -21,6 +21,7 @@
 #include "tools/cli/args.h"
 #include "tools/dist/dist.h"
 #include "tools/formats/safetensors.h"
+#include "tools/train/arena_size.h"
 #include "tools/train/gpt_limits.h"
 #include "tools/train/precision.h"
 #include "tools/train/textlm.h"
@@ -125,9 +126,10 @@ static void usage(FILE *f)
             "      --plot FILE        loss and accuracy curves as SVG (eo-train-MODEL.svg)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
             "      --persist-mb N     persistent arena (weights, gradients, optimizer state)\n"
-            "                         in MiB (64); the run says what it used\n"
+            "                         in MiB (default: measured from the model and batch)\n"
             "      --step-mb N        step arena (activations, tape, scratch) in MiB\n"
-            "                         (%s); too small: the message says what is needed\n"
+            "                         (default: measured); too small: the message says what\n"
+            "                         is needed\n"
             "      --precision f32|bf16|f16  arithmetic of the forward and backward (f32):\n"
             "                         bf16/f16 autocast matmul and conv to 16 bits with f32\n"
             "                         master weights and AdamW state; f16 adds dynamic loss\n"
@@ -137,7 +139,7 @@ static void usage(FILE *f)
             "                         call, backward rule) and its share of the step\n""%s"
             "  -h, --help             this text\n"
             "      --version          the program's and the library's version\n",
-            "mlp 128, cnn 768, vit 1024", dist_usage);
+            dist_usage);
 }
 
 static void usage_gpt(FILE *f)
@@ -163,9 +165,10 @@ static void usage_gpt(FILE *f)
             "  -j, --threads N        worker threads (2)\n"
             "      --device cpu|cuda  where tensors live (cpu)\n"
             "      --persist-mb N     persistent arena (weights, gradients, optimizer state)\n"
-            "                         in MiB (64); the run says what it used\n"
+            "                         in MiB (default: measured from the model and batch)\n"
             "      --step-mb N        step arena (activations, tape, scratch) in MiB\n"
-            "                         (%s); too small: the message says what is needed\n"
+            "                         (default: measured); too small: the message says what\n"
+            "                         is needed\n"
             "      --precision f32|bf16|f16  as for the image models (f32); f16 with loss scaling\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
@@ -174,7 +177,7 @@ static void usage_gpt(FILE *f)
             "      --profile          after training, time per op kind and pass (forward\n"
             "                         call, backward rule) and its share of the step\n""%s"
             "  -h, --help             this text\n"
-            "      --version          the program's and the library's version\n", "1024", dist_usage);
+            "      --version          the program's and the library's version\n", dist_usage);
 }
 
 /* Long-only options get codes above the character range. */
@@ -185,19 +188,6 @@ enum {
     O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE, O_PERSIST_MB, O_STEP_MB,
     O_PRECISION,
 };
-
-/* Arena sizes in MiB: at least 1, and small enough that MiB << 20 fits
- * size_t (4095 on a 32-bit build). */
-#define MAX_ARENA_MB ((SIZE_MAX >> 20) < (1u << 20) ? (int)(SIZE_MAX >> 20) : (1 << 20))
-
-static int arena_mb(const char *a, const char *v, size_t *mb)
-{
-    int n;
-    if (!eo_arg_int_range(a, v, 1, MAX_ARENA_MB, &n))
-        return 0;
-    *mb = (size_t)n;
-    return 1;
-}
 
 static const char short_opts[] = "m:b:j:qh";
 
@@ -310,8 +300,8 @@ static int main_gpt(int argc, char **argv)
         case 'q': c.quiet = 1; break;
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case O_PROFILE: c.profile = 1; break;
-        case O_PERSIST_MB: ok = arena_mb(a, v, &c.persist_mb); break;
-        case O_STEP_MB: ok = arena_mb(a, v, &c.step_mb); break;
+        case O_PERSIST_MB: ok = eo_arg_arena_mb(a, v, &c.persist_mb); break;
+        case O_STEP_MB: ok = eo_arg_arena_mb(a, v, &c.step_mb); break;
         case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
@@ -334,8 +324,14 @@ static int main_gpt(int argc, char **argv)
     /* The vocabulary is not known before the text is read: count it as 1,
      * so the estimate stays a lower bound. */
     eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, 1, c.batch, 1};
-    if (!eo_gpt_sizes_check(&sz, c.persist_mb << 20, c.step_mb << 20, 1, err, sizeof err)) {
-        fprintf(stderr, "eo-train: %s\n", err);
+    /* Without --persist-mb / --step-mb the arenas are measured; the most
+     * either can be is the machine's memory. */
+    size_t mem = eo_memory_bytes();
+    if (!eo_gpt_sizes_check(&sz, c.persist_mb ? c.persist_mb << 20 : mem,
+                            c.step_mb ? c.step_mb << 20 : mem, 1, err, sizeof err)) {
+        fprintf(stderr, "eo-train: %s%s\n", err,
+                c.persist_mb && c.step_mb ? "" : " (the machine's memory, the most a measured "
+                                                  "arena can be)");
         return 2;
     }
     eo_lm_result r;
@@ -487,8 +483,8 @@ int main(int argc, char **argv)
         case O_DEVICE: ok = eo_arg_choice(a, v, devices, 2, &c.cuda); break;
         case 'q': c.quiet = 1; break;
         case O_PROFILE: c.profile = 1; break;
-        case O_PERSIST_MB: ok = arena_mb(a, v, &c.persist_mb); break;
-        case O_STEP_MB: ok = arena_mb(a, v, &c.step_mb); break;
+        case O_PERSIST_MB: ok = eo_arg_arena_mb(a, v, &c.persist_mb); break;
+        case O_STEP_MB: ok = eo_arg_arena_mb(a, v, &c.step_mb); break;
         case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;

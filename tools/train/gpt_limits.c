@@ -1,4 +1,5 @@
 /* tools/train/gpt_limits.c — see gpt_limits.h. */
+#include <stdint.h>
 #include <stdio.h>
 #include "tools/train/gpt_limits.h"
 
@@ -87,4 +88,31 @@ int eo_gpt_sizes_check(const eo_gpt_sizes *s, size_t persist_bytes, size_t step_
         return 0;
     }
     return 1;
+}
+
+void eo_gpt_arena_guess(const eo_gpt_sizes *s, size_t *persist, size_t *step)
+{
+    int ok = 1;
+    uint64_t d = (uint64_t)s->d_model, T = (uint64_t)s->context, L = (uint64_t)s->layers;
+    uint64_t B = (uint64_t)s->batch, H = (uint64_t)s->heads, V = (uint64_t)s->vocab;
+    /* Parameters counted high this time: 13 d^2 + 16 d per block. */
+    uint64_t params = add(mul(L, add(mul(13, mul(d, d, &ok), &ok), 16 * d, &ok), &ok),
+                          mul(d, add(2 * V, T, &ok), &ok), &ok);
+    /* Weights, gradients, AdamW's m and v, 16-bit copies: 4 + 4 + 8 + 4 bytes
+     * training; weights, gradients and a key/value cache for generation. */
+    uint64_t p = mul(params, s->training ? 20 : 8, &ok);
+    if (!s->training)
+        p = add(p, mul(mul(mul(2, L, &ok), mul(B, T, &ok), &ok), mul(d, 4, &ok), &ok), &ok);
+    /* Per position and block: about 24 d-wide rows of activations (the
+     * MLP's 4d ones included) and H rows of T attention scores, twice
+     * over for their gradients and the tape's saved inputs; the logits
+     * and their softmax and gradient, V wide. */
+    uint64_t row = add(mul(24, d, &ok), mul(2, mul(H, T, &ok), &ok), &ok);
+    uint64_t act = mul(mul(mul(B, T, &ok), mul(L, row, &ok), &ok), 4 * 2, &ok);
+    act = add(act, mul(mul(B, T, &ok), mul(V, 16, &ok), &ok), &ok);
+    const uint64_t cap = SIZE_MAX / 4;
+    p = add(p, (uint64_t)16 << 20, &ok);
+    act = add(act, (uint64_t)32 << 20, &ok);
+    *persist = !ok || p > cap ? (size_t)cap : (size_t)p;
+    *step = !ok || act > cap ? (size_t)cap : (size_t)act;
 }

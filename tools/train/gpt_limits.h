@@ -31,4 +31,13 @@ typedef struct eo_gpt_sizes {
 int eo_gpt_sizes_check(const eo_gpt_sizes *s, size_t persist_bytes, size_t step_bytes,
                        int opt_style, char *err, size_t errlen);
 
+/* A generous first guess of the arena bytes a GPT of these sizes needs
+ * (for eo_arena_measure, tools/train/arena_size.h, which measures the real
+ * figure in buffers this large): the parameters with gradients, AdamW
+ * state and 16-bit copies when training, a key/value cache for
+ * generation, and an upper estimate of one step's activations and their
+ * gradients. Saturates at SIZE_MAX / 4; the sizes must have passed
+ * eo_gpt_sizes_check. */
+void eo_gpt_arena_guess(const eo_gpt_sizes *s, size_t *persist, size_t *step);
+
 #endif

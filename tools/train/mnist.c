@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/formats/idx.h"
 #include "tools/train/mnist.h"
 
@@ -15,16 +17,19 @@ static eo_status find_file(char *path, size_t len, const char *dir, const char *
     int w = snprintf(path, len, "%s%s%s-%s-ubyte.gz", dir, sep, split, kind);
     if (w < 0 || (size_t)w >= len)
         return eo_errf(err, errlen, EO_ERR_ARG, "%s: directory name too long", dir);
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        fclose(f);
-        return EO_OK;
-    }
-    path[w - 3] = '\0'; /* drop ".gz" */
-    f = fopen(path, "rb");
-    if (f) {
-        fclose(f);
-        return EO_OK;
+    /* A name that exists is checked with the shared opener: a FIFO in
+     * the data folder is refused by name here, not waited on. */
+    struct stat sb;
+    for (int k = 0; k < 2; k++) {
+        if (k)
+            path[w - 3] = '\0'; /* drop ".gz" */
+        if (stat(path, &sb) != 0)
+            continue;
+        FILE *f;
+        eo_status st = eo_file_open_read(path, "IDX", &f, NULL, err, errlen);
+        if (st == EO_OK)
+            fclose(f);
+        return st;
     }
     return eo_errf(err, errlen, EO_ERR_IO, "%s[.gz]: not found (looked for both names)", path);
 }

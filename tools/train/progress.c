@@ -42,29 +42,27 @@ void eo_progress_start(eo_progress *p, FILE *out, eo_progress_mode mode, int epo
     p->last_draw = -1.0;
 }
 
-size_t eo_progress_format(const eo_progress *p, double elapsed, char *buf, size_t len)
+/* The parts a line may lose when the terminal is narrow, least useful
+ * first: the step count, the speed, what follows the caller's first
+ * `extra` item (the evaluation's time), the word "train", the double
+ * spaces between fields, then a running epoch's ETA. What is never dropped: the epoch, the
+ * loss, the time with its unit and the caller's first item (the test
+ * accuracy). Only a terminal narrower than those is cut. */
+enum { F_COUNTS = 1, F_RATE = 2, F_EXTRA_REST = 4, F_ETA = 8, F_TRAIN = 16, F_WIDE = 32 };
+static const int drop_order[] = {F_COUNTS, F_RATE, F_EXTRA_REST, F_TRAIN, F_WIDE, F_ETA};
+
+static size_t compose(const eo_progress *p, double elapsed, int keep, int bar_w, char *buf,
+                      size_t len)
 {
-    if (!buf || len == 0)
-        return 0;
-    char head[48], counts[48], tail[160];
-    snprintf(head, sizeof head, "epoch %d/%d", p->epoch, p->epochs);
-    snprintf(counts, sizeof counts, "%zu/%zu", p->done, p->total);
-    double rate = elapsed > 0 ? (double)p->images / elapsed : 0.0;
-    int t = snprintf(tail, sizeof tail, "  loss %.4f  %.0f img/s  %s%.1f s", p->loss, rate,
-                     p->final ? "train " : "", elapsed);
-    if (!p->final && p->done > 0 && p->done < p->total && t > 0 && (size_t)t < sizeof tail)
-        snprintf(tail + t, sizeof tail - (size_t)t, "  ETA %.0f s",
-                 elapsed / (double)p->done * (double)(p->total - p->done));
-    /* The bar takes what the width leaves, between MIN_BAR and BAR; on a
-     * terminal too narrow even for that the bar goes (and, once the epoch
-     * is done, the step count with it), so the numbers stay readable. */
-    int bar_w = BAR;
-    if (p->width > 0) {
-        int room = p->width - 1 - (int)(strlen(head) + 4 + strlen(counts) + strlen(tail)) -
-                   (int)p->reserve;
-        bar_w = room < MIN_BAR ? 0 : room > BAR ? BAR : room;
-    }
-    int w;
+    const char *sep = keep & F_WIDE ? "  " : " ";
+    size_t n = 0;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int w_ = snprintf(buf + n, len - n, __VA_ARGS__);                                          \
+        if (w_ > 0)                                                                                \
+            n = n + (size_t)w_ < len ? n + (size_t)w_ : len - 1;                                   \
+    } while (0)
+    PUT("epoch %d/%d", p->epoch, p->epochs);
     if (bar_w > 0) {
         char bar[BAR + 1];
         size_t fill = p->total ? (p->done >= p->total ? (size_t)bar_w
@@ -75,16 +73,51 @@ size_t eo_progress_format(const eo_progress *p, double elapsed, char *buf, size_
         if (fill < (size_t)bar_w && fill > 0)
             bar[fill - 1] = '>';
         bar[bar_w] = '\0';
-        w = snprintf(buf, len, "%s [%s] %s%s", head, bar, counts, tail);
-    } else {
-        w = snprintf(buf, len, "%s%s%s%s", head, p->final ? "" : "  ", p->final ? "" : counts, tail);
+        PUT(" [%s]", bar);
     }
-    if (w < 0)
+    if (keep & F_COUNTS)
+        PUT("%s%zu/%zu", bar_w > 0 ? " " : sep, p->done, p->total);
+    PUT("%sloss %.4f", sep, p->loss);
+    if (keep & F_RATE)
+        PUT("%s%.0f img/s", sep, elapsed > 0 ? (double)p->images / elapsed : 0.0);
+    PUT("%s%s%.1f s", sep, p->final && (keep & F_TRAIN) ? "train " : "", elapsed);
+    if ((keep & F_ETA) && !p->final && p->done > 0 && p->done < p->total)
+        PUT("%sETA %.0f s", sep, elapsed / (double)p->done * (double)(p->total - p->done));
+    if (p->extra && *p->extra) {
+        /* The caller's items are separated by ", "; the first one stays. */
+        const char *cut = strstr(p->extra, ", ");
+        int first = cut && !(keep & F_EXTRA_REST) ? (int)(cut - p->extra) : (int)strlen(p->extra);
+        PUT("%s%.*s", sep, first, p->extra);
+    }
+#undef PUT
+    return n;
+}
+
+size_t eo_progress_format(const eo_progress *p, double elapsed, char *buf, size_t len)
+{
+    if (!buf || len == 0)
         return 0;
-    size_t n = (size_t)w < len ? (size_t)w : len - 1;
-    if (p->width > 0 && n > (size_t)p->width - 1) /* never wrap: cut */
-        n = (size_t)p->width - 1;
-    buf[n] = '\0';
+    buf[0] = '\0';
+    int all = F_COUNTS | F_RATE | F_EXTRA_REST | F_ETA | F_TRAIN | F_WIDE;
+    if (p->width <= 0) /* a file or pipe: everything, the full bar */
+        return compose(p, elapsed, all, BAR, buf, len);
+    size_t limit = (size_t)p->width - 1 > p->reserve ? (size_t)p->width - 1 - p->reserve : 0;
+    /* The bar takes what the other fields leave, between MIN_BAR and BAR;
+     * below that it goes first, then the fields in drop_order. */
+    size_t n = compose(p, elapsed, all, 0, buf, len);
+    if (n + 2 + MIN_BAR + 1 <= limit) { /* " [" + bar + "]" */
+        size_t room = limit - n - 3;
+        return compose(p, elapsed, all, (int)(room > BAR ? BAR : room), buf, len);
+    }
+    int keep = all;
+    for (size_t i = 0; n > limit && i < sizeof drop_order / sizeof *drop_order; i++) {
+        keep &= ~drop_order[i];
+        n = compose(p, elapsed, keep, 0, buf, len);
+    }
+    if (n > limit) { /* never wrap: cut */
+        n = limit;
+        buf[n] = '\0';
+    }
     return n;
 }
 
@@ -92,16 +125,10 @@ static void draw(eo_progress *p, double t, const char *extra, int final)
 {
     char line[320];
     p->final = final;
-    p->reserve = extra ? strlen(extra) + 2 : 0;
+    p->extra = extra;
+    p->reserve = 0;
     /* The finished line reports the training time, not what came after. */
     size_t n = eo_progress_format(p, (final ? p->t_last : t) - p->t0, line, sizeof line);
-    if (extra && n + 2 < sizeof line)
-        n += (size_t)snprintf(line + n, sizeof line - n, "  %s", extra);
-    n = n < sizeof line ? n : sizeof line - 1;
-    if (p->tty && p->width > 0 && n > (size_t)p->width - 1) {
-        n = (size_t)p->width - 1;
-        line[n] = '\0';
-    }
     if (p->tty) {
         /* Pad with spaces when the new line is shorter, so no tail of the
          * previous one is left on screen. */

@@ -5,9 +5,12 @@
  *
  * On a terminal the line is redrawn in place (carriage return), at most
  * about ten times a second so drawing never costs training time, and it
- * is fitted to the terminal's width (the bar shrinks, then the line is cut)
- * because a line that wraps leaves a copy of itself behind at every
- * redraw. When the output is a file or pipe, nothing is drawn until the
+ * is fitted to the terminal's width because a line that wraps leaves a
+ * copy of itself behind at every redraw: the bar shrinks, then goes, then
+ * the less useful fields go (step count, img/s, the evaluation's time,
+ * the word "train", the double spaces, the ETA), and only a terminal too
+ * narrow for the epoch, loss, time with its unit and test accuracy cuts
+ * the line. When the output is a file or pipe, nothing is drawn until the
  * epoch ends and then one plain line is printed, so logs stay readable
  * instead of filling with hundreds of partial lines. The final line's
  * time is the training part of the epoch only (up to the last update);
@@ -36,7 +39,8 @@ typedef struct eo_progress {
     double t_last;      /* time of the last update: the end of training */
     int final;          /* formatting the finished line (no ETA) */
     int width;          /* columns the line must stay under; 0: no limit */
-    size_t reserve;     /* columns kept free for the caller's `extra` */
+    size_t reserve;     /* columns kept free after the line (0 when drawn) */
+    const char *extra;  /* the caller's items ("test acc 88.12%, eval 0.2 s") or NULL */
     size_t last_len;    /* length of the last drawn line, to blank leftovers */
 } eo_progress;
 
@@ -53,7 +57,8 @@ void eo_progress_start(eo_progress *p, FILE *out, eo_progress_mode mode, int epo
 void eo_progress_update(eo_progress *p, size_t done, double loss, size_t images);
 
 /* Prints the final line for the epoch followed by a newline; `extra` (may
- * be NULL) is appended, e.g. "test acc 0.8812". */
+ * be NULL) is appended: items separated by ", ", of which a narrow
+ * terminal keeps the first ("test acc 88.12%, eval 0.2 s"). */
 void eo_progress_finish(eo_progress *p, const char *extra);
 
 /* The line as it would be drawn after `elapsed` seconds, into buf

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/train/svgplot.h"
 
 enum { LEFT = 78, RIGHT = 24, TOP = 46, GAP = 56, BOTTOM = 58, TARGET_TICKS = 6, MAX_TICKS = 16 };
@@ -289,9 +290,10 @@ eo_status eo_svg_plot(const char *path, const eo_plot *p, char *err, size_t errl
         }
     settle(&xr);
 
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    FILE *f;
+    st = eo_file_create(path, &f, err, errlen);
+    if (st != EO_OK)
+        return st;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
             width, height, width, height);
@@ -329,8 +331,5 @@ eo_status eo_svg_plot(const char *path, const eo_plot *p, char *err, size_t errl
         legend(f, &fr, pn);
     }
     fputs("</svg>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    return EO_OK;
+    return eo_file_close(f, path, err, errlen);
 }

@@ -4,6 +4,7 @@
  * parallel the same way too: every rank draws the same windows, trains
  * on its slice of them, and the gradients are summed (tools/dist/). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,10 @@
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/train/trainer.h"
+#include "tools/train/arena_size.h"
+#include "tools/train/gpt_limits.h"
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/train/pcg32.h"
@@ -48,39 +52,32 @@ static size_t clean(char *s, size_t n)
     return o;
 }
 
-/* Append the whole of `path` to *buf (grown with realloc). */
+/* Append the whole of `path` to *buf (grown with realloc). The shared
+ * reader refuses a FIFO or device (/dev/zero would never end) and stops
+ * the corpus at EO_TEXT_MAX_BYTES in all. */
 static eo_status append_file(const char *path, char **buf, size_t *len, size_t *cap, char *err,
                              size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open", path);
-        return EO_ERR_IO;
-    }
-    for (;;) {
-        if (*cap - *len < 65536) {
-            size_t nc;
-            char *nb = eo_grow_overflows(*cap, *len + 65536, 65536, 1, &nc) ? NULL
-                                                                            : realloc(*buf, nc);
-            if (!nb) {
-                fclose(f);
-                snprintf(err, errlen, "%s: out of memory", path);
-                return EO_ERR_OOM;
-            }
-            *buf = nb;
-            *cap = nc;
+    char *b;
+    size_t n;
+    eo_status s = eo_file_read_all(path, "text", EO_TEXT_MAX_BYTES - *len, &b, &n, err, errlen);
+    if (s != EO_OK)
+        return s;
+    if (*cap - *len <= n) { /* one byte more: an empty corpus is a buffer too */
+        size_t nc;
+        char *nb = eo_grow_overflows(*cap, *len + n + 1, 65536, 1, &nc) ? NULL : realloc(*buf, nc);
+        if (!nb) {
+            free(b);
+            snprintf(err, errlen, "%s: out of memory", path);
+            return EO_ERR_OOM;
         }
-        size_t got = fread(*buf + *len, 1, *cap - *len, f);
-        *len += got;
-        if (got == 0)
-            break;
+        *buf = nb;
+        *cap = nc;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        return EO_ERR_IO;
-    }
+    if (n)
+        memcpy(*buf + *len, b, n);
+    *len += n;
+    free(b);
     return EO_OK;
 }
 
@@ -217,8 +214,8 @@ void eo_lm_defaults(eo_lm_config *c)
     c->threads = 2;
     c->eval_every = 100;
     c->val_windows = 512;
-    c->persist_mb = 64;
-    c->step_mb = 1024;
+    c->persist_mb = 0; /* measured: tools/train/arena_size.h */
+    c->step_mb = 0;
 }
 
 #define TRY(x) do { eo_status s_ = (x); if (s_ != EO_OK) return s_; } while (0)
@@ -334,33 +331,46 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *op
 }
 
 /* "step 300/1000 [======>      ] loss 2.3101  val 2.3504  5012 tok/s  61.2 s  ETA 142 s".
- * On a terminal (width > 0) the bar shrinks, or goes, so the line never
- * wraps: a wrapped line would leave a copy of itself at every redraw. */
+ * On a terminal (width > 0) the line never wraps (a wrapped line would
+ * leave a copy of itself at every redraw): the bar shrinks, then goes,
+ * then the speed, the ETA and the double spaces, as the image models'
+ * bar does (progress.c); the step, the losses and the time with its unit
+ * stay, and only a terminal too narrow for those cuts the line. */
 static void progress(FILE *out, int tty, int width, int step, int steps, double loss, double val,
                      double tok_s, double el, int final)
 {
-    char v[32] = "", tail[160], line[256];
-    if (val >= 0)
-        snprintf(v, sizeof v, "  val %.4f", val);
-    int t = snprintf(tail, sizeof tail, "] loss %.4f%s  %.0f tok/s  %.1f s", loss, v, tok_s, el);
-    if (!final && step > 0 && step < steps && t > 0 && (size_t)t < sizeof tail)
-        snprintf(tail + t, sizeof tail - (size_t)t, "  ETA %.0f s", el / step * (steps - step));
-    char head[40];
-    snprintf(head, sizeof head, "step %d/%d [", step, steps);
-    int bw = 24;
-    if (width > 0) {
-        int room = width - 1 - (int)(strlen(head) + strlen(tail));
-        bw = room < 6 ? 0 : room < 24 ? room : 24;
+    char line[256];
+    for (int level = 0; level < 4; level++) {
+        /* level 0: everything; 1: no tok/s; 2: no ETA; 3: single spaces */
+        const char *sp = level < 3 ? "  " : " ";
+        char v[32] = "", rate[32] = "", eta[32] = "", tail[160];
+        if (val >= 0)
+            snprintf(v, sizeof v, "%sval %.4f", sp, val);
+        if (level < 1)
+            snprintf(rate, sizeof rate, "%s%.0f tok/s", sp, tok_s);
+        if (level < 2 && !final && step > 0 && step < steps)
+            snprintf(eta, sizeof eta, "%sETA %.0f s", sp, el / step * (steps - step));
+        snprintf(tail, sizeof tail, "loss %.4f%s%s%s%.1f s%s", loss, v, rate, sp, el, eta);
+        char head[40];
+        snprintf(head, sizeof head, "step %d/%d", step, steps);
+        int bw = 24;
+        if (width > 0) {
+            int room = width - 1 - (int)(strlen(head) + 3 + strlen(tail));
+            bw = room < 6 || level > 0 ? 0 : room < 24 ? room : 24;
+        }
+        if (bw > 0) {
+            char bar[25];
+            int w = (int)((double)bw * step / (steps ? steps : 1));
+            for (int i = 0; i < bw; i++)
+                bar[i] = i < w ? '=' : i == w ? '>' : ' ';
+            bar[bw] = 0;
+            snprintf(line, sizeof line, "%s [%s] %s", head, bar, tail);
+        } else { /* no bar: "step 300/1000  loss ..." */
+            snprintf(line, sizeof line, "%s%s%s", head, sp, tail);
+        }
+        if (width <= 0 || strlen(line) <= (size_t)width - 1)
+            break;
     }
-    char bar[25];
-    int w = (int)((double)bw * step / (steps ? steps : 1));
-    for (int i = 0; i < bw; i++)
-        bar[i] = i < w ? '=' : i == w ? '>' : ' ';
-    bar[bw] = 0;
-    if (bw > 0)
-        snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
-    else /* no bar: "step 300/1000  loss ..." */
-        snprintf(line, sizeof line, "step %d/%d %s", step, steps, tail + 1);
     if (width > 0 && strlen(line) > (size_t)width - 1)
         line[width - 1] = 0;
     fprintf(out, "%s%s%*s%s", tty ? "\r" : "", line,
@@ -370,11 +380,11 @@ static void progress(FILE *out, int tty, int width, int step, int steps, double 
 
 /* The loss curves: every step's training loss (bucketed to about a
  * thousand points) and the validation loss where it was measured. */
-static void write_plot(const eo_lm_config *c, const eo_lm_result *r, const double *sx,
-                       const double *sy, size_t sn, const double *vx, const double *vy, size_t vn,
-                       FILE *out)
+static eo_status write_plot(const eo_lm_config *c, const eo_lm_result *r, const double *sx,
+                            const double *sy, size_t sn, const double *vx, const double *vy,
+                            size_t vn, FILE *out, char *err, size_t errlen)
 {
-    char err[256], title[128], sub[256];
+    char title[128], sub[256];
     eo_plot_series ls[2] = { { "train loss", "#93c5fd", sx, sy, sn },
                              { "validation loss", "#dc2626", vx, vy, vn } };
     eo_plot_panel pn = { "cross-entropy (nats/char)", ls, 2 };
@@ -384,11 +394,38 @@ static void write_plot(const eo_lm_config *c, const eo_lm_result *r, const doubl
              (long long)c->d_model, (long long)c->heads, (long long)c->layers, r->vocab,
              (double)c->lr, c->batch, c->steps, (unsigned long long)c->seed);
     eo_plot p = { title, "step", &pn, 1, 0, 0, sub };
-    if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
-        if (out) fprintf(out, "warning: plot not written: %s\n", err);
-    } else if (out) {
+    eo_status s = eo_svg_plot(c->plot, &p, err, errlen);
+    if (s == EO_OK && out)
         fprintf(out, "plot: %s\n", c->plot);
-    }
+    return s;
+}
+
+/* The measuring run for the arenas (tools/train/arena_size.h): what
+ * eo_lm_train_run does before its first step, then that step, on the CPU.
+ * The token ids are zeros (id 0 is in every vocabulary); the arenas'
+ * figures do not depend on the values. */
+typedef struct lm_measure {
+    const eo_lm_config *c;
+    const eo_gpt_config *gc;
+    int32_t *ib, *tb;
+} lm_measure;
+
+static eo_status lm_measure_run(eo_ctx *ctx, void *arg)
+{
+    const lm_measure *a = arg;
+    eo_gpt m;
+    eo_optimizer opt;
+    eo_grad_scaler sc;
+    float loss;
+    eo_seed(ctx, a->c->seed);
+    TRY(eo_gpt_build(ctx, EO_CPU, a->gc, &m));
+    eo_gpt_set_fused(&m, a->c->fused);
+    TRY(eo_adamw_init(ctx, &opt, &m.params, a->c->lr, 0.9f, 0.999f, 1e-8f, a->c->weight_decay));
+    TRY(eo_precision_setup(ctx, &m.params, a->c->precision, &sc));
+    eo_mark mk = eo_mark_get(ctx);
+    eo_status s = train_step(ctx, &m, &opt, &sc, a->ib, a->tb, a->c->batch, &loss);
+    eo_rewind(ctx, mk);
+    return s;
 }
 
 eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
@@ -415,9 +452,34 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_vocab_build(&voc, text, len);
     int32_t *tok = malloc(len * sizeof *tok);
     int32_t *ib = malloc((size_t)c->batch * (size_t)T * sizeof *ib);
-    int32_t *tb = malloc((size_t)c->batch * (size_t)T * sizeof *tb);
-    void *pbuf = malloc(c->persist_mb << 20), *sbuf = malloc(c->step_mb << 20);
+    int32_t *tb = calloc((size_t)c->batch * (size_t)T, sizeof *tb);
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
+    /* The arenas: --persist-mb / --step-mb when given, else measured by
+     * running the model's build and one step (tools/train/arena_size.h). */
+    size_t pbytes = c->persist_mb << 20, sbytes = c->step_mb << 20;
+    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
+    eo_arena_needs need = {0};
+    if ((!pbytes || !sbytes) && ib && tb) {
+        memset(ib, 0, (size_t)c->batch * (size_t)T * sizeof *ib);
+        lm_measure mm = { c, &gc, ib, tb };
+        eo_gpt_sizes gs = { T, c->d_model, c->heads, c->layers, voc.size, c->batch, 1 };
+        size_t pg, sg;
+        eo_gpt_arena_guess(&gs, &pg, &sg);
+        s = eo_arena_measure(pg, sg, pool ? eo_pool_par(pool) : (eo_par){0}, lm_measure_run, &mm,
+                             &need, err, errlen);
+        if (s != EO_OK) {
+            if (pool)
+                eo_pool_destroy(pool);
+            free(tok);
+            free(ib);
+            free(tb);
+            free(text);
+            return s;
+        }
+        pbytes = pbytes ? pbytes : eo_arena_with_margin(need.persist);
+        sbytes = sbytes ? sbytes : eo_arena_with_margin(need.step);
+    }
+    void *pbuf = malloc(pbytes ? pbytes : 1), *sbuf = malloc(sbytes ? sbytes : 1);
     FILE *log = NULL;
     eo_ctx ctx;
     static eo_prof prof; /* --profile; static: it is a few KiB */
@@ -432,7 +494,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         out = NULL; /* rank 0 alone prints and writes files */
     int attached = 0, ctx_ready = 0;
     if (!tok || !ib || !tb || !pbuf || !sbuf) {
-        snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", c->persist_mb, c->step_mb);
+        snprintf(err, errlen, "out of memory (arenas %zu + %zu MiB)", pbytes >> 20, sbytes >> 20);
         s = EO_ERR_OOM;
         goto done;
     }
@@ -443,7 +505,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     r->train_chars = ntrain;
     r->val_chars = nval;
 
-    eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    eo_ctx_init(&ctx, pbuf, pbytes, sbuf, sbytes);
+    if (out && (need.persist || need.step))
+        fprintf(out, "arenas: persistent %.1f MiB%s, step %.1f MiB%s (measured: the model, AdamW "
+                     "and one step of batch %d, plus 1/8 and 1 MiB)\n", pbytes / 1048576.0,
+                c->persist_mb ? " (--persist-mb)" : "", sbytes / 1048576.0,
+                c->step_mb ? " (--step-mb)" : "", c->batch);
     ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
@@ -454,15 +521,16 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
     if (c->cuda) {
-        /* Device arenas as large as the host ones: parameters, gradients,
+        /* Device arenas as large as the host ones (twice a measured figure:
+         * eo_arena_device): parameters, gradients,
          * AdamW state and activations all stay on the GPU; only token ids
          * go up and the loss comes down. */
-        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, c->persist_mb << 20, c->step_mb << 20));
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, 0, eo_arena_device(pbytes, c->persist_mb != 0),
+                            eo_arena_device(sbytes, c->step_mb != 0)));
         attached = 1;
         if (out)
             fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
-    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
     CORE(eo_gpt_build(&ctx, c->cuda ? EO_CUDA : EO_CPU, &gc, &m));
     eo_gpt_set_fused(&m, c->fused);
     if (dist)
@@ -470,11 +538,14 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
     CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     r->params = eo_params_numel(&m.params);
-    if (eo_dist_root(dist) && c->log && !(log = fopen(c->log, "w"))) {
-        snprintf(err, errlen, "%s: cannot open for writing", c->log);
-        s = EO_ERR_IO;
+    if (eo_dist_root(dist) && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
         goto done;
-    }
+    /* Find out now, not after the run, that --save or --plot points
+     * somewhere unwritable, or at a link or device. */
+    const char *outputs[2] = { c->save, c->plot };
+    for (int k = 0; k < 2 && eo_dist_root(dist); k++)
+        if (outputs[k] && (s = eo_file_probe_target(outputs[k], err, errlen)) != EO_OK)
+            goto done;
     if (log)
         fprintf(log, "step,train_loss,val_loss\n");
     if (out)
@@ -557,8 +628,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                 vy[vn++] = v;
             }
         }
-        if (log)
-            fprintf(log, eval ? "%d,%.6f,%.6f\n" : "%d,%.6f,\n", step, (double)loss, v);
+        if (log && (fprintf(log, eval ? "%d,%.6f,%.6f\n" : "%d,%.6f,\n", step, (double)loss,
+                            v) < 0 || ferror(log))) {
+            s = eo_errf(err, errlen, EO_ERR_IO, "%s: write failed at step %d: %s", c->log, step,
+                        strerror(errno));
+            goto done;
+        }
         double el = now() - t_start;
         double tok_s = (double)step * c->batch * T / (t_train > 0 ? t_train : 1);
         if (out && !c->quiet && (eval || (tty && el - last_draw > 0.1))) {
@@ -595,8 +670,6 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                          "end\n", (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s",
                     (double)scaler.scale);
     }
-    if (eo_dist_root(dist) && c->plot && sx && sy && vx && vy && sn)
-        write_plot(c, r, sx, sy, sn, vx, vy, vn, out);
     if (eo_dist_root(dist) && c->save) {
         char sctx[24], sd[24], sh[24], sl[24], sst[24], sseed[24], sval[32];
         snprintf(sctx, sizeof sctx, "%lld", (long long)T);
@@ -615,6 +688,10 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         if (out)
             fprintf(out, "saved %s\n", c->save);
     }
+    /* After the checkpoint, so a plot that cannot be written costs no
+     * trained weights; it still fails the run. */
+    if (eo_dist_root(dist) && c->plot && sx && sy && vx && vy && sn)
+        s = write_plot(c, r, sx, sy, sn, vx, vy, vn, out, err, errlen);
 #undef CORE
 done:
     if (s == EO_ERR_OOM && ctx_ready)
@@ -622,8 +699,11 @@ done:
     eo_grad_accum_free(&acc);
     if (attached)
         eo_cuda_detach(&ctx);
-    if (log)
-        fclose(log);
+    if (log) {
+        /* The last lines are still buffered: a full disk shows here. */
+        eo_status cs = eo_file_close(log, c->log, s == EO_OK ? err : NULL, errlen);
+        s = s == EO_OK ? cs : s;
+    }
     if (pool)
         eo_pool_destroy(pool);
     free(pbuf);

@@ -18,8 +18,14 @@
 
 #define EO_FORTUNES_DIR "/usr/share/games/fortunes"
 
+/* The most text either loader reads, all files together (1 GiB): a corpus
+ * is held in memory whole, and a name like /dev/zero must not be read
+ * until memory runs out (only regular files are read at all). */
+#define EO_TEXT_MAX_BYTES ((size_t)1 << 30)
+
 /* Cleaned text, malloc'd (free it). dir: the fortunes recipe above over
  * that directory; eo_text_load_file: one file, cleaned the same way. */
+
 eo_status eo_text_load_fortunes(const char *dir, char **text, size_t *len, char *err,
                                 size_t errlen);
 eo_status eo_text_load_file(const char *path, char **text, size_t *len, char *err, size_t errlen);

@@ -10,14 +10,17 @@
  * batch and runs its contiguous slice of it; the gradients are summed
  * across ranks before clipping and the update, so every rank applies the
  * same update. Evaluation batches are dealt round-robin to the ranks. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "core/nn.h"
 #include "ops/cuda/device.h"
+#include "tools/train/arena_size.h"
 #include "tools/train/batch.h"
 #include "tools/cli/errbuf.h"
+#include "tools/cli/files.h"
 #include "tools/dist/accum.h"
 #include "tools/dist/dist.h"
 #include "tools/dist/nccl.h"
@@ -50,8 +53,8 @@ void eo_train_defaults(eo_train_config *c, eo_model_kind model)
     c->schedule = EO_LR_COSINE;
     c->seed = 1;
     c->threads = 2;
-    c->persist_mb = 64;
-    c->step_mb = model == EO_MODEL_CNN ? 768 : model == EO_MODEL_VIT ? 1024 : 128;
+    c->persist_mb = 0; /* measured: tools/train/arena_size.h */
+    c->step_mb = 0;
     if (model == EO_MODEL_VIT) {
         c->epochs = 1;
         c->lr = 1e-3f;
@@ -142,6 +145,49 @@ static eo_status train_step(eo_ctx *ctx, const eo_classifier *m, eo_optimizer *o
     return eo_read(ctx, L, loss, sizeof *loss);
 }
 
+/* The measuring run for the arenas (tools/train/arena_size.h): the build,
+ * the precision set-up and optimizer eo_train_run makes, one training
+ * step of a whole batch and one evaluation batch of 500 rows, on the CPU.
+ * The inputs are zeros: the arenas' figures do not depend on the values.
+ * ZeRO-1's shard of AdamW's state is at most the whole of it. */
+typedef struct {
+    const eo_train_config *c;
+    float *xb;   /* max(batch, 500) x 784 zeros */
+    int32_t *yb; /* max(batch, 500) zeros */
+} train_measure;
+
+static eo_status train_measure_run(eo_ctx *ctx, void *arg)
+{
+    const train_measure *a = arg;
+    const eo_train_config *c = a->c;
+    eo_classifier m;
+    eo_optimizer opt;
+    eo_grad_scaler sc;
+    eo_seed(ctx, c->seed);
+    TRY(eo_classifier_build(ctx, c->model, EO_CPU, &m));
+    TRY(eo_precision_setup(ctx, &m.params, c->precision, &sc));
+    if (c->adamw)
+        TRY(eo_adamw_init(ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
+    else
+        TRY(eo_sgd_init(ctx, &opt, &m.params, c->lr, c->momentum, c->weight_decay, c->nesterov));
+    eo_mark mk = eo_mark_get(ctx);
+    float loss;
+    eo_status s = train_step(ctx, &m, &opt, &sc, c->clip, a->xb, a->yb, (size_t)c->batch, &loss);
+    eo_rewind(ctx, mk);
+    if (s != EO_OK)
+        return s;
+    int was_train = eo_set_training(ctx, 0), was_grad = eo_set_grad(ctx, 0);
+    eo_tensor *x, *logits;
+    int64_t shape[2] = { 500, 784 };
+    s = eo_tensor_wrap(ctx, EO_F32, 2, shape, a->xb, &x);
+    if (s == EO_OK) s = eo_classifier_forward(ctx, &m, x, &logits);
+    if (s == EO_OK) s = eo_cast(ctx, logits, EO_F32, &logits);
+    eo_rewind(ctx, mk);
+    eo_set_training(ctx, was_train);
+    eo_set_grad(ctx, was_grad);
+    return s;
+}
+
 /* Where this rank's share of a step comes from. */
 typedef struct {
     eo_dist *dist;       /* NULL: one process */
@@ -230,9 +276,10 @@ static void history_step(history *h, size_t global, size_t steps_per_epoch, doub
     h->in_bucket = 0;
 }
 
-static void write_plot(const eo_train_config *c, const history *h, size_t train_n, FILE *out)
+static eo_status write_plot(const eo_train_config *c, const history *h, size_t train_n,
+                            FILE *out, char *err, size_t errlen)
 {
-    char err[256], title[128], sub[256];
+    char title[128], sub[256];
     eo_plot_series loss[2] = {
         { "train loss (per step)", "#93c5fd", h->sx, h->sloss, h->sn },
         { "train loss (epoch mean)", "#1d4ed8", h->x, h->loss, h->n },
@@ -244,14 +291,13 @@ static void write_plot(const eo_train_config *c, const history *h, size_t train_
     snprintf(sub, sizeof sub, "%s lr %g (%s), batch %d, %d epoch%s on %zu images, seed %llu, "
              "%d thread%s", c->adamw ? "AdamW" : "SGD", (double)c->lr,
              c->schedule == EO_LR_COSINE ? "cosine" : c->schedule == EO_LR_STEP ? "step" : "constant",
-             c->batch, c->epochs, c->epochs == 1 ? "" : "s", train_n,
+             c->batch, (int)h->n, h->n == 1 ? "" : "s", train_n,
              (unsigned long long)c->seed, c->threads, c->threads == 1 ? "" : "s");
     eo_plot p = { title, "epoch", panels, 2, 0, 0, sub };
-    if (eo_svg_plot(c->plot, &p, err, sizeof err) != EO_OK) {
-        if (out) fprintf(out, "warning: plot not written: %s\n", err);
-    } else if (out) {
+    eo_status s = eo_svg_plot(c->plot, &p, err, errlen);
+    if (s == EO_OK && out)
         fprintf(out, "plot: %s\n", c->plot);
-    }
+    return s;
 }
 
 void eo_train_arena_hint(const eo_ctx *ctx, char *err, size_t errlen)
@@ -308,7 +354,34 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     }
 
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
-    void *pbuf = malloc(c->persist_mb << 20), *sbuf = malloc(c->step_mb << 20);
+    /* The arenas: --persist-mb / --step-mb when given, else measured by
+     * running the build and one step (tools/train/arena_size.h). The first
+     * guess is what these models needed at batch 128, scaled with the
+     * batch; it doubles if too small, and costs only what is touched. */
+    size_t pbytes = c->persist_mb << 20, sbytes = c->step_mb << 20;
+    eo_arena_needs need = {0};
+    if (!pbytes || !sbytes) {
+        size_t rows = c->batch > 500 ? (size_t)c->batch : 500;
+        train_measure tm = { c, calloc(rows * 784, sizeof(float)), calloc(rows, sizeof(int32_t)) };
+        size_t per128 = c->model == EO_MODEL_CNN ? 768 : c->model == EO_MODEL_VIT ? 1024 : 128;
+        size_t sg = (per128 << 20) / 128 * rows;
+        s = tm.xb && tm.yb ? eo_arena_measure((size_t)64 << 20, sg,
+                                              pool ? eo_pool_par(pool) : (eo_par){0},
+                                              train_measure_run, &tm, &need, err, errlen)
+                           : eo_errf(err, errlen, EO_ERR_OOM, "out of memory for a batch");
+        free(tm.xb);
+        free(tm.yb);
+        if (s != EO_OK) {
+            if (pool)
+                eo_pool_destroy(pool);
+            eo_dataset_free(&train);
+            eo_dataset_free(&test);
+            return s;
+        }
+        pbytes = pbytes ? pbytes : eo_arena_with_margin(need.persist);
+        sbytes = sbytes ? sbytes : eo_arena_with_margin(need.step);
+    }
+    void *pbuf = malloc(pbytes), *sbuf = malloc(sbytes);
     float *xb = malloc((size_t)c->batch * 784 * sizeof(float));
     int32_t *yb = malloc((size_t)c->batch * sizeof(int32_t));
     FILE *log = NULL;
@@ -326,12 +399,17 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_nccl_api nccl_api = {0};
     eo_nccl nccl = {0};
     if (!pbuf || !sbuf || !xb || !yb) {
-        snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", c->persist_mb,
-                 c->step_mb);
+        snprintf(err, errlen, "out of memory for the arenas (%zu + %zu MiB)", pbytes >> 20,
+                 sbytes >> 20);
         s = EO_ERR_OOM;
         goto done;
     }
-    eo_ctx_init(&ctx, pbuf, c->persist_mb << 20, sbuf, c->step_mb << 20);
+    eo_ctx_init(&ctx, pbuf, pbytes, sbuf, sbytes);
+    if (out && (need.persist || need.step))
+        fprintf(out, "arenas: persistent %.1f MiB%s, step %.1f MiB%s (measured: the model, its "
+                     "optimizer, one step of batch %d and one evaluation batch, plus 1/8 and 1 "
+                     "MiB)\n", pbytes / 1048576.0, c->persist_mb ? " (--persist-mb)" : "",
+                sbytes / 1048576.0, c->step_mb ? " (--step-mb)" : "", c->batch);
     ctx_ready = 1;
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
@@ -342,10 +420,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     eo_seed(&ctx, c->seed);
 #define CORE(x) do { s = (x); if (s != EO_OK) { snprintf(err, errlen, "%s", eo_last_error(&ctx)); goto done; } } while (0)
     if (c->cuda) {
-        /* Device arenas as large as the host ones; parameters, gradients,
+        /* Device arenas as large as the host ones (twice a measured figure:
+         * eo_arena_device); parameters, gradients,
          * optimizer state and activations all stay on the GPU. */
-        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device, c->persist_mb << 20,
-                            c->step_mb << 20));
+        CORE(eo_cuda_attach(&ctx, c->cuda_driver, c->cuda_device,
+                            eo_arena_device(pbytes, c->persist_mb != 0),
+                            eo_arena_device(sbytes, c->step_mb != 0)));
         attached = 1;
         if (out) fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
@@ -392,28 +472,14 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     s = eo_batcher_init(&bat, &train, bo, err, errlen);
     if (s != EO_OK)
         goto done;
-    if (root && c->log && !(log = fopen(c->log, "w"))) {
-        snprintf(err, errlen, "%s: cannot open for writing", c->log);
-        s = EO_ERR_IO;
+    if (root && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
         goto done;
-    }
     /* Find out now, not after an hour of training, that --save or --plot
-     * points somewhere unwritable. */
+     * points somewhere unwritable, or at a link or device. */
     const char *outputs[2] = { c->save, c->plot };
-    for (int k = 0; k < 2 && root; k++) {
-        if (!outputs[k])
-            continue;
-        char probe[1024];
-        snprintf(probe, sizeof probe, "%s.tmp", outputs[k]);
-        FILE *f = fopen(probe, "wb");
-        if (!f) {
-            snprintf(err, errlen, "%s: cannot write here (checked before training)", outputs[k]);
-            s = EO_ERR_IO;
+    for (int k = 0; k < 2 && root; k++)
+        if (outputs[k] && (s = eo_file_probe_target(outputs[k], err, errlen)) != EO_OK)
             goto done;
-        }
-        fclose(f);
-        remove(probe);
-    }
     if (log)
         fprintf(log, "step,epoch,loss,lr\n");
     if (out)
@@ -434,6 +500,11 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     size_t steps = bat.nbatches, total = steps * (size_t)c->epochs;
     if (c->max_steps && c->max_steps < total)
         total = c->max_steps; /* the schedule ends where the run does */
+    /* --steps ends the run inside an epoch: only the epochs that train
+     * are run (and evaluated), not the rest empty. */
+    int epochs = c->epochs;
+    if (c->max_steps && steps && (total + steps - 1) / steps < (size_t)epochs)
+        epochs = (int)((total + steps - 1) / steps);
     eo_lr_schedule sched = { (eo_lr_kind)c->schedule, c->lr, 0.0f, 0.1f,
                              (int64_t)(steps * 3 > 0 ? steps * 3 : 1), c->warmup, (int64_t)total };
     /* A warm-up longer than the run would leave the cosine no decay at all:
@@ -451,11 +522,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     h.sloss = calloc(total / h.every + 2, sizeof(double));
     double train_time = 0;
     size_t global = 0, total_steps = 0;
-    for (int e = 0; e < c->epochs; e++) {
+    for (int e = 0; e < epochs; e++) {
         eo_batcher_epoch(&bat, (uint64_t)e);
         eo_progress pr;
+        size_t epoch_steps = total - global < steps ? total - global : steps;
         if (!c->quiet && out)
-            eo_progress_start(&pr, out, EO_PROGRESS_AUTO, e + 1, c->epochs, steps);
+            eo_progress_start(&pr, out, EO_PROGRESS_AUTO, e + 1, epochs, epoch_steps);
         double t0 = now(), sum = 0;
         size_t seen = 0;
         size_t done_steps = 0;
@@ -497,8 +569,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             if (h.sx && h.sloss)
                 history_step(&h, global, steps, loss);
             done_steps++;
-            if (log)
-                fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss, (double)opt.lr);
+            if (log && (fprintf(log, "%zu,%d,%.6f,%.6g\n", global, e + 1, (double)loss,
+                                (double)opt.lr) < 0 || ferror(log))) {
+                s = eo_errf(err, errlen, EO_ERR_IO, "%s: write failed at step %zu: %s", c->log,
+                            global, strerror(errno));
+                goto done;
+            }
             if (!c->quiet && out)
                 eo_progress_update(&pr, i + 1, sum / (double)(i + 1), seen);
         }
@@ -525,7 +601,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             if (!c->quiet)
                 eo_progress_finish(&pr, extra);
             else
-                fprintf(out, "epoch %d/%d loss %.4f train %.1f s %s\n", e + 1, c->epochs,
+                fprintf(out, "epoch %d/%d loss %.4f train %.1f s %s\n", e + 1, epochs,
                         sum / (double)done_steps, dt, extra);
         }
     }
@@ -534,7 +610,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         goto done;
     if (c->epochs == 0 && out)
         fprintf(out, "test accuracy %.2f%%\n", 100.0 * r->test_accuracy);
-    r->seconds_per_epoch = c->epochs ? train_time / c->epochs : 0;
+    r->seconds_per_epoch = epochs ? train_time / epochs : 0;
     r->ms_per_step = total_steps ? 1000.0 * train_time / (double)total_steps : 0;
     r->persist_high = eo_arena_high(&ctx.persist);
     r->step_high = eo_arena_high(&ctx.step);
@@ -560,7 +636,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     if (root && c->save) {
         char acc[32], ep[16], seed[24];
         snprintf(acc, sizeof acc, "%.4f", r->test_accuracy);
-        snprintf(ep, sizeof ep, "%d", c->epochs);
+        snprintf(ep, sizeof ep, "%d", epochs);
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
         const char *keys[4] = { "model", "epochs", "seed", "test_accuracy" };
         const char *vals[4] = { eo_model_name(c->model), ep, seed, acc };
@@ -569,8 +645,10 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             goto done;
         if (out) fprintf(out, "saved %s\n", c->save);
     }
+    /* After the checkpoint, so a plot that cannot be written costs no
+     * trained weights; it still fails the run. */
     if (root && c->plot && h.n)
-        write_plot(c, &h, train.n, out);
+        s = write_plot(c, &h, train.n, out, err, errlen);
 #undef CORE
 done:
     if (s == EO_ERR_OOM && ctx_ready)
@@ -581,8 +659,11 @@ done:
     eo_grad_accum_free(&plan.acc);
     if (attached)
         eo_cuda_detach(&ctx);
-    if (log)
-        fclose(log);
+    if (log) {
+        /* The last lines are still buffered: a full disk shows here. */
+        eo_status cs = eo_file_close(log, c->log, s == EO_OK ? err : NULL, errlen);
+        s = s == EO_OK ? cs : s;
+    }
     eo_batcher_free(&bat);
     free(h.x);
     free(h.loss);
