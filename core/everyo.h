@@ -418,7 +418,9 @@ eo_status eo_copy_into(eo_ctx *ctx, eo_tensor *dst, eo_tensor *src);
 
 /* ---- elementwise ---------------------------------------------------------- */
 
-/* out = a op b, F32, with NumPy broadcasting: shapes are aligned at the
+/* out = a op b, a and b f32, bf16 or f16 (EO_ERR_DTYPE for i32); the
+ * result's dtype promotes as PyTorch: equal dtypes keep theirs, two
+ * different ones give f32. NumPy broadcasting: shapes are aligned at the
  * right and each pair of sizes must be equal or one of them 1.
  * EO_ERR_SHAPE otherwise. The gradient of a broadcast input is summed
  * over the axes it was broadcast along. */
@@ -435,9 +437,11 @@ eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 
-/* out = s * x. */
+/* out = s * x; x f32, bf16 or f16, out of x's dtype. */
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
-/* Elementwise activations, F32, any shape. GELU is the tanh approximation
+/* Elementwise activations, any shape; x f32, bf16 or f16 (EO_ERR_DTYPE
+ * for i32), out of x's dtype (under autocast eo_exp and eo_log return
+ * f32: eo_ctx_set_autocast). GELU is the tanh approximation
  * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
  * As in PyTorch: ReLU's gradient passes where x is NaN (only x <= 0
  * gets 0); GELU of -inf is NaN (-inf * 0) and its gradient at ±inf NaN.
@@ -455,7 +459,9 @@ eo_status eo_log(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- matmul ------------------------------------------------------------- */
 
-/* out = op(a) · op(b), F32. op(a) is a or, with ta, a with its last two
+/* out = op(a) · op(b); a and b f32, bf16 or f16, both of one dtype
+ * (EO_ERR_DTYPE otherwise), out of that dtype (16-bit: f32 sums, rounded
+ * once; under autocast f32 inputs are cast down). op(a) is a or, with ta, a with its last two
  * axes swapped (no copy). op(a) is [..., M, K], op(b) is [..., K, N];
  * out is [..., M, N]. Batch axes (all but the last two, rank <= 4) are
  * broadcast: b may be 2-D (a weight shared by every batch entry).
@@ -465,7 +471,9 @@ eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_
 /* ---- reductions -------------------------------------------------------- */
 
 /* Sum, mean or max over `axis` (negative counts from the end); keepdim
- * keeps it as size 1. The max's gradient goes to the first maximum. Max
+ * keeps it as size 1. x f32, bf16 or f16, out of x's dtype (16-bit: f32
+ * sums, rounded once; under autocast f32), EO_ERR_DTYPE for i32; the same
+ * for eo_logsumexp and eo_sum_all. The max's gradient goes to the first maximum. Max
  * propagates NaN and its gradient goes to the first NaN, as torch.max
  * (values, indices). EO_ERR_AXIS for an axis out of range. */
 eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
@@ -484,7 +492,8 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- softmax, losses, normalisation -------------------------------------- */
 
-/* Over the last axis, max-subtracted, as torch.softmax / torch.log_softmax
+/* Over the last axis, x f32, bf16 or f16, out of x's dtype (statistics in
+ * f32), max-subtracted, as torch.softmax / torch.log_softmax
  * (dim=-1). A row holding a NaN, or a +inf, is NaN throughout, as in
  * PyTorch. A row that is all -inf (e.g. a fully masked attention row)
  * gives 0 (softmax) or -inf (log_softmax) and a zero gradient, where
@@ -493,8 +502,9 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
-/* Mean cross-entropy of logits [N, C] (F32) against class indices
- * target [N] (I32) — rows whose target equals ignore_index are skipped;
+/* Mean cross-entropy of logits [N, C] (f32, bf16 or f16; the loss has
+ * the logits' dtype, f32 under autocast; sums in f32) against class
+ * indices target [N] (i32, EO_ERR_DTYPE otherwise) — rows whose target equals ignore_index are skipped;
  * with none left the loss is 0 (PyTorch's mean gives NaN there). Out: a
  * scalar. Row r's loss is (max_r - logits[r, t_r]) + log sum exp(logits[r]
  * - max_r), as torch.nn.functional.cross_entropy: the max and the log of
@@ -519,18 +529,19 @@ eo_status eo_cross_entropy_ex(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
 
 /* Layer normalisation over the last axis (Ba, Kiros & Hinton 2016):
  * y = (x - mean) / sqrt(var + eps) * w + b, var biased, computed around
- * the mean so rows like 1e4 + noise keep their precision. w and b are
- * [C] or NULL. EO_ERR_SHAPE when w or b is not [C]. */
+ * the mean so rows like 1e4 + noise keep their precision (statistics in
+ * f32). x f32, bf16 or f16, w and b [C] of x's dtype or NULL, y of x's
+ * dtype (EO_ERR_DTYPE otherwise). EO_ERR_SHAPE when w or b is not [C]. */
 eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
                        eo_tensor **out);
 
-/* Rows of table [V, D] (F32) picked by idx (I32, any shape S): out is
- * [S..., D]. The backward adds each output row into its table row, so a
+/* Rows of table [V, D] (f32, bf16 or f16; out has its dtype) picked by
+ * idx (i32, any shape S; EO_ERR_DTYPE otherwise): out is [S..., D]. The backward adds each output row into its table row, so a
  * repeated index gets every contribution. EO_ERR_ARG for an index outside
  * [0, V) (CPU). */
 eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out);
 
-/* Inverted dropout: each element kept with probability 1 - p and scaled
+/* Inverted dropout, x f32, bf16 or f16, out of x's dtype: each element kept with probability 1 - p and scaled
  * by 1/(1-p); the mask is a pure function of (seed, index), see
  * ops/kernels.h. A dropped element is x * 0, as in PyTorch: a NaN or inf
  * there gives NaN, never a silent 0. p in [0, 1), else EO_ERR_ARG. */
@@ -544,7 +555,8 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
 /* ---- convolution ------------------------------------------------------------ */
 
 /* 2-D convolution (cross-correlation, as PyTorch), x [N, C, H, W],
- * w [Co, C, kh, kw], bias [Co] or NULL, zero padding `pad`, stride
+ * w [Co, C, kh, kw], bias [Co] or NULL, all f32, bf16 or f16 of one dtype
+ * (out of that dtype; EO_ERR_DTYPE otherwise), zero padding `pad`, stride
  * `stride`: out [N, Co, OH, OW], OH = (H + 2 pad - kh) / stride + 1.
  * Computed as im2col + matmul: on the CPU in one fused op, one image at a
  * time in a small workspace (no column matrix in memory); on other
@@ -554,7 +566,8 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
  * matrix [C*kh*kw, N*OH*OW] does not fit (a huge pad). */
 eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
                     int stride, eo_tensor **out);
-/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k].
+/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k]; x
+ * f32, bf16 or f16, out of x's dtype.
  * Each window's value and gradient go to its first maximum, or to its
  * last NaN when it holds any (PyTorch's rule: take v if v > max or v is
  * NaN, in row-major order).
@@ -571,13 +584,13 @@ eo_status eo_relu_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
 
 /* ---- attention ---------------------------------------------------------------- */
 
-/* An additive causal mask [T, T] (F32, step arena): 0 where key j <= query
+/* An additive causal mask [T, T] (f32 always, step arena): 0 where key j <= query
  * i, -inf above the diagonal. Added to attention scores before softmax,
  * it stops a position from seeing later ones. EO_ERR_ARG for T < 0,
  * EO_ERR_SHAPE when T*T elements do not fit. */
 eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out);
 
-/* An additive padding mask [B, 1, 1, T] (F32): 0 for real tokens, -inf
+/* An additive padding mask [B, 1, 1, T] (f32 always): 0 for real tokens, -inf
  * where valid[b*T + t] == 0. Broadcasts over heads and query positions. */
 eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
                           const uint8_t *valid, eo_tensor **out);
@@ -585,8 +598,9 @@ eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
 /* Scaled dot-product attention (Vaswani et al., "Attention Is All You
  * Need", 2017), composed from differentiable primitives:
  *   out = softmax(q · kᵀ · scale + mask) · v
- * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), mask NULL or
- * additive, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
+ * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), f32, bf16 or f16 of
+ * one dtype (out of that dtype); mask NULL or additive, of any float
+ * dtype, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
  * mask (Tq == Tk). A query row whose keys are all masked gives zeros.
  * EO_ERR_SHAPE for other ranks (a scalar included) or sizes, or when the
  * score matrix [B, H, Tq, Tk] does not fit; EO_ERR_ARG for a non-finite
