@@ -339,7 +339,10 @@ eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *s
 int64_t eo_numel(const eo_tensor *t);
 int eo_is_contiguous(const eo_tensor *t);
 size_t eo_dtype_size(eo_dtype dt);
+/* Names for messages: "f32", "i32", "bf16", "f16"; "cpu", "cuda"; "?"
+ * for a value outside the enum. (Statuses: eo_status_name, status.h.) */
 const char *eo_dtype_name(eo_dtype dt);
+const char *eo_device_name(eo_device dev);
 
 /* Mark a leaf as requiring grad (on != 0) or not, as PyTorch's
  * Tensor.requires_grad_(): ops on it are then recorded, and eo_backward
