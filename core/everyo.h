@@ -300,16 +300,21 @@ void eo_rewind(eo_ctx *ctx, eo_mark m);
 
 /* ---- CUDA ------------------------------------------------------------------
  * Attach a CUDA device to the context: open device `device` through a
- * driver table (NULL: load the real driver, dlopen("libcuda.so.1"); or a
- * double such as the PTX interpreter's, see tools/ptxsim/driver.h), load
- * the embedded PTX once, and carve two device arenas from one cuMemAlloc
- * block each. Afterwards tensors made with device EO_CUDA live there and
+ * driver table (drv, below), load the embedded PTX once, and carve two
+ * device arenas from one cuMemAlloc block each. Afterwards tensors made with device EO_CUDA live there and
  * every op on them runs the PTX kernels. Kernel faults surface at the next
  * copy to or from the host (eo_read, eo_write, eo_to_device).
  * Returns EO_ERR_NO_DEVICE (no driver or no device, with the reason),
  * EO_ERR_CUDA (driver error, its name and text in the message),
  * EO_ERR_UNSUPPORTED (compute capability below 8.0), EO_ERR_STATE (already
- * attached), EO_ERR_OOM. */
+ * attached), EO_ERR_OOM.
+ *
+ * drv: pass NULL, which loads the real driver (dlopen("libcuda.so.1")).
+ * The table's type is deliberately opaque here, as eo_pool is in pool.h:
+ * its layout is the driver ABI the library calls through, defined in the
+ * build tree (ops/cuda/driver.h) and not installed, and a non-NULL table
+ * is how the build tree's own tests and tools substitute a double for
+ * the driver (the PTX interpreter's, tools/ptxsim/driver.h). */
 struct eo_cuda_driver;
 eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
                          size_t persist_bytes, size_t step_bytes);
