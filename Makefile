@@ -227,9 +227,11 @@ exports: $(SO)
 	@printf 'exported: %s symbols\n' "$$(nm -D --defined-only $(SO) | wc -l)"
 
 # libeveryo-io: the tools' file formats and thread pool as PIC objects,
-# with the error-buffer helper and the few library internals they call
-# (the JSON writer's parser, the 16-bit roundings) linked in privately;
-# like libeveryo.so it exports exactly what its installed headers declare.
+# with the error-buffer helper; the shared library also links in
+# privately the few library internals they call that libeveryo.so does
+# not export (the JSON parser, the message formatter, the 16-bit
+# roundings). Like libeveryo.so it exports exactly what its installed
+# headers declare.
 IO_SRCS := tools/formats/safetensors.c tools/formats/safetensors_read.c tools/formats/safetensors_write.c \
 	tools/formats/checkpoint.c tools/formats/idx.c tools/threads/pool.c tools/cli/errbuf.c
 IO_PRIVATE_SRCS := core/json.c core/format.c ops/cpu/half.c
@@ -246,7 +248,9 @@ $(IO_SO): $(IO_OBJS) $(BUILD)/pic/everyo-io.map $(SO)
 	    -Wl,--no-undefined $(IO_OBJS) -L$(BUILD)/pic -leveryo $(IO_LIBS_PRIVATE) -lm -o $@
 	ln -sf $(notdir $@) $(BUILD)/pic/$(IO_SO_NAME)
 	ln -sf $(IO_SO_NAME) $(BUILD)/pic/libeveryo-io.so
-$(IO_LIB): $(IO_OBJS)
+# The static archive holds the tools' objects only: a static link takes
+# the library internals they call from libeveryo.a, which follows it.
+$(IO_LIB): $(IO_SRCS:%.c=$(BUILD)/pic/%.o)
 	@rm -f $@
 	ar rcs $@ $^
 $(BUILD)/pic/everyo-io.pc: tools/build/everyo-io.pc.in $(MAKEFILE_LIST)
