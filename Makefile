@@ -169,14 +169,28 @@ PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h 
 # against that folder alone.
 STAGE_INC := $(BUILD)/include
 STAGED_HEADERS := $(addprefix $(STAGE_INC)/everyo/,$(notdir $(PUBLIC_HEADERS)))
+# The companion library's headers (IO_HEADERS, below) are staged the same
+# way; tools/formats/safetensors.h is installed as safetensors_file.h, as
+# core/safetensors.h already holds the name.
+STAGE_SED := sed -E -e 's,^\#include "tools/formats/safetensors\.h",\#include "safetensors_file.h",' \
+	-e 's,^\#include "(alloc|core|ops|tools/formats|tools/threads)/([A-Za-z0-9_]+\.h)",\#include "\2",'
 define stage_rule
-$$(STAGE_INC)/everyo/$(notdir $(1)): $(1)
+$$(STAGE_INC)/everyo/$(2): $(1)
 	@mkdir -p $$(dir $$@)
-	sed -E 's,^#include "(alloc|core|ops)/([A-Za-z0-9_]+\.h)",#include "\2",' $$< > $$@.tmp && mv $$@.tmp $$@
+	$$(STAGE_SED) $$< > $$@.tmp && mv $$@.tmp $$@
 endef
-$(foreach h,$(PUBLIC_HEADERS),$(eval $(call stage_rule,$(h))))
+$(foreach h,$(PUBLIC_HEADERS),$(eval $(call stage_rule,$(h),$(notdir $(h)))))
+# The host companion, libeveryo-io: what a program around the library needs
+# and the freestanding library cannot hold (files, zlib, pthreads): the
+# safetensors reader/writer and checkpoints, the IDX reader, the thread
+# pool. Each entry is SOURCE-HEADER:INSTALLED-NAME.
+IO_HEADER_MAP := tools/formats/safetensors.h:safetensors_file.h tools/formats/checkpoint.h:checkpoint.h \
+	tools/formats/idx.h:idx.h tools/threads/pool.h:pool.h
+IO_HEADERS := $(foreach m,$(IO_HEADER_MAP),$(firstword $(subst :, ,$(m))))
+IO_STAGED  := $(foreach m,$(IO_HEADER_MAP),$(STAGE_INC)/everyo/$(lastword $(subst :, ,$(m))))
+$(foreach m,$(IO_HEADER_MAP),$(eval $(call stage_rule,$(firstword $(subst :, ,$(m))),$(lastword $(subst :, ,$(m))))))
 .PHONY: headers
-headers: $(STAGED_HEADERS)
+headers: $(STAGED_HEADERS) $(IO_STAGED)
 
 # Position-independent objects, in their own folder, never sanitized (they
 # are what gets installed): libeveryo.so exports only what PUBLIC_HEADERS
@@ -212,6 +226,39 @@ exports: $(SO)
 	@nm -D --defined-only $(SO) | awk '{print $$3}' | sort
 	@printf 'exported: %s symbols\n' "$$(nm -D --defined-only $(SO) | wc -l)"
 
+# libeveryo-io: the tools' file formats and thread pool as PIC objects,
+# with the error-buffer helper; the shared library also links in
+# privately the few library internals they call that libeveryo.so does
+# not export (the JSON parser, the message formatter, the 16-bit
+# roundings). Like libeveryo.so it exports exactly what its installed
+# headers declare.
+IO_SRCS := tools/formats/safetensors.c tools/formats/safetensors_read.c tools/formats/safetensors_write.c \
+	tools/formats/checkpoint.c tools/formats/idx.c tools/threads/pool.c tools/cli/errbuf.c
+IO_PRIVATE_SRCS := core/json.c core/format.c ops/cpu/half.c
+IO_OBJS   := $(IO_SRCS:%.c=$(BUILD)/pic/%.o) $(IO_PRIVATE_SRCS:%.c=$(BUILD)/pic/%.o)
+IO_SO_NAME := libeveryo-io.so.$(EO_MAJOR)
+IO_SO     := $(BUILD)/pic/libeveryo-io.so.$(EO_VERSION)
+IO_LIB    := $(BUILD)/pic/libeveryo-io.a
+IO_LIBS_PRIVATE := $(ZLIB_LIBS) -lpthread
+$(BUILD)/pic/tools/%.o: CFLAGS_BASE += -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64
+$(BUILD)/pic/everyo-io.map: $(IO_HEADERS) $(IO_OBJS) tools/build/export-map.sh
+	sh tools/build/export-map.sh nm $(IO_HEADERS) -- $(IO_SRCS:%.c=$(BUILD)/pic/%.o) > $@.tmp && mv $@.tmp $@
+$(IO_SO): $(IO_OBJS) $(BUILD)/pic/everyo-io.map $(SO)
+	$(CC) -shared -Wl,-soname,$(IO_SO_NAME) -Wl,--version-script=$(BUILD)/pic/everyo-io.map \
+	    -Wl,--no-undefined $(IO_OBJS) -L$(BUILD)/pic -leveryo $(IO_LIBS_PRIVATE) -lm -o $@
+	ln -sf $(notdir $@) $(BUILD)/pic/$(IO_SO_NAME)
+	ln -sf $(IO_SO_NAME) $(BUILD)/pic/libeveryo-io.so
+# The static archive holds the tools' objects only: a static link takes
+# the library internals they call from libeveryo.a, which follows it.
+$(IO_LIB): $(IO_SRCS:%.c=$(BUILD)/pic/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/pic/everyo-io.pc: tools/build/everyo-io.pc.in $(MAKEFILE_LIST)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(IO_LIBS_PRIVATE)|' $< > $@
+.PHONY: shared-io
+shared-io: $(IO_SO) $(IO_LIB)
+
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
@@ -225,21 +272,28 @@ $(BUILD)/pic/everyo.pc: tools/build/everyo.pc.in $(MAKEFILE_LIST)
 	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(SO_LIBS)|' $< > $@
 
 .PHONY: install uninstall
-install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS) $(STAGED_HEADERS)
+install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS) $(STAGED_HEADERS) \
+	    $(IO_SO) $(IO_LIB) $(BUILD)/pic/everyo-io.pc $(IO_STAGED)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/everyo $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR)
 	install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/libeveryo.a
 	install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(SO)) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo.so
-	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/everyo/
-	install -m 644 $(BUILD)/pic/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc
+	install -m 644 $(IO_LIB) $(DESTDIR)$(LIBDIR)/libeveryo-io.a
+	install -m 755 $(IO_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(IO_SO)) $(DESTDIR)$(LIBDIR)/$(IO_SO_NAME)
+	ln -sf $(IO_SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo-io.so
+	install -m 644 $(STAGED_HEADERS) $(IO_STAGED) $(DESTDIR)$(INCLUDEDIR)/everyo/
+	install -m 644 $(BUILD)/pic/everyo.pc $(BUILD)/pic/everyo-io.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libeveryo.a $(DESTDIR)$(LIBDIR)/libeveryo.so \
 	    $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_MAJOR) $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_VERSION) \
-	    $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc \
-	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/everyo/,$(notdir $(PUBLIC_HEADERS))) \
+	    $(DESTDIR)$(LIBDIR)/libeveryo-io.a $(DESTDIR)$(LIBDIR)/libeveryo-io.so \
+	    $(DESTDIR)$(LIBDIR)/$(IO_SO_NAME) $(DESTDIR)$(LIBDIR)/$(notdir $(IO_SO)) \
+	    $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo-io.pc \
+	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/everyo/,$(notdir $(PUBLIC_HEADERS))) $(IO_STAGED:$(STAGE_INC)/%=$(DESTDIR)$(INCLUDEDIR)/%) \
 	    $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS)))
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/everyo 2>/dev/null
 

@@ -63,9 +63,12 @@
 
 EO_PUBLIC(ctx_set_autocast, (eo_ctx *ctx, eo_dtype dtype), (ctx, dtype))
 {
+    if ((unsigned)dtype >= EO_DTYPE_COUNT)
+        return eo_fail(ctx, EO_ERR_ARG, "ctx_set_autocast: unknown dtype %d; expected f32 (off), "
+                       "bf16 or f16", (int)dtype);
     if (dtype != EO_F32 && dtype != EO_BF16 && dtype != EO_F16)
-        return eo_fail(ctx, EO_ERR_ARG, "ctx_set_autocast: dtype %d is not f32 (off), bf16 or "
-                       "f16", (int)dtype);
+        return eo_fail(ctx, EO_ERR_ARG, "ctx_set_autocast: dtype %s is not f32 (off), bf16 or "
+                       "f16", eo_dtype_name(dtype));
     ctx->autocast = dtype;
     return EO_OK;
 }
@@ -139,9 +142,12 @@ EO_PUBLIC(params_enable_low, (eo_ctx *ctx, const eo_params *ps, eo_dtype dtype),
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: NULL parameter list");
-    if (dtype != EO_BF16 && dtype != EO_F16)
-        return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: dtype %d is not bf16 or f16",
+    if ((unsigned)dtype >= EO_DTYPE_COUNT)
+        return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: unknown dtype %d; expected bf16 or f16",
                        (int)dtype);
+    if (dtype != EO_BF16 && dtype != EO_F16)
+        return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: dtype %s is not bf16 or f16",
+                       eo_dtype_name(dtype));
     /* Every copy is made before any is linked, so a failure (out of
      * persistent memory) leaves no parameter pointing at given-back
      * memory: eo_leave rewinds the arena. */

@@ -317,16 +317,21 @@ eo_status eo_rewind(eo_ctx *ctx, eo_mark m);
 
 /* ---- CUDA ------------------------------------------------------------------
  * Attach a CUDA device to the context: open device `device` through a
- * driver table (NULL: load the real driver, dlopen("libcuda.so.1"); or a
- * double such as the PTX interpreter's, see tools/ptxsim/driver.h), load
- * the embedded PTX once, and carve two device arenas from one cuMemAlloc
- * block each. Afterwards tensors made with device EO_CUDA live there and
+ * driver table (drv, below), load the embedded PTX once, and carve two
+ * device arenas from one cuMemAlloc block each. Afterwards tensors made with device EO_CUDA live there and
  * every op on them runs the PTX kernels. Kernel faults surface at the next
  * copy to or from the host (eo_read, eo_write, eo_to_device).
  * Returns EO_ERR_NO_DEVICE (no driver or no device, with the reason),
  * EO_ERR_CUDA (driver error, its name and text in the message),
  * EO_ERR_UNSUPPORTED (compute capability below 8.0), EO_ERR_STATE (already
- * attached), EO_ERR_OOM. */
+ * attached), EO_ERR_OOM.
+ *
+ * drv: pass NULL, which loads the real driver (dlopen("libcuda.so.1")).
+ * The table's type is deliberately opaque here, as eo_pool is in pool.h:
+ * its layout is the driver ABI the library calls through, defined in the
+ * build tree (ops/cuda/driver.h) and not installed, and a non-NULL table
+ * is how the build tree's own tests and tools substitute a double for
+ * the driver (the PTX interpreter's, tools/ptxsim/driver.h). */
 struct eo_cuda_driver;
 eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
                          size_t persist_bytes, size_t step_bytes);
@@ -356,7 +361,10 @@ eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *s
 int64_t eo_numel(const eo_tensor *t);
 int eo_is_contiguous(const eo_tensor *t);
 size_t eo_dtype_size(eo_dtype dt);
+/* Names for messages: "f32", "i32", "bf16", "f16"; "cpu", "cuda"; "?"
+ * for a value outside the enum. (Statuses: eo_status_name, status.h.) */
 const char *eo_dtype_name(eo_dtype dt);
+const char *eo_device_name(eo_device dev);
 
 /* Mark a leaf as requiring grad (on != 0) or not, as PyTorch's
  * Tensor.requires_grad_(): ops on it are then recorded, and eo_backward
@@ -435,7 +443,9 @@ eo_status eo_copy_into(eo_ctx *ctx, eo_tensor *dst, eo_tensor *src);
 
 /* ---- elementwise ---------------------------------------------------------- */
 
-/* out = a op b, F32, with NumPy broadcasting: shapes are aligned at the
+/* out = a op b, a and b f32, bf16 or f16 (EO_ERR_DTYPE for i32); the
+ * result's dtype promotes as PyTorch: equal dtypes keep theirs, two
+ * different ones give f32. NumPy broadcasting: shapes are aligned at the
  * right and each pair of sizes must be equal or one of them 1.
  * EO_ERR_SHAPE otherwise. The gradient of a broadcast input is summed
  * over the axes it was broadcast along. */
@@ -452,9 +462,11 @@ eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 
-/* out = s * x. */
+/* out = s * x; x f32, bf16 or f16, out of x's dtype. */
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
-/* Elementwise activations, F32, any shape. GELU is the tanh approximation
+/* Elementwise activations, any shape; x f32, bf16 or f16 (EO_ERR_DTYPE
+ * for i32), out of x's dtype (under autocast eo_exp and eo_log return
+ * f32: eo_ctx_set_autocast). GELU is the tanh approximation
  * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
  * As in PyTorch: ReLU's gradient passes where x is NaN (only x <= 0
  * gets 0); GELU of -inf is NaN (-inf * 0) and its gradient at ±inf NaN.
@@ -472,7 +484,9 @@ eo_status eo_log(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- matmul ------------------------------------------------------------- */
 
-/* out = op(a) · op(b), F32. op(a) is a or, with ta, a with its last two
+/* out = op(a) · op(b); a and b f32, bf16 or f16, both of one dtype
+ * (EO_ERR_DTYPE otherwise), out of that dtype (16-bit: f32 sums, rounded
+ * once; under autocast f32 inputs are cast down). op(a) is a or, with ta, a with its last two
  * axes swapped (no copy). op(a) is [..., M, K], op(b) is [..., K, N];
  * out is [..., M, N]. Batch axes (all but the last two, rank <= 4) are
  * broadcast: b may be 2-D (a weight shared by every batch entry).
@@ -482,7 +496,9 @@ eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_
 /* ---- reductions -------------------------------------------------------- */
 
 /* Sum, mean or max over `axis` (negative counts from the end); keepdim
- * keeps it as size 1. The max's gradient goes to the first maximum. Max
+ * keeps it as size 1. x f32, bf16 or f16, out of x's dtype (16-bit: f32
+ * sums, rounded once; under autocast f32), EO_ERR_DTYPE for i32; the same
+ * for eo_logsumexp and eo_sum_all. The max's gradient goes to the first maximum. Max
  * propagates NaN and its gradient goes to the first NaN, as torch.max
  * (values, indices). EO_ERR_AXIS for an axis out of range. */
 eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
@@ -501,7 +517,8 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- softmax, losses, normalisation -------------------------------------- */
 
-/* Over the last axis, max-subtracted, as torch.softmax / torch.log_softmax
+/* Over the last axis, x f32, bf16 or f16, out of x's dtype (statistics in
+ * f32), max-subtracted, as torch.softmax / torch.log_softmax
  * (dim=-1). A row holding a NaN, or a +inf, is NaN throughout, as in
  * PyTorch. A row that is all -inf (e.g. a fully masked attention row)
  * gives 0 (softmax) or -inf (log_softmax) and a zero gradient, where
@@ -510,8 +527,9 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
-/* Mean cross-entropy of logits [N, C] (F32) against class indices
- * target [N] (I32) — rows whose target equals ignore_index are skipped;
+/* Mean cross-entropy of logits [N, C] (f32, bf16 or f16; the loss has
+ * the logits' dtype, f32 under autocast; sums in f32) against class
+ * indices target [N] (i32, EO_ERR_DTYPE otherwise) — rows whose target equals ignore_index are skipped;
  * with none left the loss is 0 (PyTorch's mean gives NaN there). Out: a
  * scalar. Row r's loss is (max_r - logits[r, t_r]) + log sum exp(logits[r]
  * - max_r), as torch.nn.functional.cross_entropy: the max and the log of
@@ -536,18 +554,19 @@ eo_status eo_cross_entropy_ex(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
 
 /* Layer normalisation over the last axis (Ba, Kiros & Hinton 2016):
  * y = (x - mean) / sqrt(var + eps) * w + b, var biased, computed around
- * the mean so rows like 1e4 + noise keep their precision. w and b are
- * [C] or NULL. EO_ERR_SHAPE when w or b is not [C]. */
+ * the mean so rows like 1e4 + noise keep their precision (statistics in
+ * f32). x f32, bf16 or f16, w and b [C] of x's dtype or NULL, y of x's
+ * dtype (EO_ERR_DTYPE otherwise). EO_ERR_SHAPE when w or b is not [C]. */
 eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
                        eo_tensor **out);
 
-/* Rows of table [V, D] (F32) picked by idx (I32, any shape S): out is
- * [S..., D]. The backward adds each output row into its table row, so a
+/* Rows of table [V, D] (f32, bf16 or f16; out has its dtype) picked by
+ * idx (i32, any shape S; EO_ERR_DTYPE otherwise): out is [S..., D]. The backward adds each output row into its table row, so a
  * repeated index gets every contribution. EO_ERR_ARG for an index outside
  * [0, V) (CPU). */
 eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out);
 
-/* Inverted dropout: each element kept with probability 1 - p and scaled
+/* Inverted dropout, x f32, bf16 or f16, out of x's dtype: each element kept with probability 1 - p and scaled
  * by 1/(1-p); the mask is a pure function of (seed, index), see
  * ops/kernels.h. A dropped element is x * 0, as in PyTorch: a NaN or inf
  * there gives NaN, never a silent 0. p in [0, 1), else EO_ERR_ARG. */
@@ -561,7 +580,8 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
 /* ---- convolution ------------------------------------------------------------ */
 
 /* 2-D convolution (cross-correlation, as PyTorch), x [N, C, H, W],
- * w [Co, C, kh, kw], bias [Co] or NULL, zero padding `pad`, stride
+ * w [Co, C, kh, kw], bias [Co] or NULL, all f32, bf16 or f16 of one dtype
+ * (out of that dtype; EO_ERR_DTYPE otherwise), zero padding `pad`, stride
  * `stride`: out [N, Co, OH, OW], OH = (H + 2 pad - kh) / stride + 1.
  * Computed as im2col + matmul: on the CPU in one fused op, one image at a
  * time in a small workspace (no column matrix in memory); on other
@@ -571,7 +591,8 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
  * matrix [C*kh*kw, N*OH*OW] does not fit (a huge pad). */
 eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
                     int stride, eo_tensor **out);
-/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k].
+/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k]; x
+ * f32, bf16 or f16, out of x's dtype.
  * Each window's value and gradient go to its first maximum, or to its
  * last NaN when it holds any (PyTorch's rule: take v if v > max or v is
  * NaN, in row-major order).
@@ -588,13 +609,13 @@ eo_status eo_relu_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
 
 /* ---- attention ---------------------------------------------------------------- */
 
-/* An additive causal mask [T, T] (F32, step arena): 0 where key j <= query
+/* An additive causal mask [T, T] (f32 always, step arena): 0 where key j <= query
  * i, -inf above the diagonal. Added to attention scores before softmax,
  * it stops a position from seeing later ones. EO_ERR_ARG for T < 0,
  * EO_ERR_SHAPE when T*T elements do not fit. */
 eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out);
 
-/* An additive padding mask [B, 1, 1, T] (F32): 0 for real tokens, -inf
+/* An additive padding mask [B, 1, 1, T] (f32 always): 0 for real tokens, -inf
  * where valid[b*T + t] == 0. Broadcasts over heads and query positions. */
 eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
                           const uint8_t *valid, eo_tensor **out);
@@ -602,8 +623,9 @@ eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
 /* Scaled dot-product attention (Vaswani et al., "Attention Is All You
  * Need", 2017), composed from differentiable primitives:
  *   out = softmax(q · kᵀ · scale + mask) · v
- * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), mask NULL or
- * additive, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
+ * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), f32, bf16 or f16 of
+ * one dtype (out of that dtype); mask NULL or additive, of any float
+ * dtype, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
  * mask (Tq == Tk). A query row whose keys are all masked gives zeros.
  * EO_ERR_SHAPE for other ranks (a scalar included) or sizes, or when the
  * score matrix [B, H, Tq, Tk] does not fit; EO_ERR_ARG for a non-finite

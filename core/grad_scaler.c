@@ -148,8 +148,10 @@ EO_PUBLIC(grad_scaler_step, (eo_ctx *ctx, eo_grad_scaler *sc, eo_optimizer *o, i
     EO_CHECK(need_scaler(ctx, sc));
     if (stepped)
         *stepped = 0;
-    if (!o || !o->params)
-        return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_step: NULL or uninitialised optimizer");
+    if (!o)
+        return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_step: NULL optimizer");
+    if (!o->params)
+        return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_step: uninitialised optimizer");
     if (!sc->enabled) {
         EO_CHECK(eo_optimizer_step(ctx, o));
         if (stepped)

@@ -103,6 +103,15 @@ eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...);
 size_t eo_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
 size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
 
+/* EO_ERR_ARG naming the argument when pointer p is NULL: "add: NULL b"
+ * (the parameter's name in the public header), so a NULL is never
+ * reported as some other fault further on. */
+#define EO_NONNULL(ctx, op, p)                                                           \
+    do {                                                                                 \
+        if (!(p))                                                                        \
+            return eo_fail((ctx), EO_ERR_ARG, "%s: NULL %s", (op), #p);                  \
+    } while (0)
+
 /* Propagate a failing status. */
 #define EO_CHECK(expr) do { eo_status eo_s_ = (expr); if (eo_s_ != EO_OK) return eo_s_; } while (0)
 

@@ -36,9 +36,10 @@ static eo_status place(eo_ctx *ctx, eo_device dev, eo_tensor *h, eo_tensor **out
  * not the CPU (the host copy stays in the step arena until the rewind). */
 EO_PUBLIC(causal_mask, (eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out), (ctx, dev, T, out))
 {
-    if (!out || T < 0)
-        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: NULL output or T = %lld < 0",
-                       (long long)T);
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: NULL output pointer");
+    if (T < 0)
+        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: T = %lld < 0", (long long)T);
     int64_t shape[2] = { T, T };
     eo_tensor *h;
     EO_CHECK(eo_new_out(ctx, EO_CPU, EO_F32, 2, shape, &h));
@@ -53,9 +54,10 @@ EO_PUBLIC(padding_mask, (eo_ctx *ctx, eo_device dev, int64_t B, int64_t T, const
                         eo_tensor **out),
           (ctx, dev, B, T, valid, out))
 {
-    if (!out || !valid || B < 0 || T < 0)
-        return eo_fail(ctx, EO_ERR_ARG,
-                       "padding_mask: NULL output or valid, or B = %lld, T = %lld < 0",
+    if (!out || !valid)
+        return eo_fail(ctx, EO_ERR_ARG, "padding_mask: NULL %s", !out ? "output pointer" : "valid");
+    if (B < 0 || T < 0)
+        return eo_fail(ctx, EO_ERR_ARG, "padding_mask: B = %lld, T = %lld: both must be >= 0",
                        (long long)B, (long long)T);
     int64_t shape[4] = { B, 1, 1, T };
     eo_tensor *h;
@@ -74,6 +76,9 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_NONNULL(ctx, op, q);
+    EO_NONNULL(ctx, op, k);
+    EO_NONNULL(ctx, op, v);
     EO_CHECK(eo_expect_any(ctx, op, q));
     const eo_dtype dt = eo_is_half(q->dtype) ? q->dtype : EO_F32; /* 16-bit: composed only */
     EO_CHECK(eo_expect(ctx, op, q, dt));

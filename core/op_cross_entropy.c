@@ -51,6 +51,8 @@ static eo_status cross_entropy_body(eo_ctx *ctx, eo_tensor *logits, eo_tensor *t
                        (int)reduction);
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "cross_entropy: NULL output pointer");
+    EO_NONNULL(ctx, "cross_entropy", logits);
+    EO_NONNULL(ctx, "cross_entropy", target);
     EO_CHECK(eo_expect_any(ctx, "cross_entropy", logits));
     eo_tensor *h[1] = { logits };
     /* bf16 / f16: the backend's 16-bit kernel (and its backward, if a

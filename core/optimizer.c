@@ -70,7 +70,7 @@ static eo_status check_common(eo_ctx *ctx, const char *op, eo_optimizer *o, cons
                               float lr, float weight_decay)
 {
     if (!o || !ps)
-        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL optimizer or parameter list", op);
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL %s", op, !o ? "optimizer" : "parameter list");
     eo_optimizer z = {0}; /* what a failed init leaves: a step says STATE */
     *o = z;
     EO_CHECK(eo_need(ctx, lr >= 0 && lr < INFINITY, "lr", "finite and >= 0", (double)lr));

@@ -50,7 +50,7 @@ EO_PUBLIC(block_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *pr
           (ctx, ps, dev, prefix, n_embd, n_head, causal, b))
 {
     if (!b || !prefix)
-        return eo_fail(ctx, EO_ERR_ARG, "block_init: NULL block or name prefix");
+        return eo_fail(ctx, EO_ERR_ARG, "block_init: NULL %s", !b ? "block" : "name prefix");
     eo_block z = {0}; /* what a failed init leaves: a forward says STATE */
     *b = z;
     /* The MLP is 4C wide: C itself must leave room for that product. */
@@ -111,7 +111,8 @@ static eo_status mha(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *ck, 
                      int64_t len, eo_tensor **y)
 {
     if (!a || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL layer, input or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL %s",
+                       !a ? "layer" : !x ? "input" : "output pointer");
     EO_CHECK(expect_activation(ctx, "mha_forward", x));
     if (a->n_embd < 1 || a->n_head < 1)
         return eo_fail(ctx, EO_ERR_STATE, "mha_forward: the layer was not initialised (or its "
@@ -159,7 +160,8 @@ static eo_status block(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor *
                        eo_tensor *cv, int64_t len, eo_tensor **y)
 {
     if (!b || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL block, input or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL %s",
+                       !b ? "block" : !x ? "input" : "output pointer");
     EO_CHECK(expect_activation(ctx, "block_forward", x));
     if (b->attn.n_embd < 1)
         return eo_fail(ctx, EO_ERR_STATE, "block_forward: the block was not initialised (or its "
@@ -189,7 +191,7 @@ EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_g
           (ctx, dev, cfg, m))
 {
     if (!cfg || !m)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: NULL config or model");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: NULL %s", !cfg ? "config" : "model");
     eo_gpt z = {0}; /* what a failed build leaves: a forward says STATE */
     *m = z;
     if (cfg->vocab < 1 || cfg->context < 1)
@@ -236,7 +238,8 @@ EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor 
           (ctx, m, idx, logits))
 {
     if (!m || !idx || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward: NULL model, token ids or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward: NULL %s",
+                       !m ? "model" : !idx ? "token ids" : "output pointer");
     EO_CHECK(eo_expect(ctx, "gpt_forward", idx, EO_I32));
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_forward: the model was not built (or its build "
@@ -259,9 +262,10 @@ EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor 
 EO_PUBLIC(gpt_cache_init, (eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c),
           (ctx, m, batch, c))
 {
-    if (!m || !c || batch < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: NULL argument or batch %lld < 1",
-                       (long long)batch);
+    if (!m || !c)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: NULL %s", !m ? "model" : "cache");
+    if (batch < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: batch %lld < 1", (long long)batch);
     eo_gpt_cache z = {0}; /* what a failed init leaves: a cached forward says STATE */
     *c = z;
     if (!m->wte || !m->h)
@@ -327,7 +331,8 @@ EO_PUBLIC(gpt_forward_cached, (eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo
           (ctx, m, c, idx, logits))
 {
     if (!m || !c || !idx || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward_cached: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward_cached: NULL %s",
+                       !m ? "model" : !c ? "cache" : !idx ? "token ids" : "output pointer");
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: the model was not built (or its "
                                           "build failed)");
@@ -359,7 +364,7 @@ EO_PUBLIC(gpt_loss, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *ta
           (ctx, m, idx, targets, logits, loss))
 {
     if (!targets || !loss)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL targets or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL %s", !targets ? "targets" : "output pointer");
     EO_CHECK(eo_expect(ctx, "gpt_loss", targets, EO_I32));
     eo_tensor *lg, *l2, *t1;
     EO_CHECK(eo_gpt_forward(ctx, m, idx, &lg));
@@ -380,7 +385,7 @@ EO_PUBLIC(vit_build, (eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_v
           (ctx, dev, cfg, m))
 {
     if (!cfg || !m)
-        return eo_fail(ctx, EO_ERR_ARG, "vit_build: NULL config or model");
+        return eo_fail(ctx, EO_ERR_ARG, "vit_build: NULL %s", !cfg ? "config" : "model");
     eo_vit z = {0}; /* what a failed build leaves: a forward says STATE */
     *m = z;
     int64_t pixels;
@@ -435,7 +440,8 @@ EO_PUBLIC(vit_forward, (eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **
           (ctx, m, x, logits))
 {
     if (!m || !x || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "vit_forward: NULL model, images or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "vit_forward: NULL %s",
+                       !m ? "model" : !x ? "images" : "output pointer");
     EO_CHECK(eo_expect(ctx, "vit_forward", x, EO_F32));
     if (!m->pos_embed || !m->blocks)
         return eo_fail(ctx, EO_ERR_STATE, "vit_forward: the model was not built (or its build "

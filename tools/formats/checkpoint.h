@@ -13,6 +13,11 @@
 #include "core/nn.h"
 #include "core/safetensors.h"
 
+/* Installed as part of libeveryo-io (everyo-io.pc): C and C++ callers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Write every parameter (its name as key, list order) plus optional
  * metadata pairs (keys[i] -> values[i]). An f32 parameter is written as
  * F32 (under mixed precision that is the master: its 16-bit working copy,
@@ -47,5 +52,9 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
  * (the step arena cannot hold the parser's workspace). */
 eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path, char *err,
                              size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -30,6 +30,11 @@
 #include "alloc/status.h"
 #include "core/safetensors.h" /* the dtypes, eo_st_tensor, eo_st_meta and the parser */
 
+/* Installed as part of libeveryo-io (everyo-io.pc): C and C++ callers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct eo_st_file {
     eo_st_tensor *tensors; /* in header order */
     size_t count;
@@ -82,5 +87,9 @@ eo_status eo_st_write(const char *path, const eo_st_tensor *t, size_t n, const e
 
 /* Writing BF16/F16 from floats rounds with eo_f32_to_bf16 / eo_f32_to_f16
  * (ops/cpu/half.h): nearest even, as PyTorch's .to(torch.bfloat16) / .half(). */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
