@@ -161,6 +161,7 @@ EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int devic
     eo_arena_init(&ctx->dev_step, (void *)(uintptr_t)p1, step_bytes, "cuda step");
     ctx->exec.cuda = cu;
     ctx->backend[EO_CUDA] = &eo_backend_cuda;
+    ctx->cuda_attach++; /* a new attach: tensors of any earlier one are stale */
     return EO_OK;
 }
 
@@ -174,6 +175,7 @@ void eo_cuda_detach(eo_ctx *ctx)
     eo_cuda_close(cu);
     ctx->exec.cuda = NULL;
     ctx->backend[EO_CUDA] = NULL;
+    ctx->cuda_attach++; /* every CUDA tensor made so far is stale (eo_expect_live) */
 }
 
 const char *eo_cuda_device_name(const eo_ctx *ctx)

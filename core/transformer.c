@@ -304,6 +304,7 @@ static eo_status check_cache(eo_ctx *ctx, const eo_gpt *m, const eo_gpt_cache *c
     for (int64_t i = 0; i < m->cfg.layers; i++)
         for (int kv = 0; kv < 2; kv++) {
             const eo_tensor *t = kv ? c->v[i] : c->k[i];
+            EO_CHECK(eo_expect_live(ctx, "gpt_forward_cached", t));
             if (!t || t->dtype != EO_F32 || t->device != m->wte->device || t->rank != 4 ||
                 t->shape[0] != c->batch || t->shape[1] != H || t->shape[2] != ctxlen ||
                 t->shape[3] != D)
