@@ -380,6 +380,140 @@ START_TEST(transposed_16bit_view_copies_on_the_device)
 }
 END_TEST
 
+/* ---- empty sizes (issue 26, item 13) ------------------------------------
+ * An op whose input is empty but whose output is not must still write
+ * its output: sum over an empty axis is 0, mean NaN, sum_all of an empty
+ * tensor 0, log-sum-exp -inf (PyTorch), a matmul over K = 0 zeros, the
+ * cross-entropy of no rows 0 (eo_cross_entropy's documented mean) or 0
+ * (sum). The CUDA launchers returned early on the empty axis and left
+ * the output as it was. Each op runs on step memory poisoned with 7s
+ * first (so "not written" shows), on the CPU and the device, and both
+ * must give the expected values. max over an empty axis is an error on
+ * both (as PyTorch's). */
+typedef eo_status (*empty_op)(eo_ctx *, eo_tensor *const *, eo_tensor **);
+
+static eo_status e_sum(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_sum(c, in[0], 1, 0, y); }
+static eo_status e_mean(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_mean(c, in[0], 1, 0, y); }
+static eo_status e_lse(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_logsumexp(c, in[0], 1, 0, y); }
+static eo_status e_sum_all(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_sum_all(c, in[0], y); }
+static eo_status e_mm(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_matmul(c, in[0], in[1], 0, 0, y); }
+static eo_status e_ce(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_cross_entropy(c, in[0], in[1], -100, y); }
+static eo_status e_ce_sum(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_cross_entropy_ex(c, in[0], in[1], -100, EO_REDUCTION_SUM, y); }
+static eo_status e_ce_none(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_cross_entropy_ex(c, in[0], in[1], -100, EO_REDUCTION_NONE, y); }
+/* no classes: every target is ignore_index (-100) */
+static eo_status e_ce0(eo_ctx *c, eo_tensor *const *in, eo_tensor **y, eo_reduction red, eo_dtype dt)
+{
+    eo_tensor *t, *x = in[0];
+    const int32_t ig[2] = { -100, -100 };
+    EO_CHECK(eo_tensor_new(c, EO_STEP, in[1]->device, EO_I32, 1, in[1]->shape, &t));
+    EO_CHECK(eo_write(c, t, ig, sizeof ig));
+    if (dt != EO_F32)
+        EO_CHECK(eo_cast(c, x, dt, &x));
+    EO_CHECK(eo_cross_entropy_ex(c, x, t, -100, red, y));
+    return dt != EO_F32 ? eo_cast(c, *y, EO_F32, y) : EO_OK;
+}
+static eo_status e_ce0_mean(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_MEAN, EO_F32); }
+static eo_status e_ce0_none(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_NONE, EO_F32); }
+static eo_status e_ce0_sum16(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_SUM, EO_BF16); }
+static eo_status e_ce0_none16(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_NONE, EO_F16); }
+static eo_status e_attn(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_attention_fused(c, in[0], in[1], in[1], NULL, 0, 0.5f, y); }
+static eo_status e_attn_c(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_attention(c, in[0], in[1], in[1], NULL, 0, 0.5f, y); }
+
+/* 7s over the next `floats` of dev's step memory, then given back. */
+static void poison(eo_ctx *ctx, eo_device dev)
+{
+    eo_mark m = eo_mark_get(ctx);
+    int64_t n = 256;
+    eo_tensor *t;
+    ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, dev, EO_F32, 1, &n, &t), EO_OK);
+    ck_assert_int_eq(eo_fill(ctx, t, 7.0f), EO_OK);
+    eo_rewind(ctx, m);
+}
+
+START_TEST(empty_inputs_write_their_outputs)
+{
+    static const struct {
+        const char *name;
+        empty_op f;
+        int n_in;
+        int rank[2];
+        int64_t shape[2][4];
+        int i32[2];
+        float want; /* every output element; NaN: NaN */
+        int64_t numel;
+    } cases[] = {
+        { "sum over an empty axis", e_sum, 1, { 3 }, { { 2, 0, 3 } }, { 0 }, 0.0f, 6 },
+        { "mean over an empty axis", e_mean, 1, { 3 }, { { 2, 0, 3 } }, { 0 }, NAN, 6 },
+        { "sum over an empty last axis", e_sum, 1, { 2 }, { { 3, 0 } }, { 0 }, 0.0f, 3 },
+        { "mean over an empty last axis", e_mean, 1, { 2 }, { { 3, 0 } }, { 0 }, NAN, 3 },
+        { "logsumexp over an empty axis", e_lse, 1, { 3 }, { { 2, 0, 3 } }, { 0 }, -INFINITY, 6 },
+        { "sum_all of an empty tensor", e_sum_all, 1, { 2 }, { { 0, 4 } }, { 0 }, 0.0f, 1 },
+        { "matmul over K = 0", e_mm, 2, { 2, 2 }, { { 2, 0 }, { 0, 3 } }, { 0, 0 }, 0.0f, 6 },
+        { "cross-entropy of no rows (mean)", e_ce, 2, { 2, 1 }, { { 0, 5 }, { 0 } }, { 0, 1 },
+          0.0f, 1 },
+        { "cross-entropy of no rows (sum)", e_ce_sum, 2, { 2, 1 }, { { 0, 5 }, { 0 } }, { 0, 1 },
+          0.0f, 1 },
+        { "cross-entropy of no rows (none)", e_ce_none, 2, { 2, 1 }, { { 0, 5 }, { 0 } }, { 0, 1 },
+          0.0f, 0 },
+        { "cross-entropy of no classes (mean)", e_ce0_mean, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 1 },
+        { "cross-entropy of no classes (none)", e_ce0_none, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 2 },
+        { "bf16 cross-entropy of no classes (sum)", e_ce0_sum16, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 1 },
+        { "f16 cross-entropy of no classes (none)", e_ce0_none16, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 2 },
+        { "fused attention over no keys", e_attn, 2, { 4, 4 }, { { 1, 1, 2, 4 }, { 1, 1, 0, 4 } },
+          { 0, 0 }, 0.0f, 8 },
+        { "attention over no keys", e_attn_c, 2, { 4, 4 }, { { 1, 1, 2, 4 }, { 1, 1, 0, 4 } },
+          { 0, 0 }, 0.0f, 8 },
+    };
+    eo_ctx *ctx = cuda_ctx();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int dev = 0; dev < 2; dev++) {
+            eo_mark m = eo_mark_get(ctx);
+            eo_tensor *in[2], *y;
+            for (int k = 0; k < cases[i].n_in; k++) {
+                ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, dev ? EO_CUDA : EO_CPU,
+                                                 cases[i].i32[k] ? EO_I32 : EO_F32,
+                                                 cases[i].rank[k], cases[i].shape[k], &in[k]),
+                                 EO_OK);
+                in[k]->requires_grad = !cases[i].i32[k];
+            }
+            poison(ctx, dev ? EO_CUDA : EO_CPU);
+            eo_status s = cases[i].f(ctx, in, &y);
+            ck_assert_msg(s == EO_OK, "%s on %s: %s", cases[i].name, dev ? "cuda" : "cpu",
+                          eo_last_error(ctx));
+            ck_assert_int_eq(eo_numel(y), cases[i].numel);
+            float got[8];
+            ck_assert_int_eq(eo_read(ctx, y, got, sizeof(float) * (size_t)cases[i].numel), EO_OK);
+            for (int64_t j = 0; j < cases[i].numel; j++) {
+                const float w = cases[i].want;
+                ck_assert_msg(isnan(w) ? isnan(got[j]) : got[j] == w,
+                              "%s on %s: element %lld is %g, expected %g", cases[i].name,
+                              dev ? "cuda" : "cpu", (long long)j, (double)got[j], (double)w);
+            }
+            /* The backward over an empty input runs and adds nothing. */
+            if (cases[i].numel == 1) {
+                ck_assert_msg(eo_backward(ctx, y) == EO_OK, "%s backward on %s: %s",
+                              cases[i].name, dev ? "cuda" : "cpu", eo_last_error(ctx));
+            }
+            eo_rewind(ctx, m);
+        }
+    }
+    /* max over nothing has no value: an error on both devices. */
+    int64_t sh[3] = { 2, 0, 3 };
+    for (int dev = 0; dev < 2; dev++) {
+        eo_tensor *x, *y;
+        ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, dev ? EO_CUDA : EO_CPU, EO_F32, 3, sh, &x),
+                         EO_OK);
+        ck_assert_int_eq(eo_max(ctx, x, 1, 0, &y), EO_ERR_SHAPE);
+        ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "max: axis 1"));
+    }
+    close_ctx(ctx);
+}
+END_TEST
+
 START_TEST(mixed_devices_and_missing_driver_are_clear_errors)
 {
     eo_ctx *ctx = cuda_ctx();
@@ -573,6 +707,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_loop_test(tc, each_op_matches_cpu, 0, EO_OP_COUNT);
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
+    tcase_add_test(tc, empty_inputs_write_their_outputs);
     tcase_add_test(tc, transposed_16bit_view_copies_on_the_device);
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);
