@@ -11,6 +11,7 @@
  * driver reports a kernel's fault. */
 #include "core/internal.h"
 #include "ops/cuda/device.h"
+#include "ops/cuda/launch.h" /* the launch limits */
 
 static eo_cuda *state(eo_ctx *ctx) { return (eo_cuda *)ctx->exec.cuda; }
 
@@ -60,6 +61,9 @@ static eo_status cuda_sync(eo_ctx *ctx)
 const eo_backend eo_backend_cuda = {
     .name = "cuda",
     .device = EO_CUDA,
+    .limits = { .attention_max_d = EO_CU_ATTN_MAX_D, .attention_max_bh = EO_CU_ATTN_MAX_BH,
+                .attention_max_tq = EO_CU_ATTN_MAX_TQ,
+                .cross_entropy16_max_rows = EO_CU_CE16_MAX_ROWS },
     .upload = cuda_upload,
     .download = cuda_download,
     .zero = cuda_zero,

@@ -621,7 +621,11 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * give an output of that dtype; on CUDA, without a mask and with D a
  * multiple of 8 up to 64, both directions then run on the tensor cores
  * with the probabilities and dS rounded to that dtype before their
- * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md). */
+ * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md).
+ * Statuses as eo_attention, and EO_ERR_UNSUPPORTED, at the call, for
+ * sizes the device's kernels cannot take -- on CUDA a head dim D above
+ * 128, B*H above 65535 or Tq above 2^20 (the message names D, or B*H or
+ * Tq, and the limit); eo_attention and the CPU take any size. */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

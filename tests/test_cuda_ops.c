@@ -514,6 +514,45 @@ START_TEST(empty_inputs_write_their_outputs)
 }
 END_TEST
 
+/* Issue 26, item 13: the fused CUDA attention's head-dim limit (128)
+ * used to be found by the launch and surface at the next sync, from
+ * whatever call that was. The op now refuses it itself, naming the op,
+ * D and the limit, and leaves the device clean: the next calls work.
+ * The CPU takes the same call. D = 128 still runs on the device. */
+START_TEST(attention_limits_are_refused_at_the_call)
+{
+    eo_ctx *ctx = cuda_ctx();
+    int64_t s[4] = { 1, 2, 3, 136 };
+    eo_tensor *q = eo_test_rand(ctx, 4, s, -1, 1, 3, 0), *dq = to_cuda(ctx, q), *y;
+    ck_assert_int_eq(eo_attention_fused(ctx, q, q, q, NULL, 1, 0.1f, &y), EO_OK);
+    ck_assert_int_eq(eo_attention_fused(ctx, dq, dq, dq, NULL, 1, 0.1f, &y), EO_ERR_UNSUPPORTED);
+    const char *msg = eo_last_error(ctx);
+    ck_assert_msg(strstr(msg, "attention_fused") && strstr(msg, "D = 136") &&
+                      strstr(msg, "limit of 128"),
+                  "message: %s", msg);
+    /* the same under bf16: the 16-bit route is refused alike */
+    eo_tensor *h;
+    ck_assert_int_eq(eo_cast(ctx, dq, EO_BF16, &h), EO_OK);
+    ck_assert_int_eq(eo_attention_fused(ctx, h, h, h, NULL, 0, 0.1f, &y), EO_ERR_UNSUPPORTED);
+    /* nothing was recorded on the device: a copy back works */
+    float back[6];
+    eo_tensor *x;
+    int64_t s2[1] = { 6 };
+    ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CUDA, EO_F32, 1, s2, &x), EO_OK);
+    ck_assert_msg(eo_read(ctx, x, back, sizeof back) == EO_OK, "%s", eo_last_error(ctx));
+    /* D = 128 is inside the limit */
+    s[3] = 128;
+    q = eo_test_rand(ctx, 4, s, -1, 1, 4, 0);
+    dq = to_cuda(ctx, q);
+    eo_tensor *r;
+    ck_assert_int_eq(eo_attention_fused(ctx, q, q, q, NULL, 1, 0.1f, &r), EO_OK);
+    ck_assert_msg(eo_attention_fused(ctx, dq, dq, dq, NULL, 1, 0.1f, &y) == EO_OK, "%s",
+                  eo_last_error(ctx));
+    expect_close(ctx, "attention D = 128", r, y, 1e-5);
+    close_ctx(ctx);
+}
+END_TEST
+
 START_TEST(mixed_devices_and_missing_driver_are_clear_errors)
 {
     eo_ctx *ctx = cuda_ctx();
@@ -708,6 +747,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
     tcase_add_test(tc, empty_inputs_write_their_outputs);
+    tcase_add_test(tc, attention_limits_are_refused_at_the_call);
     tcase_add_test(tc, transposed_16bit_view_copies_on_the_device);
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);

@@ -100,7 +100,7 @@ void eo_cuda_k_cross_entropy16(int dt, int64_t rows, int64_t cols, const void *l
         return;
     }
     /* The rows' losses wait in the scratch's work buffer for the reduction. */
-    if (rows > WORK_BYTES / 4) {
+    if (rows > EO_CU_CE16_MAX_ROWS) { /* the core refuses it first (eo_backend.limits) */
         eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "cross_entropy16: more than 2^20 rows", NULL,
                           NULL);
         return;
