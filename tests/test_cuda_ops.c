@@ -676,6 +676,66 @@ START_TEST(kv_cache_on_the_device)
 }
 END_TEST
 
+/* Issue 26, item 14 on the device: under bf16 / f16 autocast the cache
+ * is made in that dtype and generation in pieces matches the uncached
+ * forward under the same autocast (and the CPU's) within 16-bit
+ * tolerance. Before, the cached forward failed with EO_ERR_SHAPE. */
+START_TEST(kv_cache_under_autocast_on_the_device)
+{
+    enum { B = 1, T = 7, V = 9 };
+    const eo_dtype dt = _i ? EO_F16 : EO_BF16;
+    eo_ctx *ctx = cuda_ctx();
+    eo_gpt gc, gd;
+    eo_gpt_config cfg = { V, 8, 16, 2, 2 };
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CUDA, &cfg, &gd), EO_OK);
+    ck_assert_int_eq(eo_params_enable_low(ctx, &gd.params, dt), EO_OK);
+    eo_gpt_set_fused(&gc, 1);
+    eo_gpt_set_fused(&gd, 1);
+    eo_set_grad(ctx, 0);
+    ck_assert_int_eq(eo_ctx_set_autocast(ctx, dt), EO_OK);
+    int32_t ids[T] = { 3, 1, 4, 1, 5, 8, 2 };
+    float full[T * V], cpu[T * V], got[T * V];
+    int64_t si[2] = { B, T };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &gc, x, &lg), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, lg, EO_F32, &lg), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, lg, cpu, sizeof cpu), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &gd, to_cuda(ctx, x), &lg), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, lg, EO_F32, &lg), EO_OK);
+    ck_assert_msg(eo_read(ctx, lg, full, sizeof full) == EO_OK, "%s", eo_last_error(ctx));
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &gd, B, &c), EO_OK);
+    ck_assert_int_eq(c.k[0]->dtype, dt);
+    const int pieces[3] = { 3, 1, 3 };
+    for (int p = 0, t0 = 0; p < 3; t0 += pieces[p++]) {
+        int64_t sp[2] = { B, pieces[p] };
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sp, ids + t0, &x), EO_OK);
+        x = to_cuda(ctx, x);
+        ck_assert_msg(eo_gpt_forward_cached(ctx, &gd, &c, x, &lg) == EO_OK, "%s",
+                      eo_last_error(ctx));
+        ck_assert_int_eq(lg->dtype, dt);
+        ck_assert_int_eq(eo_cast(ctx, lg, EO_F32, &lg), EO_OK);
+        ck_assert_msg(eo_read(ctx, lg, got, (size_t)(pieces[p] * V) * sizeof(float)) == EO_OK,
+                      "%s", eo_last_error(ctx));
+        /* logits below 0.25 here: a few 16-bit units in the last place */
+        for (int i = 0; i < pieces[p] * V; i++) {
+            const float w = full[t0 * V + i], r = cpu[t0 * V + i];
+            ck_assert_msg(fabsf(got[i] - w) <= 2e-3f + 8e-3f * fabsf(w),
+                          "%s piece %d [%d]: cached %g vs uncached %g", eo_dtype_name(dt), p, i,
+                          (double)got[i], (double)w);
+            ck_assert_msg(fabsf(got[i] - r) <= 4e-3f + 1.6e-2f * fabsf(r),
+                          "%s piece %d [%d]: cuda cached %g vs cpu %g", eo_dtype_name(dt), p, i,
+                          (double)got[i], (double)r);
+        }
+    }
+    close_ctx(ctx);
+}
+END_TEST
+
 /* eo-train --model gpt --device cuda: the same text, seed and steps give
  * the CPU run's losses (composed and fused attention). */
 START_TEST(gpt_training_runs_on_the_device)
@@ -752,6 +812,7 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);
     tcase_add_test(tc, kv_cache_on_the_device);
+    tcase_add_loop_test(tc, kv_cache_under_autocast_on_the_device, 0, 2);
     tcase_add_test(tc, bad_ids_are_reported_by_the_device);
     tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);
