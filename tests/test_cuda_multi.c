@@ -32,6 +32,8 @@
 #include "ops/cuda/driver.h"
 #include "tests/gradcheck.h"
 #include "tools/ptxsim/driver.h"
+#include "tools/formats/checkpoint.h"
+#include "tests/tmpdir.h"
 
 static eo_cuda_driver D;
 
@@ -301,9 +303,11 @@ START_TEST(kernel_fault_is_a_status_and_the_other_device_carries_on)
 }
 END_TEST
 
-/* A size the launcher refuses (attention's kernel needs D <= 128): the
- * launch never happens, the failure comes back with its reason, and the
- * context is usable afterwards (nothing on the device went wrong). */
+/* A size the kernel cannot take (attention's needs D <= 128): the launch
+ * never happens, the failure comes back with its reason -- from the call
+ * itself, the backend's limits being checked there (core/backend.h) --
+ * and the context is usable afterwards (nothing on the device went
+ * wrong). */
 START_TEST(refused_launch_is_a_status)
 {
     job *ra = new_job(), *a = new_job();
@@ -323,7 +327,8 @@ START_TEST(refused_launch_is_a_status)
     }
     ck_assert_msg(s1 != EO_OK || s2 != EO_OK, "attention with D = 300 returned EO_OK");
     ck_assert_msg((s1 != EO_OK ? s1 : s2) == EO_ERR_UNSUPPORTED, "status %d (op %d): %s", s1 != EO_OK ? s1 : s2, s1, eo_last_error(c));
-    ck_assert_msg(strstr(eo_last_error(c), "D <= 128") != NULL, "%s", eo_last_error(c));
+    ck_assert_msg(s1 == EO_ERR_UNSUPPORTED, "refused only at the sync: %s", eo_last_error(c));
+    ck_assert_msg(strstr(eo_last_error(c), "limit of 128") != NULL, "%s", eo_last_error(c));
     eo_rewind(c, m);
     job_steps(a, 1);
     expect_same("after a refused launch", a, ra);
@@ -477,6 +482,12 @@ START_TEST(stale_cuda_tensors_are_refused)
     int64_t one[2] = { 1, 1 };
     eo_tensor *ids;
     ck_assert_int_eq(eo_tensor_zeros(c, EO_PERSIST, EO_CPU, EO_I32, 2, one, &ids), EO_OK);
+    /* a checkpoint of the live parameters, to load into the stale ones */
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s", eo_tmpdir_path("stale.safetensors"));
+    ck_assert_msg(eo_checkpoint_save(c, &j.ps, path, NULL, NULL, 0, err, sizeof err) == EO_OK,
+                  "%s", err);
     for (int round = 0; round < 2; round++) {
         eo_cuda_detach(c);
         if (round == 1) { /* a new attach: the old tensors stay stale */
@@ -500,6 +511,12 @@ START_TEST(stale_cuda_tensors_are_refused)
         ck_assert_int_eq(hook_calls, 0);
         expect_stale(c, "weights_bind", eo_weights_bind(c, &j.ps, NULL, 0, EO_BIND_COPY),
                      "weights_bind");
+        ck_assert_int_eq(eo_checkpoint_save(c, &j.ps, path, NULL, NULL, 0, err, sizeof err),
+                         EO_ERR_STATE);
+        ck_assert_msg(strstr(err, "earlier eo_cuda_attach"), "checkpoint_save: %s", err);
+        ck_assert_int_eq(eo_checkpoint_load(c, &j.ps, path, err, sizeof err), EO_ERR_STATE);
+        ck_assert_msg(strstr(err, "earlier eo_cuda_attach"),
+                      "checkpoint_load: %s", err);
         expect_stale(c, "read", eo_read(c, x, buf, sizeof buf), "read");
         expect_stale(c, "write", eo_write(c, x, buf, sizeof buf), "write");
         expect_stale(c, "to_host", eo_to_host(c, x, EO_STEP, &y), "to_host");
