@@ -90,6 +90,10 @@ typedef struct eo_tensor {
     uint8_t lifetime;              /* eo_lifetime of the data */
     uint8_t readonly;              /* 1: data is a caller's read-only buffer (weights bound in
                                       place, core/safetensors.h): nothing writes it */
+    uint32_t attach;               /* EO_CUDA tensors: the context's attach number
+                                      (eo_ctx.cuda_attach) when the data was carved; a
+                                      different number means the device memory went
+                                      with an eo_cuda_detach (EO_ERR_STATE). 0 on the CPU */
     const char *name;              /* parameters: the checkpoint key */
     struct eo_tensor *low;         /* parameters under mixed precision: the 16-bit
                                       working copy the forward reads (persistent,
@@ -188,6 +192,8 @@ typedef struct eo_ctx {
     int grads_pending;             /* a backward ran since the last gradient all-reduce */
     eo_profile_hook profile;       /* begin/end of calls and rules; fn NULL: none */
     eo_dtype autocast;             /* mixed precision policy: EO_F32 off, EO_BF16, EO_F16 */
+    uint32_t cuda_attach;          /* +1 at each eo_cuda_attach and eo_cuda_detach: odd
+                                      while attached; CUDA tensors carry it (eo_tensor.attach) */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
     const char *op;                /* the public call running now, for messages */
@@ -335,7 +341,14 @@ eo_status eo_rewind(eo_ctx *ctx, eo_mark m);
 struct eo_cuda_driver;
 eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
                          size_t persist_bytes, size_t step_bytes);
-/* Free the device arenas and release the device. */
+/* Free the device arenas and release the device. Every EO_CUDA tensor
+ * made before is stale from then on, also after a new eo_cuda_attach
+ * (its memory is gone): every call that is handed one -- an op, eo_read,
+ * eo_write, eo_to_device, eo_backward, the optimizer, clipping, the grad
+ * scaler, eo_params_zero_grad / _refresh_low / _enable_low,
+ * eo_grad_allreduce, eo_weights_bind, the KV cache -- returns EO_ERR_STATE
+ * naming itself and the tensor, and changes nothing. (Each tensor
+ * records the attach it was made under, eo_tensor.attach.) */
 void eo_cuda_detach(eo_ctx *ctx);
 /* The attached device's name ("" if none). */
 const char *eo_cuda_device_name(const eo_ctx *ctx);
@@ -647,7 +660,11 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * give an output of that dtype; on CUDA, without a mask and with D a
  * multiple of 8 up to 64, both directions then run on the tensor cores
  * with the probabilities and dS rounded to that dtype before their
- * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md). */
+ * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md).
+ * Statuses as eo_attention, and EO_ERR_UNSUPPORTED, at the call, for
+ * sizes the device's kernels cannot take -- on CUDA a head dim D above
+ * 128, B*H above 65535 or Tq above 2^20 (the message names D, or B*H or
+ * Tq, and the limit); eo_attention and the CPU take any size. */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

@@ -80,6 +80,7 @@ EO_PUBLIC(grad_scaler_scale_loss, (eo_ctx *ctx, const eo_grad_scaler *sc, eo_ten
 /* Check and unscale every gradient, then read the one flag they share. */
 static eo_status unscale_all(eo_ctx *ctx, eo_grad_scaler *sc, const eo_params *ps)
 {
+    EO_CHECK(eo_expect_params(ctx, ctx->op, ps));
     if (ctx->grads_pending) /* the global gradients: every rank finds the same */
         EO_CHECK(eo_grad_allreduce(ctx, ps));
     /* Every gradient checked before any is unscaled: a refusal leaves them

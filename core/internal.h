@@ -142,6 +142,18 @@ int eo_is_rewound(const eo_ctx *ctx, const void *p, size_t bytes);
  * device (any dtype), then also the dtype; and the same device as the
  * first. */
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
+/* The part of eo_expect_any that every call handed a tensor it will touch
+ * on its device must ask, even where the rest does not apply (a borrowed
+ * parameter, a gradient): t NULL passes; EO_ERR_STATE "<op>: ... earlier
+ * eo_cuda_attach" for a CUDA tensor whose attach has ended
+ * (eo_tensor.attach, eo_cuda_detach); EO_ERR_DEVICE for a device that is
+ * not open. */
+eo_status eo_expect_live(eo_ctx *ctx, const char *op, const eo_tensor *t);
+/* eo_expect_live for every parameter of ps, its gradient and its
+ * working copy (p->low), and EO_ERR_ARG for a NULL entry: what a call
+ * that walks a parameter list asks before it touches any of them. */
+struct eo_params;
+eo_status eo_expect_params(eo_ctx *ctx, const char *op, const struct eo_params *ps);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
 /* A parameter without storage for a borrowed list (eo_params_init_borrowed):

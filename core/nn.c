@@ -51,10 +51,24 @@ EO_PUBLIC(params_add, (eo_ctx *ctx, eo_params *ps, eo_tensor *t), (ctx, ps, t))
     return EO_OK;
 }
 
+eo_status eo_expect_params(eo_ctx *ctx, const char *op, const eo_params *ps)
+{
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *p = ps->items[i];
+        if (!p)
+            return eo_fail(ctx, EO_ERR_ARG, "%s: parameter %d is NULL", op, i);
+        EO_CHECK(eo_expect_live(ctx, op, p));
+        EO_CHECK(eo_expect_live(ctx, op, p->grad));
+        EO_CHECK(eo_expect_live(ctx, op, p->low));
+    }
+    return EO_OK;
+}
+
 EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_zero_grad: NULL list");
+    EO_CHECK(eo_expect_params(ctx, "params_zero_grad", ps));
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         if (!g) /* a borrowed parameter: inference only */

@@ -189,6 +189,7 @@ static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo
     *t = zero;
     t->dtype = dtype;
     t->device = device;
+    t->attach = device == EO_CUDA ? ctx->cuda_attach : 0; /* see eo_expect_live */
     t->rank = rank;
     t->lifetime = (uint8_t)life;
     for (int i = 0; i < rank; i++)
@@ -302,6 +303,27 @@ int eo_is_rewound(const eo_ctx *ctx, const void *p, size_t bytes)
     return off > used || bytes > used - off;
 }
 
+eo_status eo_expect_live(eo_ctx *ctx, const char *op, const eo_tensor *t)
+{
+    if (!t)
+        return EO_OK;
+    /* A CUDA tensor of an attach that has ended: its data was freed with
+     * the device arenas, and after a new attach the same addresses may be
+     * someone else's. Asked before the backend, so a detached context says
+     * STATE (a stale handle), not DEVICE (never attached). */
+    if (t->device == EO_CUDA && t->attach != ctx->cuda_attach)
+        return eo_fail(ctx, EO_ERR_STATE, "%s: %T is a CUDA tensor of an earlier eo_cuda_attach "
+                                          "(the device was detached since): its device memory "
+                                          "is gone", op, t);
+    if ((unsigned)t->device >= EO_DEVICE_COUNT)
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: a tensor on unknown device %d", op,
+                       (int)t->device);
+    if (!ctx->backend[t->device])
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %s, which is not open", op, t,
+                       eo_device_name(t->device));
+    return EO_OK;
+}
+
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
 {
     if (!ctx)
@@ -323,9 +345,7 @@ eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
     if ((unsigned)t->device >= EO_DEVICE_COUNT)
         return eo_fail(ctx, EO_ERR_DEVICE, "%s: a tensor on unknown device %d", op,
                        (int)t->device);
-    if (!ctx->backend[t->device])
-        return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %s, which is not open", op, t,
-                       eo_device_name(t->device));
+    EO_CHECK(eo_expect_live(ctx, op, t)); /* stale (STATE) before not open (DEVICE) */
     if (eo_dtype_size(t->dtype) == 0)
         return eo_fail(ctx, EO_ERR_DTYPE, "%s: a tensor of unknown dtype %d", op, (int)t->dtype);
     int64_t n;

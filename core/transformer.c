@@ -133,13 +133,25 @@ static eo_status mha(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *ck, 
     EO_CHECK(eo_transpose(ctx, v, 1, 2, &v));
     const float scale = 1.0f / sqrtf((float)D);
     if (ck) {
+        /* The cache keeps its own dtype (eo_gpt_cache_init: the autocast
+         * dtype it was made under): the new k and v are rounded into it,
+         * and a forward in another dtype reads it converted to its own,
+         * so q, k and v reach the attention in one dtype. */
         eo_tensor *dst;
+        if (k->dtype != ck->dtype) {
+            EO_CHECK(eo_cast(ctx, k, ck->dtype, &k));
+            EO_CHECK(eo_cast(ctx, v, cv->dtype, &v));
+        }
         EO_CHECK(eo_slice(ctx, ck, 2, len, T, &dst));
         EO_CHECK(eo_copy_into(ctx, dst, k));
         EO_CHECK(eo_slice(ctx, cv, 2, len, T, &dst));
         EO_CHECK(eo_copy_into(ctx, dst, v));
         EO_CHECK(eo_slice(ctx, ck, 2, 0, len + T, &k));            /* [B, H, len+T, D] */
         EO_CHECK(eo_slice(ctx, cv, 2, 0, len + T, &v));
+        if (k->dtype != q->dtype) {
+            EO_CHECK(eo_cast(ctx, k, q->dtype, &k));
+            EO_CHECK(eo_cast(ctx, v, q->dtype, &v));
+        }
         EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
     } else if (a->fused)
         EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
@@ -271,16 +283,22 @@ EO_PUBLIC(gpt_cache_init, (eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_c
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_cache_init: the model was not built (or its "
                                           "build failed)");
+    EO_CHECK(eo_expect_live(ctx, "gpt_cache_init", m->wte));
     const int64_t L = m->cfg.layers, H = m->cfg.heads, D = m->cfg.d_model / H;
     int64_t sh[4] = { batch, H, m->cfg.context, D };
+    /* The dtype the cached forwards will make k and v in: autocast's, or
+     * a 16-bit model's own (transformer.h). */
+    const eo_dtype dt = ctx->autocast != EO_F32     ? ctx->autocast
+                        : eo_is_half(m->wte->dtype) ? m->wte->dtype
+                                                    : EO_F32;
     c->batch = batch;
     c->len = 0;
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, 2 * (size_t)L * sizeof(eo_tensor *), (void **)&c->k));
     c->v = c->k + L;
     for (int64_t i = 0; i < L; i++) {
-        eo_status s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->k[i]);
+        eo_status s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, dt, 4, sh, &c->k[i]);
         if (s == EO_OK)
-            s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->v[i]);
+            s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, dt, 4, sh, &c->v[i]);
         if (s != EO_OK) {
             *c = z; /* eo_leave gives the memory back: no pointer into it may stay */
             return s;
@@ -308,14 +326,19 @@ static eo_status check_cache(eo_ctx *ctx, const eo_gpt *m, const eo_gpt_cache *c
     for (int64_t i = 0; i < m->cfg.layers; i++)
         for (int kv = 0; kv < 2; kv++) {
             const eo_tensor *t = kv ? c->v[i] : c->k[i];
-            if (!t || t->dtype != EO_F32 || t->device != m->wte->device || t->rank != 4 ||
-                t->shape[0] != c->batch || t->shape[1] != H || t->shape[2] != ctxlen ||
-                t->shape[3] != D)
+            EO_CHECK(eo_expect_live(ctx, "gpt_forward_cached", t));
+            /* one float dtype for the whole cache: the first k's */
+            const eo_dtype dt = c->k[0] ? c->k[0]->dtype : EO_F32;
+            if (!t || !eo_is_float(dt) || t->dtype != dt || t->device != m->wte->device ||
+                t->rank != 4 || t->shape[0] != c->batch || t->shape[1] != H ||
+                t->shape[2] != ctxlen || t->shape[3] != D)
                 return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: cache %s of layer %lld "
-                                                  "is %T, expected [%lldx%lldx%lldx%lld f32] "
+                                                  "is %T, expected [%lldx%lldx%lldx%lld %s] "
+                                                  "(the dtype of the cache's first k, a float) "
                                                   "on the model's device",
                                kv ? "v" : "k", (long long)i, t, (long long)c->batch,
-                               (long long)H, (long long)ctxlen, (long long)D);
+                               (long long)H, (long long)ctxlen, (long long)D,
+                               eo_dtype_name(dt));
         }
     return EO_OK;
 }

@@ -108,7 +108,15 @@ eo_status eo_gpt_loss(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *t
  * position seen so far, [B, H, context, D] each (persistent arena, the
  * model's device). With it a new token costs O(positions so far) -- its
  * own projections and MLP, and attention against the cached keys --
- * instead of a forward over the whole window. */
+ * instead of a forward over the whole window.
+ * Its dtype is chosen once, by eo_gpt_cache_init: the autocast dtype
+ * (eo_ctx_set_autocast) when autocast is on -- the dtype the cached
+ * forwards then make k and v in, so they are stored as they are (half the
+ * memory of f32) --, else a bf16 / f16 model's own dtype, else f32. Make
+ * the cache under the autocast setting you will generate with: a forward
+ * in another dtype still works, its k and v rounded into the cache's
+ * dtype and the cache read back converted to its own (an extra cast of
+ * the whole cache per block and token). */
 typedef struct eo_gpt_cache {
     int64_t batch;
     int64_t len;          /* positions held, 0 .. context */
@@ -116,7 +124,8 @@ typedef struct eo_gpt_cache {
 } eo_gpt_cache;
 
 /* EO_ERR_ARG for NULL m or c or batch < 1; EO_ERR_STATE for a model that
- * was not built. A failed init leaves *c zeroed. */
+ * was not built (or whose CUDA tensors are of an ended attach). The
+ * cache's dtype: see eo_gpt_cache. A failed init leaves *c zeroed. */
 eo_status eo_gpt_cache_init(eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c);
 /* Forget every position (the storage is kept). */
 void eo_gpt_cache_reset(eo_gpt_cache *c);
@@ -128,7 +137,8 @@ void eo_gpt_cache_reset(eo_gpt_cache *c);
  * EO_ERR_ARG for a NULL argument; EO_ERR_STATE for a model not built or a
  * cache that is not one eo_gpt_cache_init made for this model and batch
  * (batch < 1, k or v NULL, len outside 0..context, a k or v tensor not
- * [batch, heads, context, d_model / heads] f32 on the model's device);
+ * [batch, heads, context, d_model / heads] on the model's device, all of
+ * one float dtype; a CUDA tensor of an ended attach);
  * EO_ERR_SHAPE for idx not [batch, Tn] with 1 <= Tn <= context - c->len.
  * On failure c->len is unchanged. */
 eo_status eo_gpt_forward_cached(eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo_tensor *idx,

@@ -33,6 +33,7 @@
 #include "alloc/checked.h"
 #include "core/internal.h"
 #include "core/nn.h"
+#include "core/safetensors.h"
 #include "core/transformer.h"
 #include "tests/gradcheck.h"
 #include "tests/optest.h"
@@ -758,6 +759,94 @@ START_TEST(state_misuse_is_refused_and_said)
 }
 END_TEST
 
+/* Issue 26, item 8: a call that walks a parameter list or is handed a
+ * tensor touches its device memory; a CUDA tensor of an attach that has
+ * ended (here made by hand: a CPU-only context, whose CUDA backend is
+ * also missing) is EO_ERR_STATE from every such entry point, naming it,
+ * and nothing changes -- before, the optimizer, zero_grad, clipping, the
+ * scaler and refresh_low dereferenced the NULL backend and the
+ * all-reduce gave the freed buffers to its hook with EO_OK. The same
+ * calls run on the interpreter after a real detach in cuda_multi. */
+static eo_status count_hook(void *user, const eo_grad_buffer *b, int n, char *msg, size_t len)
+{
+    (void)b; (void)n; (void)msg; (void)len;
+    ++*(int *)user;
+    return EO_OK;
+}
+
+START_TEST(stale_cuda_tensors_refused_everywhere)
+{
+    eo_params ps;
+    eo_module lin;
+    eo_optimizer sgd, adam;
+    eo_grad_scaler sc;
+    OT_OK(eo_params_init(ot_ctx, &ps, 4), "params");
+    OT_OK(eo_linear_init(ot_ctx, &ps, EO_CPU, "l", 3, 2, 1, EO_INIT_KAIMING_UNIFORM, &lin), "lin");
+    OT_OK(eo_sgd_init(ot_ctx, &sgd, &ps, 0.1f, 0.9f, 0, 0), "sgd");
+    OT_OK(eo_adamw_init(ot_ctx, &adam, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0), "adamw");
+    OT_OK(eo_grad_scaler_init(ot_ctx, &sc, 1), "scaler");
+    int calls = 0;
+    eo_grad_sync hook = { count_hook, &calls };
+    eo_ctx_set_grad_sync(ot_ctx, hook);
+    /* Each of the three parts of a parameter the calls reach in turn:
+     * the weight, its gradient, its 16-bit working copy. */
+    eo_tensor *w = ps.items[0], *stale;
+    OT_OK(eo_host_alloc(ot_ctx, EO_PERSIST, sizeof *stale, (void **)&stale), "header");
+    for (int part = 0; part < 3; part++) {
+        eo_tensor *keep_w = ps.items[0], *keep_g = w->grad, *keep_low = w->low;
+        *stale = part == 1 ? *w->grad : *w;
+        stale->device = EO_CUDA;
+        stale->attach = ot_ctx->cuda_attach + 1;
+        if (part == 0) {
+            stale->grad = w->grad;
+            ps.items[0] = stale;
+        } else if (part == 1) {
+            w->grad = stale;
+        } else {
+            w->low = stale;
+        }
+        REFUSED(eo_optimizer_step(ot_ctx, &sgd), EO_ERR_STATE, "optimizer_step", "eo_cuda_attach");
+        REFUSED(eo_optimizer_step(ot_ctx, &adam), EO_ERR_STATE, "optimizer_step", "eo_cuda_attach");
+        REFUSED(eo_params_zero_grad(ot_ctx, &ps), EO_ERR_STATE, "params_zero_grad", "eo_cuda_attach");
+        float norm = -1;
+        REFUSED(eo_clip_grad_norm(ot_ctx, &ps, 1.0f, &norm), EO_ERR_STATE, "clip_grad_norm",
+                "eo_cuda_attach");
+        REFUSED(eo_grad_scaler_unscale(ot_ctx, &sc, &ps), EO_ERR_STATE, "grad_scaler_unscale",
+                "eo_cuda_attach");
+        REFUSED(eo_params_refresh_low(ot_ctx, &ps), EO_ERR_STATE, "params_refresh_low",
+                "eo_cuda_attach");
+        REFUSED(eo_params_enable_low(ot_ctx, &ps, EO_BF16), EO_ERR_STATE, "params_enable_low",
+                "eo_cuda_attach");
+        REFUSED(eo_grad_allreduce(ot_ctx, &ps), EO_ERR_STATE, "grad_allreduce", "eo_cuda_attach");
+        REFUSED(eo_weights_bind(ot_ctx, &ps, NULL, 0, EO_BIND_COPY), EO_ERR_STATE, "weights_bind",
+                "eo_cuda_attach");
+        ck_assert_int_eq(calls, 0);
+        ps.items[0] = keep_w;
+        w->grad = keep_g;
+        w->low = keep_low;
+    }
+    /* The tensor calls themselves. */
+    *stale = *w;
+    stale->device = EO_CUDA;
+    stale->attach = ot_ctx->cuda_attach + 1;
+    float buf[6] = { 0 };
+    eo_tensor *y;
+    REFUSED(eo_read(ot_ctx, stale, buf, sizeof buf), EO_ERR_STATE, "read", "eo_cuda_attach");
+    REFUSED(eo_write(ot_ctx, stale, buf, sizeof buf), EO_ERR_STATE, "write", "eo_cuda_attach");
+    REFUSED(eo_fill(ot_ctx, stale, 1.0f), EO_ERR_STATE, "fill", "eo_cuda_attach");
+    REFUSED(eo_to_device(ot_ctx, stale, EO_CPU, EO_STEP, &y), EO_ERR_STATE, "to_device",
+            "eo_cuda_attach");
+    REFUSED(eo_init_param(ot_ctx, stale, 0.1f, 0), EO_ERR_STATE, "init_param", "eo_cuda_attach");
+    REFUSED(eo_set_requires_grad(ot_ctx, stale, 1), EO_ERR_STATE, "set_requires_grad",
+            "eo_cuda_attach");
+    /* The list still works once it holds live tensors again. */
+    OT_OK(eo_params_zero_grad(ot_ctx, &ps), "zero_grad after");
+    OT_OK(eo_optimizer_step(ot_ctx, &adam), "step after");
+    eo_grad_sync none = { NULL, NULL };
+    eo_ctx_set_grad_sync(ot_ctx, none);
+}
+END_TEST
+
 START_TEST(null_ctx_everywhere)
 {
     /* Every public call outside the op table (part 3 covers the ops):
@@ -1101,6 +1190,16 @@ START_TEST(op_sweep)
         snprintf(what, sizeof what, "input %d of rank 5", k);
         one_case(so, what, ot_ctx, bad, &y, EO_ERR_AXIS);
         eo_rewind(ot_ctx, start);
+        /* a CUDA tensor of an attach that has ended (eo_cuda_detach; this
+         * context never attached): refused as stale before anything reads
+         * its data or asks for its device's backend (issue 26, item 8) */
+        memcpy(bad, in, sizeof bad);
+        bad[k] = with_rank(in[k], in[k]->rank);
+        bad[k]->device = EO_CUDA;
+        bad[k]->attach = ot_ctx->cuda_attach + 1;
+        snprintf(what, sizeof what, "input %d a stale CUDA tensor", k);
+        one_case(so, what, ot_ctx, bad, &y, EO_ERR_STATE);
+        eo_rewind(ot_ctx, start);
         /* non-contiguous: the same numbers */
         if (!so->i32[k] && in[k]->rank >= 2) {
             memcpy(bad, in, sizeof bad);
@@ -1332,6 +1431,7 @@ Suite *eo_suite_sweep(void)
     tcase_add_test(tc, checked_helpers);
     tcase_add_test(tc, null_ctx_everywhere);
     tcase_add_test(tc, cuda_attach_failure_gives_back);
+    tcase_add_test(tc, stale_cuda_tensors_refused_everywhere);
     tcase_add_test(tc, slice_bounds_do_not_wrap);
     tcase_add_test(tc, reshape_product_does_not_wrap);
     tcase_add_test(tc, tensor_bytes_do_not_wrap);
