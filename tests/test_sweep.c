@@ -793,13 +793,15 @@ START_TEST(stale_cuda_tensors_refused_everywhere)
     eo_tensor *w = ps.items[0], *stale;
     OT_OK(eo_host_alloc(ot_ctx, EO_PERSIST, sizeof *stale, (void **)&stale), "header");
     for (int part = 0; part < 3; part++) {
-        eo_tensor *keep_w = ps.items[0], *keep_g = w->grad, *keep_low = w->low;
+        /* The optimizers keep their own copy of the list (the pointers),
+         * so the weight is made stale in place and restored after. */
+        eo_tensor keep_w = *w, *keep_g = w->grad, *keep_low = w->low;
         *stale = part == 1 ? *w->grad : *w;
         stale->device = EO_CUDA;
         stale->attach = ot_ctx->cuda_attach + 1;
         if (part == 0) {
-            stale->grad = w->grad;
-            ps.items[0] = stale;
+            w->device = EO_CUDA;
+            w->attach = ot_ctx->cuda_attach + 1;
         } else if (part == 1) {
             w->grad = stale;
         } else {
@@ -821,7 +823,7 @@ START_TEST(stale_cuda_tensors_refused_everywhere)
         REFUSED(eo_weights_bind(ot_ctx, &ps, NULL, 0, EO_BIND_COPY), EO_ERR_STATE, "weights_bind",
                 "eo_cuda_attach");
         ck_assert_int_eq(calls, 0);
-        ps.items[0] = keep_w;
+        *w = keep_w;
         w->grad = keep_g;
         w->low = keep_low;
     }
