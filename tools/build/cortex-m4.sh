@@ -10,7 +10,7 @@
 #     never calls) and without, and with -Wdouble-promotion (an accidental
 #     float->double is software emulation on this FPU; -Werror makes it fail);
 #  3. links tools/embedded/infer_tiny.c with the weights make examples
-#     trains (HOSTBUILD/examples/mlp_weights.h) and 100 test images
+#     trains (HOSTBUILD/examples/mlp_image.h, eo-safetensors c-image) and 100 test images
 #     compiled in, startup and linker script for the board
 #     (tools/embedded/), and prints arm-none-eabi-size for each;
 #  4. runs it under qemu-system-arm -M mps2-an386 (output on UART0, exit
@@ -31,7 +31,7 @@ sh tools/build/need-packages.sh \
     gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 
 # The host side: the trained weights as a C header, and the host library.
-$make_cmd --no-print-directory "$hostbuild/examples/mlp_weights.h" "$hostbuild/libeveryo.a" >/dev/null
+$make_cmd --no-print-directory "$hostbuild/examples/mlp_image.h" "$hostbuild/libeveryo.a" >/dev/null
 
 # ---- 2. the library for the M4 --------------------------------------------------
 for v in gc nogc; do
