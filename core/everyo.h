@@ -225,9 +225,11 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
  * the table. Each family fills the slots of its ops; a *_backward family
  * the slots eo_backward needs for them:
  *   elementwise     add sub mul div maximum minimum scale relu gelu tanh
- *                   sigmoid exp log (and the optimizers' gradient clipping)
- *   matmul          matmul (its backward is matmul too), linear layers
- *   reduce          sum mean max logsumexp, clip_grad_norm's sum of squares
+ *                   sigmoid exp log
+ *   matmul          matmul (its backward is matmul too); a Linear layer
+ *                   needs elementwise as well, for its bias
+ *   reduce          sum mean max logsumexp; clip_grad_norm needs reduce
+ *                   (its sum of squares) and elementwise (its scaling)
  *   softmax         softmax log_softmax
  *   cross_entropy   cross_entropy
  *   layernorm, embedding, attention (the fused attention)
@@ -237,7 +239,9 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
  *   optim           SGD, AdamW, the loss scaler's unscale
  *   half            bf16/f16: eo_cast and the native 16-bit kernels of
  *                   every family, forward and backward (without it a
- *                   16-bit tensor's op says EO_ERR_UNSUPPORTED) */
+ *                   16-bit tensor's op says EO_ERR_UNSUPPORTED)
+ * A training step needs the *_backward families of its ops and optim; a
+ * program with room for every kernel simply calls eo_ctx_init. */
 typedef struct eo_backend eo_cpu_kernels; /* opaque: the table being filled */
 typedef void eo_cpu_kernels_fn(eo_cpu_kernels *k);
 eo_status eo_ctx_init_kernels(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
