@@ -55,7 +55,11 @@ eo_status eo_ctx_init_kernels(eo_ctx *ctx, void *persist_buf, size_t persist_byt
         if (!families[i])
             return eo_fail(ctx, EO_ERR_ARG, "ctx_init_kernels: families[%zu] is NULL", i);
     eo_backend *k;
-    EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof *k, (void **)&k));
+    if (eo_host_alloc(ctx, EO_PERSIST, sizeof *k, (void **)&k) != EO_OK)
+        return eo_fail(ctx, EO_ERR_OOM,
+                       "ctx_init_kernels: the CPU kernel table needs %zu bytes of the persistent "
+                       "arena, which holds %zu",
+                       sizeof *k, persist_bytes);
     const eo_backend none = {0};
     *k = none;
     /* What every tensor needs whatever the ops: moving and zeroing memory,

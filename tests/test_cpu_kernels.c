@@ -116,6 +116,8 @@ START_TEST(bad_lists_refused)
     ck_assert_msg(strstr(eo_last_error(&c), "families[1]"), "message: %s", eo_last_error(&c));
     /* The table lives in the persistent arena: too small a one says so. */
     ck_assert_int_eq(eo_ctx_init_kernels(&c, pbuf[1], 64, sbuf[1], sizeof sbuf[1], holey, 1), EO_ERR_OOM);
+    ck_assert_msg(strstr(eo_last_error(&c), "ctx_init_kernels") && strstr(eo_last_error(&c), "persistent"),
+                  "message: %s", eo_last_error(&c));
     /* No family at all: memory and copies only, every op unsupported. */
     ck_assert_int_eq(eo_ctx_init_kernels(&c, pbuf[1], sizeof pbuf[1], sbuf[1], sizeof sbuf[1], NULL, 0),
                      EO_OK);
