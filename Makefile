@@ -77,6 +77,12 @@ LIB_SRCS  := $(filter-out core/cuda_off.c,$(LIB_SRCS))
 endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
+# The embedded PTX (rule under CUDA / PTX below). Defined here, before any
+# rule names it: a rule's prerequisites are expanded where the rule is read,
+# so a variable defined later expands to nothing there (the PIC ptx.o once
+# lost this dependency, and `make install` on a fresh clone failed;
+# tools/build/make-order.awk finds any such rule).
+PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
 # tools/examples/ are programs built against the installed headers (below),
 # tools/embedded/ the Cortex-M4 example (make cortex-m4).
@@ -509,7 +515,6 @@ bench-train: $(BUILD)/eo-train
 #                    ptx/layernorm.ptx are tools/build/gen-ptx16.py's output
 #                    and ptx/attention_tc.ptx tools/build/gen-attention-tc.py's.
 #                    Without ptxas it says it skipped and succeeds.
-PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
 $(PTX_EMBED): $(PTX_SRCS) tools/build/ptx-embed.awk
 	@mkdir -p $(dir $@)
 	LC_ALL=C awk -f tools/build/ptx-embed.awk $(PTX_SRCS) > $@.tmp && mv $@.tmp $@

@@ -211,6 +211,77 @@ typedef struct eo_ctx {
 eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
                       void *step_buf, size_t step_bytes);
 
+/* ---- choosing the CPU kernels (small links) -------------- experimental ---
+ * eo_ctx_init's CPU table points at every kernel, so a program that calls
+ * it links all of them (convolution, attention, every backward, the
+ * 16-bit kernels) whatever it runs. eo_ctx_init_kernels is eo_ctx_init
+ * with a CPU table holding only the families of kernels the program
+ * lists, TensorFlow Lite Micro's op resolver in EveryO's terms: linked
+ * with per-function sections and --gc-sections (-ffunction-sections
+ * -fdata-sections, -Wl,--gc-sections), a family nobody lists is left out
+ * of the program (tools/embedded/infer_tiny.c: two Linear layers and a
+ * ReLU, eo_cpu_kernels_elementwise and eo_cpu_kernels_matmul).
+ *
+ * The table lives in the persistent arena (a pointer per kernel slot:
+ * 616 bytes on a 64-bit host today, 308 on a Cortex-M4). Always
+ * in it: memory moves and zero fills, contiguous copies, fills and
+ * gradient accumulation. An op whose kernel is not in the table returns
+ * EO_ERR_UNSUPPORTED, its message naming the op and "cpu (kernels listed
+ * to eo_ctx_init_kernels)"; nothing calls through an empty slot. The
+ * CUDA backend (eo_cuda_attach) is unaffected.
+ *
+ *   static eo_cpu_kernels_fn *const fams[] = {eo_cpu_kernels_matmul,
+ *                                             eo_cpu_kernels_elementwise};
+ *   s = eo_ctx_init_kernels(&ctx, persist, sizeof persist, step, sizeof step,
+ *                           fams, 2);
+ *
+ * Statuses: those of eo_ctx_init; EO_ERR_ARG for families NULL with count
+ * > 0 or a NULL entry; EO_ERR_OOM when the persistent arena cannot hold
+ * the table. Each family fills the slots of its ops; a *_backward family
+ * the slots eo_backward needs for them:
+ *   elementwise     add sub mul div maximum minimum scale relu gelu tanh
+ *                   sigmoid exp log
+ *   matmul          matmul (its backward is matmul too); a Linear layer
+ *                   needs elementwise as well, for its bias
+ *   reduce          sum mean max logsumexp; clip_grad_norm needs reduce
+ *                   (its sum of squares) and elementwise (its scaling)
+ *   softmax         softmax log_softmax
+ *   cross_entropy   cross_entropy
+ *   layernorm, embedding, attention (the fused attention)
+ *   dropout         forward and backward
+ *   conv            conv2d maxpool2d relu_maxpool2d, forward and backward
+ *                   (the fused kernels are used only as a pair)
+ *   optim           SGD, AdamW, the loss scaler's unscale
+ *   half            bf16/f16: eo_cast and the native 16-bit kernels of
+ *                   every family, forward and backward (without it a
+ *                   16-bit tensor's op says EO_ERR_UNSUPPORTED)
+ * A training step needs the *_backward families of its ops and optim; a
+ * program with room for every kernel simply calls eo_ctx_init. */
+typedef struct eo_backend eo_cpu_kernels; /* opaque: the table being filled */
+typedef void eo_cpu_kernels_fn(eo_cpu_kernels *k);
+eo_status eo_ctx_init_kernels(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
+                              void *step_buf, size_t step_bytes,
+                              eo_cpu_kernels_fn *const *families, size_t count);
+void eo_cpu_kernels_elementwise(eo_cpu_kernels *k);
+void eo_cpu_kernels_elementwise_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_matmul(eo_cpu_kernels *k);
+void eo_cpu_kernels_reduce(eo_cpu_kernels *k);
+void eo_cpu_kernels_reduce_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_softmax(eo_cpu_kernels *k);
+void eo_cpu_kernels_softmax_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_cross_entropy(eo_cpu_kernels *k);
+void eo_cpu_kernels_cross_entropy_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_layernorm(eo_cpu_kernels *k);
+void eo_cpu_kernels_layernorm_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_embedding(eo_cpu_kernels *k);
+void eo_cpu_kernels_embedding_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_dropout(eo_cpu_kernels *k);
+void eo_cpu_kernels_conv(eo_cpu_kernels *k);
+void eo_cpu_kernels_attention(eo_cpu_kernels *k);
+void eo_cpu_kernels_attention_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_optim(eo_cpu_kernels *k);
+void eo_cpu_kernels_half(eo_cpu_kernels *k);
+
 /* The message of the last failure ("" if none), always terminated once
  * eo_ctx_init has run on ctx (even when it refused). Never NULL. */
 const char *eo_last_error(const eo_ctx *ctx);

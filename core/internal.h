@@ -116,6 +116,10 @@ size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
 #define EO_CHECK(expr) do { eo_status eo_s_ = (expr); if (eo_s_ != EO_OK) return eo_s_; } while (0)
 
 /* ---- helpers ------------------------------------------------------------- */
+/* eo_ctx_init without the CPU kernel table (core/ctx.c): the caller sets
+ * ctx->backend[EO_CPU] (eo_ctx_init, eo_ctx_init_kernels). */
+eo_status eo_ctx_setup(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
+                       size_t step_bytes);
 const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t);
 /* Step-arena scratch on a device, kept until the step is rewound. */
 eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out);

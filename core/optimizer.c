@@ -352,6 +352,7 @@ static eo_status clip(eo_ctx *ctx, const eo_params *ps, float max_norm, int erro
                            i, g);
         const eo_backend *be = eo_backend_of(ctx, g);
         EO_NEED_KERNEL(ctx, "clip_grad_norm", be, sumsq);
+        EO_NEED_KERNEL(ctx, "clip_grad_norm", be, unary); /* the scaling, below */
         /* The kernel writes one float on the device; bring it home. */
         eo_mark m = eo_mark_get(ctx);
         float part = 0, *dev;
