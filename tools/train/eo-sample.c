@@ -155,7 +155,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: %s\n", err);
         return 1;
     }
-    eo_gpt_config c;
+    eo_gpt_config c = {0}; /* untied: eo-train saves its own lm_head */
     const char *model = eo_st_meta_get(&f, "model"), *chars = eo_st_meta_get(&f, "vocab");
     eo_vocab voc;
     if (model && strcmp(model, "gpt") != 0) {

@@ -13,6 +13,7 @@
 #include "alloc/checked.h"
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
+#include "tools/formats/gpt2.h"
 #include "tools/cli/errbuf.h"
 #include "tools/train/trainer.h"
 #include "tools/dist/accum.h"
@@ -462,7 +463,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         if (out)
             fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
-    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
+    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers, 0 };
     CORE(eo_gpt_build(&ctx, c->cuda ? EO_CUDA : EO_CPU, &gc, &m));
     eo_gpt_set_fused(&m, c->fused);
     if (dist)
@@ -606,10 +607,15 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         snprintf(sst, sizeof sst, "%d", c->steps);
         snprintf(sseed, sizeof sseed, "%llu", (unsigned long long)c->seed);
         snprintf(sval, sizeof sval, "%.4f", r->val_loss);
-        const char *keys[9] = { "model", "vocab", "context", "d_model", "heads", "layers",
-                                "steps", "seed", "val_loss" };
-        const char *vals[9] = { "gpt", voc.chars, sctx, sd, sh, sl, sst, sseed, sval };
-        s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, 9, err, errlen);
+        const char *keys[9 + EO_GPT2_META_MAX] = { "model", "vocab", "context", "d_model",
+                                                   "heads", "layers", "steps", "seed",
+                                                   "val_loss" };
+        const char *vals[9 + EO_GPT2_META_MAX] = { "gpt", voc.chars, sctx, sd, sh, sl, sst,
+                                                   sseed, sval };
+        /* and the architecture in GPT2Config's words (tools/formats/gpt2.h) */
+        eo_gpt2_meta_buf mb;
+        size_t nm = 9 + eo_gpt2_meta(&m.cfg, EO_GPT2_EVERYO, &mb, keys + 9, vals + 9);
+        s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, nm, err, errlen);
         if (s != EO_OK)
             goto done;
         if (out)
