@@ -254,10 +254,13 @@ END_TEST
 /* The tied head in the library: one parameter (wte) in the list, no
  * lm_head.weight, the head computing with wte, and wte's gradient the sum
  * of its two uses: the same as an untied model whose head starts equal to
- * wte, with the two gradients added. */
+ * wte, with the two gradients added. In f32 (_i 0) and under bf16 mixed
+ * precision (_i 1: wte's one working copy serves the embedding and the
+ * head's matmul, whose gradient goes straight into the f32 master's). */
 START_TEST(tied_head_gradient_is_the_sum)
 {
     eo_ctx *ctx = eo_test_ctx(8, 32);
+    const int amp = _i;
     eo_gpt_config tc = { 13, 6, 8, 2, 1, 1 }, uc = tc;
     uc.tied = 0;
     eo_gpt t, u;
@@ -271,6 +274,12 @@ START_TEST(tied_head_gradient_is_the_sum)
     /* u's head := u's wte; every other parameter is already equal */
     int64_t n = eo_numel(u.wte);
     memcpy(u.lm_head.w->data, u.wte->data, (size_t)n * sizeof(float));
+    if (amp) {
+        ck_assert_int_eq(eo_params_enable_low(ctx, &t.params, EO_BF16), EO_OK);
+        ck_assert_int_eq(eo_params_enable_low(ctx, &u.params, EO_BF16), EO_OK);
+        ck_assert_ptr_nonnull(t.wte->low);
+        ck_assert_int_eq(eo_ctx_set_autocast(ctx, EO_BF16), EO_OK);
+    }
     int32_t ids[10] = { 1, 2, 3, 4, 5, 12, 0, 7, 7, 9 }, tg[10] = { 2, 3, 4, 5, 6, 0, 1, 8, 9, 3 };
     int64_t sh[2] = { 2, 5 };
     eo_tensor *x, *y, *lt, *lu;
@@ -282,7 +291,11 @@ START_TEST(tied_head_gradient_is_the_sum)
     ck_assert_int_eq(eo_backward(ctx, lt), EO_OK);
     ck_assert_int_eq(eo_gpt_loss(ctx, &u, x, y, NULL, &lu), EO_OK);
     ck_assert_int_eq(eo_backward(ctx, lu), EO_OK);
-    ck_assert_float_eq(*(float *)lt->data, *(float *)lu->data);
+    float vt, vu;
+    ck_assert_int_eq(eo_read(ctx, lt, &vt, sizeof vt), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, lu, &vu, sizeof vu), EO_OK);
+    ck_assert_float_eq(vt, vu);
+    ck_assert_int_eq(t.wte->grad->dtype, EO_F32);
     const float *gt = t.wte->grad->data, *ge = u.wte->grad->data, *gh = u.lm_head.w->grad->data;
     for (int64_t i = 0; i < n; i++)
         ck_assert_msg(fabsf(gt[i] - (ge[i] + gh[i])) <= 1e-6f * (1 + fabsf(gt[i])),
@@ -290,6 +303,7 @@ START_TEST(tied_head_gradient_is_the_sum)
                       (double)ge[i], (double)gh[i]);
     eo_gpt_config bad = tc;
     bad.tied = 2;
+    eo_ctx_set_autocast(ctx, EO_F32);
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &bad, &u), EO_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "tied is 2"));
     eo_test_ctx_free(ctx);
@@ -306,7 +320,7 @@ Suite *eo_suite_gpt2_hf(void)
     tcase_add_test(tc, hub_layout_loads);
     tcase_add_test(tc, a_dropped_c_proj_transpose_is_seen);
     tcase_add_test(tc, bad_files_name_the_tensor);
-    tcase_add_test(tc, tied_head_gradient_is_the_sum);
+    tcase_add_loop_test(tc, tied_head_gradient_is_the_sum, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
