@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/everyo.h"
+#include "tests/tmpdir.h"
 #include "tools/cli/args.h"
 
 #ifndef EO_BUILD_DIR
@@ -183,6 +184,35 @@ START_TEST(train_and_sample_refuse_bad_values)
 }
 END_TEST
 
+/* eo-safetensors convert-gpt2 both ways, and eo-sample naming what a
+ * GPT-2 file is instead of calling it no checkpoint at all. */
+START_TEST(gpt2_files_on_the_command_line)
+{
+    static char out[8192];
+    char args[1200];
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    char eo[512], hf[512];
+    snprintf(eo, sizeof eo, "%s", eo_tmpdir_path("eo.safetensors"));
+    snprintf(hf, sizeof hf, "%s", eo_tmpdir_path("hf.safetensors"));
+    snprintf(args, sizeof args, "convert-gpt2 tests/fixtures/gpt2_small.safetensors '%s' 3", eo);
+    ck_assert_msg(run("eo-safetensors", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "n_head 3 (from caller)") && strstr(out, "tied head, Hugging Face "
+                  "layout") && strstr(out, ": EveryO layout"), "%s", out);
+    snprintf(args, sizeof args, "convert-gpt2 '%s' '%s'", eo, hf);
+    ck_assert_msg(run("eo-safetensors", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "n_head 3 (from metadata)") && strstr(out, "EveryO layout ->"), "%s",
+                  out);
+    snprintf(args, sizeof args, "convert-gpt2 tests/fixtures/gpt2_small.safetensors '%s'", eo);
+    ck_assert_int_eq(run("eo-safetensors", args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "number of heads"), "%s", out);
+    snprintf(args, sizeof args, "--load '%s' --prompt a", hf);
+    ck_assert_int_eq(run("eo-sample", args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "holds a GPT-2 model (Hugging Face layout, n_layer 2, n_embd 12, "
+                             "vocab 37)"), "%s", out);
+    eo_tmpdir_remove();
+}
+END_TEST
+
 Suite *eo_suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -194,6 +224,7 @@ Suite *eo_suite_cli(void)
     tcase_add_test(tc, range_and_choice_parsers);
     tcase_add_test(tc, every_program_has_help_version_and_names_a_bad_option);
     tcase_add_test(tc, train_and_sample_refuse_bad_values);
+    tcase_add_test(tc, gpt2_files_on_the_command_line);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,6 +15,7 @@
 #include "tests/gpt2_fixture.h"
 #include "tests/gradcheck.h"
 #include "tests/tmpdir.h"
+#include "tools/formats/checkpoint.h"
 #include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 
@@ -310,6 +311,55 @@ START_TEST(tied_head_gradient_is_the_sum)
 }
 END_TEST
 
+/* EveryO's own checkpoints say what they are (format: pt, weight_layout
+ * out_in, GPT2Config's fields), and an eo-train-style GPT file goes to
+ * Hugging Face's layout and back with its tensors bit for bit and its
+ * own metadata (the character vocabulary) kept. */
+START_TEST(own_checkpoint_converts_both_ways)
+{
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    eo_ctx *ctx = eo_test_ctx(8, 32);
+    eo_gpt_config c = { 13, 6, 8, 2, 2, 0 };
+    eo_gpt m, a, b;
+    eo_seed(ctx, 9);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &c, &m), EO_OK);
+    char orig[512], hf[512], back[512], err[512];
+    snprintf(orig, sizeof orig, "%s", eo_tmpdir_path("orig.safetensors"));
+    snprintf(hf, sizeof hf, "%s", eo_tmpdir_path("hf.safetensors"));
+    snprintf(back, sizeof back, "%s", eo_tmpdir_path("back.safetensors"));
+    const char *keys[3] = { "model", "vocab", "heads" }, *vals[3] = { "gpt", "abcdefghijklm", "2" };
+    ck_assert_msg(eo_checkpoint_save(ctx, &m.params, orig, keys, vals, 3, err, sizeof err) ==
+                  EO_OK, "%s", err);
+    eo_st_file f = read_or_fail(orig);
+    ck_assert_str_eq(eo_st_meta_get(&f, "format"), "pt");
+    ck_assert_str_eq(eo_st_meta_get(&f, "weight_layout"), "out_in");
+    eo_gpt2_info info;
+    ck_assert_msg(eo_gpt2_inspect(&f, orig, 0, &info, err, sizeof err) == EO_OK, "%s", err);
+    ck_assert_int_eq(info.layout, EO_GPT2_EVERYO);
+    ck_assert_int_eq(info.cfg.tied, 0);
+    ck_assert_int_eq(info.cfg.heads, 2);
+    ck_assert_msg(eo_gpt2_open(ctx, EO_CPU, orig, 0, &a, NULL, err, sizeof err) == EO_OK, "%s",
+                  err);
+    ck_assert_msg(eo_gpt2_save_with(ctx, &a, hf, EO_GPT2_HF, f.meta, f.nmeta, err, sizeof err) ==
+                  EO_OK, "%s", err);
+    eo_st_close(&f);
+    f = read_or_fail(hf);
+    ck_assert_str_eq(eo_st_meta_get(&f, "vocab"), "abcdefghijklm");
+    ck_assert_str_eq(eo_st_meta_get(&f, "weight_layout"), "conv1d_in_out");
+    ck_assert_ptr_nonnull(eo_st_find(&f, "transformer.h.1.mlp.c_fc.weight"));
+    ck_assert_ptr_nonnull(eo_st_find(&f, "lm_head.weight"));
+    ck_assert_msg(eo_gpt2_open(ctx, EO_CPU, hf, 0, &b, &info, err, sizeof err) == EO_OK, "%s",
+                  err);
+    ck_assert_int_eq(info.layout, EO_GPT2_HF);
+    ck_assert_msg(eo_gpt2_save_with(ctx, &b, back, EO_GPT2_EVERYO, f.meta, f.nmeta, err,
+                                    sizeof err) == EO_OK, "%s", err);
+    eo_st_close(&f);
+    same_tensors(orig, back);
+    eo_test_ctx_free(ctx);
+    eo_tmpdir_remove();
+}
+END_TEST
+
 Suite *eo_suite_gpt2_hf(void)
 {
     Suite *s = suite_create("gpt2_hf");
@@ -320,6 +370,7 @@ Suite *eo_suite_gpt2_hf(void)
     tcase_add_test(tc, hub_layout_loads);
     tcase_add_test(tc, a_dropped_c_proj_transpose_is_seen);
     tcase_add_test(tc, bad_files_name_the_tensor);
+    tcase_add_test(tc, own_checkpoint_converts_both_ways);
     tcase_add_loop_test(tc, tied_head_gradient_is_the_sum, 0, 2);
     suite_add_tcase(s, tc);
     return s;

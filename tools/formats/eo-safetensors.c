@@ -248,7 +248,6 @@ static int convert_gpt2(const char *in, const char *out, const char *heads_arg)
     /* The model's weights and gradients in the persistent arena, with
      * room for the layer structs; nothing runs, so the step arena is small. */
     size_t pb = 2 * f.size + (16u << 20), sb = 1u << 20;
-    eo_st_close(&f);
     void *p = malloc(pb), *s = malloc(sb);
     eo_ctx ctx;
     eo_gpt m;
@@ -260,7 +259,8 @@ static int convert_gpt2(const char *in, const char *out, const char *heads_arg)
         fprintf(stderr, "eo-safetensors: %s\n", err);
     else {
         eo_gpt2_layout to = info.layout == EO_GPT2_HF ? EO_GPT2_EVERYO : EO_GPT2_HF;
-        if (eo_gpt2_save(&ctx, &m, out, to, err, sizeof err) != EO_OK)
+        /* IN's other metadata (eo-train's vocabulary, steps, ...) goes along */
+        if (eo_gpt2_save_with(&ctx, &m, out, to, f.meta, f.nmeta, err, sizeof err) != EO_OK)
             fprintf(stderr, "eo-safetensors: %s\n", err);
         else {
             printf("%s: GPT-2 n_layer %lld n_head %lld (from %s) n_embd %lld vocab %lld "
@@ -273,6 +273,7 @@ static int convert_gpt2(const char *in, const char *out, const char *heads_arg)
             rc = 0;
         }
     }
+    eo_st_close(&f);
     free(p);
     free(s);
     return rc;

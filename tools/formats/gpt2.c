@@ -384,6 +384,16 @@ size_t eo_gpt2_meta(const eo_gpt_config *c, eo_gpt2_layout layout, eo_gpt2_meta_
 eo_status eo_gpt2_save(eo_ctx *ctx, const eo_gpt *m, const char *path, eo_gpt2_layout layout,
                        char *err, size_t errlen)
 {
+    return eo_gpt2_save_with(ctx, m, path, layout, NULL, 0, err, errlen);
+}
+
+eo_status eo_gpt2_save_with(eo_ctx *ctx, const eo_gpt *m, const char *path,
+                            eo_gpt2_layout layout, const eo_st_meta *extra, size_t nextra,
+                            char *err, size_t errlen)
+{
+    if (nextra > 0 && !extra)
+        return eo_errf(err, errlen, EO_ERR_ARG, "eo_gpt2_save: %zu extra metadata pairs, NULL "
+                       "array", nextra);
     if (!ctx || !m || !path)
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_gpt2_save: NULL argument");
     if (!m->wte || !m->h)
@@ -437,12 +447,24 @@ eo_status eo_gpt2_save(eo_ctx *ctx, const eo_gpt *m, const char *path, eo_gpt2_l
         eo_gpt2_meta_buf mb;
         const char *keys[EO_GPT2_META_MAX], *vals[EO_GPT2_META_MAX];
         size_t nm = eo_gpt2_meta(&m->cfg, layout, &mb, keys, vals);
-        eo_st_meta meta[EO_GPT2_META_MAX];
-        for (size_t i = 0; i < nm; i++) {
-            meta[i].key = keys[i];
-            meta[i].value = vals[i];
+        eo_st_meta *meta = calloc(nm + nextra, sizeof *meta);
+        if (!meta)
+            s = eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", path);
+        size_t all = 0;
+        for (size_t i = 0; meta && i < nm; i++) {
+            meta[all].key = keys[i];
+            meta[all++].value = vals[i];
         }
-        s = eo_st_write(path, ts, n, meta, nm, err, errlen);
+        for (size_t i = 0; meta && i < nextra; i++) {
+            int ours = 0;
+            for (size_t k = 0; k < nm; k++)
+                ours |= extra[i].key && strcmp(extra[i].key, keys[k]) == 0;
+            if (!ours)
+                meta[all++] = extra[i];
+        }
+        if (meta)
+            s = eo_st_write(path, ts, n, meta, all, err, errlen);
+        free(meta);
     }
     free(tmp);
     free(host);

@@ -98,6 +98,13 @@ eo_status eo_gpt2_open(eo_ctx *ctx, eo_device dev, const char *path, int64_t hea
  * EO_ERR_OOM, EO_ERR_DTYPE (a parameter not f32), EO_ERR_ARG. */
 eo_status eo_gpt2_save(eo_ctx *ctx, const eo_gpt *m, const char *path, eo_gpt2_layout layout,
                        char *err, size_t errlen);
+/* The same, also writing the metadata pairs `extra` (n of them) whose
+ * keys are not among those above (those are always this model's): how
+ * eo-safetensors convert-gpt2 keeps what eo-train wrote (its character
+ * vocabulary, steps, seed) across a conversion. */
+eo_status eo_gpt2_save_with(eo_ctx *ctx, const eo_gpt *m, const char *path,
+                            eo_gpt2_layout layout, const eo_st_meta *extra, size_t n, char *err,
+                            size_t errlen);
 
 /* The metadata pairs above for a model of config c in `layout` (keys and
  * values point into *buf, which must outlive them): for writers that

@@ -28,6 +28,7 @@
 #include "tools/formats/checkpoint.h"
 #include "tools/train/gpt_limits.h"
 #include "tools/train/pcg32.h"
+#include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/textlm.h"
 
@@ -161,6 +162,20 @@ int main(int argc, char **argv)
     if (model && strcmp(model, "gpt") != 0) {
         fprintf(stderr, "eo-sample: %s holds a '%s' model, not a GPT (eo-train --load %s --eval "
                         "evaluates it)\n", load, model, load);
+        eo_st_close(&f);
+        return 1;
+    }
+    eo_gpt2_info g2;
+    if (!model && eo_gpt2_inspect(&f, load, 0, &g2, err, sizeof err) == EO_OK) {
+        /* A GPT-2 file of Hugging Face (or converted) without eo-train's
+         * character vocabulary: its weights load (tools/formats/gpt2.h),
+         * but its tokens are byte-level BPE ones this program cannot make. */
+        fprintf(stderr, "eo-sample: %s holds a GPT-2 model (%s layout, n_layer %lld, n_embd %lld, "
+                        "vocab %lld) without a character vocabulary; eo-sample speaks eo-train's "
+                        "characters only, GPT-2's BPE tokenizer is not in EveryO yet (the weights "
+                        "load in C with eo_gpt2_open; eo-safetensors convert-gpt2 converts them)\n",
+                load, g2.layout == EO_GPT2_HF ? "Hugging Face" : "EveryO", (long long)g2.cfg.layers,
+                (long long)g2.cfg.d_model, (long long)g2.cfg.vocab);
         eo_st_close(&f);
         return 1;
     }
