@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/everyo.h"
+#include "core/transformer.h"
+#include "tests/gradcheck.h"
 #include "tests/tmpdir.h"
+#include "tools/formats/checkpoint.h"
 #include "tools/cli/args.h"
 
 #ifndef EO_BUILD_DIR
@@ -209,6 +212,27 @@ START_TEST(gpt2_files_on_the_command_line)
     ck_assert_int_eq(run("eo-sample", args, out, sizeof out), 1);
     ck_assert_msg(strstr(out, "holds a GPT-2 model (Hugging Face layout, n_layer 2, n_embd 12, "
                              "vocab 37)"), "%s", out);
+
+    /* A character GPT as eo-train saves it, converted to Hugging Face's
+     * layout: eo-sample reads both and samples the same text. */
+    eo_ctx *ctx = eo_test_ctx(8, 16);
+    eo_gpt_config c = { 5, 8, 8, 2, 1, 0 };
+    eo_gpt m;
+    eo_seed(ctx, 5);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &c, &m), EO_OK);
+    const char *keys[6] = { "model", "vocab", "context", "d_model", "heads", "layers" };
+    const char *vals[6] = { "gpt", "\n abc", "8", "8", "2", "1" };
+    char err[512], out1[8192];
+    ck_assert_msg(eo_checkpoint_save(ctx, &m.params, eo, keys, vals, 6, err, sizeof err) == EO_OK,
+                  "%s", err);
+    eo_test_ctx_free(ctx);
+    snprintf(args, sizeof args, "convert-gpt2 '%s' '%s'", eo, hf);
+    ck_assert_msg(run("eo-safetensors", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "--load '%s' --prompt ab --temperature 0 --length 12", eo);
+    ck_assert_msg(run("eo-sample", args, out1, sizeof out1) == 0, "%s", out1);
+    snprintf(args, sizeof args, "--load '%s' --prompt ab --temperature 0 --length 12", hf);
+    ck_assert_msg(run("eo-sample", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_str_eq(out, out1);
     eo_tmpdir_remove();
 }
 END_TEST

@@ -5,7 +5,9 @@
  *             --top-k 10 --length 300 --seed 7
  *
  * The checkpoint's metadata carries the vocabulary and the model's sizes,
- * so nothing else is needed. Each new character is drawn from the softmax
+ * so nothing else is needed. The file may also be in Hugging Face's GPT-2
+ * layout (eo-safetensors convert-gpt2 keeps the metadata): it is loaded
+ * through tools/formats/gpt2.h, which reads either. Each new character is drawn from the softmax
  * of the last position's logits divided by the temperature, restricted to
  * the k most likely characters when --top-k is given (temperature 0: the
  * most likely one).
@@ -25,7 +27,6 @@
 #include <string.h>
 #include "core/transformer.h"
 #include "tools/cli/args.h"
-#include "tools/formats/checkpoint.h"
 #include "tools/train/gpt_limits.h"
 #include "tools/train/pcg32.h"
 #include "tools/formats/gpt2.h"
@@ -232,12 +233,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
         return 1;
     }
-    if (eo_gpt_build(&ctx, cuda ? EO_CUDA : EO_CPU, &c, &m) != EO_OK) {
-        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+    /* Built from the file's shapes and loaded in either layout (eo-train's
+     * own, or Hugging Face's after eo-safetensors convert-gpt2), tied head
+     * or not; its sizes must be those the metadata gave above. */
+    if (eo_gpt2_open(&ctx, cuda ? EO_CUDA : EO_CPU, load, c.heads, &m, NULL, err, sizeof err) !=
+        EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", err);
         return 1;
     }
-    if (eo_checkpoint_load(&ctx, &m.params, load, err, sizeof err) != EO_OK) {
-        fprintf(stderr, "eo-sample: %s\n", err);
+    if (m.cfg.vocab != c.vocab || m.cfg.context != c.context || m.cfg.d_model != c.d_model ||
+        m.cfg.layers != c.layers) {
+        fprintf(stderr, "eo-sample: %s: the tensors hold vocab %lld, context %lld, d_model %lld, "
+                        "%lld layers; the metadata says %lld, %lld, %lld, %lld\n", load,
+                (long long)m.cfg.vocab, (long long)m.cfg.context, (long long)m.cfg.d_model,
+                (long long)m.cfg.layers, (long long)c.vocab, (long long)c.context,
+                (long long)c.d_model, (long long)c.layers);
         return 1;
     }
     eo_set_grad(&ctx, 0);
