@@ -168,7 +168,9 @@ eo_status eo_gpt2_inspect(const eo_st_file *f, const char *path, int64_t heads,
                 layers = l + 1;
             continue;
         }
-        if (in_list(b, top_names, COUNT(top_names)) && !(b != n && strcmp(b, "lm_head.weight") == 0))
+        /* lm_head sits beside "transformer.", never under it */
+        int prefixed_head = b != n && strcmp(b, "lm_head.weight") == 0;
+        if (in_list(b, top_names, COUNT(top_names)) && !prefixed_head)
             continue;
         return eo_errf(err, errlen, EO_ERR_FORMAT,
                        "%s: tensor '%s' is not a GPT-2 parameter (expected wte, wpe, h.<i>.{ln_1, "

@@ -79,7 +79,8 @@ eo_status eo_gpt2_inspect(const eo_st_file *f, const char *path, int64_t heads,
  * shape is checked before the first value is written. EO_ERR_FORMAT for
  * a missing tensor, a shape or dtype that does not match (naming both),
  * an lm_head.weight in a file for a tied model that differs from wte;
- * EO_ERR_DTYPE for a parameter that is not f32; EO_ERR_OOM. */
+ * EO_ERR_DTYPE for a parameter that is not f32; EO_ERR_STATE for a model
+ * not built; EO_ERR_ARG for NULL arguments; EO_ERR_OOM. */
 eo_status eo_gpt2_load(eo_ctx *ctx, const eo_gpt *m, const eo_st_file *f,
                        const eo_gpt2_info *info, const char *path, char *err, size_t errlen);
 
@@ -95,7 +96,8 @@ eo_status eo_gpt2_open(eo_ctx *ctx, eo_device dev, const char *path, int64_t hea
  * tied, no mask buffers), so GPT2LMHeadModel.from_pretrained loads it
  * with a config.json of the same sizes; EO_GPT2_EVERYO gives what
  * eo_checkpoint_save does. Both with the metadata above. EO_ERR_IO,
- * EO_ERR_OOM, EO_ERR_DTYPE (a parameter not f32), EO_ERR_ARG. */
+ * EO_ERR_OOM, EO_ERR_DTYPE (a parameter not f32), EO_ERR_STATE (a model
+ * not built), EO_ERR_ARG. */
 eo_status eo_gpt2_save(eo_ctx *ctx, const eo_gpt *m, const char *path, eo_gpt2_layout layout,
                        char *err, size_t errlen);
 /* The same, also writing the metadata pairs `extra` (n of them) whose
