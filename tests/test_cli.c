@@ -233,6 +233,25 @@ START_TEST(gpt2_files_on_the_command_line)
     snprintf(args, sizeof args, "--load '%s' --prompt ab --temperature 0 --length 12", hf);
     ck_assert_msg(run("eo-sample", args, out, sizeof out) == 0, "%s", out);
     ck_assert_str_eq(out, out1);
+
+    /* eo-train --model gpt --load: goes on training either layout; a
+     * GPT-2 file without a character vocabulary is named for what it is. */
+    static const char line[] = "a cab\nbab cac abba\n";
+    static char text[40 * sizeof line];
+    for (int i = 0; i < 40; i++)
+        memcpy(text + i * (sizeof line - 1), line, sizeof line - 1);
+    const char *tp = eo_tmpdir_file("text.txt", text, 40 * (sizeof line - 1));
+    char plot[512];
+    snprintf(plot, sizeof plot, "%s", eo_tmpdir_path("p.svg"));
+    snprintf(args, sizeof args, "--model gpt --load '%s' --text '%s' --steps 2 --val-windows 4 "
+             "--plot '%s' -q", hf, tp, plot);
+    ck_assert_msg(run("eo-train", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "loaded ") && strstr(out, "context 8, d_model 8, 2 heads, 1 layers"),
+                  "%s", out);
+    ck_assert_int_eq(run("eo-train", "--model gpt --load tests/fixtures/gpt2_deep.safetensors -q",
+                         out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "holds a GPT-2 model (n_layer 3, n_embd 15, vocab 29) without "
+                              "eo-train's character vocabulary"), "%s", out);
     eo_tmpdir_remove();
 }
 END_TEST

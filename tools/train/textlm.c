@@ -414,6 +414,29 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     }
     eo_vocab voc;
     eo_vocab_build(&voc, text, len);
+    eo_st_file lf = {0};
+    eo_gpt2_info linfo;
+    if (c->load) { /* the checkpoint's vocabulary; the text must fit in it */
+        s = eo_st_read(c->load, &lf, err, errlen);
+        if (s == EO_OK)
+            s = eo_gpt2_inspect(&lf, c->load, c->heads, &linfo, err, errlen);
+        const char *chars = eo_st_meta_get(&lf, "vocab");
+        if (s == EO_OK && (!chars || eo_vocab_from_chars(&voc, chars) != 0)) {
+            snprintf(err, errlen, "%s: no character vocabulary (metadata vocab)", c->load);
+            s = EO_ERR_FORMAT;
+        }
+        for (size_t i = 0; i < len && s == EO_OK; i++)
+            if (voc.id[(unsigned char)text[i]] < 0) {
+                snprintf(err, errlen, "the text's character 0x%02x is not in %s's vocabulary",
+                         (unsigned char)text[i], c->load);
+                s = EO_ERR_ARG;
+            }
+        if (s != EO_OK) {
+            eo_st_close(&lf);
+            free(text);
+            return s;
+        }
+    }
     int32_t *tok = malloc(len * sizeof *tok);
     int32_t *ib = malloc((size_t)c->batch * (size_t)T * sizeof *ib);
     int32_t *tb = malloc((size_t)c->batch * (size_t)T * sizeof *tb);
@@ -464,7 +487,17 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
     eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers, 0 };
+    if (c->load)
+        gc.tied = linfo.cfg.tied;
     CORE(eo_gpt_build(&ctx, c->cuda ? EO_CUDA : EO_CPU, &gc, &m));
+    if (c->load) { /* shapes checked against the model just built */
+        s = eo_gpt2_load(&ctx, &m, &lf, &linfo, c->load, err, errlen);
+        eo_st_close(&lf);
+        if (s != EO_OK)
+            goto done;
+        if (out)
+            fprintf(out, "loaded %s\n", c->load);
+    }
     eo_gpt_set_fused(&m, c->fused);
     if (dist)
         eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
@@ -623,6 +656,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     }
 #undef CORE
 done:
+    eo_st_close(&lf); /* --load's file, if a failure came before it was used */
     if (s == EO_ERR_OOM && ctx_ready)
         eo_train_arena_hint(&ctx, err, errlen);
     eo_grad_accum_free(&acc);
