@@ -576,6 +576,21 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	$(REF_PYTHON) tools/reference/ref_grad_scaler.py tests/fixtures/grad_scaler.h
 	$(REF_PYTHON) tools/reference/ref_half.py tests/fixtures/half.h
 
+# make fixtures-gpt2      regenerate tests/fixtures/gpt2_*.safetensors: tiny random
+#                         GPT2LMHeadModels that transformers makes and saves, with
+#                         its float64 logits, loss and gradients
+#                         (tools/reference/ref_gpt2_hf.py). Needs Debian's
+#                         python3-torch (1.13); transformers (a version that
+#                         runs on torch 1.13) goes into a venv under build/ on
+#                         first use, from PyPI. No model hub is used. Not run by
+#                         CI (the fixtures are committed).
+GPT2_VENV ?= $(BUILD)/venv
+GPT2_PIP ?= transformers==4.40.2 numpy<2
+.PHONY: fixtures-gpt2
+fixtures-gpt2:
+	@test -x $(GPT2_VENV)/bin/python || { /usr/bin/python3 -m venv --system-site-packages $(GPT2_VENV) && $(GPT2_VENV)/bin/pip install $(foreach p,$(GPT2_PIP),'$(p)'); }
+	$(GPT2_VENV)/bin/python tools/reference/ref_gpt2_hf.py tests/fixtures
+
 bench-transformer: $(BUILD)/eo-train
 	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist
 	@$(BENCH_REFS)
@@ -640,6 +655,7 @@ FUZZ_DICT_json         := tests/fuzz/json.dict
 FUZZ_DICT_safetensors  := tests/fuzz/json.dict
 FUZZ_DICT_checkpoint   := tests/fuzz/json.dict
 FUZZ_DICT_weights      := tests/fuzz/json.dict
+FUZZ_DICT_gpt2         := tests/fuzz/json.dict
 FUZZ_SEEDS_ptx         := tests/ptx_good tests/ptx_broken
 define fuzz_run
 	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1); echo "fuzz: $(1) for $(FUZZ_SECONDS) s"; \

@@ -209,6 +209,9 @@ EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_g
     if (cfg->vocab < 1 || cfg->context < 1)
         return eo_fail(ctx, EO_ERR_ARG, "gpt_build: vocab %lld and context %lld must be >= 1",
                        (long long)cfg->vocab, (long long)cfg->context);
+    if (cfg->tied != 0 && cfg->tied != 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: tied is %d, expected 0 (own lm_head) or 1 "
+                                        "(head tied to wte)", cfg->tied);
     EO_CHECK(check_blocks(ctx, "gpt_build", cfg->d_model, cfg->heads, cfg->layers, 5));
     eo_status s = gpt_make(ctx, dev, cfg, m);
     if (s != EO_OK)
@@ -234,6 +237,11 @@ static eo_status gpt_make(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, 
         EO_CHECK(eo_block_init(ctx, &m->params, dev, name, C, cfg->heads, 1, &m->h[i]));
     }
     EO_CHECK(eo_layernorm_init(ctx, &m->params, dev, "ln_f", C, EO_TRANSFORMER_LN_EPS, &m->ln_f));
+    if (cfg->tied) { /* the head's weight is wte itself: no parameter of its own */
+        eo_module head = { .kind = EO_MOD_LINEAR, .w = m->wte };
+        m->lm_head = head;
+        return EO_OK;
+    }
     return eo_linear_init(ctx, &m->params, dev, "lm_head", C, cfg->vocab, 0, EO_INIT_NORMAL_002,
                           &m->lm_head);
 }

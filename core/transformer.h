@@ -75,12 +75,25 @@ typedef struct eo_gpt_config {
     int64_t d_model;  /* C */
     int64_t heads;    /* H, divides C */
     int64_t layers;   /* N blocks */
+    int tied;         /* 0: lm_head is its own [V, C] matrix (the default,
+                         what the reference figures used); 1: the head is
+                         wte itself, as in GPT-2 (Radford et al. 2019;
+                         Press & Wolf, "Using the Output Embedding to
+                         Improve Language Models", 2017) */
 } eo_gpt_config;
 
 /* Token embedding + learned position embedding, N causal blocks, a final
- * LayerNorm and an untied output head (lm_head is its own [V, C] matrix,
- * not wte: untied is the simpler gradient path and what the reference
- * figures used). */
+ * LayerNorm and an output head without bias.
+ *
+ * Tied head (cfg.tied = 1): lm_head.w is the wte tensor, so one parameter
+ * is used by two ops, the embedding lookup and the head's matmul. Its
+ * gradient is the sum of both uses because every backward accumulates into
+ * a gradient (+=, core/tape.c), also under mixed precision (the head's
+ * matmul reads wte's one 16-bit working copy and adds into the f32
+ * master's gradient). The parameter list holds wte once and no
+ * "lm_head.weight", so the optimizer updates it once, clipping counts it
+ * once and a checkpoint saves it once (Hugging Face's GPT-2 files hold
+ * no lm_head.weight either, or one equal to wte: tools/formats/gpt2.h). */
 typedef struct eo_gpt {
     eo_gpt_config cfg;
     eo_params params;
@@ -91,7 +104,7 @@ typedef struct eo_gpt {
 
 /* Make the model and initialise it from the context's generator (seed it
  * first). EO_ERR_ARG for sizes < 1, d_model not divisible by heads, or
- * more layers than a parameter list holds; EO_ERR_SHAPE when a table
+ * more layers than a parameter list holds, tied not 0 or 1; EO_ERR_SHAPE when a table
  * (vocab × d_model, context × d_model) does not fit. */
 eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m);
 /* Use eo_attention_fused (1) or the composed eo_attention (0, default). */

@@ -643,7 +643,7 @@ START_TEST(kv_cache_on_the_device)
     enum { B = 1, T = 7, V = 9 };
     eo_ctx *ctx = cuda_ctx();
     eo_gpt gc, gd;
-    eo_gpt_config cfg = { V, 8, 16, 2, 2 };
+    eo_gpt_config cfg = { V, 8, 16, 2, 2, 0 };
     eo_seed(ctx, 4);
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
     eo_seed(ctx, 4);
@@ -686,7 +686,7 @@ START_TEST(kv_cache_under_autocast_on_the_device)
     const eo_dtype dt = _i ? EO_F16 : EO_BF16;
     eo_ctx *ctx = cuda_ctx();
     eo_gpt gc, gd;
-    eo_gpt_config cfg = { V, 8, 16, 2, 2 };
+    eo_gpt_config cfg = { V, 8, 16, 2, 2, 0 };
     eo_seed(ctx, 4);
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
     eo_seed(ctx, 4);

@@ -277,14 +277,14 @@ START_TEST(model_builders_refuse_products_that_wrap)
     OT_OK(eo_params_init(ot_ctx, &ps, 64), "params");
     const int64_t big = (int64_t)1 << 61;
     /* d_model 2^61: 3C and 4C of the block's projections wrap */
-    eo_gpt_config g1 = { 10, 4, big, 1, 1 }, g2 = { 10, 4, 8, 2, (int64_t)1 << 40 };
-    eo_gpt_config g3 = { 10, 4, 8, 3, 1 }, g4 = { 10, 4, 8, 2, 0 };
+    eo_gpt_config g1 = { 10, 4, big, 1, 1, 0 }, g2 = { 10, 4, 8, 2, (int64_t)1 << 40, 0 };
+    eo_gpt_config g3 = { 10, 4, 8, 3, 1, 0 }, g4 = { 10, 4, 8, 2, 0, 0 };
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g1, &gpt), EO_ERR_ARG, "gpt_build", NULL);
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g2, &gpt), EO_ERR_ARG, "gpt_build", "layers");
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g3, &gpt), EO_ERR_ARG, "gpt_build", "heads 3");
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g4, &gpt), EO_ERR_ARG, "gpt_build", NULL);
     /* vocab × d_model that does not fit: the embedding table is refused */
-    eo_gpt_config g5 = { (int64_t)1 << 40, 4, (int64_t)1 << 30, 2, 1 };
+    eo_gpt_config g5 = { (int64_t)1 << 40, 4, (int64_t)1 << 30, 2, 1, 0 };
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g5, &gpt), EO_ERR_SHAPE, "gpt_build", NULL);
     eo_vit_config v1 = { (int64_t)1 << 32, 1 << 16, 8, 2, 1, 10 }, v2 = { 28, 5, 8, 2, 1, 10 };
     eo_vit_config v3 = { 28, 4, 8, 2, (int64_t)1 << 40, 10 };
@@ -377,7 +377,7 @@ START_TEST(failed_inits_give_back_and_refuse_use)
     ck_assert_msg(strncmp(eo_last_error(&c), "optimizer_step: ", 16) == 0, "%s", eo_last_error(&c));
     /* Models and containers. */
     eo_gpt gpt;
-    eo_gpt_config gc = { 16, 8, 16, 2, 2 };
+    eo_gpt_config gc = { 16, 8, 16, 2, 2, 0 };
     before = snap(&c);
     ck_assert_int_eq(eo_gpt_build(&c, EO_CPU, &gc, &gpt), EO_ERR_OOM);
     expect_unchanged("failed gpt_build", &c, before);
@@ -415,7 +415,7 @@ END_TEST
 START_TEST(builds_under_persistent_exhaustion)
 {
     eo_ctx *c = eo_test_ctx(1, 1);
-    eo_gpt_config gc = { 5, 4, 8, 2, 2 };
+    eo_gpt_config gc = { 5, 4, 8, 2, 2, 0 };
     eo_vit_config vc = { 8, 4, 8, 2, 1, 3 };
     int64_t si[2] = { 1, 4 }, sv[2] = { 1, 64 };
     eo_tensor *idx, *img, *y;
@@ -554,7 +554,7 @@ START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
     ck_assert_int_eq(eo_block_init(&c, NULL, EO_CPU, "h", 16, 2, 1, &b), EO_OK);
     eo_gpt gpt;
     eo_vit vit;
-    eo_gpt_config gc = { 5, 4, 8, 2, 1 };
+    eo_gpt_config gc = { 5, 4, 8, 2, 1, 0 };
     eo_vit_config vc = { 8, 4, 8, 2, 1, 3 };
     ck_assert_int_eq(eo_gpt_build(&c, EO_CPU, &gc, &gpt), EO_OK);
     ck_assert_int_eq(eo_vit_build(&c, EO_CPU, &vc, &vit), EO_OK);
@@ -862,7 +862,7 @@ START_TEST(null_ctx_everywhere)
     eo_block b;
     eo_gpt g;
     eo_vit v;
-    eo_gpt_config gc = { 4, 4, 4, 1, 1 };
+    eo_gpt_config gc = { 4, 4, 4, 1, 1, 0 };
     eo_vit_config vc = { 4, 2, 4, 1, 1, 2 };
     float buf[6];
     uint8_t valid[4] = { 1, 1, 1, 1 };

@@ -33,7 +33,7 @@ START_TEST(shapes_through_block_gpt_and_vit)
     ck_assert(y->shape[0] == 2 && y->shape[1] == 5 && y->shape[2] == 16);
 
     eo_gpt g;
-    eo_gpt_config gc = { 11, 8, 16, 2, 2 };
+    eo_gpt_config gc = { 11, 8, 16, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     ck_assert_int_eq(g.params.count, 5 + 12 * 2);
     ck_assert_ptr_nonnull(eo_params_find(&g.params, "lm_head.weight"));
@@ -49,7 +49,7 @@ START_TEST(shapes_through_block_gpt_and_vit)
     int64_t sl[2] = { 1, 9 };
     ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sl, long_ids, &idx), EO_OK);
     ck_assert_int_eq(eo_gpt_forward(ctx, &g, idx, &logits), EO_ERR_SHAPE); /* T > context */
-    eo_gpt_config bad = { 11, 8, 10, 4, 1 };
+    eo_gpt_config bad = { 11, 8, 10, 4, 1, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &bad, &g), EO_ERR_ARG);     /* 10 % 4 != 0 */
 
     eo_vit v;
@@ -69,7 +69,7 @@ START_TEST(gpt_is_causal)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 5);
     eo_gpt g;
-    eo_gpt_config gc = { 7, 6, 8, 2, 2 };
+    eo_gpt_config gc = { 7, 6, 8, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     int32_t a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { 1, 2, 3, 0, 0, 0 };
     float la[6 * 7], lb[6 * 7];
@@ -99,7 +99,7 @@ START_TEST(kv_cache_matches_full_forward)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 9);
     eo_gpt g;
-    eo_gpt_config gc = { V, 10, 8, 2, 2 };
+    eo_gpt_config gc = { V, 10, 8, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     eo_gpt_set_fused(&g, 1);
     eo_set_grad(ctx, 0);
@@ -163,7 +163,7 @@ START_TEST(kv_cache_under_autocast)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 5);
     eo_gpt g;
-    eo_gpt_config gc = { V, 10, 16, 2, 2 };
+    eo_gpt_config gc = { V, 10, 16, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     if (_i >= 2)
         ck_assert_int_eq(eo_params_enable_low(ctx, &g.params, dt), EO_OK);
@@ -237,7 +237,7 @@ START_TEST(kv_cache_fields_are_validated)
 {
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_gpt g, other;
-    eo_gpt_config gc = { 11, 8, 8, 2, 1 }, oc = { 11, 6, 8, 2, 1 };
+    eo_gpt_config gc = { 11, 8, 8, 2, 1, 0 }, oc = { 11, 6, 8, 2, 1, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &oc, &other), EO_OK);
     eo_set_grad(ctx, 0);
@@ -324,7 +324,7 @@ START_TEST(fused_attention_gpt_matches_composed)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 21);
     eo_gpt g;
-    eo_gpt_config gc = { 9, 12, 16, 4, 2 };
+    eo_gpt_config gc = { 9, 12, 16, 4, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     for (int i = 0; i < g.params.count; i++)
         ck_assert_int_eq(eo_init_param(ctx, g.params.items[i], 0.3f, 1), EO_OK);
@@ -377,7 +377,7 @@ START_TEST(tiny_gpt_memorises_a_batch)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 1);
     eo_gpt g;
-    eo_gpt_config gc = { 11, 8, 16, 2, 2 };
+    eo_gpt_config gc = { 11, 8, 16, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     eo_optimizer opt;
     ck_assert_int_eq(eo_adamw_init(ctx, &opt, &g.params, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f), EO_OK);
