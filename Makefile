@@ -163,7 +163,7 @@ EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
 # in-tree "alloc/arena.h"-style includes rewritten to their neighbours'
 # names, so `#include <everyo/everyo.h>` works with one -I (tests/install/
 # compiles each one alone to prove it). ops/kernels.h stays private.
-PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h alloc/arena.h alloc/status.h \
+PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h core/tokenizer.h alloc/arena.h alloc/status.h \
 	ops/exec.h ops/parallel.h
 # $(BUILD)/include/everyo/ holds them as installed; the examples compile
 # against that folder alone.
