@@ -581,6 +581,7 @@ FUZZ_DICT_json         := tests/fuzz/json.dict
 FUZZ_DICT_safetensors  := tests/fuzz/json.dict
 FUZZ_DICT_checkpoint   := tests/fuzz/json.dict
 FUZZ_DICT_weights      := tests/fuzz/json.dict
+FUZZ_DICT_bpe_files    := tests/fuzz/json.dict
 FUZZ_SEEDS_ptx         := tests/ptx_good tests/ptx_broken
 define fuzz_run
 	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1); echo "fuzz: $(1) for $(FUZZ_SECONDS) s"; \

@@ -93,6 +93,12 @@ static eo_status by_id(eo_bpe_vocab *v, const entry *e, size_t n, const unsigned
     if (total > UINT32_MAX)
         return eo_errf(err, errlen, EO_ERR_FORMAT, "%s: the tokens' bytes pass 4 GiB", label);
     size_t vsize = (size_t)max + 1;
+    /* Gaps are allowed, but not so many that a stray large id makes us
+     * allocate gigabytes for a handful of tokens. */
+    if (vsize > 2 * n + 256)
+        return eo_errf(err, errlen, EO_ERR_FORMAT,
+                       "%s: ids go up to %u for %zu tokens: expected ids close to 0..%zu", label,
+                       max, n, n - 1);
     size_t *at = malloc(vsize * sizeof *at);
     v->offsets = malloc((vsize + 1) * sizeof *v->offsets);
     v->bytes = malloc(total ? total : 1);

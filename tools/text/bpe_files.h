@@ -17,7 +17,8 @@
  *     encode_ordinary with GPT-2's expression.
  *
  * Ids missing from a file become empty tokens (never produced, decoded
- * as nothing). Refused, with EO_ERR_FORMAT and a message naming the file
+ * as nothing); more than vocabulary + 256 ids in all is refused (a stray
+ * huge id would otherwise cost gigabytes). Refused, with EO_ERR_FORMAT and a message naming the file
  * and the line or JSON byte: a vocab.json string with a character
  * outside the byte map, two tokens with one id or one string, a merge
  * whose tokens are not in the vocabulary, a base64 error, a rank twice;
