@@ -522,6 +522,32 @@ bench-transformer: $(BUILD)/eo-train
 	@$(BENCH_REFS)
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
+# ---- tokenizer: fixtures and benchmark (tools/text/README.md) ----------------
+# make bpe-fixtures     regenerate tests/fixtures/bpe/ (tools/reference/ref_bpe.py):
+#                       a vocabulary trained by Hugging Face's `tokenizers` on
+#                       the fortunes corpus, the test corpus and GPT2Tokenizer's
+#                       ids; with GPT2_TIKTOKEN present, tiktoken's ids with
+#                       GPT-2's ranks too. Python packages (transformers<5,
+#                       tokenizers, tiktoken, regex) go to a venv in
+#                       $(BUILD)/bpe-venv, from PyPI the first time (the only
+#                       step that needs the network); not run by CI.
+# make bench-tokenizer  EveryO's encoder beside tiktoken, same text (fortunes),
+#                       same run, GPT-2's ranks (GPT2_TIKTOKEN: openai-whisper's
+#                       whisper/assets/gpt2.tiktoken, never committed).
+GPT2_TIKTOKEN ?= $(BUILD)/gpt2.tiktoken
+BPE_VENV := $(BUILD)/bpe-venv
+.PHONY: bpe-fixtures bench-tokenizer
+$(BPE_VENV)/bin/python:
+	python3 -m venv $(BPE_VENV)
+	$(BPE_VENV)/bin/pip install -q 'transformers<5' tokenizers tiktoken regex
+bpe-fixtures: $(BPE_VENV)/bin/python
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES)" fortunes
+	$(BPE_VENV)/bin/python tools/reference/ref_bpe.py $(if $(wildcard $(GPT2_TIKTOKEN)),--gpt2-tiktoken $(GPT2_TIKTOKEN))
+bench-tokenizer: $(BPE_VENV)/bin/python $(BUILD)/eo-tokenize
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES)" fortunes
+	@test -f $(GPT2_TIKTOKEN) || { echo "bench-tokenizer: no $(GPT2_TIKTOKEN): pip download openai-whisper --no-deps, take whisper/assets/gpt2.tiktoken from the archive, or set GPT2_TIKTOKEN=FILE"; exit 1; }
+	$(BPE_VENV)/bin/python tools/bench/bench_tokenizer.py --tiktoken-file $(GPT2_TIKTOKEN) --eo-tokenize ./$(BUILD)/eo-tokenize
+
 # ---- GPU speed: estimated without a GPU, measured with one -------------------
 # make bench-sim    every PTX kernel at training shapes, its time on H200,
 #                   A100 and RTX 4090 ESTIMATED from the PTX interpreter's

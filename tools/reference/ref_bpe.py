@@ -1,6 +1,7 @@
 """Makes the byte-level BPE fixtures of the tokenizer tests (tests/test_bpe.c).
 
-    make bpe-fixtures        (or run this with the Python described below)
+    make bpe-fixtures [GPT2_TIKTOKEN=FILE]    (or run it with the Python below:
+    python3 tools/reference/ref_bpe.py [--gpt2-tiktoken FILE])
 
 writes, under tests/fixtures/bpe/:
   vocab.json, merges.txt  a byte-level BPE of 1,500 tokens trained on the
@@ -224,6 +225,8 @@ def main():
         g = tiktoken_ids(a.gpt2_tiktoken, cases)
         write_ids(os.path.join(a.out, "gpt2_ids.bin"), g)
         print("gpt2: %d ids" % sum(len(i) for i in g if i))
+    else:
+        print("no --gpt2-tiktoken: gpt2_ids.bin left as it was (it must match these cases)")
 
 
 if __name__ == "__main__":
