@@ -188,6 +188,14 @@ def tiktoken_ids(path, cases):
     return out
 
 
+def is_utf8(b):
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
 def write_cases(path, cases, ids):
     with open(path, "wb") as f:
         f.write(struct.pack("<I", len(cases)))
@@ -220,6 +228,16 @@ def main():
     cases = corpus(all_f)
     ids = reference_ids(vocab, merges, cases)
     write_cases(os.path.join(a.out, "cases.bin"), cases, ids)
+    # Not the reference, a cross-check: the Rust tokenizer of `tokenizers`
+    # with the same files (what transformers 5 calls GPT2Tokenizer).
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    fast = Tokenizer(models.BPE.from_file(vocab, merges))
+    fast.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    fast.decoder = decoders.ByteLevel()
+    valid = [(c, i) for c, i in zip(cases, ids) if is_utf8(c)]
+    differ = sum(fast.encode(c.decode()).ids != i for c, i in valid)
+    print("tokenizers (Rust) %s: %d of %d valid UTF-8 cases differ from GPT2Tokenizer" % (
+        __import__("tokenizers").__version__, differ, len(valid)))
     print("%d cases, %d bytes, %d ids" % (len(cases), sum(map(len, cases)), sum(map(len, ids))))
     if a.gpt2_tiktoken:
         g = tiktoken_ids(a.gpt2_tiktoken, cases)
