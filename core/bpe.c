@@ -490,7 +490,8 @@ eo_status eo_bpe_encode(const eo_bpe *bpe, const void *text, size_t len, void *w
     if (count)
         *count = 0;
     if (!bpe || !count || (!text && len) || (!ids && cap)) {
-        say(err, errlen, "eo_bpe_encode: %s is NULL", !bpe ? "bpe" : !count ? "count" : !text && len ? "text (len > 0)" : "ids (cap > 0)");
+        const char *what = !bpe ? "bpe" : !count ? "count" : !text && len ? "text (len > 0)" : "ids (cap > 0)";
+        say(err, errlen, "eo_bpe_encode: %s is NULL", what);
         return EO_ERR_ARG;
     }
     const unsigned char *s = text;
@@ -542,7 +543,8 @@ eo_status eo_bpe_decode(const eo_bpe *bpe, const uint32_t *ids, size_t n, void *
     if (len)
         *len = 0;
     if (!bpe || !len || (!ids && n) || (!out && cap)) {
-        say(err, errlen, "eo_bpe_decode: %s is NULL", !bpe ? "bpe" : !len ? "len" : !ids && n ? "ids (n > 0)" : "out (cap > 0)");
+        const char *what = !bpe ? "bpe" : !len ? "len" : !ids && n ? "ids (n > 0)" : "out (cap > 0)";
+        say(err, errlen, "eo_bpe_decode: %s is NULL", what);
         return EO_ERR_ARG;
     }
     unsigned char *o = out;
