@@ -109,7 +109,7 @@ static int run(const char *program, const char *args, char *out, size_t len)
 }
 
 static const char *const programs[] = {"eo-train", "eo-sample", "eo-bench", "eo-ptxsim",
-                                       "eo-safetensors", "eo-transformer-fixture"};
+                                       "eo-safetensors", "eo-transformer-fixture", "eo-tokenize"};
 
 START_TEST(every_program_has_help_version_and_names_a_bad_option)
 {
@@ -180,6 +180,19 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-ptxsim", "--grid ' 3' a.ptx k", "--grid: ' 3'");
     refused("eo-ptxsim", "--print -1 a.ptx k", "--print: '-1'");
     refused("eo-safetensors", "lx FILE", "'lx' is not one of");
+    refused("eo-tokenize", "encode", "give --vocab and --merges, or --tiktoken");
+    refused("eo-tokenize", "--tiktoken x --vocab y encode", "give --vocab and --merges, or --tiktoken");
+    refused("eo-tokenize", "--tiktoken x frob", "'frob' is not one of");
+    refused("eo-tokenize", "--tiktoken x", "missing the command");
+    /* And one that works: the test vocabulary counting its own merges file. */
+    const char *v = "--vocab tests/fixtures/bpe/vocab.json --merges tests/fixtures/bpe/merges.txt";
+    char args[512];
+    snprintf(args, sizeof args, "%s count tests/fixtures/bpe/merges.txt", v);
+    ck_assert_msg(run("eo-tokenize", args, out, sizeof out) == 0 && strstr(out, " tokens, 7714 bytes"),
+                  "%s", out);
+    snprintf(args, sizeof args, "%s decode tests/fixtures/bpe/vocab.json", v);
+    ck_assert_msg(run("eo-tokenize", args, out, sizeof out) == 1 && strstr(out, "expected a decimal id"),
+                  "%s", out);
 }
 END_TEST
 
