@@ -91,7 +91,8 @@ static uint32_t find2(const eo_bpe *bpe, const unsigned char *a, size_t na, cons
             return NONE;
         size_t n;
         const unsigned char *t = tok(bpe, v - 1, &n);
-        if (n == na + nb && !memcmp(t, a, na) && !memcmp(t + na, b, nb))
+        /* b is NULL when only a is looked up: memcmp must not see it. */
+        if (n == na + nb && !memcmp(t, a, na) && (!nb || !memcmp(t + na, b, nb)))
             return v - 1;
     }
 }

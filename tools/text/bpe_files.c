@@ -120,7 +120,7 @@ static eo_status by_id(eo_bpe_vocab *v, const entry *e, size_t n, const unsigned
     uint32_t o = 0;
     for (size_t id = 0; id < vsize; id++) {
         v->offsets[id] = o;
-        if (at[id] != SIZE_MAX) {
+        if (at[id] != SIZE_MAX && e[at[id]].len) {
             memcpy(v->bytes + o, bytes + e[at[id]].off, e[at[id]].len);
             o += (uint32_t)e[at[id]].len;
         }
