@@ -128,7 +128,7 @@ long eo_bpe_find(const eo_bpe *bpe, const void *s, size_t len);
 #define EO_BPE_SHORT_PIECE 64
 
 /* Work bytes eo_bpe_encode needs for a text of len bytes: enough for a
- * piece as long as the whole text (40 bytes per byte, checked for
+ * piece as long as the whole text (52 bytes per byte, checked for
  * overflow; SIZE_MAX if it would wrap). Text whose pieces are all at
  * most EO_BPE_SHORT_PIECE bytes (ordinary prose) needs none. */
 size_t eo_bpe_encode_work_bytes(size_t len);
