@@ -169,7 +169,7 @@ EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
 # in-tree "alloc/arena.h"-style includes rewritten to their neighbours'
 # names, so `#include <everyo/everyo.h>` works with one -I (tests/install/
 # compiles each one alone to prove it). ops/kernels.h stays private.
-PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h alloc/arena.h alloc/status.h \
+PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h core/tokenizer.h alloc/arena.h alloc/status.h \
 	ops/exec.h ops/parallel.h
 # $(BUILD)/include/everyo/ holds them as installed; the examples compile
 # against that folder alone.
@@ -596,6 +596,32 @@ bench-transformer: $(BUILD)/eo-train
 	@$(BENCH_REFS)
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
 
+# ---- tokenizer: fixtures and benchmark (tools/text/README.md) ----------------
+# make bpe-fixtures     regenerate tests/fixtures/bpe/ (tools/reference/ref_bpe.py):
+#                       a vocabulary trained by Hugging Face's `tokenizers` on
+#                       the fortunes corpus, the test corpus and GPT2Tokenizer's
+#                       ids; with GPT2_TIKTOKEN present, tiktoken's ids with
+#                       GPT-2's ranks too. Python packages (transformers<5,
+#                       tokenizers, tiktoken, regex) go to a venv in
+#                       $(BUILD)/bpe-venv, from PyPI the first time (the only
+#                       step that needs the network); not run by CI.
+# make bench-tokenizer  EveryO's encoder beside tiktoken, same text (fortunes),
+#                       same run, GPT-2's ranks (GPT2_TIKTOKEN: openai-whisper's
+#                       whisper/assets/gpt2.tiktoken, never committed).
+GPT2_TIKTOKEN ?= $(BUILD)/gpt2.tiktoken
+BPE_VENV := $(BUILD)/bpe-venv
+.PHONY: bpe-fixtures bench-tokenizer
+$(BPE_VENV)/bin/python:
+	python3 -m venv $(BPE_VENV)
+	$(BPE_VENV)/bin/pip install -q 'transformers<5' tokenizers tiktoken regex
+bpe-fixtures: $(BPE_VENV)/bin/python
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES)" fortunes
+	$(BPE_VENV)/bin/python tools/reference/ref_bpe.py $(if $(wildcard $(GPT2_TIKTOKEN)),--gpt2-tiktoken $(GPT2_TIKTOKEN))
+bench-tokenizer: $(BPE_VENV)/bin/python $(BUILD)/eo-tokenize
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES)" fortunes
+	@test -f $(GPT2_TIKTOKEN) || { echo "bench-tokenizer: no $(GPT2_TIKTOKEN): pip download openai-whisper --no-deps, take whisper/assets/gpt2.tiktoken from the archive, or set GPT2_TIKTOKEN=FILE"; exit 1; }
+	$(BPE_VENV)/bin/python tools/bench/bench_tokenizer.py --tiktoken-file $(GPT2_TIKTOKEN) --eo-tokenize ./$(BUILD)/eo-tokenize
+
 # ---- GPU speed: estimated without a GPU, measured with one -------------------
 # make bench-sim    every PTX kernel at training shapes, its time on H200,
 #                   A100 and RTX 4090 ESTIMATED from the PTX interpreter's
@@ -656,6 +682,7 @@ FUZZ_DICT_safetensors  := tests/fuzz/json.dict
 FUZZ_DICT_checkpoint   := tests/fuzz/json.dict
 FUZZ_DICT_weights      := tests/fuzz/json.dict
 FUZZ_DICT_gpt2         := tests/fuzz/json.dict
+FUZZ_DICT_bpe_files    := tests/fuzz/json.dict
 FUZZ_SEEDS_ptx         := tests/ptx_good tests/ptx_broken
 define fuzz_run
 	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1); echo "fuzz: $(1) for $(FUZZ_SECONDS) s"; \

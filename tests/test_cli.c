@@ -115,7 +115,7 @@ static int run(const char *program, const char *args, char *out, size_t len)
 }
 
 static const char *const programs[] = {"eo-train", "eo-sample", "eo-bench", "eo-ptxsim",
-                                       "eo-safetensors", "eo-transformer-fixture"};
+                                       "eo-safetensors", "eo-transformer-fixture", "eo-tokenize"};
 
 START_TEST(every_program_has_help_version_and_names_a_bad_option)
 {
@@ -193,6 +193,19 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-bench-dist", "--sizes=-5", "--sizes: '-5'");
     refused("eo-bench-dist", "--sizes 1e30G", "--sizes: '1e30G'");
     refused("eo-bench-dist", "--min-time -1", "--min-time: '-1'");
+    refused("eo-tokenize", "encode", "give --vocab and --merges, or --tiktoken");
+    refused("eo-tokenize", "--tiktoken x --vocab y encode", "give --vocab and --merges, or --tiktoken");
+    refused("eo-tokenize", "--tiktoken x frob", "'frob' is not one of");
+    refused("eo-tokenize", "--tiktoken x", "missing the command");
+    /* And one that works: the test vocabulary counting its own merges file. */
+    const char *v = "--vocab tests/fixtures/bpe/vocab.json --merges tests/fixtures/bpe/merges.txt";
+    char args[512];
+    snprintf(args, sizeof args, "%s count tests/fixtures/bpe/merges.txt", v);
+    ck_assert_msg(run("eo-tokenize", args, out, sizeof out) == 0 && strstr(out, " tokens, 7714 bytes"),
+                  "%s", out);
+    snprintf(args, sizeof args, "%s decode tests/fixtures/bpe/vocab.json", v);
+    ck_assert_msg(run("eo-tokenize", args, out, sizeof out) == 1 && strstr(out, "expected a decimal id"),
+                  "%s", out);
 }
 END_TEST
 
