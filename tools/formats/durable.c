@@ -149,17 +149,22 @@ eo_status eo_durable_replace(const char *path, eo_durable_fill fill, void *arg, 
     st = eo_file_check_target(tmp, err, errlen);
     int fd = -1, made = 0;
     if (st == EO_OK) {
-        /* O_NOFOLLOW: a link put in place since the check is refused. */
-        fd = io->open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+        /* O_NOFOLLOW: a link put in place since the check is refused;
+         * O_NONBLOCK: so is a FIFO, at once, instead of waiting for a
+         * reader (writes to a regular file do not heed it). */
+        fd = io->open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                      0666);
         if (fd < 0)
             st = eo_errf(err, errlen, EO_ERR_IO, "%s: cannot create %s: %s", path, tmp,
                          errno == ELOOP ? "it is a symbolic link" : strerror(errno));
         made = fd >= 0;
     }
     struct stat sb;
-    if (st == EO_OK && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)))
+    if (st == EO_OK && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
         st = eo_errf(err, errlen, EO_ERR_IO, "%s: %s is not a regular file; refusing to write it",
                      path, tmp);
+        made = 0; /* not ours to remove */
+    }
     if (st == EO_OK) {
         f->io = io;
         f->fd = fd;
