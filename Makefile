@@ -239,7 +239,8 @@ exports: $(SO)
 # roundings). Like libeveryo.so it exports exactly what its installed
 # headers declare.
 IO_SRCS := tools/formats/safetensors.c tools/formats/safetensors_read.c tools/formats/safetensors_write.c \
-	tools/formats/checkpoint.c tools/formats/idx.c tools/threads/pool.c tools/cli/errbuf.c
+	tools/formats/checkpoint.c tools/formats/idx.c tools/formats/durable.c tools/threads/pool.c \
+	tools/cli/errbuf.c tools/cli/files.c
 IO_PRIVATE_SRCS := core/json.c core/format.c ops/cpu/half.c
 IO_OBJS   := $(IO_SRCS:%.c=$(BUILD)/pic/%.o) $(IO_PRIVATE_SRCS:%.c=$(BUILD)/pic/%.o)
 IO_SO_NAME := libeveryo-io.so.$(EO_MAJOR)

@@ -395,6 +395,41 @@ START_TEST(write_errors_fail_the_program)
 }
 END_TEST
 
+/* Issue 30 item 2: a checkpoint that cannot be written (here a file-size
+ * limit, SIGXFSZ ignored so the write returns EFBIG, standing for a full
+ * disk) fails the program with a message naming the file and the step;
+ * the previous checkpoint is there byte for byte, still loads (its
+ * checksum holds), and no temporary is left. */
+START_TEST(failed_save_keeps_the_previous_checkpoint)
+{
+    char line[2048], gpt[1024], ck[512], tmp[520];
+    snprintf(ck, sizeof ck, "%s", eo_tmpdir_path("ck.safetensors"));
+    snprintf(tmp, sizeof tmp, "%s.tmp", ck);
+    snprintf(gpt, sizeof gpt, "--model gpt --steps 2 --batch 1 --context 8 --d-model 8 "
+             "--heads 1 --layers 1 --val-windows 4 --eval-every 0 -q %s --plot %s", corpus(),
+             eo_tmpdir_path("p.svg"));
+    static char out[16384], before[65536], after[65536];
+    snprintf(line, sizeof line, "%s %s --save %s", prog("eo-train"), gpt, ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    FILE *f = fopen(ck, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(before, 1, sizeof before, f);
+    fclose(f);
+    ck_assert_uint_gt(n, 4096); /* more than the limit below lets through */
+    snprintf(line, sizeof line, "(trap '' XFSZ; ulimit -f 4; exec %s %s --seed 7 --save %s)",
+             prog("eo-train"), gpt, ck);
+    fails_saying(line, "ck.safetensors: write failed after");
+    f = fopen(ck, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t m = fread(after, 1, sizeof after, f);
+    fclose(f);
+    ck_assert(m == n && memcmp(before, after, n) == 0);
+    ck_assert_int_eq(access(tmp, F_OK), -1);
+    snprintf(line, sizeof line, "%s ls %s", prog("eo-safetensors"), ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+}
+END_TEST
+
 /* Issue 26 item 20: eo-ptxsim took u32:4294967296 as 0. */
 START_TEST(ptxsim_scalars_must_fit)
 {
@@ -585,6 +620,7 @@ Suite *eo_suite_cli(void)
     tcase_add_test(files, input_files_must_be_regular);
     tcase_add_test(files, output_targets_must_be_regular);
     tcase_add_test(files, write_errors_fail_the_program);
+    tcase_add_test(files, failed_save_keeps_the_previous_checkpoint);
     tcase_add_test(files, ptxsim_scalars_must_fit);
     tcase_add_test(files, steps_end_the_run);
     tcase_add_test(files, arenas_fit_the_model);
