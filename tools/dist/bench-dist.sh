@@ -24,9 +24,14 @@ ar() { sed -n 's/^all-reduce: \([0-9.]*\) ms per step (\([0-9]*\)%.*after \([0-9
 
 best() { sort -n | head -1; }
 
+# The plot is not wanted; the programs refuse to write over a device such
+# as /dev/null, so it goes to a scratch file.
+plot=$(mktemp "${TMPDIR:-/tmp}/eo-bench-dist.XXXXXX.svg")
+trap 'rm -f "$plot"' EXIT
+
 row() { # model args...
     model=$1; shift
-    common="--model $model --data $D --test-subset 500 --quiet --plot /dev/null $*"
+    common="--model $model --data $D --test-subset 500 --quiet --plot $plot $*"
     t11=$(for k in 1 2 3; do "$B/eo-train" $common --threads 1 | ms; done | best)
     t12=$(for k in 1 2 3; do "$B/eo-train" $common --threads 2 | ms; done | best)
     t21=; a21=
