@@ -15,7 +15,7 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void
     *ctx = zero;
     eo_arena_init(&ctx->persist, persist_buf, persist_bytes, "persistent");
     eo_arena_init(&ctx->step, step_buf, step_bytes, "step");
-    ctx->backend[EO_CPU] = &eo_backend_cpu;
+    eo_cpu_init(ctx); /* ctx->backend[EO_CPU]: the CPU's widest kernel variant */
     ctx->grad_enabled = 1;
     ctx->training = 1;
     ctx->exec.par.nthreads = 1;

@@ -103,6 +103,9 @@ size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
 #define EO_CHECK(expr) do { eo_status eo_s_ = (expr); if (eo_s_ != EO_OK) return eo_s_; } while (0)
 
 /* ---- helpers ------------------------------------------------------------- */
+/* Read the CPU's features and install the widest CPU kernel table it can
+ * run (core/cpu.c); eo_ctx_init's step. */
+void eo_cpu_init(eo_ctx *ctx);
 const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t);
 /* Step-arena scratch on a device, kept until the step is rewound. */
 eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out);

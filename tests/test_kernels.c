@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "ops/cpu/simd.h"
 #include "tools/threads/pool.h"
 

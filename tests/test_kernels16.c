@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "ops/cpu/half.h"
 #include "ops/cpu/matmul.h"
 #include "tools/threads/pool.h"

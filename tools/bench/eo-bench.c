@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "ops/cpu/simd.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_sim.h"

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/transformer.h"
+#include "tools/cli/cpu.h"
 #include "tools/cli/args.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/train/gpt_limits.h"
@@ -209,6 +210,11 @@ int main(int argc, char **argv)
     if (!p || !s || !toks || !pclean || eo_ctx_init(&ctx, p, pb, s, sb) != EO_OK) {
         fprintf(stderr, "eo-sample: out of memory\n");
         return 1;
+    }
+    char cpu_err[400];
+    if (eo_tool_cpu_apply(&ctx, cpu_err, sizeof cpu_err) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", cpu_err);
+        return 2;
     }
     /* On CUDA the weights and activations live in device arenas as large
      * as the host ones; only token ids go up and one row of logits comes
