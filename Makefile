@@ -176,6 +176,10 @@ $(foreach d,obj pic fs,$$(BUILD)/$(d)/isa-$(1).o: $$(ISA_SRCS:%.c=$$(BUILD)/$(d)
 )
 endef
 $(foreach v,$(CPU_ISAS),$(eval $(call isa_rules,$(v))))
+# eo-bench measures the FMA peak with the widest vectors the CPU has, so
+# its ceiling loops are compiled per variant too (tools/bench/ceilings.h).
+$(BUILD)/obj/tools/bench/ceil_avx2.o: LANGFLAGS = $(HOST_CFLAGS) $(if $(filter avx2,$(CPU_ISAS)),$(ISA_FLAGS_avx2))
+$(BUILD)/obj/tools/bench/ceil_avx512.o: LANGFLAGS = $(HOST_CFLAGS) $(if $(filter avx512,$(CPU_ISAS)),$(ISA_FLAGS_avx512))
 
 # Each program's main is tools/<subsystem>/eo-NAME.c; it links to build/eo-NAME.
 define tool_rule

@@ -94,6 +94,18 @@ static void fake_run(void *user, eo_par_body body, void *arg, int64_t n)
     if (0 < mid)
         body(arg, 0, mid, 0);
 }
+/* Do the kernels under test (EO_CPU applied) take their AVX2 / AVX-512
+ * paths? Their exp flushes where the base kernels' libm expf does not. */
+static int vector_kernels(void)
+{
+    const eo_cpu_isa v = eo_tool_cpu_kernels_isa();
+#ifdef EO_AVX2
+    if (v == EO_ISA_NATIVE)
+        return 1;
+#endif
+    return v == EO_ISA_AVX2 || v == EO_ISA_AVX512;
+}
+
 static const eo_exec fake_par = {{fake_run, NULL, 2}, NULL};
 
 static void check_same_bits(const char *what, const void *a, const void *b, size_t bytes)
@@ -873,10 +885,8 @@ START_TEST(softmax_narrow_rows_match_wide)
                               "%s row %d col %lld: %g, want %g", lg ? "log_softmax" : "softmax", r,
                               (long long)j, (double)yr[j], want);
                 }
-#ifdef EO_AVX2
-                if (!lg && r == 3)
+                if (!lg && r == 3 && vector_kernels())
                     CHECK(yr[C / 2] == 0.0f); /* below the flush */
-#endif
             }
             free(x), free(y);
         }

@@ -52,7 +52,9 @@ static struct {
     pthread_once_t once;
     const eo_backend *table;
     eo_cpu_isa isa;
-} kernels = { PTHREAD_ONCE_INIT, NULL, EO_ISA_BASE };
+    uint32_t features;
+    char line[256];
+} kernels = { PTHREAD_ONCE_INIT, NULL, EO_ISA_BASE, 0, "" };
 
 static void kernels_init(void)
 {
@@ -66,6 +68,20 @@ static void kernels_init(void)
     }
     kernels.table = ctx.backend[EO_CPU];
     kernels.isa = eo_cpu_variant(&ctx);
+    kernels.features = eo_cpu_features(&ctx);
+    eo_tool_cpu_describe(&ctx, kernels.line, sizeof kernels.line);
+}
+
+uint32_t eo_tool_cpu_features(void)
+{
+    pthread_once(&kernels.once, kernels_init);
+    return kernels.features;
+}
+
+const char *eo_tool_cpu_kernels_line(void)
+{
+    pthread_once(&kernels.once, kernels_init);
+    return kernels.line;
 }
 
 const eo_backend *eo_tool_cpu_kernels(void)

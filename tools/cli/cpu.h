@@ -26,8 +26,11 @@ void eo_tool_cpu_describe(const eo_ctx *ctx, char *buf, size_t len);
  * Made once per process; an EO_CPU this machine cannot honour is
  * reported on stderr once and the process exits with status 2. */
 const struct eo_backend *eo_tool_cpu_kernels(void);
-/* The variant of that table. */
+/* The variant of that table, the CPU's EO_CPUF_* features, and
+ * eo_tool_cpu_describe's line for it. */
 eo_cpu_isa eo_tool_cpu_kernels_isa(void);
+uint32_t eo_tool_cpu_features(void);
+const char *eo_tool_cpu_kernels_line(void);
 
 /* The variant named s ("base", "avx2", "avx512", "native"); -1: none. */
 int eo_tool_cpu_parse(const char *s);
