@@ -180,6 +180,9 @@ $(foreach v,$(CPU_ISAS),$(eval $(call isa_rules,$(v))))
 # its ceiling loops are compiled per variant too (tools/bench/ceilings.h).
 $(BUILD)/obj/tools/bench/ceil_avx2.o: LANGFLAGS = $(HOST_CFLAGS) $(if $(filter avx2,$(CPU_ISAS)),$(ISA_FLAGS_avx2))
 $(BUILD)/obj/tools/bench/ceil_avx512.o: LANGFLAGS = $(HOST_CFLAGS) $(if $(filter avx512,$(CPU_ISAS)),$(ISA_FLAGS_avx512))
+# The vector helpers' own tests likewise (tests/simd_cases.h).
+$(BUILD)/obj/tests/simd_avx2.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS) $(if $(filter avx2,$(CPU_ISAS)),$(ISA_FLAGS_avx2))
+$(BUILD)/obj/tests/simd_avx512.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS) $(if $(filter avx512,$(CPU_ISAS)),$(ISA_FLAGS_avx512))
 
 # Each program's main is tools/<subsystem>/eo-NAME.c; it links to build/eo-NAME.
 define tool_rule
