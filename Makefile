@@ -390,7 +390,7 @@ test: deps
 # build holds (EO_CPU, tests/main.c), so base and AVX2 are tested on a
 # machine that has AVX-512 too. A variant this CPU cannot run says so
 # and is skipped.
-CPU_SUITES := kernels kernels16 matmul half ops optim grad_scaler attention
+CPU_SUITES := cpu kernels kernels16 matmul half ops optim grad_scaler attention
 .PHONY: test-cpu-variants
 test-cpu-variants: $(BUILD)/eo-tests
 	@best=$$(./$(BUILD)/eo-tests --cpu-variant); \
