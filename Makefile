@@ -5,10 +5,11 @@
 #   make test SANITIZE=1      the suite under AddressSanitizer + UBSan
 #   make NATIVE=1             a local build for this CPU alone (-march=native, one
 #                             kernel set); NATIVE=avx2: the same without AVX-512
-#   make CPU_ISAS=            the portable kernels only (no AVX2/AVX-512 variants)
 #   make train                the main job: an MLP on Fashion-MNIST
 #   make check-freestanding   the library references no libc beyond the allowed set
-#                             and has no writable global (no mutable global state)
+#                             and has no writable global (no mutable global state);
+#                             with check-isa: no AVX instruction outside the variants
+#   make test-qemu-cpu        the installed eo-train on CPUs without AVX / AVX-512
 #   make CC=clang             any of the above with clang
 #   make CUDA=0               CPU only: no CUDA host side, no embedded PTX
 #   make install              library, headers, everyo.pc and tools under
