@@ -3,10 +3,13 @@
 #   make                      library (build/libeveryo.a) and tools
 #   make test                 the Check suite (installs check/zlib as root)
 #   make test SANITIZE=1      the suite under AddressSanitizer + UBSan
-#   make test NATIVE=avx2     the suite on the AVX2 kernels only (NATIVE=0: portable)
+#   make NATIVE=1             a local build for this CPU alone (-march=native, one
+#                             kernel set); NATIVE=avx2: the same without AVX-512
 #   make train                the main job: an MLP on Fashion-MNIST
 #   make check-freestanding   the library references no libc beyond the allowed set
-#                             and has no writable global (no mutable global state)
+#                             and has no writable global (no mutable global state);
+#                             with check-isa: no AVX instruction outside the variants
+#   make test-qemu-cpu        the installed eo-train on CPUs without AVX / AVX-512
 #   make CC=clang             any of the above with clang
 #   make CUDA=0               CPU only: no CUDA host side, no embedded PTX
 #   make install              library, headers, everyo.pc and tools under
@@ -19,14 +22,14 @@
 
 CC ?= cc
 SANITIZE ?= 0
-NATIVE ?= 1
+NATIVE ?= 0
 CUDA ?= 1
 
 CCNAME := $(notdir $(firstword $(CC)))
 ifeq ($(CUDA),0)
-BUILD ?= build/$(CCNAME)-cpu$(if $(filter 1,$(SANITIZE)),-san)$(if $(filter-out 1,$(NATIVE)),-native$(NATIVE))
+BUILD ?= build/$(CCNAME)-cpu$(if $(filter 1,$(SANITIZE)),-san)$(if $(filter-out 0,$(NATIVE)),-native$(NATIVE))
 endif
-ifneq ($(NATIVE),1)
+ifneq ($(NATIVE),0)
 BUILD ?= build/$(CCNAME)-native$(NATIVE)
 endif
 ifeq ($(SANITIZE)$(CCNAME),0cc)
@@ -37,21 +40,32 @@ else
 BUILD ?= build/$(CCNAME)
 endif
 
-# AVX2/FMA kernels are chosen at compile time from what -march=native
-# enables (and the one AVX-512 loop, where the CPU has it); NATIVE=avx2
-# builds the AVX2 paths without AVX-512 (what an AVX2-only CPU runs, and
-# how a machine with AVX-512 tests them), NATIVE=0 the portable paths only.
+# The library is built for the architecture's baseline (x86-64: SSE2), so
+# one build runs on every CPU of its architecture; the CPU kernels are
+# compiled once more per instruction set in CPU_ISAS (below, "CPU kernel
+# variants") and the context picks the widest the CPU reports. NATIVE=1 is
+# the opt-in for a local build: everything with -march=native and one
+# kernel set, as the CPU's own; NATIVE=avx2 the same without AVX-512.
 ifeq ($(NATIVE),1)
 MARCH := -march=native
 endif
 ifeq ($(NATIVE),avx2)
 MARCH := -march=native -mno-avx512f
 endif
+# CPU_ISAS: the kernel variants built beside the baseline one, for x86-64
+# targets (aarch64's baseline already has NEON; its own variant is to come).
+# EO_BUILT_<NAME> tells core/cpu.c which tables exist.
+TARGET_MACHINE := $(shell $(CC) $(TARGET_CFLAGS) -dumpmachine 2>/dev/null)
+ifeq ($(NATIVE),0)
+CPU_ISAS := $(if $(filter x86_64-%,$(TARGET_MACHINE)),avx2 avx512)
+endif
+CPU_ISA_DEFS := $(if $(filter avx2,$(CPU_ISAS)),-DEO_BUILT_AVX2=1) \
+	$(if $(filter avx512,$(CPU_ISAS)),-DEO_BUILT_AVX512=1) $(if $(MARCH),-DEO_BUILT_NATIVE=1)
 
 WARN   := -Wall -Wextra -Wpedantic -Werror
 OPT    := -O2 -g
 # TARGET_CFLAGS: a cross target's own flags (make cortex-m4 sets them).
-CFLAGS_BASE := -std=c11 $(OPT) $(MARCH) $(TARGET_CFLAGS) $(WARN) -I. -fno-math-errno
+CFLAGS_BASE := -std=c11 $(OPT) $(MARCH) $(TARGET_CFLAGS) $(WARN) -I. -fno-math-errno $(strip $(CPU_ISA_DEFS))
 # Sanitized builds keep OPT (-O2): ASan and UBSan check it as well as -O1,
 # and the whole suite stays inside its time under them.
 ifeq ($(SANITIZE),1)
@@ -75,7 +89,7 @@ CUDA_TEST_SRCS := $(shell grep -l 'ops/cuda/' tests/*.c)
 else
 LIB_SRCS  := $(filter-out core/cuda_off.c,$(LIB_SRCS))
 endif
-LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(CPU_ISAS:%=$(BUILD)/obj/isa-%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
 # The embedded PTX (rule under CUDA / PTX below). Defined here, before any
 # rule names it: a rule's prerequisites are expanded where the rule is read,
@@ -140,6 +154,43 @@ $(BUILD)/obj/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(LANGFLAGS) -MMD -MP -c $< -o $@
 
+# ---- CPU kernel variants ---------------------------------------------------
+# The CPU kernels (ops/cpu/*.c) and their table (core/backend_cpu.c) are
+# compiled once more per variant in CPU_ISAS, with that variant's target
+# flags, into $(BUILD)/{obj,pic,fs}/isa-NAME/; tools/build/isa-link.sh
+# joins each variant's objects into one (isa-NAME.o) and appends _NAME to
+# every global symbol it defines, so eo_k_matmul compiled for AVX2 is
+# eo_k_matmul_avx2 and its table eo_backend_cpu_avx2, calling only its own
+# variant's functions. The kernel sources are written once: their
+# #if __AVX2__ / __AVX512F__ paths are what each variant's flags select.
+# Only these objects see the flags, so nothing shared can contain an AVX
+# instruction (make check-isa, run by check-freestanding, proves it).
+ISA_SRCS := $(wildcard ops/cpu/*.c) core/backend_cpu.c
+ISA_FLAGS_avx2   := -mavx2 -mfma -mf16c
+ISA_FLAGS_avx512 := $(ISA_FLAGS_avx2) -mavx512f -mavx512bw -mavx512vl -mavx512dq
+define isa_rules
+$$(BUILD)/obj/isa-$(1)/%.o: %.c $$(MAKEFILE_LIST)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LIB_CFLAGS) $$(VEC_CFLAGS) $$(ISA_FLAGS_$(1)) -MMD -MP -c $$< -o $$@
+$$(BUILD)/pic/isa-$(1)/%.o: %.c $$(MAKEFILE_LIST)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_BASE) $$(VEC_CFLAGS) $$(ISA_FLAGS_$(1)) -fPIC -MMD -MP -c $$< -o $$@
+$$(BUILD)/fs/isa-$(1)/%.o: %.c $$(MAKEFILE_LIST)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_BASE) $$(ISA_FLAGS_$(1)) -ffreestanding -DEO_FREESTANDING -c $$< -o $$@
+$(foreach d,obj pic fs,$$(BUILD)/$(d)/isa-$(1).o: $$(ISA_SRCS:%.c=$$(BUILD)/$(d)/isa-$(1)/%.o) tools/build/isa-link.sh
+	sh tools/build/isa-link.sh "$$(CC)" $(1) $$@ $$(ISA_SRCS:%.c=$$(BUILD)/$(d)/isa-$(1)/%.o)
+)
+endef
+$(foreach v,$(CPU_ISAS),$(eval $(call isa_rules,$(v))))
+# eo-bench measures the FMA peak with the widest vectors the CPU has, so
+# its ceiling loops are compiled per variant too (tools/bench/ceilings.h).
+$(BUILD)/obj/tools/bench/ceil_avx2.o: LANGFLAGS = $(HOST_CFLAGS) $(if $(filter avx2,$(CPU_ISAS)),$(ISA_FLAGS_avx2))
+$(BUILD)/obj/tools/bench/ceil_avx512.o: LANGFLAGS = $(HOST_CFLAGS) $(if $(filter avx512,$(CPU_ISAS)),$(ISA_FLAGS_avx512))
+# The vector helpers' own tests likewise (tests/simd_cases.h).
+$(BUILD)/obj/tests/simd_avx2.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS) $(if $(filter avx2,$(CPU_ISAS)),$(ISA_FLAGS_avx2))
+$(BUILD)/obj/tests/simd_avx512.o: LANGFLAGS = $(HOST_CFLAGS) $(CHECK_CFLAGS) $(if $(filter avx512,$(CPU_ISAS)),$(ISA_FLAGS_avx512))
+
 # Each program's main is tools/<subsystem>/eo-NAME.c; it links to build/eo-NAME.
 define tool_rule
 $$(BUILD)/$(basename $(notdir $(1))): $(1) $$(TOOLLIB) $$(LIB)
@@ -202,7 +253,7 @@ headers: $(STAGED_HEADERS) $(IO_STAGED)
 # are what gets installed): libeveryo.so exports only what PUBLIC_HEADERS
 # declare (tools/build/export-map.sh), and the installed libeveryo.a is
 # built from the same objects so both carry the same code.
-PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o) $(CPU_ISAS:%=$(BUILD)/pic/isa-%.o)
 SO_NAME  := libeveryo.so.$(EO_MAJOR)
 SO       := $(BUILD)/pic/libeveryo.so.$(EO_VERSION)
 PIC_LIB  := $(BUILD)/pic/libeveryo.a
@@ -392,8 +443,32 @@ test: deps
 	    wait $$pid; shard=$$?; cat $(BUILD)/eo-tests-shard.log; \
 	    [ $$rest -eq 0 ] && [ $$shard -eq 0 ] || { echo "make test: a runner failed" \
 	        "(--except: $$rest, shard: $$shard)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory test-cpu-variants
 	@$(MAKE) --no-print-directory test-install
 	@$(MAKE) --no-print-directory test-examples
+
+# The runners above use the CPU kernel variant a context picks on this
+# machine; the kernel suites run again under each other variant the
+# build holds (EO_CPU, tests/main.c), so base and AVX2 are tested on a
+# machine that has AVX-512 too. A variant this CPU cannot run says so
+# and is skipped.
+CPU_SUITES := cpu kernels kernels16 matmul half ops optim grad_scaler attention
+.PHONY: test-cpu-variants
+test-cpu-variants: $(BUILD)/eo-tests
+	@best=$$(./$(BUILD)/eo-tests --cpu-variant); \
+	for v in base $(CPU_ISAS); do \
+	    [ "$$v" = "$$best" ] && continue; \
+	    echo "EO_CPU=$$v ./$(BUILD)/eo-tests $(CPU_SUITES)"; \
+	    EO_CPU=$$v ./$(BUILD)/eo-tests $(CPU_SUITES) || exit 1; \
+	done
+
+# make test-qemu-cpu: the installed eo-train on emulated CPUs without AVX
+# (qemu-x86_64 -cpu Nehalem) and without AVX-512 (-cpu Haswell): no
+# SIGILL, and the kernel variant each should pick (tools/build/qemu-cpu-check.sh).
+.PHONY: test-qemu-cpu
+test-qemu-cpu:
+	@sh tools/build/need-packages.sh "command -v qemu-x86_64 && test -f $(FMNIST)/train-images-idx3-ubyte.gz" qemu-user dataset-fashion-mnist
+	@sh tools/build/qemu-cpu-check.sh "$(MAKE)" "$(BUILD)" "$(FMNIST)"
 
 # ---- small and foreign targets (tools/build/cross.sh) ------------------------
 #   make cross ARCH=aarch64|armhf|s390x [CUDA=0]
@@ -442,7 +517,7 @@ train-gpt:
 # they are allowed.
 FS_ALLOWED := memcpy memset memmove memcmp \
 	expf logf sqrtf tanhf erff powf fabsf floorf ceilf expm1f log1pf sinf cosf
-FS_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fs/%.o)
+FS_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fs/%.o) $(CPU_ISAS:%=$(BUILD)/fs/isa-%.o)
 $(BUILD)/fs/%.o: %.c $(MAKEFILE_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -ffreestanding -DEO_FREESTANDING -c $< -o $@
@@ -450,6 +525,20 @@ $(BUILD)/fs/%.o: %.c $(MAKEFILE_LIST)
 $(BUILD)/libeveryo-fs.a: $(FS_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
+# check-isa: no AVX instruction outside the variant objects. Every VEX or
+# EVEX instruction's mnemonic starts with v (vaddps, vfmadd231ps,
+# vzeroupper; SSE has none that does), so objdump's listing of the
+# baseline objects must have none; it would SIGILL on a CPU without AVX
+# before any variant was chosen. A NATIVE build is one machine's and is
+# not checked.
+.PHONY: check-isa
+check-isa: $(LIB_OBJS)
+	@if [ -z "$(CPU_ISAS)" ]; then echo "check-isa: skipped (no CPU kernel variants in this build: NATIVE=$(NATIVE), $(TARGET_MACHINE))"; exit 0; fi; \
+	bad=$$(for o in $(filter-out $(BUILD)/obj/isa-%,$(LIB_OBJS)); do \
+	    objdump -d --no-show-raw-insn $$o | grep -E '^[[:space:]]+[0-9a-f]+:[[:space:]]+v[a-z]' | head -n 3 | sed "s|^|  $$o: |"; done); \
+	if [ -n "$$bad" ]; then echo "check-isa: FAILED, AVX instructions in baseline objects:"; echo "$$bad"; exit 1; \
+	else echo "check-isa: OK, no AVX/AVX-512 instruction outside the variants ($(CPU_ISAS))"; fi
+check-freestanding: check-isa
 check-freestanding: $(FS_OBJS)
 	@ld -r -o $(BUILD)/fs/all.o $(FS_OBJS)
 	@nm -u $(BUILD)/fs/all.o | awk 'NF==2 {print $$2}' | sort -u > $(BUILD)/fs/undefined.txt

@@ -36,7 +36,7 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void
                       size_t step_bytes)
 {
     EO_CHECK(eo_ctx_setup(ctx, persist_buf, persist_bytes, step_buf, step_bytes));
-    ctx->backend[EO_CPU] = &eo_backend_cpu;
+    eo_cpu_init(ctx); /* ctx->backend[EO_CPU]: the CPU's widest kernel variant */
     return EO_OK;
 }
 

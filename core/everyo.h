@@ -177,6 +177,16 @@ typedef struct eo_mark {
     uint64_t tape_serial; /* which node tape was: an address can be reused */
 } eo_mark;
 
+/* The instruction sets the CPU kernels are compiled for, one kernel table
+ * each ("CPU kernel variants" below). */
+typedef enum eo_cpu_isa {
+    EO_ISA_BASE = 0,   /* the architecture's baseline: x86-64 SSE2, aarch64 ASIMD, ... */
+    EO_ISA_AVX2 = 1,   /* x86-64 AVX2 + FMA + F16C: the 8-lane kernels */
+    EO_ISA_AVX512 = 2, /* x86-64 AVX-512 F/BW/VL/DQ on top of AVX2: the 16-lane paths */
+    EO_ISA_NATIVE = 3, /* a NATIVE=1 build: one table, for the building machine's CPU */
+    EO_ISA_COUNT
+} eo_cpu_isa;
+
 typedef struct eo_ctx {
     eo_arena persist, step;        /* host arenas (metadata always; data for CPU tensors) */
     eo_arena dev_persist, dev_step;/* device arenas (data of CUDA tensors) */
@@ -188,6 +198,8 @@ typedef struct eo_ctx {
     int training;                  /* nn mode: dropout active when 1 */
     eo_exec exec;                  /* passed to every kernel: the thread hook and,
                                       once attached, the CUDA device state */
+    uint32_t cpu_features;         /* EO_CPUF_* bits, read at eo_ctx_init */
+    eo_cpu_isa cpu_isa;            /* the CPU kernel variant backend[EO_CPU] holds */
     eo_grad_sync grad_sync;        /* all-reduce hook; allreduce NULL: one process */
     int grads_pending;             /* a backward ran since the last gradient all-reduce */
     eo_profile_hook profile;       /* begin/end of calls and rules; fn NULL: none */
@@ -204,7 +216,8 @@ typedef struct eo_ctx {
 } eo_ctx;
 
 /* Set up a context over two caller-owned buffers (host memory). Grad mode
- * on, training mode on, no threads, PRNG seeded with 0.
+ * on, training mode on, no threads, PRNG seeded with 0, the widest CPU
+ * kernel variant this CPU runs (eo_cpu_variant below).
  * Returns EO_ERR_ARG for a NULL ctx or buffer; with a ctx, a refused init
  * still leaves it zeroed, with eo_last_error saying which buffer was
  * NULL (every status but EO_OK leaves a terminated message there). */
@@ -318,6 +331,49 @@ void eo_measure_begin(eo_ctx *ctx);
 /* The bytes each arena needed: its high-water mark since eo_ctx_init or
  * the last eo_measure_begin. All zero for a NULL ctx. */
 eo_arena_needs eo_measure(const eo_ctx *ctx);
+
+/* ---- CPU kernel variants --------------------------------------------------
+ * The library is built for the architecture's baseline and carries its CPU
+ * kernels once more per wider instruction set (x86-64: AVX2+FMA+F16C and
+ * AVX-512; eo_cpu_isa below). eo_ctx_init asks the CPU itself
+ * (cpuid, and xgetbv for the registers the operating system saves) and
+ * takes the widest variant it can run; every CPU kernel call of that
+ * context then goes to that variant's table — the choice is made once,
+ * never per call. Within one variant results are bit-identical for any
+ * thread count; across variants they may differ in the last bits (fused
+ * multiply-adds, 8 or 16 lanes summed in another order). Stable. */
+
+/* The CPU's features, as EO_CPUF_* bits (0 for a NULL ctx). Read once by
+ * eo_ctx_init; on other architectures only what their baseline implies. */
+#define EO_CPUF_SSE2     (1u << 0)
+#define EO_CPUF_AVX      (1u << 1)  /* with the OS saving ymm state */
+#define EO_CPUF_AVX2     (1u << 2)
+#define EO_CPUF_FMA      (1u << 3)
+#define EO_CPUF_F16C     (1u << 4)
+#define EO_CPUF_AVX512F  (1u << 5)  /* with the OS saving zmm and mask state */
+#define EO_CPUF_AVX512BW (1u << 6)
+#define EO_CPUF_AVX512VL (1u << 7)
+#define EO_CPUF_AVX512DQ (1u << 8)
+#define EO_CPUF_AVX512BF16 (1u << 9)
+#define EO_CPUF_NEON     (1u << 10) /* aarch64's ASIMD (its baseline) */
+uint32_t eo_cpu_features(const eo_ctx *ctx);
+/* The name of one EO_CPUF_ bit ("avx2", "avx512f", ...; "?" for another value). */
+const char *eo_cpu_feature_name(uint32_t bit);
+
+/* The kernel variant the context uses, and its name ("base", "avx2",
+ * "avx512", "native"; eo_cpu_isa_name gives any variant's). */
+eo_cpu_isa eo_cpu_variant(const eo_ctx *ctx);
+const char *eo_cpu_variant_name(const eo_ctx *ctx);
+const char *eo_cpu_isa_name(eo_cpu_isa isa);
+
+/* Use another kernel variant, usually a lower one (tests run every
+ * variant the machine can; tools take it from EO_CPU=base|avx2|avx512 —
+ * the library itself reads no environment). Returns EO_ERR_UNSUPPORTED,
+ * with a message naming the variant and why, when the library was built
+ * without it or the CPU cannot run it; EO_ERR_ARG for a NULL ctx or a
+ * value outside eo_cpu_isa. Takes effect at the next op; tensors made
+ * before are unaffected (all variants share one memory layout). */
+eo_status eo_ctx_set_cpu_variant(eo_ctx *ctx, eo_cpu_isa isa);
 
 /* Install a threading hook (see ops/parallel.h); a zeroed eo_par means one thread. */
 void eo_ctx_set_parallel(eo_ctx *ctx, eo_par par);

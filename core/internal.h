@@ -120,6 +120,9 @@ size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
  * ctx->backend[EO_CPU] (eo_ctx_init, eo_ctx_init_kernels). */
 eo_status eo_ctx_setup(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
                        size_t step_bytes);
+/* Read the CPU's features and install the widest CPU kernel table it can
+ * run (core/cpu.c); eo_ctx_init's step. */
+void eo_cpu_init(eo_ctx *ctx);
 const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t);
 /* Step-arena scratch on a device, kept until the step is rewound. */
 eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out);

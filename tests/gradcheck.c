@@ -6,6 +6,7 @@
 #include <string.h>
 #include <check.h>
 #include "tests/gradcheck.h"
+#include "tools/cli/cpu.h"
 #include "tools/ptxsim/driver.h"
 
 typedef struct { eo_ctx ctx; void *a, *b; } test_ctx;
@@ -15,8 +16,13 @@ eo_ctx *eo_test_ctx(size_t persist_mb, size_t step_mb)
     test_ctx *t = calloc(1, sizeof *t);
     t->a = malloc(persist_mb << 20);
     t->b = malloc(step_mb << 20);
+    char err[400];
     if (eo_ctx_init(&t->ctx, t->a, persist_mb << 20, t->b, step_mb << 20) != EO_OK)
         abort();
+    if (eo_tool_cpu_apply(&t->ctx, err, sizeof err) != EO_OK) { /* tests/main.c checked it */
+        fprintf(stderr, "%s\n", err);
+        abort();
+    }
     return &t->ctx;
 }
 

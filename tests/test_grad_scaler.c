@@ -8,6 +8,7 @@
 #include <math.h>
 #include "core/nn.h"
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "tests/amp_test.h"
 #include "tests/fixtures/grad_scaler.h"
 #include "tests/gradcheck.h"

@@ -29,6 +29,7 @@
 #include "tests/gradcheck.h"
 #include "core/nn.h"
 #include "tests/optest.h"
+#include "tools/cli/cpu_kernels.h"
 
 static int is_nan16(int dt, uint16_t h)
 {

@@ -18,14 +18,15 @@
  * also on one thread, on a fake two-way split (chunks run last first) and
  * on a real pool of two threads (layernorm's backward also of three), all
  * bit-identical. The path through
- * F16C / AVX2 conversions is the default build's; make NATIVE=0 runs the
- * same suite on the portable code. */
+ * F16C / AVX2 conversions is the avx2 and avx512 kernel variants'; make
+ * test runs the same suite on the base variant too (EO_CPU=base). */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "ops/cpu/half.h"
 #include "ops/cpu/matmul.h"
 #include "tools/threads/pool.h"

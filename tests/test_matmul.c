@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "ops/cpu/matmul.h"
 #include "tools/threads/pool.h"
 

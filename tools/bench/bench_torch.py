@@ -112,6 +112,29 @@ def make_rows(torch, kernel, rows, cols):
     return None
 
 
+def cpu_kernels(torch):
+    """Which CPU kernels this PyTorch runs: its ATen CPU capability (the
+    vector set its own kernels were dispatched to: DEFAULT, AVX2, AVX512)
+    and the BLAS it was built with, from torch.backends.cpu (2.0 and
+    later) or the build summary torch.__config__.show() (1.x)."""
+    cap, blas = None, None
+    try:
+        cap = torch.backends.cpu.get_cpu_capability()
+    except Exception:
+        pass
+    try:
+        for line in torch.__config__.show().splitlines():
+            line = line.strip()
+            if cap is None and line.startswith("CPU capability usage:"):
+                cap = line.split(":", 1)[1].strip()
+            for part in line.replace(",", " ").split():
+                if part.startswith("BLAS_INFO="):
+                    blas = part.split("=", 1)[1]
+    except Exception:
+        pass
+    return ("CPU capability %s; BLAS %s" % (cap or "unknown", blas or "unknown")).replace(",", ";")
+
+
 def main():
     print_flush = lambda s: (sys.stdout.write(s + "\n"), sys.stdout.flush())
     if len(sys.argv) != 2:
@@ -123,6 +146,7 @@ def main():
         print_flush("#torch,skipped (%s)" % str(e).replace(",", ";")[:60])
         return 0
     print_flush("#torch," + torch.__version__)
+    print_flush("#torch-cpu," + cpu_kernels(torch))
     torch.manual_seed(0)
     with open(sys.argv[1]) as f:
         jobs = [line.strip().split(",") for line in f if line.strip()]

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include "ops/kernels.h"
+#include "tools/cli/cpu_kernels.h"
 #include "ops/cpu/half.h"
 #include "tools/cli/args.h"
 #include "tools/threads/pool.h"

@@ -33,7 +33,7 @@
  * that a sim run wrote to CSV beside the measurements.
  *
  * Usage: eo-bench [--quick] [--threads 1,2] [--filter TEXT] [--csv FILE]
- *                 [--svg FILE] [--no-blas] [--no-torch] [--no-naive]
+ *                 [--svg FILE] [--no-blas] [--no-torch] [--no-naive] [--ref-env]
  *                 [--python EXE] [--torch-script FILE] */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -47,7 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "ops/kernels.h"
-#include "ops/cpu/simd.h"
+#include "tools/cli/cpu_kernels.h"
+#include "tools/bench/ceilings.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_sim.h"
 #include "tools/bench/predicted.h"
@@ -55,9 +56,6 @@
 #include "tools/cli/files.h"
 #include "tools/threads/pool.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
 
 #define MAX_THREADS 8
 #define MAX_ROWS 256
@@ -139,9 +137,10 @@ typedef struct options {
     int quick;
     const char *csv, *svg, *filter, *python, *torch_script;
     int no_blas, no_torch, no_naive;
+    int ref_env; /* --ref-env: keep OPENBLAS_CORETYPE / ATEN_CPU_CAPABILITY for the references */
 } options;
 
-static options opt = {{1, 2}, 2, 0, NULL, NULL, NULL, NULL, "tools/bench/bench_torch.py", 0, 0, 0};
+static options opt = {{1, 2}, 2, 0, NULL, NULL, NULL, NULL, "tools/bench/bench_torch.py", 0, 0, 0, 0};
 
 /* ---- the machine's ceilings ---------------------------------------------- */
 
@@ -151,7 +150,7 @@ static int copy_mib(void) { return opt.quick ? 64 : 256; }
 static double copy_bw[MAX_THREADS + 1];  /* GB/s (bytes read + written) */
 static const char *peak_kind = "scalar";
 /* ns per element of the row kernels' vector exp (eo_v8_exp_neg, the one
- * softmax keeps): the bound of a row kernel whose arithmetic, not its
+ * softmax keeps; eo_v16_exp_sat on the AVX-512 kernels): the bound of a row kernel whose arithmetic, not its
  * memory, is the limit (a 4096 x 1024 softmax is 4M exps). Measured on
  * a 4 KiB row in L1, each exp's argument loaded and its result summed,
  * four independent sums, as the kernels' exp walk does. 0: not measured
@@ -159,46 +158,36 @@ static const char *peak_kind = "scalar";
 static double exp_ns;
 static volatile float sink;
 
-/* Twelve independent multiply-add chains: more than the FMA units'
- * latency times their count (4 cycles x 2 units on current cores), so the
- * units never wait on a result. The chains start from different values,
- * read through a volatile, so the compiler cannot merge them. */
-#if defined(__AVX2__) && defined(__FMA__)
-#define FMA_FLOPS_PER_ITER (12 * 8 * 2) /* 12 chains x 8 lanes x (mul + add) */
-#else
-#define FMA_FLOPS_PER_ITER (12 * 2)
-#endif
+/* The loops behind the ceilings, in the widest instruction set the CPU
+ * has (tools/bench/ceilings.h); NULL: a plain C loop of mul + add. */
+static const eo_ceil_isa *ceil_fma;
+/* The streaming copy (any vector set will do: it measures memory). */
+static const eo_ceil_isa *ceil_copy;
+/* The exp of the kernel variant in use (EO_CPU applied): the row kernels' own. */
+static const eo_ceil_isa *ceil_exp;
 
-static void fma_loop(long iters)
+static void pick_ceilings(void)
 {
-#if defined(__AVX2__) && defined(__FMA__)
-    volatile float seed = 0.5f;
-    __m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-4f);
-    __m256 a0 = _mm256_set1_ps(seed), a1 = _mm256_set1_ps(seed + 1), a2 = _mm256_set1_ps(seed + 2),
-           a3 = _mm256_set1_ps(seed + 3), a4 = _mm256_set1_ps(seed + 4),
-           a5 = _mm256_set1_ps(seed + 5), a6 = _mm256_set1_ps(seed + 6),
-           a7 = _mm256_set1_ps(seed + 7), a8 = _mm256_set1_ps(seed + 8),
-           a9 = _mm256_set1_ps(seed + 9), a10 = _mm256_set1_ps(seed + 10),
-           a11 = _mm256_set1_ps(seed + 11);
-    for (long i = 0; i < iters; i++) {
-        a0 = _mm256_fmadd_ps(a0, x, y);
-        a1 = _mm256_fmadd_ps(a1, x, y);
-        a2 = _mm256_fmadd_ps(a2, x, y);
-        a3 = _mm256_fmadd_ps(a3, x, y);
-        a4 = _mm256_fmadd_ps(a4, x, y);
-        a5 = _mm256_fmadd_ps(a5, x, y);
-        a6 = _mm256_fmadd_ps(a6, x, y);
-        a7 = _mm256_fmadd_ps(a7, x, y);
-        a8 = _mm256_fmadd_ps(a8, x, y);
-        a9 = _mm256_fmadd_ps(a9, x, y);
-        a10 = _mm256_fmadd_ps(a10, x, y);
-        a11 = _mm256_fmadd_ps(a11, x, y);
+    const uint32_t f = eo_tool_cpu_features();
+    const uint32_t avx2 = EO_CPUF_AVX2 | EO_CPUF_FMA;
+    const eo_ceil_isa *a2 = (f & avx2) == avx2 && eo_ceil_avx2.flops_per_iter ? &eo_ceil_avx2 : NULL;
+    const eo_ceil_isa *a5 =
+        (f & EO_CPUF_AVX512F) && eo_ceil_avx512.flops_per_iter ? &eo_ceil_avx512 : NULL;
+    ceil_fma = a5 ? a5 : a2;
+    ceil_copy = a2;
+    switch (eo_tool_cpu_kernels_isa()) {
+    case EO_ISA_AVX512: ceil_exp = a5; break;
+    case EO_ISA_AVX2: ceil_exp = a2; break;
+    case EO_ISA_NATIVE: ceil_exp = a5 ? a5 : a2; break;
+    default: ceil_exp = NULL; /* the base kernels' exp is libm's, per element */
     }
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-    sink = _mm256_cvtss_f32(s);
-#else
+    peak_kind = ceil_fma ? ceil_fma->name : "scalar mul + add (no vector FMA on this CPU or build)";
+}
+
+/* Twelve independent multiply-add chains, the portable way (see
+ * tools/bench/ceil_avx2.c for why twelve). */
+static void fma_loop_c(long iters)
+{
     volatile float seed = 0.5f;
     float a[12];
     for (int j = 0; j < 12; j++)
@@ -210,14 +199,19 @@ static void fma_loop(long iters)
     for (int j = 0; j < 12; j++)
         s += a[j];
     sink = s;
-#endif
 }
+
+static int fma_flops_per_iter(void) { return ceil_fma ? ceil_fma->flops_per_iter : 12 * 2; }
 
 static void peak_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
-    for (int64_t i = begin; i < end; i++)
-        fma_loop(*(long *)arg);
+    for (int64_t i = begin; i < end; i++) {
+        if (ceil_fma)
+            ceil_fma->fma_loop(*(long *)arg);
+        else
+            fma_loop_c(*(long *)arg);
+    }
 }
 
 typedef struct copy_job {
@@ -238,13 +232,7 @@ static void copy_body(void *arg, int64_t begin, int64_t end, int worker)
     }
 }
 
-#ifdef EO_AVX2
-/* The second copy ceiling: a plain loop of 32-byte loads and streamed
- * (non-temporal) stores, the way the row kernels write a large output.
- * glibc's memcpy picks its method by size, and on the Zen 3 development
- * machine it copied 64-100 MiB about a third slower than this loop, and
- * 256 MiB about as fast; a ceiling that a kernel's own store method beats
- * would overstate every memory-bound row, so the best of the two counts. */
+/* The streaming-store copy (tools/bench/ceil_avx2.c says why), per part. */
 static void stream_copy_body(void *arg, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
@@ -252,55 +240,26 @@ static void stream_copy_body(void *arg, int64_t begin, int64_t end, int worker)
     for (int64_t i = begin; i < end; i++) {
         size_t lo = c->bytes * (size_t)i / (size_t)c->parts;
         size_t hi = c->bytes * (size_t)(i + 1) / (size_t)c->parts;
-        size_t head = (32u - ((uintptr_t)(c->dst + lo) & 31u)) & 31u;
-        head = head < hi - lo ? head : hi - lo;
-        memcpy(c->dst + lo, c->src + lo, head);
-        size_t k = lo + head;
-        for (; k + 64 <= hi; k += 64) {
-            const __m256 a = _mm256_loadu_ps((const float *)(const void *)(c->src + k));
-            const __m256 b = _mm256_loadu_ps((const float *)(const void *)(c->src + k + 32));
-            _mm256_stream_ps((float *)(void *)(c->dst + k), a);
-            _mm256_stream_ps((float *)(void *)(c->dst + k + 32), b);
-        }
-        memcpy(c->dst + k, c->src + k, hi - k);
+        ceil_copy->stream_copy(c->dst + lo, c->src + lo, hi - lo);
     }
-    _mm_sfence();
 }
-#endif
-
-#ifdef EO_AVX2
-static double exp_loop(const float *x, int reps)
-{
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    const __m256 m = _mm256_set1_ps(1.0f);
-    for (int r = 0; r < reps; r++)
-        for (int j = 0; j < 1024; j += 32) {
-            s0 = _mm256_add_ps(s0, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j), m)));
-            s1 = _mm256_add_ps(s1, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), m)));
-            s2 = _mm256_add_ps(s2, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 16), m)));
-            s3 = _mm256_add_ps(s3, eo_v8_exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + j + 24), m)));
-        }
-    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-    return (double)_mm256_cvtss_f32(s);
-}
-#endif
 
 /* The exp ceiling: best of several short tries, like the FMA peak. */
 static void measure_exp(void)
 {
-#ifdef EO_AVX2
+    if (!ceil_exp || !ceil_exp->exp_loop)
+        return;
     static float x[1024];
     for (int j = 0; j < 1024; j++)
         x[j] = -20.0f * (float)j / 1024.0f; /* the range softmax terms live in */
     const int reps = 2000;
     for (int t = 0; t < (opt.quick ? 8 : 24); t++) {
         double t0 = now_s();
-        sink = (float)exp_loop(x, reps);
+        sink = (float)ceil_exp->exp_loop(x, reps);
         double ns = (now_s() - t0) * 1e9 / (1024.0 * reps);
         if (exp_ns == 0 || ns < exp_ns)
             exp_ns = ns;
     }
-#endif
 }
 
 /* Both ceilings for each thread count: the best of several tries (a
@@ -311,9 +270,7 @@ static void measure_exp(void)
  * another process at the start does not leave a ceiling too low. */
 static void measure_ceilings(eo_par *pars)
 {
-#if defined(__AVX2__) && defined(__FMA__)
-    peak_kind = "AVX2 FMA";
-#endif
+    pick_ceilings();
     measure_exp();
     long iters = 1000000;
     int fma_tries = opt.quick ? 8 : 24;
@@ -328,7 +285,7 @@ static void measure_ceilings(eo_par *pars)
         for (int r = 0; r < fma_tries; r++) {
             double t0 = now_s();
             eo_par_for(par, t, peak_body, &iters);
-            double rate = (double)FMA_FLOPS_PER_ITER * (double)iters * t / (now_s() - t0) / 1e9;
+            double rate = (double)fma_flops_per_iter() * (double)iters * t / (now_s() - t0) / 1e9;
             if (rate > best)
                 best = rate;
         }
@@ -342,13 +299,13 @@ static void measure_ceilings(eo_par *pars)
             double rate = 2.0 * (double)bytes / (now_s() - t0) / 1e9;
             if (rate > best)
                 best = rate;
-#ifdef EO_AVX2
-            t0 = now_s();
-            eo_par_for(par, t, stream_copy_body, &cj);
-            rate = 2.0 * (double)bytes / (now_s() - t0) / 1e9;
-            if (rate > best)
-                best = rate;
-#endif
+            if (ceil_copy) {
+                t0 = now_s();
+                eo_par_for(par, t, stream_copy_body, &cj);
+                rate = 2.0 * (double)bytes / (now_s() - t0) / 1e9;
+                if (rate > best)
+                    best = rate;
+            }
         }
         if (best > copy_bw[t])
             copy_bw[t] = best;
@@ -368,6 +325,45 @@ static sgemm_fn *blas_sgemm;
 static void (*blas_set_threads)(int);
 static char blas_why[64] = "not loaded";
 static char blas_lib[64];
+
+/* ---- the references' own kernel choice --------------------------------------
+ * OpenBLAS reads OPENBLAS_CORETYPE when it loads and PyTorch reads
+ * ATEN_CPU_CAPABILITY when it starts; either pins the reference to a
+ * kernel set below its best (OPENBLAS_CORETYPE=Haswell on an AVX-512
+ * machine halves its matmul), and a ratio against a pinned reference
+ * flatters EveryO. So by default both are removed from this process's
+ * environment before OpenBLAS is opened or PyTorch started: each reference
+ * runs what it would choose itself. --ref-env keeps them; the output then
+ * says the reference was pinned, by what, in its header and under the
+ * table. */
+static const char *const ref_vars[] = {"OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY"};
+static char ref_env_set[2][64]; /* the value found, "" if unset */
+
+static void prepare_ref_env(void)
+{
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(ref_vars[i]);
+        snprintf(ref_env_set[i], sizeof ref_env_set[i], "%s", v ? v : "");
+        if (v && !opt.ref_env)
+            unsetenv(ref_vars[i]);
+    }
+}
+
+/* One line on what a reference's kernel choice was: "its own choice",
+ * with the variable that was removed, or "PINNED by VAR=VALUE". */
+static void ref_env_note(int i, char *buf, size_t len)
+{
+    if (!ref_env_set[i][0])
+        snprintf(buf, len, "its own choice (%s unset)", ref_vars[i]);
+    else if (opt.ref_env)
+        snprintf(buf, len, "PINNED by %s=%s (--ref-env): possibly below its best, ratios flatter EveryO",
+                 ref_vars[i], ref_env_set[i]);
+    else
+        snprintf(buf, len, "its own choice (%s=%s was set here and is removed for it; --ref-env keeps it)",
+                 ref_vars[i], ref_env_set[i]);
+}
+
+static char blas_core[160]; /* openblas_get_corename / _config, when it has them */
 
 static void load_blas(void)
 {
@@ -392,6 +388,19 @@ static void load_blas(void)
         if (s)
             memcpy(&blas_set_threads, &s, sizeof s);
         snprintf(blas_lib, sizeof blas_lib, "%s", names[i]);
+        /* Which kernel set OpenBLAS picked for this CPU (or was pinned to). */
+        void *cn = dlsym(h, "openblas_get_corename"), *cf = dlsym(h, "openblas_get_config");
+        char *(*corename)(void) = NULL, *(*config)(void) = NULL;
+        if (cn)
+            memcpy(&corename, &cn, sizeof cn);
+        if (cf)
+            memcpy(&config, &cf, sizeof cf);
+        if (corename)
+            snprintf(blas_core, sizeof blas_core, "kernel %s; %s", corename(),
+                     config ? config() : "no openblas_get_config");
+        else
+            snprintf(blas_core, sizeof blas_core, "kernel unknown (no openblas_get_corename: "
+                     "not OpenBLAS, perhaps the reference BLAS)");
         return;
     }
     snprintf(blas_why, sizeof blas_why, "no libopenblas or libblas with cblas_sgemm");
@@ -734,11 +743,7 @@ static void run_impl(int impl, const state *s)
 static void run_copy_ref(const state *s)
 {
     copy_job cj = {s->cdst, s->csrc, s->cbytes, s->threads};
-#ifdef EO_AVX2
-    eo_par_for(&s->ex.par, s->threads, stream_copy_body, &cj);
-#else
-    eo_par_for(&s->ex.par, s->threads, copy_body, &cj);
-#endif
+    eo_par_for(&s->ex.par, s->threads, ceil_copy ? stream_copy_body : copy_body, &cj);
 }
 
 /* The in-cache reference: the EveryO kernel on rows [0, cache_rows),
@@ -1075,11 +1080,13 @@ static int python_has_torch(const char *exe)
 /* One subprocess per thread count, with the BLAS and OpenMP thread
  * variables set as well as torch.set_num_threads: depending on how it
  * was built, PyTorch's matmul runs in a BLAS that reads only those. */
+/* The PyTorch that ran, and its CPU capability and BLAS (bench_torch.py). */
+static char torch_version[64], torch_cpu[160];
+
 static void run_torch(void)
 {
     const char *why = NULL;
     const char *exe = opt.python;
-    char torch_version[64] = "";
     /* The system interpreter first — where Debian's python3-torch (the
      * PyTorch the README quotes) installs — then whatever python3 is on
      * PATH. --python picks another. */
@@ -1143,6 +1150,10 @@ static void run_torch(void)
                     snprintf(torch_version, sizeof torch_version, "%.63s", line + 7);
                     continue;
                 }
+                if (strncmp(line, "#torch-cpu,", 11) == 0) { /* its CPU capability and BLAS */
+                    snprintf(torch_cpu, sizeof torch_cpu, "%.159s", line + 11);
+                    continue;
+                }
                 /* "ID,MS" or "ID,skipped,WHY"; anything else is ignored. */
                 char *comma = strchr(line, ','), *end;
                 long id = isdigit((unsigned char)line[0]) ? strtol(line, &end, 10) : -1;
@@ -1166,8 +1177,10 @@ static void run_torch(void)
         if (rows[i].ms[IMPL_TORCH] < 0 && !rows[i].why[IMPL_TORCH][0])
             snprintf(rows[i].why[IMPL_TORCH], sizeof rows[i].why[0], "%s",
                      why ? why : "no result from the helper");
+    char tnote[200];
+    ref_env_note(1, tnote, sizeof tnote);
     if (torch_version[0])
-        printf("PyTorch: %s (%s)\n", torch_version, exe);
+        printf("PyTorch: %s (%s)%s%s, %s\n", torch_version, exe, torch_cpu[0] ? ", " : "", torch_cpu, tnote);
     else
         printf("PyTorch: skipped (%s)\n", why ? why : "no version reported");
 }
@@ -1247,6 +1260,15 @@ static void print_table(void)
     }
     for (int k = 0; k < nnotes; k++)
         printf("[%d] skipped: %s\n", k + 1, notes[k]);
+    char note[200];
+    if (blas_sgemm) {
+        ref_env_note(0, note, sizeof note);
+        printf("OpenBLAS column: %s, %s.\n", blas_core[0] ? blas_core : "kernel unknown", note);
+    }
+    if (torch_version[0] && strncmp(torch_version, "skipped", 7) != 0) {
+        ref_env_note(1, note, sizeof note);
+        printf("PyTorch column: %s%s%s, %s.\n", torch_version, torch_cpu[0] ? ", " : "", torch_cpu, note);
+    }
     /* Each one-thread memory row's bound: the larger of the same-bytes
      * copy and the kernel's own time in cache (IMPL_CACHE). */
     int said = 0;
@@ -1510,6 +1532,8 @@ static void usage(FILE *f)
             "      --no-blas            skip the OpenBLAS reference\n"
             "      --no-torch           skip the PyTorch reference\n"
             "      --no-naive           skip the naive-loop reference\n"
+            "      --ref-env            keep OPENBLAS_CORETYPE / ATEN_CPU_CAPABILITY for the\n"
+            "                           references (default: removed, each runs its own choice)\n"
             "      --python EXE         the Python with torch (/usr/bin/python3)\n"
             "      --torch-script FILE  PyTorch's side (tools/bench/bench_torch.py)\n"
             "  -h, --help               this text\n"
@@ -1522,14 +1546,14 @@ int main(int argc, char **argv)
     int device = 0, cuda = 0, sim = 0, profile = 0;
     const char *gpu = NULL;
     enum { O_DEVICE = 256, O_GPU, O_PROFILE, O_PREDICTED, O_QUICK, O_FILTER, O_CSV, O_SVG, O_NO_BLAS, O_NO_TORCH, O_NO_NAIVE,
-           O_PYTHON, O_TORCH_SCRIPT, O_VERSION };
+           O_REF_ENV, O_PYTHON, O_TORCH_SCRIPT, O_VERSION };
     static const struct option opts[] = {
         {"device", required_argument, NULL, O_DEVICE}, {"quick", no_argument, NULL, O_QUICK},
         {"threads", required_argument, NULL, 'j'},     {"filter", required_argument, NULL, O_FILTER},
         {"csv", required_argument, NULL, O_CSV},       {"svg", required_argument, NULL, O_SVG},
         {"no-blas", no_argument, NULL, O_NO_BLAS},     {"no-torch", no_argument, NULL, O_NO_TORCH},
         {"no-naive", no_argument, NULL, O_NO_NAIVE},   {"python", required_argument, NULL, O_PYTHON},
-        {"torch-script", required_argument, NULL, O_TORCH_SCRIPT},
+        {"torch-script", required_argument, NULL, O_TORCH_SCRIPT}, {"ref-env", no_argument, NULL, O_REF_ENV},
         {"gpu", required_argument, NULL, O_GPU},       {"profile", no_argument, NULL, O_PROFILE},
         {"predicted", required_argument, NULL, O_PREDICTED},
         {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
@@ -1569,6 +1593,7 @@ int main(int argc, char **argv)
         case O_NO_BLAS: opt.no_blas = 1; break;
         case O_NO_TORCH: opt.no_torch = 1; break;
         case O_NO_NAIVE: opt.no_naive = 1; break;
+        case O_REF_ENV: opt.ref_env = 1; break;
         case O_PYTHON: opt.python = v; break;
         case O_TORCH_SCRIPT: opt.torch_script = v; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
@@ -1658,11 +1683,16 @@ int main(int argc, char **argv)
     snprintf(machine, sizeof machine, "%s, %ld CPUs online", cpu, sysconf(_SC_NPROCESSORS_ONLN));
     printf("eo-bench%s: %s\n", opt.quick ? " --quick" : "", machine);
 
+    printf("%s\n", eo_tool_cpu_kernels_line());
+    prepare_ref_env();
     measure_ceilings(pars);
     load_blas();
+    char note[200];
+    ref_env_note(0, note, sizeof note);
     if (blas_sgemm)
-        printf("BLAS: %s%s\n", blas_lib,
-               blas_set_threads ? "" : " (no openblas_set_num_threads: its own thread count)");
+        printf("BLAS: %s%s, %s, %s\n", blas_lib,
+               blas_set_threads ? "" : " (no openblas_set_num_threads: its own thread count)",
+               blas_core[0] ? blas_core : "kernel unknown (no openblas_get_corename)", note);
     else
         printf("BLAS: skipped (%s)\n", blas_why);
 
@@ -1706,9 +1736,9 @@ int main(int argc, char **argv)
                t, fma_peak[t], peak_kind, copy_bw[t]);
     }
     if (exp_ns > 0)
-        printf("ceiling, 1 thread: vector exp %.3f ns per element (eo_v8_exp_neg on a row in "
+        printf("ceiling, 1 thread: vector exp %.3f ns per element (%s on a row in "
                "L1, results summed; best of the tries)\n",
-               exp_ns);
+               exp_ns, ceil_exp->exp_name);
     print_table();
     int rc = 0;
     if (opt.csv)

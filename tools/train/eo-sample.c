@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/transformer.h"
+#include "tools/cli/cpu.h"
 #include "tools/cli/args.h"
 #include "tools/train/arena_size.h"
 #include "tools/train/gpt_limits.h"
@@ -287,6 +288,12 @@ int main(int argc, char **argv)
     }
     if (eo_ctx_init(&ctx, p, pb, s, sb) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+        goto out;
+    }
+    char cpu_err[400];
+    if (eo_tool_cpu_apply(&ctx, cpu_err, sizeof cpu_err) != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", cpu_err);
+        rc = 2;
         goto out;
     }
     /* On CUDA the weights and activations live in device arenas (as large

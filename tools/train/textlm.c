@@ -15,6 +15,7 @@
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/formats/gpt2.h"
+#include "tools/cli/cpu.h"
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
 #include "tools/train/trainer.h"
@@ -538,6 +539,14 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                 c->persist_mb ? " (--persist-mb)" : "", sbytes / 1048576.0,
                 c->step_mb ? " (--step-mb)" : "", c->batch);
     ctx_ready = 1;
+    /* EO_CPU=base|avx2|avx512 forces a CPU kernel variant (tools/cli/cpu.h). */
+    if ((s = eo_tool_cpu_apply(&ctx, err, errlen)) != EO_OK)
+        goto done;
+    if (out) {
+        char cpu[256];
+        eo_tool_cpu_describe(&ctx, cpu, sizeof cpu);
+        fprintf(out, "%s\n", cpu);
+    }
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     if (c->profile) {

@@ -19,6 +19,7 @@
 #include "ops/cuda/device.h"
 #include "tools/train/arena_size.h"
 #include "tools/train/batch.h"
+#include "tools/cli/cpu.h"
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
 #include "tools/dist/accum.h"
@@ -411,6 +412,14 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                      "MiB)\n", pbytes / 1048576.0, c->persist_mb ? " (--persist-mb)" : "",
                 sbytes / 1048576.0, c->step_mb ? " (--step-mb)" : "", c->batch);
     ctx_ready = 1;
+    /* EO_CPU=base|avx2|avx512 forces a CPU kernel variant (tools/cli/cpu.h). */
+    if ((s = eo_tool_cpu_apply(&ctx, err, errlen)) != EO_OK)
+        goto done;
+    if (out) {
+        char cpu[256];
+        eo_tool_cpu_describe(&ctx, cpu, sizeof cpu);
+        fprintf(out, "%s\n", cpu);
+    }
     if (pool)
         eo_ctx_set_parallel(&ctx, eo_pool_par(pool));
     if (c->profile) {
