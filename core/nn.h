@@ -40,8 +40,18 @@ eo_status eo_params_init(eo_ctx *ctx, eo_params *ps, int cap);
 eo_status eo_params_init_borrowed(eo_ctx *ctx, eo_params *ps, int cap);
 /* Append. EO_ERR_STATE when full, EO_ERR_ARG when t is not a parameter. */
 eo_status eo_params_add(eo_ctx *ctx, eo_params *ps, eo_tensor *t);
-/* Set every gradient to zero (call before each step's backward). */
+/* Set every gradient to zero (call before each step's backward).
+ * EO_ERR_STATE in inference mode (eo_ctx_set_inference in core/everyo.h). */
 eo_status eo_params_zero_grad(eo_ctx *ctx, const eo_params *ps);
+/* Make every parameter of ps trainable: one made in inference mode (no
+ * gradient) gets its gradient now, zeroed, in the persistent arena
+ * (as many bytes again as its values), and requires_grad is set on all;
+ * parameters that have a gradient keep it. This is how a model loaded for
+ * generation is fine-tuned: eo_ctx_set_inference(ctx, 0), then this, then
+ * an optimizer. EO_ERR_ARG for NULL; EO_ERR_STATE in inference mode or
+ * for a read-only borrowed parameter (nothing changes then); EO_ERR_OOM
+ * when the persistent arena is full (nothing changes either). */
+eo_status eo_params_enable_grad(eo_ctx *ctx, const eo_params *ps);
 /* Total number of scalars. */
 int64_t eo_params_numel(const eo_params *ps);
 /* The parameter called `name`, or NULL. */
