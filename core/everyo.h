@@ -374,7 +374,7 @@ float eo_rand_normal(eo_ctx *ctx);         /* N(0, 1), Box–Muller */
  * tape is recorded whatever this says. */
 int eo_set_grad(eo_ctx *ctx, int enabled);
 
-/* Inference mode (stable), as torch.inference_mode() plus parameters made
+/* Inference mode (experimental), as torch.inference_mode() plus parameters
  * without gradients: for a model that is only run, never trained, so its
  * memory is the weights, the KV cache and one layer's activations instead
  * of twice the weights. Set it on before building the model:

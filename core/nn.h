@@ -190,6 +190,11 @@ typedef struct eo_optimizer {
     int64_t shard_begin, shard_count;
 } eo_optimizer;
 
+/* Every optimizer's init and eo_optimizer_step return EO_ERR_STATE in
+ * inference mode (eo_ctx_set_inference, core/everyo.h); an init also for
+ * a parameter without a gradient (one made in inference mode: give it
+ * one with eo_params_enable_grad), naming it. */
+
 /* SGD with momentum (and Nesterov) and L2 weight decay, as
  * torch.optim.SGD with dampening 0 (Sutskever et al. 2013 for Nesterov):
  * state `v` per parameter when momentum > 0. */
