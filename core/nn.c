@@ -88,6 +88,7 @@ EO_PUBLIC(params_enable_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_enable_grad: NULL list");
     EO_CHECK(eo_refuse_inference(ctx));
+    EO_CHECK(eo_expect_params(ctx, "params_enable_grad", ps));
     /* Check every entry before allocating any, so a refusal leaves the
      * list as it was (a failure past this point is OOM, and eo_leave
      * rewinds the arena; the pointers set so far are undone below). */

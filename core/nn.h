@@ -48,9 +48,10 @@ eo_status eo_params_zero_grad(eo_ctx *ctx, const eo_params *ps);
  * (as many bytes again as its values), and requires_grad is set on all;
  * parameters that have a gradient keep it. This is how a model loaded for
  * generation is fine-tuned: eo_ctx_set_inference(ctx, 0), then this, then
- * an optimizer. EO_ERR_ARG for NULL; EO_ERR_STATE in inference mode or
- * for a read-only borrowed parameter (nothing changes then); EO_ERR_OOM
- * when the persistent arena is full (nothing changes either). */
+ * an optimizer. EO_ERR_ARG for NULL (the list or an entry); EO_ERR_STATE
+ * in inference mode, for a parameter past a rewind or a read-only
+ * borrowed one (nothing changes then); EO_ERR_OOM when the persistent
+ * arena is full (nothing changes either). */
 eo_status eo_params_enable_grad(eo_ctx *ctx, const eo_params *ps);
 /* Total number of scalars. */
 int64_t eo_params_numel(const eo_params *ps);
