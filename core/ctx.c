@@ -72,6 +72,26 @@ int eo_set_grad(eo_ctx *ctx, int enabled)
     return old;
 }
 
+int eo_ctx_set_inference(eo_ctx *ctx, int on)
+{
+    if (!ctx)
+        return 0;
+    int old = ctx->inference;
+    ctx->inference = on != 0;
+    return old;
+}
+
+eo_status eo_refuse_inference(eo_ctx *ctx)
+{
+    if (!ctx->inference)
+        return EO_OK;
+    return eo_fail(ctx, EO_ERR_STATE, "%s: the context is in inference mode "
+                                      "(eo_ctx_set_inference): parameters have no gradients "
+                                      "and no tape is recorded; leave the mode and call "
+                                      "eo_params_enable_grad to train",
+                   ctx->op ? ctx->op : "?");
+}
+
 eo_mark eo_mark_get(const eo_ctx *ctx)
 {
     eo_mark none = { 0, 0, NULL, 0 };

@@ -196,6 +196,8 @@ typedef struct eo_ctx {
     uint64_t nodes_recorded;       /* tape nodes so far: each node's serial */
     int grad_enabled;              /* record the tape? */
     int training;                  /* nn mode: dropout active when 1 */
+    int inference;                 /* inference mode (eo_ctx_set_inference): no
+                                      gradients, no tape */
     eo_exec exec;                  /* passed to every kernel: the thread hook and,
                                       once attached, the CUDA device state */
     uint32_t cpu_features;         /* EO_CPUF_* bits, read at eo_ctx_init */
@@ -424,8 +426,31 @@ float eo_rand_uniform(eo_ctx *ctx);        /* [0, 1), 24 random bits */
 float eo_rand_normal(eo_ctx *ctx);         /* N(0, 1), Box–Muller */
 
 /* Grad mode: eo_set_grad(ctx, 0) records no tape (evaluation); returns the
- * previous setting so it can be restored. */
+ * previous setting so it can be restored. In inference mode (below) no
+ * tape is recorded whatever this says. */
 int eo_set_grad(eo_ctx *ctx, int enabled);
+
+/* Inference mode (experimental), as torch.inference_mode() plus parameters
+ * without gradients: for a model that is only run, never trained, so its
+ * memory is the weights, the KV cache and one layer's activations instead
+ * of twice the weights. Set it on before building the model:
+ *  - eo_param_new (and so every layer and model built on it) makes the
+ *    parameter alone: requires_grad off, .grad NULL, no gradient bytes in
+ *    the persistent arena (GPT-2 small: 0.5 GB instead of 1.0 GB);
+ *  - no op records a tape node (as grad mode off; eo_set_grad still
+ *    stores its setting, which counts again once the mode is left);
+ *  - what needs gradients refuses with EO_ERR_STATE and a message naming
+ *    itself and inference mode: eo_backward(_ex), eo_params_zero_grad,
+ *    eo_params_enable_grad, the optimizers' init and step,
+ *    eo_grad_allreduce, eo_clip_grad_norm(_ex) and the grad scaler's
+ *    scale_loss, unscale and step (core/nn.h).
+ * Leaving it (on 0) is allowed: parameters made in the mode stay without
+ * gradients, and training them (fine-tuning a model that was loaded for
+ * generation) takes eo_params_enable_grad (core/nn.h), which allocates
+ * their gradients then, in the persistent arena. Nothing is allocated
+ * lazily behind the caller's back: an optimizer given a parameter with no
+ * gradient refuses it. Returns the previous setting; 0 for a NULL ctx. */
+int eo_ctx_set_inference(eo_ctx *ctx, int on);
 
 /* A point in the step arenas and the tape, and the way back to it. Use one
  * per training step: mark before the forward, rewind after the update.
@@ -517,8 +542,10 @@ const char *eo_device_name(eo_device dev);
 eo_status eo_set_requires_grad(eo_ctx *ctx, eo_tensor *t, int on);
 
 /* A parameter: a persistent F32 leaf that requires grad, with its
- * gradient (zeroed) allocated beside it in the persistent arena. `name`
- * must outlive the tensor (it becomes the checkpoint key). */
+ * gradient (zeroed) allocated beside it in the persistent arena. In
+ * inference mode (eo_ctx_set_inference) the leaf alone: requires_grad
+ * off and no gradient (eo_params_enable_grad in core/nn.h adds one
+ * later). `name` must outlive the tensor (it becomes the checkpoint key). */
 eo_status eo_param_new(eo_ctx *ctx, eo_device device, const char *name, int rank,
                        const int64_t *shape, eo_tensor **out);
 

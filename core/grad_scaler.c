@@ -65,6 +65,7 @@ EO_PUBLIC(grad_scaler_scale_loss, (eo_ctx *ctx, const eo_grad_scaler *sc, eo_ten
           (ctx, sc, loss, out))
 {
     EO_CHECK(need_scaler(ctx, sc));
+    EO_CHECK(eo_refuse_inference(ctx));
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "NULL output pointer");
     EO_CHECK(eo_expect(ctx, "grad_scaler_scale_loss", loss, EO_F32));
@@ -131,6 +132,7 @@ EO_PUBLIC(grad_scaler_unscale, (eo_ctx *ctx, eo_grad_scaler *sc, const eo_params
           (ctx, sc, ps))
 {
     EO_CHECK(need_scaler(ctx, sc));
+    EO_CHECK(eo_refuse_inference(ctx));
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_unscale: NULL parameter list");
     if (!sc->enabled)
@@ -147,6 +149,7 @@ EO_PUBLIC(grad_scaler_step, (eo_ctx *ctx, eo_grad_scaler *sc, eo_optimizer *o, i
           (ctx, sc, o, stepped))
 {
     EO_CHECK(need_scaler(ctx, sc));
+    EO_CHECK(eo_refuse_inference(ctx));
     if (stepped)
         *stepped = 0;
     if (!o)

@@ -204,6 +204,11 @@ void eo_contiguous_strides(int rank, const int64_t *shape, int64_t *stride);
 /* Pad shape/strides to 4-D on the left (size 1, stride 0). */
 void eo_pad4(const eo_tensor *t, int64_t shape[4], int64_t stride[4]);
 
+/* EO_ERR_STATE "<op>: the context is in inference mode ..." when it is
+ * (eo_ctx_set_inference), else EO_OK: the first check of every call that
+ * needs gradients. Call inside a public call (ctx->op names it). */
+eo_status eo_refuse_inference(eo_ctx *ctx);
+
 /* Does this op need a tape node? (grad mode on and some input requires grad) */
 int eo_needs_grad(const eo_ctx *ctx, eo_tensor *const *in, int n);
 /* Append a node for `out` (marks out->requires_grad). */

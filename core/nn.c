@@ -41,7 +41,10 @@ EO_PUBLIC(params_add, (eo_ctx *ctx, eo_params *ps, eo_tensor *t), (ctx, ps, t))
 {
     if (!ps || !t)
         return eo_fail(ctx, EO_ERR_ARG, "params_add: NULL %s", !ps ? "parameter list" : "tensor");
-    if ((!t->requires_grad || !t->grad) && !t->readonly)
+    /* A parameter has its gradient, or is a caller's read-only weights,
+     * or was made in inference mode (a persistent leaf alone). */
+    int bare = ctx->inference && t->lifetime == EO_PERSIST && !t->node && !t->grad;
+    if ((!t->requires_grad || !t->grad) && !t->readonly && !bare)
         return eo_fail(ctx, EO_ERR_ARG, "params_add: %T is not a parameter", t);
     if (!ps->items)
         return eo_fail(ctx, EO_ERR_STATE, "params_add: the list was not initialised");
@@ -68,6 +71,7 @@ EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_zero_grad: NULL list");
+    EO_CHECK(eo_refuse_inference(ctx));
     EO_CHECK(eo_expect_params(ctx, "params_zero_grad", ps));
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
@@ -76,6 +80,41 @@ EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
         size_t bytes = (size_t)eo_numel(g) * eo_dtype_size(g->dtype);
         EO_CHECK(ctx->backend[g->device]->zero(ctx, g->data, bytes));
     }
+    return EO_OK;
+}
+
+EO_PUBLIC(params_enable_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
+{
+    if (!ps)
+        return eo_fail(ctx, EO_ERR_ARG, "params_enable_grad: NULL list");
+    EO_CHECK(eo_refuse_inference(ctx));
+    EO_CHECK(eo_expect_params(ctx, "params_enable_grad", ps));
+    /* Check every entry before allocating any, so a refusal leaves the
+     * list as it was (a failure past this point is OOM, and eo_leave
+     * rewinds the arena; the pointers set so far are undone below). */
+    for (int i = 0; i < ps->count; i++)
+        EO_CHECK(eo_expect_writable(ctx, "params_enable_grad", ps->items[i]));
+    for (int i = 0; i < ps->count; i++) {
+        eo_tensor *p = ps->items[i], *g;
+        if (!p->grad) {
+            eo_status s = eo_new_zeros(ctx, EO_PERSIST, p->device, p->dtype, p->rank, p->shape,
+                                       &g);
+            if (s != EO_OK) {
+                /* eo_leave rewinds the persistent arena to where this call
+                 * began: no pointer into what it gives back may stay, and
+                 * the gradients made here are the ones past that point. */
+                for (int j = 0; j < i; j++) {
+                    uintptr_t at = (uintptr_t)ps->items[j]->grad - ctx->persist.base;
+                    if (ps->items[j]->grad && at >= ctx->entry_persist && at < ctx->persist.cap)
+                        ps->items[j]->grad = NULL;
+                }
+                return s;
+            }
+            p->grad = g;
+        }
+    }
+    for (int i = 0; i < ps->count; i++)
+        ps->items[i]->requires_grad = 1;
     return EO_OK;
 }
 

@@ -40,8 +40,19 @@ eo_status eo_params_init(eo_ctx *ctx, eo_params *ps, int cap);
 eo_status eo_params_init_borrowed(eo_ctx *ctx, eo_params *ps, int cap);
 /* Append. EO_ERR_STATE when full, EO_ERR_ARG when t is not a parameter. */
 eo_status eo_params_add(eo_ctx *ctx, eo_params *ps, eo_tensor *t);
-/* Set every gradient to zero (call before each step's backward). */
+/* Set every gradient to zero (call before each step's backward).
+ * EO_ERR_STATE in inference mode (eo_ctx_set_inference in core/everyo.h). */
 eo_status eo_params_zero_grad(eo_ctx *ctx, const eo_params *ps);
+/* Make every parameter of ps trainable: one made in inference mode (no
+ * gradient) gets its gradient now, zeroed, in the persistent arena
+ * (as many bytes again as its values), and requires_grad is set on all;
+ * parameters that have a gradient keep it. This is how a model loaded for
+ * generation is fine-tuned: eo_ctx_set_inference(ctx, 0), then this, then
+ * an optimizer. EO_ERR_ARG for NULL (the list or an entry); EO_ERR_STATE
+ * in inference mode, for a parameter past a rewind or a read-only
+ * borrowed one (nothing changes then); EO_ERR_OOM when the persistent
+ * arena is full (nothing changes either). */
+eo_status eo_params_enable_grad(eo_ctx *ctx, const eo_params *ps);
 /* Total number of scalars. */
 int64_t eo_params_numel(const eo_params *ps);
 /* The parameter called `name`, or NULL. */
@@ -179,6 +190,11 @@ typedef struct eo_optimizer {
     int sharded;
     int64_t shard_begin, shard_count;
 } eo_optimizer;
+
+/* Every optimizer's init and eo_optimizer_step return EO_ERR_STATE in
+ * inference mode (eo_ctx_set_inference, core/everyo.h); an init also for
+ * a parameter without a gradient (one made in inference mode: give it
+ * one with eo_params_enable_grad), naming it. */
 
 /* SGD with momentum (and Nesterov) and L2 weight decay, as
  * torch.optim.SGD with dampening 0 (Sutskever et al. 2013 for Nesterov):

@@ -73,6 +73,7 @@ static eo_status check_common(eo_ctx *ctx, const char *op, eo_optimizer *o, cons
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL %s", op, !o ? "optimizer" : "parameter list");
     eo_optimizer z = {0}; /* what a failed init leaves: a step says STATE */
     *o = z;
+    EO_CHECK(eo_refuse_inference(ctx));
     EO_CHECK(eo_need(ctx, lr >= 0 && lr < INFINITY, "lr", "finite and >= 0", (double)lr));
     return eo_need(ctx, weight_decay >= 0 && weight_decay < INFINITY, "weight_decay",
                    "finite and >= 0", (double)weight_decay);
@@ -89,6 +90,14 @@ static eo_status own_list(eo_ctx *ctx, const char *op, const eo_params *ps,
         return eo_fail(ctx, EO_ERR_ARG, "%s: the parameter list holds %d entries at %s "
                                         "(not made by eo_params_init?)", op, ps->count,
                        ps->items ? "an array" : "NULL");
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *p = ps->items[i];
+        if (p && !p->grad && !p->readonly) /* read-only ones are refused by the step */
+            return eo_fail(ctx, EO_ERR_STATE, "%s: parameter %d ('%s', %T) has no gradient "
+                                              "(made in inference mode?): call "
+                                              "eo_params_enable_grad first", op, i,
+                           p->name ? p->name : "", p);
+    }
     eo_params *own;
     eo_tensor **items = NULL;
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, sizeof *own, (void **)&own));
@@ -209,6 +218,7 @@ EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "grad_allreduce: NULL parameter list");
+    EO_CHECK(eo_refuse_inference(ctx));
     EO_CHECK(eo_expect_params(ctx, "grad_allreduce", ps));
     ctx->grads_pending = 0;
     if (!ctx->grad_sync.allreduce || ps->count == 0)
@@ -251,6 +261,7 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
 {
     if (!o)
         return eo_fail(ctx, EO_ERR_ARG, "optimizer_step: NULL optimizer");
+    EO_CHECK(eo_refuse_inference(ctx));
     if (!o->params)
         return eo_fail(ctx, EO_ERR_STATE, "optimizer_step: the optimizer was not initialised "
                                           "(or its init failed)");
@@ -337,6 +348,7 @@ static eo_status clip(eo_ctx *ctx, const eo_params *ps, float max_norm, int erro
     double total = 0;
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "NULL parameter list");
+    EO_CHECK(eo_refuse_inference(ctx));
     /* max_norm <= 0 or NaN would flip or poison every gradient. */
     EO_CHECK(eo_need(ctx, max_norm > 0, "max_norm", "> 0", (double)max_norm));
     EO_CHECK(eo_expect_params(ctx, ctx->op, ps));

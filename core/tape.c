@@ -27,7 +27,7 @@ static const eo_bwd_fn backward_rules[EO_OP_COUNT] = {
 
 int eo_needs_grad(const eo_ctx *ctx, eo_tensor *const *in, int n)
 {
-    if (!ctx->grad_enabled)
+    if (!ctx->grad_enabled || ctx->inference)
         return 0;
     for (int i = 0; i < n; i++)
         if (in[i] && in[i]->requires_grad)
@@ -242,6 +242,7 @@ static eo_status backward_walk(eo_ctx *ctx, eo_tensor *loss, int retain_graph);
  * profiling hook. */
 static eo_status backward_run(eo_ctx *ctx, eo_tensor *loss, int retain_graph)
 {
+    EO_CHECK(eo_refuse_inference(ctx));
     eo_status s = backward_walk(ctx, loss, retain_graph);
     if (s != EO_OK && loss && ctx->depth == 1)
         drop_new_grads(ctx, loss);

@@ -281,10 +281,14 @@ EO_PUBLIC(param_new, (eo_ctx *ctx, eo_device device, const char *name, int rank,
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "param_new: NULL output pointer");
     EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &t));
+    t->name = name;
+    if (ctx->inference) { /* the weights alone: nothing will ever train them here */
+        *out = t;
+        return EO_OK;
+    }
     EO_CHECK(eo_new_zeros(ctx, EO_PERSIST, device, EO_F32, rank, shape, &g));
     t->requires_grad = 1;
     t->grad = g;
-    t->name = name;
     *out = t;
     return EO_OK;
 }

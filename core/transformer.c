@@ -380,8 +380,32 @@ EO_PUBLIC(gpt_forward_cached, (eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo
     EO_CHECK(eo_embedding(ctx, m->wte, idx, &x));                   /* [B, T, C] */
     EO_CHECK(eo_slice(ctx, m->wpe, 0, c->len, T, &pos));            /* positions len.. */
     EO_CHECK(eo_add(ctx, x, pos, &x));
-    for (int64_t i = 0; i < m->cfg.layers; i++)
-        EO_CHECK(block(ctx, &m->h[i], x, c->k[i], c->v[i], c->len, &x));
+    /* One layer's activations at a time: without a tape (inference mode,
+     * or grad mode off) nothing refers to a block's insides once it has
+     * returned, so its output is copied into `carry` (made once, before
+     * the mark) and the step arena rewound to the mark. The step arena
+     * then peaks at carry + one block + the logits, whatever the depth.
+     * A block that recorded tape nodes (a forward with gradients) keeps
+     * everything: the tape needs it. */
+    eo_tensor *carry = NULL;
+    if (!x->requires_grad) {
+        EO_CHECK(eo_new_out(ctx, x->device, x->dtype, x->rank, x->shape, &carry));
+        EO_CHECK(eo_copy_into(ctx, carry, x));
+        x = carry;
+    }
+    const eo_mark layer = eo_mark_get(ctx);
+    for (int64_t i = 0; i < m->cfg.layers; i++) {
+        eo_tensor *y;
+        EO_CHECK(block(ctx, &m->h[i], x, c->k[i], c->v[i], c->len, &y));
+        if (carry && ctx->tape == layer.tape && y->dtype == carry->dtype) {
+            EO_CHECK(eo_copy_into(ctx, carry, y));
+            EO_CHECK(eo_rewind(ctx, layer));
+            y = carry;
+        } else {
+            carry = NULL; /* a tape now refers to these activations: keep them all */
+        }
+        x = y;
+    }
     EO_CHECK(eo_module_forward(ctx, &m->ln_f, x, &x));
     EO_CHECK(eo_module_forward(ctx, &m->lm_head, x, logits));
     /* Counted only once the whole call has succeeded: a failure leaves

@@ -146,7 +146,12 @@ void eo_gpt_cache_reset(eo_gpt_cache *c);
  * (c->len + Tn <= context) -> logits [B, Tn, V], the same as the last Tn
  * rows of eo_gpt_forward over all c->len + Tn tokens; their k and v are
  * appended (c->len += Tn). Uses the fused attention (causal, queries at
- * the end). For inference: no gradient reaches the cache.
+ * the end). For inference: no gradient reaches the cache. When no tape
+ * is recorded (inference mode, eo_ctx_set_inference, or grad mode off)
+ * the step arena holds one block's activations at a time: each block's
+ * output is copied into one [B, Tn, C] buffer and the arena rewound past
+ * the block, so the call's step peak does not grow with the layers
+ * (core/README.md, "Inference mode"); with a tape every layer's stay.
  * EO_ERR_ARG for a NULL argument; EO_ERR_STATE for a model not built or a
  * cache that is not one eo_gpt_cache_init made for this model and batch
  * (batch < 1, k or v NULL, len outside 0..context, a k or v tensor not

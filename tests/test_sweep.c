@@ -890,6 +890,7 @@ START_TEST(null_ctx_everywhere)
         eo_params_init(NULL, &ps, 4),
         eo_params_add(NULL, &ps, x),
         eo_params_zero_grad(NULL, &ps),
+        eo_params_enable_grad(NULL, &ps),
         eo_param_named(NULL, &ps, EO_CPU, "a", "b", 2, s, &y),
         eo_init_param(NULL, x, 1.0f, 0),
         eo_linear_init(NULL, &ps, EO_CPU, "l", 2, 3, 1, EO_INIT_KAIMING_UNIFORM, &m),

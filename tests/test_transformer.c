@@ -8,6 +8,7 @@
  * attention op's own tests. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/transformer.h"
@@ -225,6 +226,162 @@ START_TEST(kv_cache_under_autocast)
                       "f32 forward over a %s cache [%d]: %.6g vs %.6g", eo_dtype_name(dt), i,
                       (double)got[i], (double)full[i]);
     eo_test_ctx_free(ctx);
+}
+END_TEST
+
+/* ---- inference mode (eo_ctx_set_inference) ----------------------------------
+ * A GPT of d_model 256 and 4 layers generates greedily from a prompt with
+ * its KV cache in three contexts made alike (same seed, same weights):
+ * grad mode on (a tape recorded, every activation kept), grad mode off,
+ * and inference mode. */
+enum { INF_V = 64, INF_CTX = 32, INF_C = 256, INF_PROMPT = 8, INF_NEW = 12 };
+typedef enum { RUN_TAPE, RUN_NO_GRAD, RUN_INFERENCE } inf_run;
+typedef struct inf_result {
+    int32_t tokens[INF_NEW];
+    float logits[INF_V];  /* the last step's row */
+    size_t persist_model; /* persistent bytes the build took */
+    size_t step_peak;     /* step arena high-water over the generation, past its start */
+    int64_t numel;
+} inf_result;
+
+static void inf_generate(eo_ctx *ctx, inf_run run, int64_t layers, inf_result *r)
+{
+    if (run == RUN_INFERENCE)
+        ck_assert_int_eq(eo_ctx_set_inference(ctx, 1), 0);
+    eo_seed(ctx, 27);
+    const size_t before = eo_measure(ctx).persist;
+    eo_gpt g;
+    eo_gpt_config gc = { INF_V, INF_CTX, INF_C, 4, layers, 0 };
+    ck_assert_msg(eo_gpt_build(ctx, EO_CPU, &gc, &g) == EO_OK, "%s", eo_last_error(ctx));
+    r->persist_model = eo_measure(ctx).persist - before;
+    r->numel = eo_params_numel(&g.params);
+    eo_set_grad(ctx, run == RUN_TAPE);
+    eo_set_training(ctx, 0);
+    eo_gpt_set_fused(&g, 1);
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &g, 1, &c), EO_OK);
+    int32_t prompt[INF_PROMPT] = { 3, 14, 15, 9, 26, 5, 35, 8 }, next = 0;
+    const size_t base = ctx->step.used;
+    eo_measure_begin(ctx);
+    for (int i = 0; i < INF_NEW; i++) {
+        eo_mark mk = eo_mark_get(ctx);
+        int64_t si[2] = { 1, i == 0 ? INF_PROMPT : 1 };
+        eo_tensor *x, *lg;
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, i == 0 ? prompt : &next, &x), EO_OK);
+        ck_assert_msg(eo_gpt_forward_cached(ctx, &g, &c, x, &lg) == EO_OK, "%s",
+                      eo_last_error(ctx));
+        ck_assert_int_eq(lg->requires_grad, run == RUN_TAPE);
+        float all[INF_PROMPT * INF_V];
+        ck_assert_int_eq(eo_read(ctx, lg, all, (size_t)(si[1] * INF_V) * sizeof(float)), EO_OK);
+        memcpy(r->logits, all + (si[1] - 1) * INF_V, sizeof r->logits);
+        next = 0;
+        for (int v = 1; v < INF_V; v++)
+            if (r->logits[v] > r->logits[next])
+                next = v;
+        r->tokens[i] = next;
+        ck_assert_int_eq(eo_rewind(ctx, mk), EO_OK);
+    }
+    r->step_peak = eo_measure(ctx).step - base;
+    if (run != RUN_INFERENCE)
+        return;
+    /* Weights only: no parameter has a gradient or asks for one. */
+    for (int i = 0; i < g.params.count; i++) {
+        ck_assert_ptr_null(g.params.items[i]->grad);
+        ck_assert_int_eq(g.params.items[i]->requires_grad, 0);
+    }
+    /* Whatever needs gradients refuses, naming itself and the mode. */
+    eo_optimizer o;
+    eo_tensor *loss = NULL;
+    float norm;
+    const char *want[] = { "backward", "params_zero_grad", "adamw_init", "sgd_init",
+                           "clip_grad_norm", "params_enable_grad", "optimizer_step" };
+    for (int k = 0; k < 7; k++) {
+        eo_status s;
+        switch (k) {
+        case 0: {
+            int64_t s2[2] = { 1, 1 };
+            eo_tensor *x, *lg;
+            ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, s2, &next, &x), EO_OK);
+            eo_gpt_cache_reset(&c);
+            ck_assert_int_eq(eo_gpt_forward_cached(ctx, &g, &c, x, &lg), EO_OK);
+            ck_assert_int_eq(eo_sum_all(ctx, lg, &loss), EO_OK);
+            s = eo_backward(ctx, loss);
+            break;
+        }
+        case 1: s = eo_params_zero_grad(ctx, &g.params); break;
+        case 2: s = eo_adamw_init(ctx, &o, &g.params, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f); break;
+        case 3: s = eo_sgd_init(ctx, &o, &g.params, 1e-3f, 0.0f, 0.0f, 0); break;
+        case 4: s = eo_clip_grad_norm(ctx, &g.params, 1.0f, &norm); break;
+        case 5: s = eo_params_enable_grad(ctx, &g.params); break;
+        default: s = eo_optimizer_step(ctx, &o); break;
+        }
+        ck_assert_msg(s == EO_ERR_STATE, "%s: status %d", want[k], (int)s);
+        ck_assert_msg(strncmp(eo_last_error(ctx), want[k], strlen(want[k])) == 0 &&
+                          strstr(eo_last_error(ctx), "inference mode"),
+                      "%s: %s", want[k], eo_last_error(ctx));
+    }
+    /* Leaving the mode to fine-tune: the gradients come with
+     * eo_params_enable_grad, not before (an optimizer refuses a parameter
+     * without one), and then a training step runs. */
+    ck_assert_int_eq(eo_ctx_set_inference(ctx, 0), 1);
+    ck_assert_int_eq(eo_adamw_init(ctx, &o, &g.params, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f),
+                     EO_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "eo_params_enable_grad"));
+    const size_t p0 = eo_measure(ctx).persist;
+    ck_assert_msg(eo_params_enable_grad(ctx, &g.params) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_uint_ge(eo_measure(ctx).persist - p0, (size_t)r->numel * sizeof(float));
+    for (int i = 0; i < g.params.count; i++)
+        ck_assert(g.params.items[i]->grad && g.params.items[i]->requires_grad);
+    ck_assert_int_eq(eo_adamw_init(ctx, &o, &g.params, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f), EO_OK);
+    eo_set_grad(ctx, 1);
+    int32_t tg[INF_PROMPT] = { 14, 15, 9, 26, 5, 35, 8, 9 };
+    int64_t st[2] = { 1, INF_PROMPT };
+    eo_tensor *x, *y;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, st, prompt, &x), EO_OK);
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, st, tg, &y), EO_OK);
+    ck_assert_int_eq(eo_params_zero_grad(ctx, &g.params), EO_OK);
+    ck_assert_int_eq(eo_gpt_loss(ctx, &g, x, y, NULL, &loss), EO_OK);
+    ck_assert_msg(eo_backward(ctx, loss) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_OK);
+}
+
+START_TEST(inference_mode_keeps_weights_only_and_generates_the_same)
+{
+    inf_result r[3], one;
+    ck_assert_int_eq(eo_ctx_set_inference(NULL, 1), 0);
+    for (int run = 0; run < 3; run++) {
+        eo_ctx *ctx = eo_test_ctx(96, 64);
+        inf_generate(ctx, (inf_run)run, 4, &r[run]);
+        eo_test_ctx_free(ctx);
+    }
+    eo_ctx *ctx = eo_test_ctx(32, 16);
+    inf_generate(ctx, RUN_INFERENCE, 1, &one);
+    eo_test_ctx_free(ctx);
+    /* The same tokens and, bit for bit, the same logits in every mode. */
+    for (int run = 1; run < 3; run++) {
+        ck_assert_mem_eq(r[run].tokens, r[0].tokens, sizeof r[0].tokens);
+        ck_assert_mem_eq(r[run].logits, r[0].logits, sizeof r[0].logits);
+    }
+    /* Persistent: the weights and their metadata, no gradient bytes (the
+     * tensors' structs and names take well under 64 KiB). With gradients
+     * the model takes the weights' bytes again. */
+    const size_t weights = (size_t)r[2].numel * sizeof(float);
+    ck_assert_uint_ge(r[2].persist_model, weights);
+    ck_assert_uint_lt(r[2].persist_model - weights, 64 * 1024);
+    ck_assert_uint_ge(r[0].persist_model - r[2].persist_model, weights);
+    ck_assert_uint_eq(r[1].persist_model, r[0].persist_model);
+    /* Step arena: without a tape one layer's activations at a time, so
+     * the peak of 4 layers is that of 1; a recorded forward keeps every
+     * layer's. */
+    ck_assert_uint_le(r[2].step_peak, one.step_peak + EO_ARENA_SLACK);
+    ck_assert_uint_le(r[1].step_peak, one.step_peak + EO_ARENA_SLACK);
+    ck_assert_uint_gt(r[0].step_peak, r[2].step_peak);
+    if (getenv("EO_TEST_VERBOSE"))
+        fprintf(stderr, "inference mode, GPT C=%d L=4 (%lld params): persistent %zu (tape) "
+                        "%zu (inference) bytes; step peak %zu (tape) %zu (no grad) %zu "
+                        "(inference) %zu (inference, L=1)\n", INF_C, (long long)r[2].numel,
+                r[0].persist_model, r[2].persist_model, r[0].step_peak, r[1].step_peak,
+                r[2].step_peak, one.step_peak);
 }
 END_TEST
 
@@ -455,6 +612,7 @@ Suite *eo_suite_transformer(void)
     tcase_add_test(tc, kv_cache_matches_full_forward);
     tcase_add_loop_test(tc, kv_cache_under_autocast, 0, 4);
     tcase_add_test(tc, kv_cache_fields_are_validated);
+    tcase_add_test(tc, inference_mode_keeps_weights_only_and_generates_the_same);
     tcase_add_test(tc, block_gradient_matches_finite_differences);
     tcase_add_test(tc, fused_attention_gpt_matches_composed);
     tcase_add_test(tc, tiny_gpt_memorises_a_batch);

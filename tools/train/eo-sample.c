@@ -128,6 +128,7 @@ static eo_status sample_measure_run(eo_ctx *ctx, void *arg)
     eo_gpt m;
     eo_gpt_cache cache;
     eo_tensor *x, *lg;
+    eo_ctx_set_inference(ctx, 1); /* as main: the weights alone, no tape */
     eo_status st = eo_gpt_build(ctx, EO_CPU, c, &m);
     if (st != EO_OK)
         return st;
@@ -308,6 +309,7 @@ int main(int argc, char **argv)
     /* Built from the file's shapes and loaded in either layout (eo-train's
      * own, or Hugging Face's after eo-safetensors convert-gpt2), tied head
      * or not; its sizes must be those the metadata gave above. */
+    eo_ctx_set_inference(&ctx, 1); /* weights without gradients, no tape */
     if (eo_gpt2_open(&ctx, cuda ? EO_CUDA : EO_CPU, load, c.heads, &m, NULL, err, sizeof err) !=
         EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", err);
