@@ -405,8 +405,9 @@ static int main_gpt(int argc, char **argv, int gpt2)
     /* Without --persist-mb / --step-mb the arenas are measured; the most
      * either can be is the machine's memory. */
     size_t mem = eo_memory_bytes();
-    if (!eo_gpt_sizes_check(&sz, c.persist_mb ? c.persist_mb << 20 : mem,
-                            c.step_mb ? c.step_mb << 20 : mem, 1, err, sizeof err)) {
+    if (!eo_gpt_sizes_check_vocab(&sz, EO_GPT_MAX_TOKEN_VOCAB,
+                                  c.persist_mb ? c.persist_mb << 20 : mem,
+                                  c.step_mb ? c.step_mb << 20 : mem, 1, err, sizeof err)) {
         fprintf(stderr, "eo-train: %s%s\n", err,
                 c.persist_mb && c.step_mb ? "" : " (the machine's memory, the most a measured "
                                                   "arena can be)");

@@ -607,7 +607,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     /* Token data trains as nanoGPT and llm.c do: no decay on biases and
      * LayerNorm parameters. The character GPT keeps its recipe. */
     opt.decay_min_rank = c->tokens ? 2 : 0;
-    if (c->cosine)
+    if (c->cosine && c->steps > 0) /* steps 0: validation only, no rate */
         CORE(eo_lr_schedule_check(&ctx, &sched));
     CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     r->params = eo_params_numel(&m.params);
