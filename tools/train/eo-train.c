@@ -151,8 +151,9 @@ static void usage_gpt(FILE *f)
             "usage: eo-train --model gpt|gpt2 [options]\n"
             "Train a GPT on characters (sample from it with eo-sample) or on token shards.\n"
             "--model gpt2 is --model gpt with GPT-2 124M's sizes (12 layers, 12 heads,\n"
-            "d_model 768, context 1024, vocabulary 50257) and nanoGPT's recipe (lr 6e-4,\n"
-            "weight decay 0.1 on 2-D weights, --clip 1, cosine to lr/10); it needs --tokens.\n"
+            "d_model 768, context 1024, vocabulary 50257, fused attention) and nanoGPT's\n"
+            "recipe (lr 6e-4, weight decay 0.1 on 2-D weights, --clip 1, cosine to lr/10);\n"
+            "it needs --tokens.\n"
             "\n"
             "      --tokens FILE      train on an llm.c token shard (uint16 ids after a 1 KiB\n"
             "                         header) instead of characters; batches are llm.c's:\n"
@@ -300,6 +301,9 @@ static void gpt2_preset(eo_lm_config *c)
     c->clip = 1.0f;
     c->cosine = 1;
     c->batch = 4;
+    /* FlashAttention-style: at context 1024 the composed attention keeps
+     * every [T, T] score matrix of the step (about 20 GiB at batch 4). */
+    c->fused = 1;
     c->plot = "eo-train-gpt2.svg";
 }
 
