@@ -176,7 +176,8 @@ static void usage_gpt(FILE *f)
             "      --min-lr F         cosine: the rate at the last step (lr / 10)\n"
             "      --clip F           clip the global gradient norm to F (off; gpt2 1)\n"
             "      --eval-every N     validation loss every N steps (100; 0: at the end)\n"
-            "      --val-windows N    validation windows of context+1 chars (512)\n"
+            "      --val-windows N    validation windows of context+1 chars or tokens (512;\n"
+            "                         gpt2 20)\n"
             "      --fused            fused attention instead of the composed one\n"
             "      --seed N           initialisation and batch seed (1)\n"
             "  -j, --threads N        worker threads (2)\n"
@@ -304,6 +305,7 @@ static void gpt2_preset(eo_lm_config *c)
     /* FlashAttention-style: at context 1024 the composed attention keeps
      * every [T, T] score matrix of the step (about 20 GiB at batch 4). */
     c->fused = 1;
+    c->val_windows = 20; /* llm.c's train_gpt2: 5 validation batches of 4 */
     c->plot = "eo-train-gpt2.svg";
 }
 

@@ -1,6 +1,8 @@
-/* tools/train/textlm.h — character-level language modelling with the GPT of
- * core/transformer.h: the corpus, its vocabulary, batches of windows,
- * and the training loop behind `eo-train --model gpt` and eo-sample.
+/* tools/train/textlm.h — language modelling with the GPT of
+ * core/transformer.h: the character corpus, its vocabulary, batches of
+ * windows, and the training loop behind `eo-train --model gpt` and
+ * eo-sample; on token ids instead (eo_lm_config.tokens, tools/train/tokens.h)
+ * behind `eo-train --tokens` and `--model gpt2`.
  *
  * Corpus recipe (the one the PyTorch reference figures used): every
  * regular file (not a link) of the fortunes directory except *.dat, in
