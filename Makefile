@@ -77,6 +77,12 @@ LIB_SRCS  := $(filter-out core/cuda_off.c,$(LIB_SRCS))
 endif
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PTX_SRCS  := $(wildcard ptx/*.ptx)
+# The embedded PTX (rule under CUDA / PTX below). Defined here, before any
+# rule names it: a rule's prerequisites are expanded where the rule is read,
+# so a variable defined later expands to nothing there (the PIC ptx.o once
+# lost this dependency, and `make install` on a fresh clone failed;
+# tools/build/make-order.awk finds any such rule).
+PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
 TOOL_MAIN := $(wildcard tools/*/eo-*.c)
 # tools/examples/ are programs built against the installed headers (below),
 # tools/embedded/ the Cortex-M4 example (make cortex-m4).
@@ -163,20 +169,34 @@ EO_MAJOR   := $(firstword $(subst ., ,$(EO_VERSION)))
 # in-tree "alloc/arena.h"-style includes rewritten to their neighbours'
 # names, so `#include <everyo/everyo.h>` works with one -I (tests/install/
 # compiles each one alone to prove it). ops/kernels.h stays private.
-PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h alloc/arena.h alloc/status.h \
+PUBLIC_HEADERS := core/everyo.h core/nn.h core/transformer.h core/safetensors.h core/tokenizer.h alloc/arena.h alloc/status.h \
 	ops/exec.h ops/parallel.h
 # $(BUILD)/include/everyo/ holds them as installed; the examples compile
 # against that folder alone.
 STAGE_INC := $(BUILD)/include
 STAGED_HEADERS := $(addprefix $(STAGE_INC)/everyo/,$(notdir $(PUBLIC_HEADERS)))
+# The companion library's headers (IO_HEADERS, below) are staged the same
+# way; tools/formats/safetensors.h is installed as safetensors_file.h, as
+# core/safetensors.h already holds the name.
+STAGE_SED := sed -E -e 's,^\#include "tools/formats/safetensors\.h",\#include "safetensors_file.h",' \
+	-e 's,^\#include "(alloc|core|ops|tools/formats|tools/threads)/([A-Za-z0-9_]+\.h)",\#include "\2",'
 define stage_rule
-$$(STAGE_INC)/everyo/$(notdir $(1)): $(1)
+$$(STAGE_INC)/everyo/$(2): $(1)
 	@mkdir -p $$(dir $$@)
-	sed -E 's,^#include "(alloc|core|ops)/([A-Za-z0-9_]+\.h)",#include "\2",' $$< > $$@.tmp && mv $$@.tmp $$@
+	$$(STAGE_SED) $$< > $$@.tmp && mv $$@.tmp $$@
 endef
-$(foreach h,$(PUBLIC_HEADERS),$(eval $(call stage_rule,$(h))))
+$(foreach h,$(PUBLIC_HEADERS),$(eval $(call stage_rule,$(h),$(notdir $(h)))))
+# The host companion, libeveryo-io: what a program around the library needs
+# and the freestanding library cannot hold (files, zlib, pthreads): the
+# safetensors reader/writer and checkpoints, the IDX reader, the thread
+# pool. Each entry is SOURCE-HEADER:INSTALLED-NAME.
+IO_HEADER_MAP := tools/formats/safetensors.h:safetensors_file.h tools/formats/checkpoint.h:checkpoint.h \
+	tools/formats/idx.h:idx.h tools/threads/pool.h:pool.h
+IO_HEADERS := $(foreach m,$(IO_HEADER_MAP),$(firstword $(subst :, ,$(m))))
+IO_STAGED  := $(foreach m,$(IO_HEADER_MAP),$(STAGE_INC)/everyo/$(lastword $(subst :, ,$(m))))
+$(foreach m,$(IO_HEADER_MAP),$(eval $(call stage_rule,$(firstword $(subst :, ,$(m))),$(lastword $(subst :, ,$(m))))))
 .PHONY: headers
-headers: $(STAGED_HEADERS)
+headers: $(STAGED_HEADERS) $(IO_STAGED)
 
 # Position-independent objects, in their own folder, never sanitized (they
 # are what gets installed): libeveryo.so exports only what PUBLIC_HEADERS
@@ -212,6 +232,40 @@ exports: $(SO)
 	@nm -D --defined-only $(SO) | awk '{print $$3}' | sort
 	@printf 'exported: %s symbols\n' "$$(nm -D --defined-only $(SO) | wc -l)"
 
+# libeveryo-io: the tools' file formats and thread pool as PIC objects,
+# with the error-buffer helper; the shared library also links in
+# privately the few library internals they call that libeveryo.so does
+# not export (the JSON parser, the message formatter, the 16-bit
+# roundings). Like libeveryo.so it exports exactly what its installed
+# headers declare.
+IO_SRCS := tools/formats/safetensors.c tools/formats/safetensors_read.c tools/formats/safetensors_write.c \
+	tools/formats/checkpoint.c tools/formats/idx.c tools/formats/durable.c tools/threads/pool.c \
+	tools/cli/errbuf.c tools/cli/files.c
+IO_PRIVATE_SRCS := core/json.c core/format.c ops/cpu/half.c
+IO_OBJS   := $(IO_SRCS:%.c=$(BUILD)/pic/%.o) $(IO_PRIVATE_SRCS:%.c=$(BUILD)/pic/%.o)
+IO_SO_NAME := libeveryo-io.so.$(EO_MAJOR)
+IO_SO     := $(BUILD)/pic/libeveryo-io.so.$(EO_VERSION)
+IO_LIB    := $(BUILD)/pic/libeveryo-io.a
+IO_LIBS_PRIVATE := $(ZLIB_LIBS) -lpthread
+$(BUILD)/pic/tools/%.o: CFLAGS_BASE += -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64
+$(BUILD)/pic/everyo-io.map: $(IO_HEADERS) $(IO_OBJS) tools/build/export-map.sh
+	sh tools/build/export-map.sh nm $(IO_HEADERS) -- $(IO_SRCS:%.c=$(BUILD)/pic/%.o) > $@.tmp && mv $@.tmp $@
+$(IO_SO): $(IO_OBJS) $(BUILD)/pic/everyo-io.map $(SO)
+	$(CC) -shared -Wl,-soname,$(IO_SO_NAME) -Wl,--version-script=$(BUILD)/pic/everyo-io.map \
+	    -Wl,--no-undefined $(IO_OBJS) -L$(BUILD)/pic -leveryo $(IO_LIBS_PRIVATE) -lm -o $@
+	ln -sf $(notdir $@) $(BUILD)/pic/$(IO_SO_NAME)
+	ln -sf $(IO_SO_NAME) $(BUILD)/pic/libeveryo-io.so
+# The static archive holds the tools' objects only: a static link takes
+# the library internals they call from libeveryo.a, which follows it.
+$(IO_LIB): $(IO_SRCS:%.c=$(BUILD)/pic/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/pic/everyo-io.pc: tools/build/everyo-io.pc.in $(MAKEFILE_LIST)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(IO_LIBS_PRIVATE)|' $< > $@
+.PHONY: shared-io
+shared-io: $(IO_SO) $(IO_LIB)
+
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
@@ -225,21 +279,28 @@ $(BUILD)/pic/everyo.pc: tools/build/everyo.pc.in $(MAKEFILE_LIST)
 	    -e 's|@VERSION@|$(EO_VERSION)|' -e 's|@LIBS_PRIVATE@|$(SO_LIBS)|' $< > $@
 
 .PHONY: install uninstall
-install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS) $(STAGED_HEADERS)
+install: $(SO) $(PIC_LIB) $(BUILD)/pic/everyo.pc $(INSTALL_TOOLS) $(STAGED_HEADERS) \
+	    $(IO_SO) $(IO_LIB) $(BUILD)/pic/everyo-io.pc $(IO_STAGED)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/everyo $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR)
 	install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/libeveryo.a
 	install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(SO)) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo.so
-	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/everyo/
-	install -m 644 $(BUILD)/pic/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc
+	install -m 644 $(IO_LIB) $(DESTDIR)$(LIBDIR)/libeveryo-io.a
+	install -m 755 $(IO_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(IO_SO)) $(DESTDIR)$(LIBDIR)/$(IO_SO_NAME)
+	ln -sf $(IO_SO_NAME) $(DESTDIR)$(LIBDIR)/libeveryo-io.so
+	install -m 644 $(STAGED_HEADERS) $(IO_STAGED) $(DESTDIR)$(INCLUDEDIR)/everyo/
+	install -m 644 $(BUILD)/pic/everyo.pc $(BUILD)/pic/everyo-io.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libeveryo.a $(DESTDIR)$(LIBDIR)/libeveryo.so \
 	    $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_MAJOR) $(DESTDIR)$(LIBDIR)/libeveryo.so.$(EO_VERSION) \
-	    $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc \
-	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/everyo/,$(notdir $(PUBLIC_HEADERS))) \
+	    $(DESTDIR)$(LIBDIR)/libeveryo-io.a $(DESTDIR)$(LIBDIR)/libeveryo-io.so \
+	    $(DESTDIR)$(LIBDIR)/$(IO_SO_NAME) $(DESTDIR)$(LIBDIR)/$(notdir $(IO_SO)) \
+	    $(DESTDIR)$(PKGCONFIGDIR)/everyo.pc $(DESTDIR)$(PKGCONFIGDIR)/everyo-io.pc \
+	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/everyo/,$(notdir $(PUBLIC_HEADERS))) $(IO_STAGED:$(STAGE_INC)/%=$(DESTDIR)$(INCLUDEDIR)/%) \
 	    $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS)))
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/everyo 2>/dev/null
 
@@ -455,7 +516,6 @@ bench-train: $(BUILD)/eo-train
 #                    ptx/layernorm.ptx are tools/build/gen-ptx16.py's output
 #                    and ptx/attention_tc.ptx tools/build/gen-attention-tc.py's.
 #                    Without ptxas it says it skipped and succeeds.
-PTX_EMBED := $(BUILD)/gen/ptx_embed.inc
 $(PTX_EMBED): $(PTX_SRCS) tools/build/ptx-embed.awk
 	@mkdir -p $(dir $@)
 	LC_ALL=C awk -f tools/build/ptx-embed.awk $(PTX_SRCS) > $@.tmp && mv $@.tmp $@
@@ -517,10 +577,51 @@ fixtures: $(BUILD)/eo-transformer-fixture
 	$(REF_PYTHON) tools/reference/ref_grad_scaler.py tests/fixtures/grad_scaler.h
 	$(REF_PYTHON) tools/reference/ref_half.py tests/fixtures/half.h
 
+# make fixtures-gpt2      regenerate tests/fixtures/gpt2_*.safetensors: tiny random
+#                         GPT2LMHeadModels that transformers makes and saves, with
+#                         its float64 logits, loss and gradients
+#                         (tools/reference/ref_gpt2_hf.py). Needs Debian's
+#                         python3-torch (1.13); transformers (a version that
+#                         runs on torch 1.13) goes into a venv under build/ on
+#                         first use, from PyPI. No model hub is used. Not run by
+#                         CI (the fixtures are committed).
+GPT2_VENV ?= $(BUILD)/venv
+GPT2_PIP ?= transformers==4.40.2 numpy<2
+.PHONY: fixtures-gpt2
+fixtures-gpt2:
+	@test -x $(GPT2_VENV)/bin/python || { /usr/bin/python3 -m venv --system-site-packages $(GPT2_VENV) && $(GPT2_VENV)/bin/pip install $(foreach p,$(GPT2_PIP),'$(p)'); }
+	$(GPT2_VENV)/bin/python tools/reference/ref_gpt2_hf.py tests/fixtures
+
 bench-transformer: $(BUILD)/eo-train
 	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist
 	@$(BENCH_REFS)
 	$(REF_PYTHON) tools/bench/bench_transformer.py --eo-train ./$(BUILD)/eo-train --steps $(BENCH_STEPS) $(ARGS)
+
+# ---- tokenizer: fixtures and benchmark (tools/text/README.md) ----------------
+# make bpe-fixtures     regenerate tests/fixtures/bpe/ (tools/reference/ref_bpe.py):
+#                       a vocabulary trained by Hugging Face's `tokenizers` on
+#                       the fortunes corpus, the test corpus and GPT2Tokenizer's
+#                       ids; with GPT2_TIKTOKEN present, tiktoken's ids with
+#                       GPT-2's ranks too. Python packages (transformers<5,
+#                       tokenizers, tiktoken, regex) go to a venv in
+#                       $(BUILD)/bpe-venv, from PyPI the first time (the only
+#                       step that needs the network); not run by CI.
+# make bench-tokenizer  EveryO's encoder beside tiktoken, same text (fortunes),
+#                       same run, GPT-2's ranks (GPT2_TIKTOKEN: openai-whisper's
+#                       whisper/assets/gpt2.tiktoken, never committed).
+GPT2_TIKTOKEN ?= $(BUILD)/gpt2.tiktoken
+BPE_VENV := $(BUILD)/bpe-venv
+.PHONY: bpe-fixtures bench-tokenizer
+$(BPE_VENV)/bin/python:
+	python3 -m venv $(BPE_VENV)
+	$(BPE_VENV)/bin/pip install -q 'transformers<5' tokenizers tiktoken regex
+bpe-fixtures: $(BPE_VENV)/bin/python
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES)" fortunes
+	$(BPE_VENV)/bin/python tools/reference/ref_bpe.py $(if $(wildcard $(GPT2_TIKTOKEN)),--gpt2-tiktoken $(GPT2_TIKTOKEN))
+bench-tokenizer: $(BPE_VENV)/bin/python $(BUILD)/eo-tokenize
+	@sh tools/build/need-packages.sh "test -d $(FORTUNES)" fortunes
+	@test -f $(GPT2_TIKTOKEN) || { echo "bench-tokenizer: no $(GPT2_TIKTOKEN): pip download openai-whisper --no-deps, take whisper/assets/gpt2.tiktoken from the archive, or set GPT2_TIKTOKEN=FILE"; exit 1; }
+	$(BPE_VENV)/bin/python tools/bench/bench_tokenizer.py --tiktoken-file $(GPT2_TIKTOKEN) --eo-tokenize ./$(BUILD)/eo-tokenize
 
 # ---- GPU speed: estimated without a GPU, measured with one -------------------
 # make bench-sim    every PTX kernel at training shapes, its time on H200,
@@ -581,6 +682,8 @@ FUZZ_DICT_json         := tests/fuzz/json.dict
 FUZZ_DICT_safetensors  := tests/fuzz/json.dict
 FUZZ_DICT_checkpoint   := tests/fuzz/json.dict
 FUZZ_DICT_weights      := tests/fuzz/json.dict
+FUZZ_DICT_gpt2         := tests/fuzz/json.dict
+FUZZ_DICT_bpe_files    := tests/fuzz/json.dict
 FUZZ_SEEDS_ptx         := tests/ptx_good tests/ptx_broken
 define fuzz_run
 	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1); echo "fuzz: $(1) for $(FUZZ_SECONDS) s"; \

@@ -63,9 +63,12 @@
 
 EO_PUBLIC(ctx_set_autocast, (eo_ctx *ctx, eo_dtype dtype), (ctx, dtype))
 {
+    if ((unsigned)dtype >= EO_DTYPE_COUNT)
+        return eo_fail(ctx, EO_ERR_ARG, "ctx_set_autocast: unknown dtype %d; expected f32 (off), "
+                       "bf16 or f16", (int)dtype);
     if (dtype != EO_F32 && dtype != EO_BF16 && dtype != EO_F16)
-        return eo_fail(ctx, EO_ERR_ARG, "ctx_set_autocast: dtype %d is not f32 (off), bf16 or "
-                       "f16", (int)dtype);
+        return eo_fail(ctx, EO_ERR_ARG, "ctx_set_autocast: dtype %s is not f32 (off), bf16 or "
+                       "f16", eo_dtype_name(dtype));
     ctx->autocast = dtype;
     return EO_OK;
 }
@@ -81,6 +84,7 @@ static eo_status low_copy(eo_ctx *ctx, eo_tensor *p, eo_tensor **out)
     y->data = p->low->data;
     y->dtype = p->low->dtype;
     y->device = p->low->device;
+    y->attach = p->low->attach;
     y->rank = p->low->rank;
     for (int i = 0; i < y->rank; i++) {
         y->shape[i] = p->low->shape[i];
@@ -99,8 +103,11 @@ eo_status eo_autocast_low(eo_ctx *ctx, eo_tensor **x)
     eo_tensor *t = *x;
     if (ctx->autocast == EO_F32 || !t || !eo_is_float(t->dtype) || t->dtype == ctx->autocast)
         return EO_OK;
-    if (t->low && t->low->dtype == ctx->autocast)
+    if (t->low && t->low->dtype == ctx->autocast) {
+        EO_CHECK(eo_expect_live(ctx, ctx->op, t));
+        EO_CHECK(eo_expect_live(ctx, ctx->op, t->low));
         return low_copy(ctx, t, x);
+    }
     return eo_cast(ctx, t, ctx->autocast, x);
 }
 
@@ -139,9 +146,13 @@ EO_PUBLIC(params_enable_low, (eo_ctx *ctx, const eo_params *ps, eo_dtype dtype),
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: NULL parameter list");
-    if (dtype != EO_BF16 && dtype != EO_F16)
-        return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: dtype %d is not bf16 or f16",
+    if ((unsigned)dtype >= EO_DTYPE_COUNT)
+        return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: unknown dtype %d; expected bf16 or f16",
                        (int)dtype);
+    if (dtype != EO_BF16 && dtype != EO_F16)
+        return eo_fail(ctx, EO_ERR_ARG, "params_enable_low: dtype %s is not bf16 or f16",
+                       eo_dtype_name(dtype));
+    EO_CHECK(eo_expect_params(ctx, "params_enable_low", ps));
     /* Every copy is made before any is linked, so a failure (out of
      * persistent memory) leaves no parameter pointing at given-back
      * memory: eo_leave rewinds the arena. */
@@ -168,6 +179,7 @@ EO_PUBLIC(params_refresh_low, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_refresh_low: NULL parameter list");
+    EO_CHECK(eo_expect_params(ctx, "params_refresh_low", ps));
     for (int i = 0; i < ps->count; i++)
         if (ps->items[i]->low)
             EO_CHECK(refresh_one(ctx, ps->items[i]));

@@ -13,9 +13,21 @@
 #include "core/everyo.h"
 #include "ops/kernels.h"
 
+/* Sizes a backend's kernels cannot take, which the core checks when the
+ * op is called (a kernel launch is asynchronous: a refusal there would
+ * only surface at the next sync, with the op long returned). 0: no
+ * limit. */
+typedef struct eo_backend_limits {
+    int64_t attention_max_d;     /* fused attention: head dim D */
+    int64_t attention_max_bh;    /* fused attention: B * H */
+    int64_t attention_max_tq;    /* fused attention: query rows Tq */
+    int64_t cross_entropy16_max_rows; /* bf16 / f16 cross-entropy: rows N */
+} eo_backend_limits;
+
 typedef struct eo_backend {
     const char *name;
     eo_device device;
+    eo_backend_limits limits;
     /* Memory movement for this device. Host pointers are CPU memory. */
     eo_status (*upload)(eo_ctx *ctx, void *dst, const void *host_src, size_t bytes);
     eo_status (*download)(eo_ctx *ctx, void *host_dst, const void *src, size_t bytes);

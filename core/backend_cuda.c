@@ -11,6 +11,7 @@
  * driver reports a kernel's fault. */
 #include "core/internal.h"
 #include "ops/cuda/device.h"
+#include "ops/cuda/launch.h" /* the launch limits */
 
 static eo_cuda *state(eo_ctx *ctx) { return (eo_cuda *)ctx->exec.cuda; }
 
@@ -60,6 +61,9 @@ static eo_status cuda_sync(eo_ctx *ctx)
 const eo_backend eo_backend_cuda = {
     .name = "cuda",
     .device = EO_CUDA,
+    .limits = { .attention_max_d = EO_CU_ATTN_MAX_D, .attention_max_bh = EO_CU_ATTN_MAX_BH,
+                .attention_max_tq = EO_CU_ATTN_MAX_TQ,
+                .cross_entropy16_max_rows = EO_CU_CE16_MAX_ROWS },
     .upload = cuda_upload,
     .download = cuda_download,
     .zero = cuda_zero,
@@ -161,6 +165,7 @@ EO_PUBLIC(cuda_attach, (eo_ctx *ctx, const struct eo_cuda_driver *drv, int devic
     eo_arena_init(&ctx->dev_step, (void *)(uintptr_t)p1, step_bytes, "cuda step");
     ctx->exec.cuda = cu;
     ctx->backend[EO_CUDA] = &eo_backend_cuda;
+    ctx->cuda_attach++; /* a new attach: tensors of any earlier one are stale */
     return EO_OK;
 }
 
@@ -174,6 +179,7 @@ void eo_cuda_detach(eo_ctx *ctx)
     eo_cuda_close(cu);
     ctx->exec.cuda = NULL;
     ctx->backend[EO_CUDA] = NULL;
+    ctx->cuda_attach++; /* every CUDA tensor made so far is stale (eo_expect_live) */
 }
 
 const char *eo_cuda_device_name(const eo_ctx *ctx)

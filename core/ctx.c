@@ -5,8 +5,11 @@
 #include <math.h>
 #include "core/internal.h"
 
-eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
-                      size_t step_bytes)
+/* Everything a context starts with but its CPU kernel table, which the
+ * caller sets: eo_ctx_init the full one (below), eo_ctx_init_kernels one
+ * holding only the kernels the program named (core/cpu_kernels.c). */
+eo_status eo_ctx_setup(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
+                       size_t step_bytes)
 {
     if (!ctx)
         return EO_ERR_ARG;
@@ -22,11 +25,18 @@ eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void
     }
     eo_arena_init(&ctx->persist, persist_buf, persist_bytes, "persistent");
     eo_arena_init(&ctx->step, step_buf, step_bytes, "step");
-    ctx->backend[EO_CPU] = &eo_backend_cpu;
     ctx->grad_enabled = 1;
     ctx->training = 1;
     ctx->exec.par.nthreads = 1;
     eo_seed(ctx, 0);
+    return EO_OK;
+}
+
+eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
+                      size_t step_bytes)
+{
+    EO_CHECK(eo_ctx_setup(ctx, persist_buf, persist_bytes, step_buf, step_bytes));
+    ctx->backend[EO_CPU] = &eo_backend_cpu;
     return EO_OK;
 }
 

@@ -90,6 +90,10 @@ typedef struct eo_tensor {
     uint8_t lifetime;              /* eo_lifetime of the data */
     uint8_t readonly;              /* 1: data is a caller's read-only buffer (weights bound in
                                       place, core/safetensors.h): nothing writes it */
+    uint32_t attach;               /* EO_CUDA tensors: the context's attach number
+                                      (eo_ctx.cuda_attach) when the data was carved; a
+                                      different number means the device memory went
+                                      with an eo_cuda_detach (EO_ERR_STATE). 0 on the CPU */
     const char *name;              /* parameters: the checkpoint key */
     struct eo_tensor *low;         /* parameters under mixed precision: the 16-bit
                                       working copy the forward reads (persistent,
@@ -188,6 +192,8 @@ typedef struct eo_ctx {
     int grads_pending;             /* a backward ran since the last gradient all-reduce */
     eo_profile_hook profile;       /* begin/end of calls and rules; fn NULL: none */
     eo_dtype autocast;             /* mixed precision policy: EO_F32 off, EO_BF16, EO_F16 */
+    uint32_t cuda_attach;          /* +1 at each eo_cuda_attach and eo_cuda_detach: odd
+                                      while attached; CUDA tensors carry it (eo_tensor.attach) */
     uint64_t rng_state, rng_inc;   /* PCG32 */
     eo_status last_status;
     const char *op;                /* the public call running now, for messages */
@@ -204,6 +210,77 @@ typedef struct eo_ctx {
  * NULL (every status but EO_OK leaves a terminated message there). */
 eo_status eo_ctx_init(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
                       void *step_buf, size_t step_bytes);
+
+/* ---- choosing the CPU kernels (small links) -------------- experimental ---
+ * eo_ctx_init's CPU table points at every kernel, so a program that calls
+ * it links all of them (convolution, attention, every backward, the
+ * 16-bit kernels) whatever it runs. eo_ctx_init_kernels is eo_ctx_init
+ * with a CPU table holding only the families of kernels the program
+ * lists, TensorFlow Lite Micro's op resolver in EveryO's terms: linked
+ * with per-function sections and --gc-sections (-ffunction-sections
+ * -fdata-sections, -Wl,--gc-sections), a family nobody lists is left out
+ * of the program (tools/embedded/infer_tiny.c: two Linear layers and a
+ * ReLU, eo_cpu_kernels_elementwise and eo_cpu_kernels_matmul).
+ *
+ * The table lives in the persistent arena (a pointer per kernel slot:
+ * 616 bytes on a 64-bit host today, 308 on a Cortex-M4). Always
+ * in it: memory moves and zero fills, contiguous copies, fills and
+ * gradient accumulation. An op whose kernel is not in the table returns
+ * EO_ERR_UNSUPPORTED, its message naming the op and "cpu (kernels listed
+ * to eo_ctx_init_kernels)"; nothing calls through an empty slot. The
+ * CUDA backend (eo_cuda_attach) is unaffected.
+ *
+ *   static eo_cpu_kernels_fn *const fams[] = {eo_cpu_kernels_matmul,
+ *                                             eo_cpu_kernels_elementwise};
+ *   s = eo_ctx_init_kernels(&ctx, persist, sizeof persist, step, sizeof step,
+ *                           fams, 2);
+ *
+ * Statuses: those of eo_ctx_init; EO_ERR_ARG for families NULL with count
+ * > 0 or a NULL entry; EO_ERR_OOM when the persistent arena cannot hold
+ * the table. Each family fills the slots of its ops; a *_backward family
+ * the slots eo_backward needs for them:
+ *   elementwise     add sub mul div maximum minimum scale relu gelu tanh
+ *                   sigmoid exp log
+ *   matmul          matmul (its backward is matmul too); a Linear layer
+ *                   needs elementwise as well, for its bias
+ *   reduce          sum mean max logsumexp; clip_grad_norm needs reduce
+ *                   (its sum of squares) and elementwise (its scaling)
+ *   softmax         softmax log_softmax
+ *   cross_entropy   cross_entropy
+ *   layernorm, embedding, attention (the fused attention)
+ *   dropout         forward and backward
+ *   conv            conv2d maxpool2d relu_maxpool2d, forward and backward
+ *                   (the fused kernels are used only as a pair)
+ *   optim           SGD, AdamW, the loss scaler's unscale
+ *   half            bf16/f16: eo_cast and the native 16-bit kernels of
+ *                   every family, forward and backward (without it a
+ *                   16-bit tensor's op says EO_ERR_UNSUPPORTED)
+ * A training step needs the *_backward families of its ops and optim; a
+ * program with room for every kernel simply calls eo_ctx_init. */
+typedef struct eo_backend eo_cpu_kernels; /* opaque: the table being filled */
+typedef void eo_cpu_kernels_fn(eo_cpu_kernels *k);
+eo_status eo_ctx_init_kernels(eo_ctx *ctx, void *persist_buf, size_t persist_bytes,
+                              void *step_buf, size_t step_bytes,
+                              eo_cpu_kernels_fn *const *families, size_t count);
+void eo_cpu_kernels_elementwise(eo_cpu_kernels *k);
+void eo_cpu_kernels_elementwise_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_matmul(eo_cpu_kernels *k);
+void eo_cpu_kernels_reduce(eo_cpu_kernels *k);
+void eo_cpu_kernels_reduce_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_softmax(eo_cpu_kernels *k);
+void eo_cpu_kernels_softmax_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_cross_entropy(eo_cpu_kernels *k);
+void eo_cpu_kernels_cross_entropy_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_layernorm(eo_cpu_kernels *k);
+void eo_cpu_kernels_layernorm_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_embedding(eo_cpu_kernels *k);
+void eo_cpu_kernels_embedding_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_dropout(eo_cpu_kernels *k);
+void eo_cpu_kernels_conv(eo_cpu_kernels *k);
+void eo_cpu_kernels_attention(eo_cpu_kernels *k);
+void eo_cpu_kernels_attention_backward(eo_cpu_kernels *k);
+void eo_cpu_kernels_optim(eo_cpu_kernels *k);
+void eo_cpu_kernels_half(eo_cpu_kernels *k);
 
 /* The message of the last failure ("" if none), always terminated once
  * eo_ctx_init has run on ctx (even when it refused). Never NULL. */
@@ -317,20 +394,32 @@ eo_status eo_rewind(eo_ctx *ctx, eo_mark m);
 
 /* ---- CUDA ------------------------------------------------------------------
  * Attach a CUDA device to the context: open device `device` through a
- * driver table (NULL: load the real driver, dlopen("libcuda.so.1"); or a
- * double such as the PTX interpreter's, see tools/ptxsim/driver.h), load
- * the embedded PTX once, and carve two device arenas from one cuMemAlloc
- * block each. Afterwards tensors made with device EO_CUDA live there and
+ * driver table (drv, below), load the embedded PTX once, and carve two
+ * device arenas from one cuMemAlloc block each. Afterwards tensors made with device EO_CUDA live there and
  * every op on them runs the PTX kernels. Kernel faults surface at the next
  * copy to or from the host (eo_read, eo_write, eo_to_device).
  * Returns EO_ERR_NO_DEVICE (no driver or no device, with the reason),
  * EO_ERR_CUDA (driver error, its name and text in the message),
  * EO_ERR_UNSUPPORTED (compute capability below 8.0), EO_ERR_STATE (already
- * attached), EO_ERR_OOM. */
+ * attached), EO_ERR_OOM.
+ *
+ * drv: pass NULL, which loads the real driver (dlopen("libcuda.so.1")).
+ * The table's type is deliberately opaque here, as eo_pool is in pool.h:
+ * its layout is the driver ABI the library calls through, defined in the
+ * build tree (ops/cuda/driver.h) and not installed, and a non-NULL table
+ * is how the build tree's own tests and tools substitute a double for
+ * the driver (the PTX interpreter's, tools/ptxsim/driver.h). */
 struct eo_cuda_driver;
 eo_status eo_cuda_attach(eo_ctx *ctx, const struct eo_cuda_driver *drv, int device,
                          size_t persist_bytes, size_t step_bytes);
-/* Free the device arenas and release the device. */
+/* Free the device arenas and release the device. Every EO_CUDA tensor
+ * made before is stale from then on, also after a new eo_cuda_attach
+ * (its memory is gone): every call that is handed one -- an op, eo_read,
+ * eo_write, eo_to_device, eo_backward, the optimizer, clipping, the grad
+ * scaler, eo_params_zero_grad / _refresh_low / _enable_low,
+ * eo_grad_allreduce, eo_weights_bind, the KV cache -- returns EO_ERR_STATE
+ * naming itself and the tensor, and changes nothing. (Each tensor
+ * records the attach it was made under, eo_tensor.attach.) */
 void eo_cuda_detach(eo_ctx *ctx);
 /* The attached device's name ("" if none). */
 const char *eo_cuda_device_name(const eo_ctx *ctx);
@@ -356,7 +445,10 @@ eo_status eo_tensor_wrap(eo_ctx *ctx, eo_dtype dtype, int rank, const int64_t *s
 int64_t eo_numel(const eo_tensor *t);
 int eo_is_contiguous(const eo_tensor *t);
 size_t eo_dtype_size(eo_dtype dt);
+/* Names for messages: "f32", "i32", "bf16", "f16"; "cpu", "cuda"; "?"
+ * for a value outside the enum. (Statuses: eo_status_name, status.h.) */
 const char *eo_dtype_name(eo_dtype dt);
+const char *eo_device_name(eo_device dev);
 
 /* Mark a leaf as requiring grad (on != 0) or not, as PyTorch's
  * Tensor.requires_grad_(): ops on it are then recorded, and eo_backward
@@ -435,7 +527,9 @@ eo_status eo_copy_into(eo_ctx *ctx, eo_tensor *dst, eo_tensor *src);
 
 /* ---- elementwise ---------------------------------------------------------- */
 
-/* out = a op b, F32, with NumPy broadcasting: shapes are aligned at the
+/* out = a op b, a and b f32, bf16 or f16 (EO_ERR_DTYPE for i32); the
+ * result's dtype promotes as PyTorch: equal dtypes keep theirs, two
+ * different ones give f32. NumPy broadcasting: shapes are aligned at the
  * right and each pair of sizes must be equal or one of them 1.
  * EO_ERR_SHAPE otherwise. The gradient of a broadcast input is summed
  * over the axes it was broadcast along. */
@@ -452,9 +546,11 @@ eo_status eo_div(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_maximum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 eo_status eo_minimum(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, eo_tensor **out);
 
-/* out = s * x. */
+/* out = s * x; x f32, bf16 or f16, out of x's dtype. */
 eo_status eo_scale(eo_ctx *ctx, eo_tensor *x, float s, eo_tensor **out);
-/* Elementwise activations, F32, any shape. GELU is the tanh approximation
+/* Elementwise activations, any shape; x f32, bf16 or f16 (EO_ERR_DTYPE
+ * for i32), out of x's dtype (under autocast eo_exp and eo_log return
+ * f32: eo_ctx_set_autocast). GELU is the tanh approximation
  * (Hendrycks & Gimpel 2016, as GPT-2); eo_gelu_erf the exact erf form.
  * As in PyTorch: ReLU's gradient passes where x is NaN (only x <= 0
  * gets 0); GELU of -inf is NaN (-inf * 0) and its gradient at ±inf NaN.
@@ -472,7 +568,9 @@ eo_status eo_log(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- matmul ------------------------------------------------------------- */
 
-/* out = op(a) · op(b), F32. op(a) is a or, with ta, a with its last two
+/* out = op(a) · op(b); a and b f32, bf16 or f16, both of one dtype
+ * (EO_ERR_DTYPE otherwise), out of that dtype (16-bit: f32 sums, rounded
+ * once; under autocast f32 inputs are cast down). op(a) is a or, with ta, a with its last two
  * axes swapped (no copy). op(a) is [..., M, K], op(b) is [..., K, N];
  * out is [..., M, N]. Batch axes (all but the last two, rank <= 4) are
  * broadcast: b may be 2-D (a weight shared by every batch entry).
@@ -482,7 +580,9 @@ eo_status eo_matmul(eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_
 /* ---- reductions -------------------------------------------------------- */
 
 /* Sum, mean or max over `axis` (negative counts from the end); keepdim
- * keeps it as size 1. The max's gradient goes to the first maximum. Max
+ * keeps it as size 1. x f32, bf16 or f16, out of x's dtype (16-bit: f32
+ * sums, rounded once; under autocast f32), EO_ERR_DTYPE for i32; the same
+ * for eo_logsumexp and eo_sum_all. The max's gradient goes to the first maximum. Max
  * propagates NaN and its gradient goes to the first NaN, as torch.max
  * (values, indices). EO_ERR_AXIS for an axis out of range. */
 eo_status eo_sum(eo_ctx *ctx, eo_tensor *x, int axis, int keepdim, eo_tensor **out);
@@ -501,7 +601,8 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
 /* ---- softmax, losses, normalisation -------------------------------------- */
 
-/* Over the last axis, max-subtracted, as torch.softmax / torch.log_softmax
+/* Over the last axis, x f32, bf16 or f16, out of x's dtype (statistics in
+ * f32), max-subtracted, as torch.softmax / torch.log_softmax
  * (dim=-1). A row holding a NaN, or a +inf, is NaN throughout, as in
  * PyTorch. A row that is all -inf (e.g. a fully masked attention row)
  * gives 0 (softmax) or -inf (log_softmax) and a zero gradient, where
@@ -510,8 +611,9 @@ eo_status eo_sum_all(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 eo_status eo_log_softmax(eo_ctx *ctx, eo_tensor *x, eo_tensor **out);
 
-/* Mean cross-entropy of logits [N, C] (F32) against class indices
- * target [N] (I32) — rows whose target equals ignore_index are skipped;
+/* Mean cross-entropy of logits [N, C] (f32, bf16 or f16; the loss has
+ * the logits' dtype, f32 under autocast; sums in f32) against class
+ * indices target [N] (i32, EO_ERR_DTYPE otherwise) — rows whose target equals ignore_index are skipped;
  * with none left the loss is 0 (PyTorch's mean gives NaN there). Out: a
  * scalar. Row r's loss is (max_r - logits[r, t_r]) + log sum exp(logits[r]
  * - max_r), as torch.nn.functional.cross_entropy: the max and the log of
@@ -536,18 +638,19 @@ eo_status eo_cross_entropy_ex(eo_ctx *ctx, eo_tensor *logits, eo_tensor *target,
 
 /* Layer normalisation over the last axis (Ba, Kiros & Hinton 2016):
  * y = (x - mean) / sqrt(var + eps) * w + b, var biased, computed around
- * the mean so rows like 1e4 + noise keep their precision. w and b are
- * [C] or NULL. EO_ERR_SHAPE when w or b is not [C]. */
+ * the mean so rows like 1e4 + noise keep their precision (statistics in
+ * f32). x f32, bf16 or f16, w and b [C] of x's dtype or NULL, y of x's
+ * dtype (EO_ERR_DTYPE otherwise). EO_ERR_SHAPE when w or b is not [C]. */
 eo_status eo_layernorm(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, float eps,
                        eo_tensor **out);
 
-/* Rows of table [V, D] (F32) picked by idx (I32, any shape S): out is
- * [S..., D]. The backward adds each output row into its table row, so a
+/* Rows of table [V, D] (f32, bf16 or f16; out has its dtype) picked by
+ * idx (i32, any shape S; EO_ERR_DTYPE otherwise): out is [S..., D]. The backward adds each output row into its table row, so a
  * repeated index gets every contribution. EO_ERR_ARG for an index outside
  * [0, V) (CPU). */
 eo_status eo_embedding(eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor **out);
 
-/* Inverted dropout: each element kept with probability 1 - p and scaled
+/* Inverted dropout, x f32, bf16 or f16, out of x's dtype: each element kept with probability 1 - p and scaled
  * by 1/(1-p); the mask is a pure function of (seed, index), see
  * ops/kernels.h. A dropped element is x * 0, as in PyTorch: a NaN or inf
  * there gives NaN, never a silent 0. p in [0, 1), else EO_ERR_ARG. */
@@ -561,7 +664,8 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
 /* ---- convolution ------------------------------------------------------------ */
 
 /* 2-D convolution (cross-correlation, as PyTorch), x [N, C, H, W],
- * w [Co, C, kh, kw], bias [Co] or NULL, zero padding `pad`, stride
+ * w [Co, C, kh, kw], bias [Co] or NULL, all f32, bf16 or f16 of one dtype
+ * (out of that dtype; EO_ERR_DTYPE otherwise), zero padding `pad`, stride
  * `stride`: out [N, Co, OH, OW], OH = (H + 2 pad - kh) / stride + 1.
  * Computed as im2col + matmul: on the CPU in one fused op, one image at a
  * time in a small workspace (no column matrix in memory); on other
@@ -571,7 +675,8 @@ eo_status eo_concat(eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tenso
  * matrix [C*kh*kw, N*OH*OW] does not fit (a huge pad). */
 eo_status eo_conv2d(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int pad,
                     int stride, eo_tensor **out);
-/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k].
+/* k×k max pooling with stride k: x [N, C, H, W] → [N, C, H/k, W/k]; x
+ * f32, bf16 or f16, out of x's dtype.
  * Each window's value and gradient go to its first maximum, or to its
  * last NaN when it holds any (PyTorch's rule: take v if v > max or v is
  * NaN, in row-major order).
@@ -588,13 +693,13 @@ eo_status eo_relu_maxpool2d(eo_ctx *ctx, eo_tensor *x, int k, eo_tensor **out);
 
 /* ---- attention ---------------------------------------------------------------- */
 
-/* An additive causal mask [T, T] (F32, step arena): 0 where key j <= query
+/* An additive causal mask [T, T] (f32 always, step arena): 0 where key j <= query
  * i, -inf above the diagonal. Added to attention scores before softmax,
  * it stops a position from seeing later ones. EO_ERR_ARG for T < 0,
  * EO_ERR_SHAPE when T*T elements do not fit. */
 eo_status eo_causal_mask(eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out);
 
-/* An additive padding mask [B, 1, 1, T] (F32): 0 for real tokens, -inf
+/* An additive padding mask [B, 1, 1, T] (f32 always): 0 for real tokens, -inf
  * where valid[b*T + t] == 0. Broadcasts over heads and query positions. */
 eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
                           const uint8_t *valid, eo_tensor **out);
@@ -602,8 +707,9 @@ eo_status eo_padding_mask(eo_ctx *ctx, eo_device dev, int64_t B, int64_t T,
 /* Scaled dot-product attention (Vaswani et al., "Attention Is All You
  * Need", 2017), composed from differentiable primitives:
  *   out = softmax(q · kᵀ · scale + mask) · v
- * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), mask NULL or
- * additive, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
+ * q [B, H, Tq, D], k and v [B, H, Tk, D] (any strides), f32, bf16 or f16 of
+ * one dtype (out of that dtype); mask NULL or additive, of any float
+ * dtype, broadcastable to [B, H, Tq, Tk]; causal != 0 adds the causal
  * mask (Tq == Tk). A query row whose keys are all masked gives zeros.
  * EO_ERR_SHAPE for other ranks (a scalar included) or sizes, or when the
  * score matrix [B, H, Tq, Tk] does not fit; EO_ERR_ARG for a non-finite
@@ -625,7 +731,11 @@ eo_status eo_attention(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v, eo
  * give an output of that dtype; on CUDA, without a mask and with D a
  * multiple of 8 up to 64, both directions then run on the tensor cores
  * with the probabilities and dS rounded to that dtype before their
- * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md). */
+ * products (f32 sums): 16-bit tolerance, not f32 (ptx/README.md).
+ * Statuses as eo_attention, and EO_ERR_UNSUPPORTED, at the call, for
+ * sizes the device's kernels cannot take -- on CUDA a head dim D above
+ * 128, B*H above 65535 or Tq above 2^20 (the message names D, or B*H or
+ * Tq, and the limit); eo_attention and the CPU take any size. */
 eo_status eo_attention_fused(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
                              eo_tensor *mask, int causal, float scale, eo_tensor **out);
 

@@ -22,6 +22,15 @@ const char *eo_dtype_name(eo_dtype dt)
     }
 }
 
+const char *eo_device_name(eo_device dev)
+{
+    switch (dev) {
+    case EO_CPU: return "cpu";
+    case EO_CUDA: return "cuda";
+    default: return "?";
+    }
+}
+
 typedef struct { char *buf; size_t cap, len; } sink;
 
 static void put(sink *s, char c)

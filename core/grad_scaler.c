@@ -80,6 +80,7 @@ EO_PUBLIC(grad_scaler_scale_loss, (eo_ctx *ctx, const eo_grad_scaler *sc, eo_ten
 /* Check and unscale every gradient, then read the one flag they share. */
 static eo_status unscale_all(eo_ctx *ctx, eo_grad_scaler *sc, const eo_params *ps)
 {
+    EO_CHECK(eo_expect_params(ctx, ctx->op, ps));
     if (ctx->grads_pending) /* the global gradients: every rank finds the same */
         EO_CHECK(eo_grad_allreduce(ctx, ps));
     /* Every gradient checked before any is unscaled: a refusal leaves them
@@ -148,8 +149,10 @@ EO_PUBLIC(grad_scaler_step, (eo_ctx *ctx, eo_grad_scaler *sc, eo_optimizer *o, i
     EO_CHECK(need_scaler(ctx, sc));
     if (stepped)
         *stepped = 0;
-    if (!o || !o->params)
-        return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_step: NULL or uninitialised optimizer");
+    if (!o)
+        return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_step: NULL optimizer");
+    if (!o->params)
+        return eo_fail(ctx, EO_ERR_ARG, "grad_scaler_step: uninitialised optimizer");
     if (!sc->enabled) {
         EO_CHECK(eo_optimizer_step(ctx, o));
         if (stepped)

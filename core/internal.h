@@ -103,10 +103,23 @@ eo_status eo_fail(eo_ctx *ctx, eo_status s, const char *fmt, ...);
 size_t eo_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
 size_t eo_format(char *buf, size_t cap, const char *fmt, ...);
 
+/* EO_ERR_ARG naming the argument when pointer p is NULL: "add: NULL b"
+ * (the parameter's name in the public header), so a NULL is never
+ * reported as some other fault further on. */
+#define EO_NONNULL(ctx, op, p)                                                           \
+    do {                                                                                 \
+        if (!(p))                                                                        \
+            return eo_fail((ctx), EO_ERR_ARG, "%s: NULL %s", (op), #p);                  \
+    } while (0)
+
 /* Propagate a failing status. */
 #define EO_CHECK(expr) do { eo_status eo_s_ = (expr); if (eo_s_ != EO_OK) return eo_s_; } while (0)
 
 /* ---- helpers ------------------------------------------------------------- */
+/* eo_ctx_init without the CPU kernel table (core/ctx.c): the caller sets
+ * ctx->backend[EO_CPU] (eo_ctx_init, eo_ctx_init_kernels). */
+eo_status eo_ctx_setup(eo_ctx *ctx, void *persist_buf, size_t persist_bytes, void *step_buf,
+                       size_t step_bytes);
 const eo_backend *eo_backend_of(eo_ctx *ctx, const eo_tensor *t);
 /* Step-arena scratch on a device, kept until the step is rewound. */
 eo_status eo_scratch(eo_ctx *ctx, eo_device dev, size_t bytes, void **out);
@@ -133,6 +146,18 @@ int eo_is_rewound(const eo_ctx *ctx, const void *p, size_t bytes);
  * device (any dtype), then also the dtype; and the same device as the
  * first. */
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t);
+/* The part of eo_expect_any that every call handed a tensor it will touch
+ * on its device must ask, even where the rest does not apply (a borrowed
+ * parameter, a gradient): t NULL passes; EO_ERR_STATE "<op>: ... earlier
+ * eo_cuda_attach" for a CUDA tensor whose attach has ended
+ * (eo_tensor.attach, eo_cuda_detach); EO_ERR_DEVICE for a device that is
+ * not open. */
+eo_status eo_expect_live(eo_ctx *ctx, const char *op, const eo_tensor *t);
+/* eo_expect_live for every parameter of ps, its gradient and its
+ * working copy (p->low), and EO_ERR_ARG for a NULL entry: what a call
+ * that walks a parameter list asks before it touches any of them. */
+struct eo_params;
+eo_status eo_expect_params(eo_ctx *ctx, const char *op, const struct eo_params *ps);
 eo_status eo_expect(eo_ctx *ctx, const char *op, const eo_tensor *t, eo_dtype dt);
 eo_status eo_same_device(eo_ctx *ctx, const char *op, const eo_tensor *a, const eo_tensor *b);
 /* A parameter without storage for a borrowed list (eo_params_init_borrowed):

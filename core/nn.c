@@ -39,9 +39,10 @@ EO_PUBLIC(params_init_borrowed, (eo_ctx *ctx, eo_params *ps, int cap), (ctx, ps,
 
 EO_PUBLIC(params_add, (eo_ctx *ctx, eo_params *ps, eo_tensor *t), (ctx, ps, t))
 {
-    if (!ps || !t || ((!t->requires_grad || !t->grad) && !t->readonly))
-        return eo_fail(ctx, EO_ERR_ARG, "params_add: %T is not a parameter (or the list is NULL)",
-                       t);
+    if (!ps || !t)
+        return eo_fail(ctx, EO_ERR_ARG, "params_add: NULL %s", !ps ? "parameter list" : "tensor");
+    if ((!t->requires_grad || !t->grad) && !t->readonly)
+        return eo_fail(ctx, EO_ERR_ARG, "params_add: %T is not a parameter", t);
     if (!ps->items)
         return eo_fail(ctx, EO_ERR_STATE, "params_add: the list was not initialised");
     if (ps->count == ps->cap)
@@ -50,10 +51,24 @@ EO_PUBLIC(params_add, (eo_ctx *ctx, eo_params *ps, eo_tensor *t), (ctx, ps, t))
     return EO_OK;
 }
 
+eo_status eo_expect_params(eo_ctx *ctx, const char *op, const eo_params *ps)
+{
+    for (int i = 0; i < ps->count; i++) {
+        const eo_tensor *p = ps->items[i];
+        if (!p)
+            return eo_fail(ctx, EO_ERR_ARG, "%s: parameter %d is NULL", op, i);
+        EO_CHECK(eo_expect_live(ctx, op, p));
+        EO_CHECK(eo_expect_live(ctx, op, p->grad));
+        EO_CHECK(eo_expect_live(ctx, op, p->low));
+    }
+    return EO_OK;
+}
+
 EO_PUBLIC(params_zero_grad, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "params_zero_grad: NULL list");
+    EO_CHECK(eo_expect_params(ctx, "params_zero_grad", ps));
     for (int i = 0; i < ps->count; i++) {
         eo_tensor *g = ps->items[i]->grad;
         if (!g) /* a borrowed parameter: inference only */
@@ -89,7 +104,8 @@ EO_PUBLIC(param_named, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *p
           (ctx, ps, dev, prefix, leaf, rank, shape, out))
 {
     if (!prefix || !leaf || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "param_named: NULL prefix, leaf or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "param_named: NULL %s",
+                       !prefix ? "prefix" : !leaf ? "leaf name" : "output pointer");
     size_t lp = eo_text_len(prefix), ll = eo_text_len(leaf);
     char *name;
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, lp + ll + 2, (void **)&name));
@@ -167,7 +183,7 @@ static eo_status start_init(eo_ctx *ctx, const char *op, const char *prefix, eo_
     z.kind = k;
     *built = z;
     if (!m || !prefix)
-        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL module or name prefix", op);
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL %s", op, !m ? "module" : "name prefix");
     *m = z;
     return EO_OK;
 }
@@ -301,7 +317,8 @@ static eo_status module_forward_body(eo_ctx *ctx, const eo_module *m, eo_tensor 
 {
     const char *op = forward_name(m);
     if (!m || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL layer, input or output pointer", op);
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL %s", op,
+                       !m ? "layer" : !x ? "input" : "output pointer");
     EO_CHECK(eo_expect_any(ctx, op, x));
     int has_params = m->kind == EO_MOD_LINEAR || m->kind == EO_MOD_CONV2D ||
                      m->kind == EO_MOD_LAYERNORM;
@@ -379,7 +396,8 @@ EO_PUBLIC(sequential_forward, (eo_ctx *ctx, const eo_sequential *s, eo_tensor *x
           (ctx, s, x, y))
 {
     if (!s || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "sequential_forward: NULL container, input or output");
+        return eo_fail(ctx, EO_ERR_ARG, "sequential_forward: NULL %s",
+                       !s ? "container" : !x ? "input" : "output pointer");
     if (!s->mods)
         return eo_fail(ctx, EO_ERR_STATE, "sequential_forward: the container was not initialised");
     for (int i = 0; i < s->count; i++) {

@@ -36,9 +36,10 @@ static eo_status place(eo_ctx *ctx, eo_device dev, eo_tensor *h, eo_tensor **out
  * not the CPU (the host copy stays in the step arena until the rewind). */
 EO_PUBLIC(causal_mask, (eo_ctx *ctx, eo_device dev, int64_t T, eo_tensor **out), (ctx, dev, T, out))
 {
-    if (!out || T < 0)
-        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: NULL output or T = %lld < 0",
-                       (long long)T);
+    if (!out)
+        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: NULL output pointer");
+    if (T < 0)
+        return eo_fail(ctx, EO_ERR_ARG, "causal_mask: T = %lld < 0", (long long)T);
     int64_t shape[2] = { T, T };
     eo_tensor *h;
     EO_CHECK(eo_new_out(ctx, EO_CPU, EO_F32, 2, shape, &h));
@@ -53,9 +54,10 @@ EO_PUBLIC(padding_mask, (eo_ctx *ctx, eo_device dev, int64_t B, int64_t T, const
                         eo_tensor **out),
           (ctx, dev, B, T, valid, out))
 {
-    if (!out || !valid || B < 0 || T < 0)
-        return eo_fail(ctx, EO_ERR_ARG,
-                       "padding_mask: NULL output or valid, or B = %lld, T = %lld < 0",
+    if (!out || !valid)
+        return eo_fail(ctx, EO_ERR_ARG, "padding_mask: NULL %s", !out ? "output pointer" : "valid");
+    if (B < 0 || T < 0)
+        return eo_fail(ctx, EO_ERR_ARG, "padding_mask: B = %lld, T = %lld: both must be >= 0",
                        (long long)B, (long long)T);
     int64_t shape[4] = { B, 1, 1, T };
     eo_tensor *h;
@@ -74,6 +76,9 @@ static eo_status check_attention(eo_ctx *ctx, const char *op, eo_tensor *q, eo_t
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_NONNULL(ctx, op, q);
+    EO_NONNULL(ctx, op, k);
+    EO_NONNULL(ctx, op, v);
     EO_CHECK(eo_expect_any(ctx, op, q));
     const eo_dtype dt = eo_is_half(q->dtype) ? q->dtype : EO_F32; /* 16-bit: composed only */
     EO_CHECK(eo_expect(ctx, op, q, dt));
@@ -237,6 +242,29 @@ static eo_status pack16(eo_ctx *ctx, eo_tensor *dst, eo_tensor *q, eo_tensor *k,
     return EO_OK;
 }
 
+/* The backend's kernel limits (core/backend.h), refused here at the call
+ * rather than by the launch, whose failure would only surface at the
+ * next sync. */
+static eo_status within_limits(eo_ctx *ctx, const eo_backend *be, const eo_tensor *q,
+                               const eo_tensor *k)
+{
+    const eo_backend_limits *l = &be->limits;
+    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
+    if (l->attention_max_d && D > l->attention_max_d)
+        return eo_fail(ctx, EO_ERR_UNSUPPORTED, "attention_fused: head dim D = %lld (q %T, k %T) "
+                       "is above the %s kernel's limit of %lld; eo_attention (composed) takes "
+                       "any D", (long long)D, q, k, be->name, (long long)l->attention_max_d);
+    if (l->attention_max_bh && B * H > l->attention_max_bh) /* B*H <= numel: no wrap */
+        return eo_fail(ctx, EO_ERR_UNSUPPORTED, "attention_fused: B*H = %lld*%lld (q %T) is "
+                       "above the %s kernel's limit of %lld heads in all",
+                       (long long)B, (long long)H, q, be->name, (long long)l->attention_max_bh);
+    if (l->attention_max_tq && Tq > l->attention_max_tq)
+        return eo_fail(ctx, EO_ERR_UNSUPPORTED, "attention_fused: Tq = %lld query rows (q %T) "
+                       "is above the %s kernel's limit of %lld", (long long)Tq, q, be->name,
+                       (long long)l->attention_max_tq);
+    return EO_OK;
+}
+
 /* The fused op on f32 q, k, v; half: their 16-bit dtype when they are
  * widened 16-bit tensors, else EO_F32. */
 static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo_tensor *v,
@@ -246,6 +274,7 @@ static eo_status attention_fused_f32(eo_ctx *ctx, eo_tensor *q, eo_tensor *k, eo
     EO_CHECK(check_attention(ctx, "attention_fused", q, k, v, mask, causal, scale, out));
     const eo_backend *be = eo_backend_of(ctx, q);
     EO_NEED_KERNEL(ctx, "attention_fused", be, attention);
+    EO_CHECK(within_limits(ctx, be, q, k));
     /* The kernel reads q, k, v as packed heads; a head-split view
      * ([B,T,H,D] transposed) is copied here, and the copy's own tape
      * node routes the gradient back to the view. The mask keeps its

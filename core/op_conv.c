@@ -228,6 +228,8 @@ EO_PUBLIC(conv2d, (eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *bias, int
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "conv2d: NULL output pointer");
+    EO_NONNULL(ctx, "conv2d", x);
+    EO_NONNULL(ctx, "conv2d", w);
     eo_tensor *h[3] = { x, w, bias };
     EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, h, 3, eo_conv2d(ctx, h[0], h[1], h[2], pad, stride, out));
     /* bf16 / f16: the fused f32 kernels over f32 scratch (conv2d_fused),

@@ -51,6 +51,8 @@ static eo_status cross_entropy_body(eo_ctx *ctx, eo_tensor *logits, eo_tensor *t
                        (int)reduction);
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "cross_entropy: NULL output pointer");
+    EO_NONNULL(ctx, "cross_entropy", logits);
+    EO_NONNULL(ctx, "cross_entropy", target);
     EO_CHECK(eo_expect_any(ctx, "cross_entropy", logits));
     eo_tensor *h[1] = { logits };
     /* bf16 / f16: the backend's 16-bit kernel (and its backward, if a
@@ -59,8 +61,12 @@ static eo_status cross_entropy_body(eo_ctx *ctx, eo_tensor *logits, eo_tensor *t
      * op_cast.c). */
     const eo_backend *be = eo_backend_of(ctx, logits);
     const eo_dtype dt = logits->dtype;
+    /* Past the 16-bit kernel's row limit (core/backend.h) the f32 route
+     * takes any N, so the limit never reaches the launch. */
+    const int64_t lim16 = be->limits.cross_entropy16_max_rows;
     const int native16 = eo_is_half(dt) && be->cross_entropy16 &&
-                         (be->cross_entropy_backward16 || !eo_needs_grad(ctx, h, 1));
+                         (be->cross_entropy_backward16 || !eo_needs_grad(ctx, h, 1)) &&
+                         !(lim16 && logits->rank >= 1 && logits->shape[0] > lim16);
     /* Autocast (core/autocast.c): the loss is f32 whatever the logits'
      * dtype, for the grad scaler and for the report. bf16 logits are read
      * by the 16-bit kernel and its bf16 loss is widened (a [1] or [N]

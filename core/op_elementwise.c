@@ -34,6 +34,8 @@ static eo_status binary_body(eo_ctx *ctx, eo_op_id id, eo_tensor *a, eo_tensor *
     const char *op = eo_op_names[id];
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "%s: NULL output pointer", op);
+    EO_NONNULL(ctx, op, a);
+    EO_NONNULL(ctx, op, b);
     EO_CHECK(eo_expect_any(ctx, op, a));
     EO_CHECK(eo_expect_any(ctx, op, b));
     eo_tensor *h[2] = { a, b };

@@ -8,6 +8,8 @@ EO_PUBLIC(embedding, (eo_ctx *ctx, eo_tensor *table, eo_tensor *idx, eo_tensor *
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "embedding: NULL output pointer");
+    EO_NONNULL(ctx, "embedding", table);
+    EO_NONNULL(ctx, "embedding", idx);
     EO_CHECK(eo_expect_any(ctx, "embedding", table));
     eo_tensor *h[1] = { table };
     const eo_backend *be = eo_backend_of(ctx, table);

@@ -124,6 +124,8 @@ EO_PUBLIC(matmul, (eo_ctx *ctx, eo_tensor *a, eo_tensor *b, int ta, int tb, eo_t
 {
     if (!out)
         return eo_fail(ctx, EO_ERR_ARG, "matmul: NULL output pointer");
+    EO_NONNULL(ctx, "matmul", a);
+    EO_NONNULL(ctx, "matmul", b);
     eo_tensor *ac[2] = { a, b }; /* autocast: both to its 16-bit dtype */
     EO_AUTOCAST(ctx, EO_AUTOCAST_LOW, ac, 2, eo_matmul(ctx, ac[0], ac[1], ta, tb, out));
     /* bf16 / f16: the backend's 16-bit kernel (products summed in f32, C

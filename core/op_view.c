@@ -201,7 +201,7 @@ static int overlaps(const eo_tensor *dst, const eo_tensor *src)
 EO_PUBLIC(copy_into, (eo_ctx *ctx, eo_tensor *dst, eo_tensor *src), (ctx, dst, src))
 {
     if (!dst || !src)
-        return eo_fail(ctx, EO_ERR_ARG, "copy_into: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "copy_into: NULL %s", !dst ? "destination (dst)" : "source (src)");
     EO_CHECK(eo_expect_any(ctx, "copy_into", dst));
     EO_CHECK(eo_expect_any(ctx, "copy_into", src));
     EO_CHECK(eo_same_device(ctx, "copy_into", dst, src));
@@ -286,7 +286,7 @@ EO_PUBLIC(permute, (eo_ctx *ctx, eo_tensor *x, const int *perm, eo_tensor **out)
           (ctx, x, perm, out))
 {
     if (!perm || !out)
-        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL permutation or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "permute: NULL %s", !perm ? "permutation" : "output pointer");
     EO_CHECK(eo_expect_any(ctx, "permute", x));
     eo_op_params p = {0};
     p.view.kind = EO_VIEW_PERMUTE;
@@ -350,7 +350,9 @@ EO_PUBLIC(slice, (eo_ctx *ctx, eo_tensor *x, int axis, int64_t start, int64_t le
 EO_PUBLIC(concat, (eo_ctx *ctx, eo_tensor *const *xs, int n, int axis, eo_tensor **out),
           (ctx, xs, n, axis, out))
 {
-    if (!xs || !out || n < 1 || n > EO_NODE_MAX_IN)
+    if (!xs || !out)
+        return eo_fail(ctx, EO_ERR_ARG, "concat: NULL %s", !xs ? "tensor array" : "output pointer");
+    if (n < 1 || n > EO_NODE_MAX_IN)
         return eo_fail(ctx, EO_ERR_ARG, "concat: need 1..%d tensors, got %d", EO_NODE_MAX_IN, n);
     for (int i = 0; i < n; i++)
         EO_CHECK(eo_expect_any(ctx, "concat", xs[i]));

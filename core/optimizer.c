@@ -70,7 +70,7 @@ static eo_status check_common(eo_ctx *ctx, const char *op, eo_optimizer *o, cons
                               float lr, float weight_decay)
 {
     if (!o || !ps)
-        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL optimizer or parameter list", op);
+        return eo_fail(ctx, EO_ERR_ARG, "%s: NULL %s", op, !o ? "optimizer" : "parameter list");
     eo_optimizer z = {0}; /* what a failed init leaves: a step says STATE */
     *o = z;
     EO_CHECK(eo_need(ctx, lr >= 0 && lr < INFINITY, "lr", "finite and >= 0", (double)lr));
@@ -209,6 +209,7 @@ EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
 {
     if (!ps)
         return eo_fail(ctx, EO_ERR_ARG, "grad_allreduce: NULL parameter list");
+    EO_CHECK(eo_expect_params(ctx, "grad_allreduce", ps));
     ctx->grads_pending = 0;
     if (!ctx->grad_sync.allreduce || ps->count == 0)
         return EO_OK;
@@ -234,6 +235,18 @@ EO_PUBLIC(grad_allreduce, (eo_ctx *ctx, const eo_params *ps), (ctx, ps))
     return EO_OK;
 }
 
+/* The state tensors are on the parameters' device: a list rebuilt after
+ * an eo_cuda_detach and a new attach is live while the state made
+ * before is not. Reads the entries the step below reads. */
+static eo_status state_live(eo_ctx *ctx, const eo_optimizer *o)
+{
+    for (int i = 0; i < o->params->count; i++) {
+        EO_CHECK(eo_expect_live(ctx, "optimizer_step", o->m ? o->m[i] : NULL));
+        EO_CHECK(eo_expect_live(ctx, "optimizer_step", o->v ? o->v[i] : NULL));
+    }
+    return EO_OK;
+}
+
 EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
 {
     if (!o)
@@ -244,6 +257,7 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
     /* A schedule sets lr before every step: check it where it is used. */
     EO_CHECK(eo_need(ctx, o->lr >= 0 && o->lr < INFINITY, "optimizer_step: lr",
                      "finite and >= 0", (double)o->lr));
+    EO_CHECK(eo_expect_params(ctx, "optimizer_step", o->params));
     for (int i = 0; i < o->params->count; i++)
         EO_CHECK(eo_expect_writable(ctx, "optimizer_step", o->params->items[i]));
     /* f32 parameters and gradients only: a bf16/f16 model keeps f32
@@ -256,6 +270,7 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
                            "optimizer_step: parameter %d is %T with gradient %T; expected f32 "
                            "(keep f32 master weights)", i, p, p->grad);
     }
+    EO_CHECK(state_live(ctx, o));
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;
@@ -326,6 +341,7 @@ static eo_status clip(eo_ctx *ctx, const eo_params *ps, float max_norm, int erro
         return eo_fail(ctx, EO_ERR_ARG, "NULL parameter list");
     /* max_norm <= 0 or NaN would flip or poison every gradient. */
     EO_CHECK(eo_need(ctx, max_norm > 0, "max_norm", "> 0", (double)max_norm));
+    EO_CHECK(eo_expect_params(ctx, ctx->op, ps));
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, ps)); /* the global norm, the same on every rank */
     for (int i = 0; i < ps->count; i++)
@@ -338,6 +354,7 @@ static eo_status clip(eo_ctx *ctx, const eo_params *ps, float max_norm, int erro
                            i, g);
         const eo_backend *be = eo_backend_of(ctx, g);
         EO_NEED_KERNEL(ctx, "clip_grad_norm", be, sumsq);
+        EO_NEED_KERNEL(ctx, "clip_grad_norm", be, unary); /* the scaling, below */
         /* The kernel writes one float on the device; bring it home. */
         eo_mark m = eo_mark_get(ctx);
         float part = 0, *dev;

@@ -155,10 +155,14 @@ static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo
     *out = NULL;
     if (rank < 0 || rank > EO_MAX_RANK)
         return eo_fail(ctx, EO_ERR_AXIS, "rank %d outside 0..%d", rank, EO_MAX_RANK);
-    if ((unsigned)device >= EO_DEVICE_COUNT || !ctx->backend[device])
-        return eo_fail(ctx, EO_ERR_DEVICE, "device %d is not open", (int)device);
+    if ((unsigned)device >= EO_DEVICE_COUNT)
+        return eo_fail(ctx, EO_ERR_DEVICE, "unknown device %d (EO_CPU or EO_CUDA)", (int)device);
+    if (!ctx->backend[device])
+        return eo_fail(ctx, EO_ERR_DEVICE, "device %s is not open%s", eo_device_name(device),
+                       device == EO_CUDA ? " (eo_cuda_attach opens it)" : "");
     if (eo_dtype_size(dtype) == 0)
-        return eo_fail(ctx, EO_ERR_DTYPE, "unknown dtype %d", (int)dtype);
+        return eo_fail(ctx, EO_ERR_DTYPE, "unknown dtype %d (EO_F32, EO_I32, EO_BF16 or EO_F16)",
+                       (int)dtype);
     char text[96];
     for (int i = 0; i < rank; i++)
         if (shape[i] < 0)
@@ -185,6 +189,7 @@ static eo_status tensor_meta(eo_ctx *ctx, eo_lifetime life, eo_device device, eo
     *t = zero;
     t->dtype = dtype;
     t->device = device;
+    t->attach = device == EO_CUDA ? ctx->cuda_attach : 0; /* see eo_expect_live */
     t->rank = rank;
     t->lifetime = (uint8_t)life;
     for (int i = 0; i < rank; i++)
@@ -298,6 +303,27 @@ int eo_is_rewound(const eo_ctx *ctx, const void *p, size_t bytes)
     return off > used || bytes > used - off;
 }
 
+eo_status eo_expect_live(eo_ctx *ctx, const char *op, const eo_tensor *t)
+{
+    if (!t)
+        return EO_OK;
+    /* A CUDA tensor of an attach that has ended: its data was freed with
+     * the device arenas, and after a new attach the same addresses may be
+     * someone else's. Asked before the backend, so a detached context says
+     * STATE (a stale handle), not DEVICE (never attached). */
+    if (t->device == EO_CUDA && t->attach != ctx->cuda_attach)
+        return eo_fail(ctx, EO_ERR_STATE, "%s: %T is a CUDA tensor of an earlier eo_cuda_attach "
+                                          "(the device was detached since): its device memory "
+                                          "is gone", op, t);
+    if ((unsigned)t->device >= EO_DEVICE_COUNT)
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: a tensor on unknown device %d", op,
+                       (int)t->device);
+    if (!ctx->backend[t->device])
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %s, which is not open", op, t,
+                       eo_device_name(t->device));
+    return EO_OK;
+}
+
 eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
 {
     if (!ctx)
@@ -316,9 +342,10 @@ eo_status eo_expect_any(eo_ctx *ctx, const char *op, const eo_tensor *t)
     if (t->rank < 0 || t->rank > EO_MAX_RANK)
         return eo_fail(ctx, EO_ERR_AXIS, "%s: a tensor of rank %d (ranks are 0..%d)", op,
                        t->rank, EO_MAX_RANK);
-    if ((unsigned)t->device >= EO_DEVICE_COUNT || !ctx->backend[t->device])
-        return eo_fail(ctx, EO_ERR_DEVICE, "%s: %T is on device %d, which is not open", op, t,
+    if ((unsigned)t->device >= EO_DEVICE_COUNT)
+        return eo_fail(ctx, EO_ERR_DEVICE, "%s: a tensor on unknown device %d", op,
                        (int)t->device);
+    EO_CHECK(eo_expect_live(ctx, op, t)); /* stale (STATE) before not open (DEVICE) */
     if (eo_dtype_size(t->dtype) == 0)
         return eo_fail(ctx, EO_ERR_DTYPE, "%s: a tensor of unknown dtype %d", op, (int)t->dtype);
     int64_t n;
@@ -373,7 +400,9 @@ EO_PUBLIC(read, (eo_ctx *ctx, const eo_tensor *x, void *dst, size_t bytes), (ctx
 {
     EO_CHECK(need_contiguous(ctx, "read", x));
     size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
-    if (!dst || bytes != have)
+    if (!dst)
+        return eo_fail(ctx, EO_ERR_ARG, "read: NULL destination (dst) for %T", x);
+    if (bytes != have)
         return eo_fail(ctx, EO_ERR_ARG, "read: %T holds %zu bytes, asked for %zu", x, have,
                        bytes);
     return ctx->backend[x->device]->download(ctx, dst, x->data, bytes);
@@ -384,7 +413,9 @@ EO_PUBLIC(write, (eo_ctx *ctx, eo_tensor *x, const void *src, size_t bytes), (ct
     EO_CHECK(need_contiguous(ctx, "write", x));
     EO_CHECK(eo_expect_writable(ctx, "write", x));
     size_t have = (size_t)eo_numel(x) * eo_dtype_size(x->dtype);
-    if (!src || bytes != have)
+    if (!src)
+        return eo_fail(ctx, EO_ERR_ARG, "write: NULL source (src) for %T", x);
+    if (bytes != have)
         return eo_fail(ctx, EO_ERR_ARG, "write: %T holds %zu bytes, given %zu", x, have, bytes);
     return ctx->backend[x->device]->upload(ctx, x->data, src, bytes);
 }

@@ -50,7 +50,7 @@ EO_PUBLIC(block_init, (eo_ctx *ctx, eo_params *ps, eo_device dev, const char *pr
           (ctx, ps, dev, prefix, n_embd, n_head, causal, b))
 {
     if (!b || !prefix)
-        return eo_fail(ctx, EO_ERR_ARG, "block_init: NULL block or name prefix");
+        return eo_fail(ctx, EO_ERR_ARG, "block_init: NULL %s", !b ? "block" : "name prefix");
     eo_block z = {0}; /* what a failed init leaves: a forward says STATE */
     *b = z;
     /* The MLP is 4C wide: C itself must leave room for that product. */
@@ -111,7 +111,8 @@ static eo_status mha(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *ck, 
                      int64_t len, eo_tensor **y)
 {
     if (!a || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL layer, input or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "mha_forward: NULL %s",
+                       !a ? "layer" : !x ? "input" : "output pointer");
     EO_CHECK(expect_activation(ctx, "mha_forward", x));
     if (a->n_embd < 1 || a->n_head < 1)
         return eo_fail(ctx, EO_ERR_STATE, "mha_forward: the layer was not initialised (or its "
@@ -132,13 +133,25 @@ static eo_status mha(eo_ctx *ctx, const eo_mha *a, eo_tensor *x, eo_tensor *ck, 
     EO_CHECK(eo_transpose(ctx, v, 1, 2, &v));
     const float scale = 1.0f / sqrtf((float)D);
     if (ck) {
+        /* The cache keeps its own dtype (eo_gpt_cache_init: the autocast
+         * dtype it was made under): the new k and v are rounded into it,
+         * and a forward in another dtype reads it converted to its own,
+         * so q, k and v reach the attention in one dtype. */
         eo_tensor *dst;
+        if (k->dtype != ck->dtype) {
+            EO_CHECK(eo_cast(ctx, k, ck->dtype, &k));
+            EO_CHECK(eo_cast(ctx, v, cv->dtype, &v));
+        }
         EO_CHECK(eo_slice(ctx, ck, 2, len, T, &dst));
         EO_CHECK(eo_copy_into(ctx, dst, k));
         EO_CHECK(eo_slice(ctx, cv, 2, len, T, &dst));
         EO_CHECK(eo_copy_into(ctx, dst, v));
         EO_CHECK(eo_slice(ctx, ck, 2, 0, len + T, &k));            /* [B, H, len+T, D] */
         EO_CHECK(eo_slice(ctx, cv, 2, 0, len + T, &v));
+        if (k->dtype != q->dtype) {
+            EO_CHECK(eo_cast(ctx, k, q->dtype, &k));
+            EO_CHECK(eo_cast(ctx, v, q->dtype, &v));
+        }
         EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
     } else if (a->fused)
         EO_CHECK(eo_attention_fused(ctx, q, k, v, NULL, a->causal, scale, &o));
@@ -159,7 +172,8 @@ static eo_status block(eo_ctx *ctx, const eo_block *b, eo_tensor *x, eo_tensor *
                        eo_tensor *cv, int64_t len, eo_tensor **y)
 {
     if (!b || !x || !y)
-        return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL block, input or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "block_forward: NULL %s",
+                       !b ? "block" : !x ? "input" : "output pointer");
     EO_CHECK(expect_activation(ctx, "block_forward", x));
     if (b->attn.n_embd < 1)
         return eo_fail(ctx, EO_ERR_STATE, "block_forward: the block was not initialised (or its "
@@ -189,12 +203,15 @@ EO_PUBLIC(gpt_build, (eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_g
           (ctx, dev, cfg, m))
 {
     if (!cfg || !m)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: NULL config or model");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: NULL %s", !cfg ? "config" : "model");
     eo_gpt z = {0}; /* what a failed build leaves: a forward says STATE */
     *m = z;
     if (cfg->vocab < 1 || cfg->context < 1)
         return eo_fail(ctx, EO_ERR_ARG, "gpt_build: vocab %lld and context %lld must be >= 1",
                        (long long)cfg->vocab, (long long)cfg->context);
+    if (cfg->tied != 0 && cfg->tied != 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_build: tied is %d, expected 0 (own lm_head) or 1 "
+                                        "(head tied to wte)", cfg->tied);
     EO_CHECK(check_blocks(ctx, "gpt_build", cfg->d_model, cfg->heads, cfg->layers, 5));
     eo_status s = gpt_make(ctx, dev, cfg, m);
     if (s != EO_OK)
@@ -220,6 +237,11 @@ static eo_status gpt_make(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, 
         EO_CHECK(eo_block_init(ctx, &m->params, dev, name, C, cfg->heads, 1, &m->h[i]));
     }
     EO_CHECK(eo_layernorm_init(ctx, &m->params, dev, "ln_f", C, EO_TRANSFORMER_LN_EPS, &m->ln_f));
+    if (cfg->tied) { /* the head's weight is wte itself: no parameter of its own */
+        eo_module head = { .kind = EO_MOD_LINEAR, .w = m->wte };
+        m->lm_head = head;
+        return EO_OK;
+    }
     return eo_linear_init(ctx, &m->params, dev, "lm_head", C, cfg->vocab, 0, EO_INIT_NORMAL_002,
                           &m->lm_head);
 }
@@ -236,7 +258,8 @@ EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor 
           (ctx, m, idx, logits))
 {
     if (!m || !idx || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward: NULL model, token ids or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward: NULL %s",
+                       !m ? "model" : !idx ? "token ids" : "output pointer");
     EO_CHECK(eo_expect(ctx, "gpt_forward", idx, EO_I32));
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_forward: the model was not built (or its build "
@@ -259,24 +282,31 @@ EO_PUBLIC(gpt_forward, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor 
 EO_PUBLIC(gpt_cache_init, (eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c),
           (ctx, m, batch, c))
 {
-    if (!m || !c || batch < 1)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: NULL argument or batch %lld < 1",
-                       (long long)batch);
+    if (!m || !c)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: NULL %s", !m ? "model" : "cache");
+    if (batch < 1)
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_cache_init: batch %lld < 1", (long long)batch);
     eo_gpt_cache z = {0}; /* what a failed init leaves: a cached forward says STATE */
     *c = z;
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_cache_init: the model was not built (or its "
                                           "build failed)");
+    EO_CHECK(eo_expect_live(ctx, "gpt_cache_init", m->wte));
     const int64_t L = m->cfg.layers, H = m->cfg.heads, D = m->cfg.d_model / H;
     int64_t sh[4] = { batch, H, m->cfg.context, D };
+    /* The dtype the cached forwards will make k and v in: autocast's, or
+     * a 16-bit model's own (transformer.h). */
+    const eo_dtype dt = ctx->autocast != EO_F32     ? ctx->autocast
+                        : eo_is_half(m->wte->dtype) ? m->wte->dtype
+                                                    : EO_F32;
     c->batch = batch;
     c->len = 0;
     EO_CHECK(eo_host_alloc(ctx, EO_PERSIST, 2 * (size_t)L * sizeof(eo_tensor *), (void **)&c->k));
     c->v = c->k + L;
     for (int64_t i = 0; i < L; i++) {
-        eo_status s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->k[i]);
+        eo_status s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, dt, 4, sh, &c->k[i]);
         if (s == EO_OK)
-            s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, EO_F32, 4, sh, &c->v[i]);
+            s = eo_tensor_new(ctx, EO_PERSIST, m->wte->device, dt, 4, sh, &c->v[i]);
         if (s != EO_OK) {
             *c = z; /* eo_leave gives the memory back: no pointer into it may stay */
             return s;
@@ -304,14 +334,19 @@ static eo_status check_cache(eo_ctx *ctx, const eo_gpt *m, const eo_gpt_cache *c
     for (int64_t i = 0; i < m->cfg.layers; i++)
         for (int kv = 0; kv < 2; kv++) {
             const eo_tensor *t = kv ? c->v[i] : c->k[i];
-            if (!t || t->dtype != EO_F32 || t->device != m->wte->device || t->rank != 4 ||
-                t->shape[0] != c->batch || t->shape[1] != H || t->shape[2] != ctxlen ||
-                t->shape[3] != D)
+            EO_CHECK(eo_expect_live(ctx, "gpt_forward_cached", t));
+            /* one float dtype for the whole cache: the first k's */
+            const eo_dtype dt = c->k[0] ? c->k[0]->dtype : EO_F32;
+            if (!t || !eo_is_float(dt) || t->dtype != dt || t->device != m->wte->device ||
+                t->rank != 4 || t->shape[0] != c->batch || t->shape[1] != H ||
+                t->shape[2] != ctxlen || t->shape[3] != D)
                 return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: cache %s of layer %lld "
-                                                  "is %T, expected [%lldx%lldx%lldx%lld f32] "
+                                                  "is %T, expected [%lldx%lldx%lldx%lld %s] "
+                                                  "(the dtype of the cache's first k, a float) "
                                                   "on the model's device",
                                kv ? "v" : "k", (long long)i, t, (long long)c->batch,
-                               (long long)H, (long long)ctxlen, (long long)D);
+                               (long long)H, (long long)ctxlen, (long long)D,
+                               eo_dtype_name(dt));
         }
     return EO_OK;
 }
@@ -327,7 +362,8 @@ EO_PUBLIC(gpt_forward_cached, (eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo
           (ctx, m, c, idx, logits))
 {
     if (!m || !c || !idx || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward_cached: NULL argument");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_forward_cached: NULL %s",
+                       !m ? "model" : !c ? "cache" : !idx ? "token ids" : "output pointer");
     if (!m->wte || !m->h)
         return eo_fail(ctx, EO_ERR_STATE, "gpt_forward_cached: the model was not built (or its "
                                           "build failed)");
@@ -359,7 +395,7 @@ EO_PUBLIC(gpt_loss, (eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *ta
           (ctx, m, idx, targets, logits, loss))
 {
     if (!targets || !loss)
-        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL targets or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "gpt_loss: NULL %s", !targets ? "targets" : "output pointer");
     EO_CHECK(eo_expect(ctx, "gpt_loss", targets, EO_I32));
     eo_tensor *lg, *l2, *t1;
     EO_CHECK(eo_gpt_forward(ctx, m, idx, &lg));
@@ -380,7 +416,7 @@ EO_PUBLIC(vit_build, (eo_ctx *ctx, eo_device dev, const eo_vit_config *cfg, eo_v
           (ctx, dev, cfg, m))
 {
     if (!cfg || !m)
-        return eo_fail(ctx, EO_ERR_ARG, "vit_build: NULL config or model");
+        return eo_fail(ctx, EO_ERR_ARG, "vit_build: NULL %s", !cfg ? "config" : "model");
     eo_vit z = {0}; /* what a failed build leaves: a forward says STATE */
     *m = z;
     int64_t pixels;
@@ -435,7 +471,8 @@ EO_PUBLIC(vit_forward, (eo_ctx *ctx, const eo_vit *m, eo_tensor *x, eo_tensor **
           (ctx, m, x, logits))
 {
     if (!m || !x || !logits)
-        return eo_fail(ctx, EO_ERR_ARG, "vit_forward: NULL model, images or output pointer");
+        return eo_fail(ctx, EO_ERR_ARG, "vit_forward: NULL %s",
+                       !m ? "model" : !x ? "images" : "output pointer");
     EO_CHECK(eo_expect(ctx, "vit_forward", x, EO_F32));
     if (!m->pos_embed || !m->blocks)
         return eo_fail(ctx, EO_ERR_STATE, "vit_forward: the model was not built (or its build "

@@ -75,12 +75,25 @@ typedef struct eo_gpt_config {
     int64_t d_model;  /* C */
     int64_t heads;    /* H, divides C */
     int64_t layers;   /* N blocks */
+    int tied;         /* 0: lm_head is its own [V, C] matrix (the default,
+                         what the reference figures used); 1: the head is
+                         wte itself, as in GPT-2 (Radford et al. 2019;
+                         Press & Wolf, "Using the Output Embedding to
+                         Improve Language Models", 2017) */
 } eo_gpt_config;
 
 /* Token embedding + learned position embedding, N causal blocks, a final
- * LayerNorm and an untied output head (lm_head is its own [V, C] matrix,
- * not wte: untied is the simpler gradient path and what the reference
- * figures used). */
+ * LayerNorm and an output head without bias.
+ *
+ * Tied head (cfg.tied = 1): lm_head.w is the wte tensor, so one parameter
+ * is used by two ops, the embedding lookup and the head's matmul. Its
+ * gradient is the sum of both uses because every backward accumulates into
+ * a gradient (+=, core/tape.c), also under mixed precision (the head's
+ * matmul reads wte's one 16-bit working copy and adds into the f32
+ * master's gradient). The parameter list holds wte once and no
+ * "lm_head.weight", so the optimizer updates it once, clipping counts it
+ * once and a checkpoint saves it once (Hugging Face's GPT-2 files hold
+ * no lm_head.weight either, or one equal to wte: tools/formats/gpt2.h). */
 typedef struct eo_gpt {
     eo_gpt_config cfg;
     eo_params params;
@@ -91,7 +104,7 @@ typedef struct eo_gpt {
 
 /* Make the model and initialise it from the context's generator (seed it
  * first). EO_ERR_ARG for sizes < 1, d_model not divisible by heads, or
- * more layers than a parameter list holds; EO_ERR_SHAPE when a table
+ * more layers than a parameter list holds, tied not 0 or 1; EO_ERR_SHAPE when a table
  * (vocab × d_model, context × d_model) does not fit. */
 eo_status eo_gpt_build(eo_ctx *ctx, eo_device dev, const eo_gpt_config *cfg, eo_gpt *m);
 /* Use eo_attention_fused (1) or the composed eo_attention (0, default). */
@@ -108,7 +121,15 @@ eo_status eo_gpt_loss(eo_ctx *ctx, const eo_gpt *m, eo_tensor *idx, eo_tensor *t
  * position seen so far, [B, H, context, D] each (persistent arena, the
  * model's device). With it a new token costs O(positions so far) -- its
  * own projections and MLP, and attention against the cached keys --
- * instead of a forward over the whole window. */
+ * instead of a forward over the whole window.
+ * Its dtype is chosen once, by eo_gpt_cache_init: the autocast dtype
+ * (eo_ctx_set_autocast) when autocast is on -- the dtype the cached
+ * forwards then make k and v in, so they are stored as they are (half the
+ * memory of f32) --, else a bf16 / f16 model's own dtype, else f32. Make
+ * the cache under the autocast setting you will generate with: a forward
+ * in another dtype still works, its k and v rounded into the cache's
+ * dtype and the cache read back converted to its own (an extra cast of
+ * the whole cache per block and token). */
 typedef struct eo_gpt_cache {
     int64_t batch;
     int64_t len;          /* positions held, 0 .. context */
@@ -116,7 +137,8 @@ typedef struct eo_gpt_cache {
 } eo_gpt_cache;
 
 /* EO_ERR_ARG for NULL m or c or batch < 1; EO_ERR_STATE for a model that
- * was not built. A failed init leaves *c zeroed. */
+ * was not built (or whose CUDA tensors are of an ended attach). The
+ * cache's dtype: see eo_gpt_cache. A failed init leaves *c zeroed. */
 eo_status eo_gpt_cache_init(eo_ctx *ctx, const eo_gpt *m, int64_t batch, eo_gpt_cache *c);
 /* Forget every position (the storage is kept). */
 void eo_gpt_cache_reset(eo_gpt_cache *c);
@@ -128,7 +150,8 @@ void eo_gpt_cache_reset(eo_gpt_cache *c);
  * EO_ERR_ARG for a NULL argument; EO_ERR_STATE for a model not built or a
  * cache that is not one eo_gpt_cache_init made for this model and batch
  * (batch < 1, k or v NULL, len outside 0..context, a k or v tensor not
- * [batch, heads, context, d_model / heads] f32 on the model's device);
+ * [batch, heads, context, d_model / heads] on the model's device, all of
+ * one float dtype; a CUDA tensor of an ended attach);
  * EO_ERR_SHAPE for idx not [batch, Tn] with 1 <= Tn <= context - c->len.
  * On failure c->len is unchanged. */
 eo_status eo_gpt_forward_cached(eo_ctx *ctx, const eo_gpt *m, eo_gpt_cache *c, eo_tensor *idx,

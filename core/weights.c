@@ -166,6 +166,7 @@ static eo_status bind(eo_ctx *ctx, const eo_params *ps, const void *image, size_
     if (flags & ~EO_BIND_IN_PLACE)
         return eo_fail(ctx, EO_ERR_ARG, "unknown flags %d (EO_BIND_COPY or EO_BIND_IN_PLACE)",
                        flags);
+    EO_CHECK(eo_expect_params(ctx, "weights_bind", ps));
     char msg[256];
     size_t wb = eo_st_workspace_bytes(image, size);
     void *work = NULL;

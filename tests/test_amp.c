@@ -237,7 +237,7 @@ START_TEST(views_of_parameters_under_autocast)
                       (double)out[0], (double)out[1]);
         /* the GPT at a sequence shorter than its context */
         eo_gpt m;
-        eo_gpt_config cfg = { 11, 8, 8, 2, 1 };
+        eo_gpt_config cfg = { 11, 8, 8, 2, 1, 0 };
         eo_tensor *idx, *logits;
         const int64_t si[2] = { 2, 5 };
         ck_assert_int_eq(eo_ctx_set_autocast(ctx, EO_F32), EO_OK);

@@ -118,6 +118,11 @@ START_TEST(batches_cover_the_epoch_and_copy_rows)
     for (int i = 0; i < 10; i++)
         ck_assert_int_eq(seen[i], 1);
     ck_assert_int_eq(eo_batcher_get(&b, 3, x, y, &rows, err, sizeof err), EO_ERR_ARG);
+    /* A NULL argument is named (issue 26: "NULL argument" said which not). */
+    ck_assert_int_eq(eo_batcher_get(&b, 0, x, NULL, &rows, err, sizeof err), EO_ERR_ARG);
+    ck_assert_str_eq(err, "eo_batcher_get: NULL y");
+    ck_assert_int_eq(eo_batcher_get(NULL, 0, x, y, &rows, err, sizeof err), EO_ERR_ARG);
+    ck_assert_str_eq(err, "eo_batcher_get: NULL batcher");
 
     /* Same seed and epoch: same order; next epoch: a different one. */
     uint32_t first[10];

@@ -15,6 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/everyo.h"
+#include "core/transformer.h"
+#include "tests/gradcheck.h"
+#include "tests/tmpdir.h"
+#include "tools/formats/checkpoint.h"
 #include "tools/cli/args.h"
 #include "tests/tmpdir.h"
 
@@ -111,7 +115,7 @@ static int run(const char *program, const char *args, char *out, size_t len)
 }
 
 static const char *const programs[] = {"eo-train", "eo-sample", "eo-bench", "eo-ptxsim",
-                                       "eo-safetensors", "eo-transformer-fixture"};
+                                       "eo-safetensors", "eo-transformer-fixture", "eo-tokenize"};
 
 START_TEST(every_program_has_help_version_and_names_a_bad_option)
 {
@@ -198,6 +202,19 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-bench-dist", "--sizes=-5", "--sizes: '-5'");
     refused("eo-bench-dist", "--sizes 1e30G", "--sizes: '1e30G'");
     refused("eo-bench-dist", "--min-time -1", "--min-time: '-1'");
+    refused("eo-tokenize", "encode", "give --vocab and --merges, or --tiktoken");
+    refused("eo-tokenize", "--tiktoken x --vocab y encode", "give --vocab and --merges, or --tiktoken");
+    refused("eo-tokenize", "--tiktoken x frob", "'frob' is not one of");
+    refused("eo-tokenize", "--tiktoken x", "missing the command");
+    /* And one that works: the test vocabulary counting its own merges file. */
+    const char *v = "--vocab tests/fixtures/bpe/vocab.json --merges tests/fixtures/bpe/merges.txt";
+    char args[512];
+    snprintf(args, sizeof args, "%s count tests/fixtures/bpe/merges.txt", v);
+    ck_assert_msg(run("eo-tokenize", args, out, sizeof out) == 0 && strstr(out, " tokens, 7714 bytes"),
+                  "%s", out);
+    snprintf(args, sizeof args, "%s decode tests/fixtures/bpe/vocab.json", v);
+    ck_assert_msg(run("eo-tokenize", args, out, sizeof out) == 1 && strstr(out, "expected a decimal id"),
+                  "%s", out);
 }
 END_TEST
 
@@ -394,6 +411,41 @@ START_TEST(write_errors_fail_the_program)
 }
 END_TEST
 
+/* Issue 30 item 2: a checkpoint that cannot be written (here a file-size
+ * limit, SIGXFSZ ignored so the write returns EFBIG, standing for a full
+ * disk) fails the program with a message naming the file and the step;
+ * the previous checkpoint is there byte for byte, still loads (its
+ * checksum holds), and no temporary is left. */
+START_TEST(failed_save_keeps_the_previous_checkpoint)
+{
+    char line[2048], gpt[1024], ck[512], tmp[520];
+    snprintf(ck, sizeof ck, "%s", eo_tmpdir_path("ck.safetensors"));
+    snprintf(tmp, sizeof tmp, "%s.tmp", ck);
+    snprintf(gpt, sizeof gpt, "--model gpt --steps 2 --batch 1 --context 8 --d-model 8 "
+             "--heads 1 --layers 1 --val-windows 4 --eval-every 0 -q %s --plot %s", corpus(),
+             eo_tmpdir_path("p.svg"));
+    static char out[16384], before[65536], after[65536];
+    snprintf(line, sizeof line, "%s %s --save %s", prog("eo-train"), gpt, ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    FILE *f = fopen(ck, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(before, 1, sizeof before, f);
+    fclose(f);
+    ck_assert_uint_gt(n, 4096); /* more than the limit below lets through */
+    snprintf(line, sizeof line, "(trap '' XFSZ; ulimit -f 4; exec %s %s --seed 7 --save %s)",
+             prog("eo-train"), gpt, ck);
+    fails_saying(line, "ck.safetensors: write failed after");
+    f = fopen(ck, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t m = fread(after, 1, sizeof after, f);
+    fclose(f);
+    ck_assert(m == n && memcmp(before, after, n) == 0);
+    ck_assert_int_eq(access(tmp, F_OK), -1);
+    snprintf(line, sizeof line, "%s ls %s", prog("eo-safetensors"), ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+}
+END_TEST
+
 /* Issue 26 item 20: eo-ptxsim took u32:4294967296 as 0. */
 START_TEST(ptxsim_scalars_must_fit)
 {
@@ -496,6 +548,75 @@ START_TEST(error_exits_free_everything)
 }
 END_TEST
 
+/* eo-safetensors convert-gpt2 both ways, and eo-sample naming what a
+ * GPT-2 file is instead of calling it no checkpoint at all. */
+START_TEST(gpt2_files_on_the_command_line)
+{
+    static char out[8192];
+    char args[1200];
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    char eo[512], hf[512];
+    snprintf(eo, sizeof eo, "%s", eo_tmpdir_path("eo.safetensors"));
+    snprintf(hf, sizeof hf, "%s", eo_tmpdir_path("hf.safetensors"));
+    snprintf(args, sizeof args, "convert-gpt2 tests/fixtures/gpt2_small.safetensors '%s' 3", eo);
+    ck_assert_msg(run("eo-safetensors", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "n_head 3 (from caller)") && strstr(out, "tied head, Hugging Face "
+                  "layout") && strstr(out, ": EveryO layout"), "%s", out);
+    snprintf(args, sizeof args, "convert-gpt2 '%s' '%s'", eo, hf);
+    ck_assert_msg(run("eo-safetensors", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "n_head 3 (from metadata)") && strstr(out, "EveryO layout ->"), "%s",
+                  out);
+    snprintf(args, sizeof args, "convert-gpt2 tests/fixtures/gpt2_small.safetensors '%s'", eo);
+    ck_assert_int_eq(run("eo-safetensors", args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "number of heads"), "%s", out);
+    snprintf(args, sizeof args, "--load '%s' --prompt a", hf);
+    ck_assert_int_eq(run("eo-sample", args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "holds a GPT-2 model (Hugging Face layout, n_layer 2, n_embd 12, "
+                             "vocab 37)"), "%s", out);
+
+    /* A character GPT as eo-train saves it, converted to Hugging Face's
+     * layout: eo-sample reads both and samples the same text. */
+    eo_ctx *ctx = eo_test_ctx(8, 16);
+    eo_gpt_config c = { 5, 8, 8, 2, 1, 0 };
+    eo_gpt m;
+    eo_seed(ctx, 5);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &c, &m), EO_OK);
+    const char *keys[6] = { "model", "vocab", "context", "d_model", "heads", "layers" };
+    const char *vals[6] = { "gpt", "\n abc", "8", "8", "2", "1" };
+    char err[512], out1[8192];
+    ck_assert_msg(eo_checkpoint_save(ctx, &m.params, eo, keys, vals, 6, err, sizeof err) == EO_OK,
+                  "%s", err);
+    eo_test_ctx_free(ctx);
+    snprintf(args, sizeof args, "convert-gpt2 '%s' '%s'", eo, hf);
+    ck_assert_msg(run("eo-safetensors", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "--load '%s' --prompt ab --temperature 0 --length 12", eo);
+    ck_assert_msg(run("eo-sample", args, out1, sizeof out1) == 0, "%s", out1);
+    snprintf(args, sizeof args, "--load '%s' --prompt ab --temperature 0 --length 12", hf);
+    ck_assert_msg(run("eo-sample", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_str_eq(out, out1);
+
+    /* eo-train --model gpt --load: goes on training either layout; a
+     * GPT-2 file without a character vocabulary is named for what it is. */
+    static const char line[] = "a cab\nbab cac abba\n";
+    static char text[40 * sizeof line];
+    for (int i = 0; i < 40; i++)
+        memcpy(text + i * (sizeof line - 1), line, sizeof line - 1);
+    const char *tp = eo_tmpdir_file("text.txt", text, 40 * (sizeof line - 1));
+    char plot[512];
+    snprintf(plot, sizeof plot, "%s", eo_tmpdir_path("p.svg"));
+    snprintf(args, sizeof args, "--model gpt --load '%s' --text '%s' --steps 2 --val-windows 4 "
+             "--plot '%s' -q", hf, tp, plot);
+    ck_assert_msg(run("eo-train", args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "loaded ") && strstr(out, "context 8, d_model 8, 2 heads, 1 layers"),
+                  "%s", out);
+    ck_assert_int_eq(run("eo-train", "--model gpt --load tests/fixtures/gpt2_deep.safetensors -q",
+                         out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "holds a GPT-2 model (n_layer 3, n_embd 15, vocab 29) without "
+                              "eo-train's character vocabulary"), "%s", out);
+    eo_tmpdir_remove();
+}
+END_TEST
+
 Suite *eo_suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -507,6 +628,7 @@ Suite *eo_suite_cli(void)
     tcase_add_test(tc, range_and_choice_parsers);
     tcase_add_test(tc, every_program_has_help_version_and_names_a_bad_option);
     tcase_add_test(tc, train_and_sample_refuse_bad_values);
+    tcase_add_test(tc, gpt2_files_on_the_command_line);
     suite_add_tcase(s, tc);
     TCase *files = tcase_create("files");
     tcase_set_timeout(files, 240);
@@ -514,6 +636,7 @@ Suite *eo_suite_cli(void)
     tcase_add_test(files, input_files_must_be_regular);
     tcase_add_test(files, output_targets_must_be_regular);
     tcase_add_test(files, write_errors_fail_the_program);
+    tcase_add_test(files, failed_save_keeps_the_previous_checkpoint);
     tcase_add_test(files, ptxsim_scalars_must_fit);
     tcase_add_test(files, steps_end_the_run);
     tcase_add_test(files, arenas_fit_the_model);

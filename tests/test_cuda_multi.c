@@ -27,9 +27,13 @@
 #include <string.h>
 #include "core/everyo.h"
 #include "core/nn.h"
+#include "core/safetensors.h"
+#include "core/transformer.h"
 #include "ops/cuda/driver.h"
 #include "tests/gradcheck.h"
 #include "tools/ptxsim/driver.h"
+#include "tools/formats/checkpoint.h"
+#include "tests/tmpdir.h"
 
 static eo_cuda_driver D;
 
@@ -299,9 +303,11 @@ START_TEST(kernel_fault_is_a_status_and_the_other_device_carries_on)
 }
 END_TEST
 
-/* A size the launcher refuses (attention's kernel needs D <= 128): the
- * launch never happens, the failure comes back with its reason, and the
- * context is usable afterwards (nothing on the device went wrong). */
+/* A size the kernel cannot take (attention's needs D <= 128): the launch
+ * never happens, the failure comes back with its reason -- from the call
+ * itself, the backend's limits being checked there (core/backend.h) --
+ * and the context is usable afterwards (nothing on the device went
+ * wrong). */
 START_TEST(refused_launch_is_a_status)
 {
     job *ra = new_job(), *a = new_job();
@@ -321,7 +327,8 @@ START_TEST(refused_launch_is_a_status)
     }
     ck_assert_msg(s1 != EO_OK || s2 != EO_OK, "attention with D = 300 returned EO_OK");
     ck_assert_msg((s1 != EO_OK ? s1 : s2) == EO_ERR_UNSUPPORTED, "status %d (op %d): %s", s1 != EO_OK ? s1 : s2, s1, eo_last_error(c));
-    ck_assert_msg(strstr(eo_last_error(c), "D <= 128") != NULL, "%s", eo_last_error(c));
+    ck_assert_msg(s1 == EO_ERR_UNSUPPORTED, "refused only at the sync: %s", eo_last_error(c));
+    ck_assert_msg(strstr(eo_last_error(c), "limit of 128") != NULL, "%s", eo_last_error(c));
     eo_rewind(c, m);
     job_steps(a, 1);
     expect_same("after a refused launch", a, ra);
@@ -422,6 +429,121 @@ START_TEST(double_keeps_devices_apart)
 }
 END_TEST
 
+/* A grad_sync hook that only counts its calls: after a detach it must
+ * not be handed the freed device buffers. */
+static eo_status counting_allreduce(void *user, const eo_grad_buffer *bufs, int n, char *msg,
+                                    size_t msglen)
+{
+    (void)bufs; (void)n; (void)msg; (void)msglen;
+    ++*(int *)user;
+    return EO_OK;
+}
+
+/* `call` returned EO_ERR_STATE and a message that names `fn` and the
+ * ended attach. */
+static void expect_stale(eo_ctx *ctx, const char *what, eo_status s, const char *fn)
+{
+    ck_assert_msg(s == EO_ERR_STATE, "%s: status %d, want EO_ERR_STATE (%s)", what, (int)s,
+                  eo_last_error(ctx));
+    ck_assert_msg(strstr(eo_last_error(ctx), fn) &&
+                      strstr(eo_last_error(ctx), "earlier eo_cuda_attach"),
+                  "%s: message '%s' should name %s and the ended attach", what,
+                  eo_last_error(ctx), fn);
+}
+
+/* Issue 26 item 8: after eo_cuda_detach, and after a detach and a new
+ * attach, every entry point handed a CUDA tensor (or a parameter list
+ * holding one) of the ended attach refuses it with EO_ERR_STATE: the
+ * optimizer, zero_grad, clipping, the scaler and refresh_low used to
+ * dereference the NULL backend, the all-reduce handed freed buffers to
+ * its hook with EO_OK, and an op after re-attach read other memory with
+ * EO_OK. Tensors of the new attach work. */
+START_TEST(stale_cuda_tensors_are_refused)
+{
+    two_devices();
+    job j;
+    job_open(&j, 0, 7);
+    eo_ctx *c = j.ctx;
+    int hook_calls = 0;
+    eo_grad_sync hook = { counting_allreduce, &hook_calls };
+    eo_ctx_set_grad_sync(c, hook);
+    int64_t sx[2] = { 3, 12 };
+    eo_tensor *hx = eo_test_rand(c, 2, sx, -1, 1, 5, 0), *x, *h, *loss;
+    ck_assert_int_eq(to_cuda(&j, hx, &x), EO_OK);
+    ck_assert_int_eq(eo_module_forward(c, &j.l[0], x, &h), EO_OK);
+    ck_assert_int_eq(eo_sum_all(c, h, &loss), EO_OK);
+    eo_grad_scaler sc;
+    ck_assert_int_eq(eo_grad_scaler_init(c, &sc, 1), EO_OK);
+    eo_gpt_config gc = { .vocab = 5, .context = 4, .d_model = 4, .heads = 1, .layers = 1 };
+    eo_gpt g;
+    eo_gpt_cache kv;
+    ck_assert_int_eq(eo_gpt_build(c, EO_CUDA, &gc, &g), EO_OK);
+    ck_assert_int_eq(eo_gpt_cache_init(c, &g, 1, &kv), EO_OK);
+    int64_t one[2] = { 1, 1 };
+    eo_tensor *ids;
+    ck_assert_int_eq(eo_tensor_zeros(c, EO_PERSIST, EO_CPU, EO_I32, 2, one, &ids), EO_OK);
+    /* a checkpoint of the live parameters, to load into the stale ones */
+    ck_assert_ptr_nonnull(eo_tmpdir_make());
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s", eo_tmpdir_path("stale.safetensors"));
+    ck_assert_msg(eo_checkpoint_save(c, &j.ps, path, NULL, NULL, 0, err, sizeof err) == EO_OK,
+                  "%s", err);
+    for (int round = 0; round < 2; round++) {
+        eo_cuda_detach(c);
+        if (round == 1) { /* a new attach: the old tensors stay stale */
+            eo_status s = eo_cuda_attach(c, &D, 0, 4u << 20, 16u << 20);
+            ck_assert_msg(s == EO_OK, "re-attach: %s", eo_last_error(c));
+        }
+        float buf[36], norm;
+        eo_tensor *y;
+        expect_stale(c, "optimizer_step", eo_optimizer_step(c, &j.opt), "optimizer_step");
+        expect_stale(c, "zero_grad", eo_params_zero_grad(c, &j.ps), "params_zero_grad");
+        expect_stale(c, "clip", eo_clip_grad_norm(c, &j.ps, 1.0f, &norm), "clip_grad_norm");
+        expect_stale(c, "unscale", eo_grad_scaler_unscale(c, &sc, &j.ps), "grad_scaler_unscale");
+        int stepped = 1;
+        expect_stale(c, "scaler step", eo_grad_scaler_step(c, &sc, &j.opt, &stepped),
+                     "grad_scaler_step");
+        ck_assert_int_eq(stepped, 0);
+        expect_stale(c, "refresh_low", eo_params_refresh_low(c, &j.ps), "params_refresh_low");
+        expect_stale(c, "enable_low", eo_params_enable_low(c, &j.ps, EO_BF16),
+                     "params_enable_low");
+        expect_stale(c, "allreduce", eo_grad_allreduce(c, &j.ps), "grad_allreduce");
+        ck_assert_int_eq(hook_calls, 0);
+        expect_stale(c, "weights_bind", eo_weights_bind(c, &j.ps, NULL, 0, EO_BIND_COPY),
+                     "weights_bind");
+        ck_assert_int_eq(eo_checkpoint_save(c, &j.ps, path, NULL, NULL, 0, err, sizeof err),
+                         EO_ERR_STATE);
+        ck_assert_msg(strstr(err, "earlier eo_cuda_attach"), "checkpoint_save: %s", err);
+        ck_assert_int_eq(eo_checkpoint_load(c, &j.ps, path, err, sizeof err), EO_ERR_STATE);
+        ck_assert_msg(strstr(err, "earlier eo_cuda_attach"),
+                      "checkpoint_load: %s", err);
+        expect_stale(c, "read", eo_read(c, x, buf, sizeof buf), "read");
+        expect_stale(c, "write", eo_write(c, x, buf, sizeof buf), "write");
+        expect_stale(c, "to_host", eo_to_host(c, x, EO_STEP, &y), "to_host");
+        expect_stale(c, "relu", eo_relu(c, x, &y), "relu");
+        expect_stale(c, "add", eo_add(c, hx, x, &y), "add");
+        expect_stale(c, "backward", eo_backward(c, loss), "backward");
+        expect_stale(c, "cached forward", eo_gpt_forward_cached(c, &g, &kv, ids, &y),
+                     "gpt_forward_cached");
+        expect_stale(c, "gpt_forward", eo_gpt_forward(c, &g, ids, &y), "gpt_forward");
+        if (round == 0) { /* no device: a new CUDA tensor says so */
+            ck_assert_int_eq(eo_tensor_new(c, EO_STEP, EO_CUDA, EO_F32, 2, sx, &y),
+                             EO_ERR_DEVICE);
+            continue;
+        }
+        /* The new attach's tensors work, and read what was written. */
+        eo_tensor *x2, *r;
+        ck_assert_int_eq(to_cuda(&j, hx, &x2), EO_OK);
+        ck_assert_int_eq(eo_relu(c, x2, &r), EO_OK);
+        ck_assert_int_eq(eo_read(c, r, buf, sizeof buf), EO_OK);
+        const float *hv = hx->data;
+        for (int i = 0; i < 36; i++)
+            ck_assert_float_eq(buf[i], hv[i] > 0 ? hv[i] : 0.0f);
+    }
+    job_close(&j);
+}
+END_TEST
+
 Suite *eo_suite_cuda_multi(void)
 {
     Suite *s = suite_create("cuda_multi");
@@ -433,6 +555,7 @@ Suite *eo_suite_cuda_multi(void)
     tcase_add_test(tc, kernel_fault_is_a_status_and_the_other_device_carries_on);
     tcase_add_test(tc, refused_launch_is_a_status);
     tcase_add_test(tc, two_threads_match_sequential);
+    tcase_add_test(tc, stale_cuda_tensors_are_refused);
     suite_add_tcase(s, tc);
     return s;
 }

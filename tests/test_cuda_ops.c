@@ -380,6 +380,179 @@ START_TEST(transposed_16bit_view_copies_on_the_device)
 }
 END_TEST
 
+/* ---- empty sizes (issue 26, item 13) ------------------------------------
+ * An op whose input is empty but whose output is not must still write
+ * its output: sum over an empty axis is 0, mean NaN, sum_all of an empty
+ * tensor 0, log-sum-exp -inf (PyTorch), a matmul over K = 0 zeros, the
+ * cross-entropy of no rows 0 (eo_cross_entropy's documented mean) or 0
+ * (sum). The CUDA launchers returned early on the empty axis and left
+ * the output as it was. Each op runs on step memory poisoned with 7s
+ * first (so "not written" shows), on the CPU and the device, and both
+ * must give the expected values. max over an empty axis is an error on
+ * both (as PyTorch's). */
+typedef eo_status (*empty_op)(eo_ctx *, eo_tensor *const *, eo_tensor **);
+
+static eo_status e_sum(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_sum(c, in[0], 1, 0, y); }
+static eo_status e_mean(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_mean(c, in[0], 1, 0, y); }
+static eo_status e_lse(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_logsumexp(c, in[0], 1, 0, y); }
+static eo_status e_sum_all(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_sum_all(c, in[0], y); }
+static eo_status e_mm(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_matmul(c, in[0], in[1], 0, 0, y); }
+static eo_status e_ce(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_cross_entropy(c, in[0], in[1], -100, y); }
+static eo_status e_ce_sum(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_cross_entropy_ex(c, in[0], in[1], -100, EO_REDUCTION_SUM, y); }
+static eo_status e_ce_none(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_cross_entropy_ex(c, in[0], in[1], -100, EO_REDUCTION_NONE, y); }
+/* no classes: every target is ignore_index (-100) */
+static eo_status e_ce0(eo_ctx *c, eo_tensor *const *in, eo_tensor **y, eo_reduction red, eo_dtype dt)
+{
+    eo_tensor *t, *x = in[0];
+    const int32_t ig[2] = { -100, -100 };
+    EO_CHECK(eo_tensor_new(c, EO_STEP, in[1]->device, EO_I32, 1, in[1]->shape, &t));
+    EO_CHECK(eo_write(c, t, ig, sizeof ig));
+    if (dt != EO_F32)
+        EO_CHECK(eo_cast(c, x, dt, &x));
+    EO_CHECK(eo_cross_entropy_ex(c, x, t, -100, red, y));
+    return dt != EO_F32 ? eo_cast(c, *y, EO_F32, y) : EO_OK;
+}
+static eo_status e_ce0_mean(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_MEAN, EO_F32); }
+static eo_status e_ce0_none(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_NONE, EO_F32); }
+static eo_status e_ce0_sum16(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_SUM, EO_BF16); }
+static eo_status e_ce0_none16(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return e_ce0(c, in, y, EO_REDUCTION_NONE, EO_F16); }
+static eo_status e_attn(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_attention_fused(c, in[0], in[1], in[1], NULL, 0, 0.5f, y); }
+static eo_status e_attn_c(eo_ctx *c, eo_tensor *const *in, eo_tensor **y) { return eo_attention(c, in[0], in[1], in[1], NULL, 0, 0.5f, y); }
+
+/* 7s over the next `floats` of dev's step memory, then given back. */
+static void poison(eo_ctx *ctx, eo_device dev)
+{
+    eo_mark m = eo_mark_get(ctx);
+    int64_t n = 256;
+    eo_tensor *t;
+    ck_assert_int_eq(eo_tensor_new(ctx, EO_STEP, dev, EO_F32, 1, &n, &t), EO_OK);
+    ck_assert_int_eq(eo_fill(ctx, t, 7.0f), EO_OK);
+    eo_rewind(ctx, m);
+}
+
+START_TEST(empty_inputs_write_their_outputs)
+{
+    static const struct {
+        const char *name;
+        empty_op f;
+        int n_in;
+        int rank[2];
+        int64_t shape[2][4];
+        int i32[2];
+        float want; /* every output element; NaN: NaN */
+        int64_t numel;
+    } cases[] = {
+        { "sum over an empty axis", e_sum, 1, { 3 }, { { 2, 0, 3 } }, { 0 }, 0.0f, 6 },
+        { "mean over an empty axis", e_mean, 1, { 3 }, { { 2, 0, 3 } }, { 0 }, NAN, 6 },
+        { "sum over an empty last axis", e_sum, 1, { 2 }, { { 3, 0 } }, { 0 }, 0.0f, 3 },
+        { "mean over an empty last axis", e_mean, 1, { 2 }, { { 3, 0 } }, { 0 }, NAN, 3 },
+        { "logsumexp over an empty axis", e_lse, 1, { 3 }, { { 2, 0, 3 } }, { 0 }, -INFINITY, 6 },
+        { "sum_all of an empty tensor", e_sum_all, 1, { 2 }, { { 0, 4 } }, { 0 }, 0.0f, 1 },
+        { "matmul over K = 0", e_mm, 2, { 2, 2 }, { { 2, 0 }, { 0, 3 } }, { 0, 0 }, 0.0f, 6 },
+        { "cross-entropy of no rows (mean)", e_ce, 2, { 2, 1 }, { { 0, 5 }, { 0 } }, { 0, 1 },
+          0.0f, 1 },
+        { "cross-entropy of no rows (sum)", e_ce_sum, 2, { 2, 1 }, { { 0, 5 }, { 0 } }, { 0, 1 },
+          0.0f, 1 },
+        { "cross-entropy of no rows (none)", e_ce_none, 2, { 2, 1 }, { { 0, 5 }, { 0 } }, { 0, 1 },
+          0.0f, 0 },
+        { "cross-entropy of no classes (mean)", e_ce0_mean, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 1 },
+        { "cross-entropy of no classes (none)", e_ce0_none, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 2 },
+        { "bf16 cross-entropy of no classes (sum)", e_ce0_sum16, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 1 },
+        { "f16 cross-entropy of no classes (none)", e_ce0_none16, 2, { 2, 1 }, { { 2, 0 }, { 2 } },
+          { 0, 1 }, 0.0f, 2 },
+        { "fused attention over no keys", e_attn, 2, { 4, 4 }, { { 1, 1, 2, 4 }, { 1, 1, 0, 4 } },
+          { 0, 0 }, 0.0f, 8 },
+        { "attention over no keys", e_attn_c, 2, { 4, 4 }, { { 1, 1, 2, 4 }, { 1, 1, 0, 4 } },
+          { 0, 0 }, 0.0f, 8 },
+    };
+    eo_ctx *ctx = cuda_ctx();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int dev = 0; dev < 2; dev++) {
+            eo_mark m = eo_mark_get(ctx);
+            eo_tensor *in[2], *y;
+            for (int k = 0; k < cases[i].n_in; k++) {
+                ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, dev ? EO_CUDA : EO_CPU,
+                                                 cases[i].i32[k] ? EO_I32 : EO_F32,
+                                                 cases[i].rank[k], cases[i].shape[k], &in[k]),
+                                 EO_OK);
+                in[k]->requires_grad = !cases[i].i32[k];
+            }
+            poison(ctx, dev ? EO_CUDA : EO_CPU);
+            eo_status s = cases[i].f(ctx, in, &y);
+            ck_assert_msg(s == EO_OK, "%s on %s: %s", cases[i].name, dev ? "cuda" : "cpu",
+                          eo_last_error(ctx));
+            ck_assert_int_eq(eo_numel(y), cases[i].numel);
+            float got[8];
+            ck_assert_int_eq(eo_read(ctx, y, got, sizeof(float) * (size_t)cases[i].numel), EO_OK);
+            for (int64_t j = 0; j < cases[i].numel; j++) {
+                const float w = cases[i].want;
+                ck_assert_msg(isnan(w) ? isnan(got[j]) : got[j] == w,
+                              "%s on %s: element %lld is %g, expected %g", cases[i].name,
+                              dev ? "cuda" : "cpu", (long long)j, (double)got[j], (double)w);
+            }
+            /* The backward over an empty input runs and adds nothing. */
+            if (cases[i].numel == 1) {
+                ck_assert_msg(eo_backward(ctx, y) == EO_OK, "%s backward on %s: %s",
+                              cases[i].name, dev ? "cuda" : "cpu", eo_last_error(ctx));
+            }
+            eo_rewind(ctx, m);
+        }
+    }
+    /* max over nothing has no value: an error on both devices. */
+    int64_t sh[3] = { 2, 0, 3 };
+    for (int dev = 0; dev < 2; dev++) {
+        eo_tensor *x, *y;
+        ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, dev ? EO_CUDA : EO_CPU, EO_F32, 3, sh, &x),
+                         EO_OK);
+        ck_assert_int_eq(eo_max(ctx, x, 1, 0, &y), EO_ERR_SHAPE);
+        ck_assert_ptr_nonnull(strstr(eo_last_error(ctx), "max: axis 1"));
+    }
+    close_ctx(ctx);
+}
+END_TEST
+
+/* Issue 26, item 13: the fused CUDA attention's head-dim limit (128)
+ * used to be found by the launch and surface at the next sync, from
+ * whatever call that was. The op now refuses it itself, naming the op,
+ * D and the limit, and leaves the device clean: the next calls work.
+ * The CPU takes the same call. D = 128 still runs on the device. */
+START_TEST(attention_limits_are_refused_at_the_call)
+{
+    eo_ctx *ctx = cuda_ctx();
+    int64_t s[4] = { 1, 2, 3, 136 };
+    eo_tensor *q = eo_test_rand(ctx, 4, s, -1, 1, 3, 0), *dq = to_cuda(ctx, q), *y;
+    ck_assert_int_eq(eo_attention_fused(ctx, q, q, q, NULL, 1, 0.1f, &y), EO_OK);
+    ck_assert_int_eq(eo_attention_fused(ctx, dq, dq, dq, NULL, 1, 0.1f, &y), EO_ERR_UNSUPPORTED);
+    const char *msg = eo_last_error(ctx);
+    ck_assert_msg(strstr(msg, "attention_fused") && strstr(msg, "D = 136") &&
+                      strstr(msg, "limit of 128"),
+                  "message: %s", msg);
+    /* the same under bf16: the 16-bit route is refused alike */
+    eo_tensor *h;
+    ck_assert_int_eq(eo_cast(ctx, dq, EO_BF16, &h), EO_OK);
+    ck_assert_int_eq(eo_attention_fused(ctx, h, h, h, NULL, 0, 0.1f, &y), EO_ERR_UNSUPPORTED);
+    /* nothing was recorded on the device: a copy back works */
+    float back[6];
+    eo_tensor *x;
+    int64_t s2[1] = { 6 };
+    ck_assert_int_eq(eo_tensor_zeros(ctx, EO_STEP, EO_CUDA, EO_F32, 1, s2, &x), EO_OK);
+    ck_assert_msg(eo_read(ctx, x, back, sizeof back) == EO_OK, "%s", eo_last_error(ctx));
+    /* D = 128 is inside the limit */
+    s[3] = 128;
+    q = eo_test_rand(ctx, 4, s, -1, 1, 4, 0);
+    dq = to_cuda(ctx, q);
+    eo_tensor *r;
+    ck_assert_int_eq(eo_attention_fused(ctx, q, q, q, NULL, 1, 0.1f, &r), EO_OK);
+    ck_assert_msg(eo_attention_fused(ctx, dq, dq, dq, NULL, 1, 0.1f, &y) == EO_OK, "%s",
+                  eo_last_error(ctx));
+    expect_close(ctx, "attention D = 128", r, y, 1e-5);
+    close_ctx(ctx);
+}
+END_TEST
+
 START_TEST(mixed_devices_and_missing_driver_are_clear_errors)
 {
     eo_ctx *ctx = cuda_ctx();
@@ -470,7 +643,7 @@ START_TEST(kv_cache_on_the_device)
     enum { B = 1, T = 7, V = 9 };
     eo_ctx *ctx = cuda_ctx();
     eo_gpt gc, gd;
-    eo_gpt_config cfg = { V, 8, 16, 2, 2 };
+    eo_gpt_config cfg = { V, 8, 16, 2, 2, 0 };
     eo_seed(ctx, 4);
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
     eo_seed(ctx, 4);
@@ -498,6 +671,66 @@ START_TEST(kv_cache_on_the_device)
         for (int i = 0; i < pieces[p] * V; i++)
             ck_assert_msg(fabsf(got[i] - full[t0 * V + i]) <= 1e-4f, "piece %d [%d]: %g vs %g",
                           p, i, (double)got[i], (double)full[t0 * V + i]);
+    }
+    close_ctx(ctx);
+}
+END_TEST
+
+/* Issue 26, item 14 on the device: under bf16 / f16 autocast the cache
+ * is made in that dtype and generation in pieces matches the uncached
+ * forward under the same autocast (and the CPU's) within 16-bit
+ * tolerance. Before, the cached forward failed with EO_ERR_SHAPE. */
+START_TEST(kv_cache_under_autocast_on_the_device)
+{
+    enum { B = 1, T = 7, V = 9 };
+    const eo_dtype dt = _i ? EO_F16 : EO_BF16;
+    eo_ctx *ctx = cuda_ctx();
+    eo_gpt gc, gd;
+    eo_gpt_config cfg = { V, 8, 16, 2, 2, 0 };
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &cfg, &gc), EO_OK);
+    eo_seed(ctx, 4);
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CUDA, &cfg, &gd), EO_OK);
+    ck_assert_int_eq(eo_params_enable_low(ctx, &gd.params, dt), EO_OK);
+    eo_gpt_set_fused(&gc, 1);
+    eo_gpt_set_fused(&gd, 1);
+    eo_set_grad(ctx, 0);
+    ck_assert_int_eq(eo_ctx_set_autocast(ctx, dt), EO_OK);
+    int32_t ids[T] = { 3, 1, 4, 1, 5, 8, 2 };
+    float full[T * V], cpu[T * V], got[T * V];
+    int64_t si[2] = { B, T };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &gc, x, &lg), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, lg, EO_F32, &lg), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, lg, cpu, sizeof cpu), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &gd, to_cuda(ctx, x), &lg), EO_OK);
+    ck_assert_int_eq(eo_cast(ctx, lg, EO_F32, &lg), EO_OK);
+    ck_assert_msg(eo_read(ctx, lg, full, sizeof full) == EO_OK, "%s", eo_last_error(ctx));
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &gd, B, &c), EO_OK);
+    ck_assert_int_eq(c.k[0]->dtype, dt);
+    const int pieces[3] = { 3, 1, 3 };
+    for (int p = 0, t0 = 0; p < 3; t0 += pieces[p++]) {
+        int64_t sp[2] = { B, pieces[p] };
+        ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sp, ids + t0, &x), EO_OK);
+        x = to_cuda(ctx, x);
+        ck_assert_msg(eo_gpt_forward_cached(ctx, &gd, &c, x, &lg) == EO_OK, "%s",
+                      eo_last_error(ctx));
+        ck_assert_int_eq(lg->dtype, dt);
+        ck_assert_int_eq(eo_cast(ctx, lg, EO_F32, &lg), EO_OK);
+        ck_assert_msg(eo_read(ctx, lg, got, (size_t)(pieces[p] * V) * sizeof(float)) == EO_OK,
+                      "%s", eo_last_error(ctx));
+        /* logits below 0.25 here: a few 16-bit units in the last place */
+        for (int i = 0; i < pieces[p] * V; i++) {
+            const float w = full[t0 * V + i], r = cpu[t0 * V + i];
+            ck_assert_msg(fabsf(got[i] - w) <= 2e-3f + 8e-3f * fabsf(w),
+                          "%s piece %d [%d]: cached %g vs uncached %g", eo_dtype_name(dt), p, i,
+                          (double)got[i], (double)w);
+            ck_assert_msg(fabsf(got[i] - r) <= 4e-3f + 1.6e-2f * fabsf(r),
+                          "%s piece %d [%d]: cuda cached %g vs cpu %g", eo_dtype_name(dt), p, i,
+                          (double)got[i], (double)r);
+        }
     }
     close_ctx(ctx);
 }
@@ -573,10 +806,13 @@ Suite *eo_suite_cuda_ops(void)
     tcase_add_loop_test(tc, each_op_matches_cpu, 0, EO_OP_COUNT);
     tcase_add_test(tc, training_steps_match_cpu);
     tcase_add_test(tc, mixed_devices_and_missing_driver_are_clear_errors);
+    tcase_add_test(tc, empty_inputs_write_their_outputs);
+    tcase_add_test(tc, attention_limits_are_refused_at_the_call);
     tcase_add_test(tc, transposed_16bit_view_copies_on_the_device);
     tcase_add_test(tc, training_tool_runs_on_the_device);
     tcase_add_test(tc, gpt_training_runs_on_the_device);
     tcase_add_test(tc, kv_cache_on_the_device);
+    tcase_add_loop_test(tc, kv_cache_under_autocast_on_the_device, 0, 2);
     tcase_add_test(tc, bad_ids_are_reported_by_the_device);
     tcase_add_test(tc, gpu_benchmark_runs);
     suite_add_tcase(s, tc);

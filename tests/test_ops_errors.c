@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/everyo.h"
+#include "core/nn.h"
 #include "tests/gradcheck.h"
 #include "tests/optest.h"
 
@@ -788,6 +789,81 @@ START_TEST(oom_sweep_backward)
 }
 END_TEST
 
+/* Issue 26, item 16: a NULL argument is reported as NULL, naming the
+ * argument (eo_read with a NULL dst said "holds 48 bytes, asked for 48"),
+ * and dtypes and devices are named, not numbered ("dtype 1", "device 1
+ * is not open"). */
+static void expect_msg(eo_status got, eo_status want, const char *call, const char *text)
+{
+    const char *msg = eo_last_error(ot_ctx);
+    ck_assert_msg(got == want, "%s returned %s, expected %s: %s", call, eo_status_name(got),
+                  eo_status_name(want), msg);
+    ck_assert_msg(strstr(msg, text) != NULL, "%s: message \"%s\" lacks \"%s\"", call, msg, text);
+}
+#define MSG(call, want, text) expect_msg((call), (want), #call, (text))
+
+START_TEST(null_arguments_are_named)
+{
+    bad_inputs t = make_inputs();
+    eo_tensor *y;
+    float buf[6];
+    MSG(eo_read(ot_ctx, t.a, NULL, sizeof buf), EO_ERR_ARG, "read: NULL destination (dst)");
+    MSG(eo_write(ot_ctx, t.a, NULL, sizeof buf), EO_ERR_ARG, "write: NULL source (src)");
+    MSG(eo_add(ot_ctx, t.a, NULL, &y), EO_ERR_ARG, "add: NULL b");
+    MSG(eo_sub(ot_ctx, NULL, t.a, &y), EO_ERR_ARG, "sub: NULL a");
+    MSG(eo_matmul(ot_ctx, NULL, t.a, 0, 0, &y), EO_ERR_ARG, "matmul: NULL a");
+    MSG(eo_matmul(ot_ctx, t.a, NULL, 0, 0, &y), EO_ERR_ARG, "matmul: NULL b");
+    MSG(eo_cross_entropy(ot_ctx, t.a, NULL, -100, &y), EO_ERR_ARG, "cross_entropy: NULL target");
+    MSG(eo_cross_entropy(ot_ctx, NULL, t.t2, -100, &y), EO_ERR_ARG, "cross_entropy: NULL logits");
+    MSG(eo_embedding(ot_ctx, t.a, NULL, &y), EO_ERR_ARG, "embedding: NULL idx");
+    MSG(eo_embedding(ot_ctx, NULL, t.ti, &y), EO_ERR_ARG, "embedding: NULL table");
+    MSG(eo_conv2d(ot_ctx, t.x4, NULL, NULL, 0, 1, &y), EO_ERR_ARG, "conv2d: NULL w");
+    MSG(eo_attention(ot_ctx, t.x4, NULL, t.x4, NULL, 0, 1.0f, &y), EO_ERR_ARG, "attention: NULL k");
+    MSG(eo_attention_fused(ot_ctx, t.x4, t.x4, NULL, NULL, 0, 1.0f, &y), EO_ERR_ARG,
+        "attention_fused: NULL v");
+    MSG(eo_concat(ot_ctx, NULL, 2, 0, &y), EO_ERR_ARG, "concat: NULL tensor array");
+    MSG(eo_copy_into(ot_ctx, t.a, NULL), EO_ERR_ARG, "copy_into: NULL source (src)");
+    MSG(eo_permute(ot_ctx, t.a, NULL, &y), EO_ERR_ARG, "permute: NULL permutation");
+    MSG(eo_padding_mask(ot_ctx, EO_CPU, 1, 2, NULL, &y), EO_ERR_ARG, "padding_mask: NULL valid");
+    MSG(eo_causal_mask(ot_ctx, EO_CPU, 2, NULL), EO_ERR_ARG, "causal_mask: NULL output pointer");
+    MSG(eo_params_add(ot_ctx, NULL, t.a), EO_ERR_ARG, "params_add: NULL parameter list");
+    eo_params ps;
+    OT_OK(eo_params_init(ot_ctx, &ps, 2), "params_init");
+    MSG(eo_params_add(ot_ctx, &ps, NULL), EO_ERR_ARG, "params_add: NULL tensor");
+    eo_module m;
+    memset(&m, 0, sizeof m);
+    MSG(eo_linear_init(ot_ctx, &ps, EO_CPU, NULL, 2, 2, 1, EO_INIT_KAIMING_UNIFORM, &m), EO_ERR_ARG,
+        "NULL name prefix");
+    MSG(eo_module_forward(ot_ctx, &m, NULL, &y), EO_ERR_ARG, "NULL input");
+    still_usable("null_arguments_are_named");
+}
+END_TEST
+
+START_TEST(dtypes_and_devices_are_named)
+{
+    bad_inputs t = make_inputs();
+    eo_tensor *y;
+    const int64_t s2[1] = { 2 };
+    ck_assert_str_eq(eo_device_name(EO_CPU), "cpu");
+    ck_assert_str_eq(eo_device_name(EO_CUDA), "cuda");
+    ck_assert_str_eq(eo_device_name(EO_DEVICE_COUNT), "?");
+    MSG(eo_ctx_set_autocast(ot_ctx, EO_I32), EO_ERR_ARG, "dtype i32 is not f32 (off), bf16 or f16");
+    MSG(eo_ctx_set_autocast(ot_ctx, (eo_dtype)9), EO_ERR_ARG, "unknown dtype 9");
+    eo_params ps;
+    OT_OK(eo_params_init(ot_ctx, &ps, 1), "params_init");
+    MSG(eo_params_enable_low(ot_ctx, &ps, EO_F32), EO_ERR_ARG, "dtype f32 is not bf16 or f16");
+    /* ot_ctx has no CUDA device attached */
+    MSG(eo_tensor_new(ot_ctx, EO_STEP, EO_CUDA, EO_F32, 1, s2, &y), EO_ERR_DEVICE,
+        "device cuda is not open (eo_cuda_attach opens it)");
+    MSG(eo_tensor_new(ot_ctx, EO_STEP, (eo_device)7, EO_F32, 1, s2, &y), EO_ERR_DEVICE,
+        "unknown device 7");
+    eo_tensor fake = *t.a;
+    fake.device = EO_CUDA;
+    MSG(eo_relu(ot_ctx, &fake, &y), EO_ERR_DEVICE, "is on device cuda, which is not open");
+    still_usable("dtypes_and_devices_are_named");
+}
+END_TEST
+
 Suite *eo_suite_ops_errors(void)
 {
     Suite *s = suite_create("ops_errors");
@@ -797,6 +873,8 @@ Suite *eo_suite_ops_errors(void)
     tcase_add_test(tc, axis_errors);
     tcase_add_test(tc, dtype_errors);
     tcase_add_test(tc, arg_errors);
+    tcase_add_test(tc, null_arguments_are_named);
+    tcase_add_test(tc, dtypes_and_devices_are_named);
     tcase_add_test(tc, numeric_state_and_device_errors);
     tcase_add_test(tc, handles_and_empty_extents);
     tcase_add_test(tc, copy_into_overlapping_views);

@@ -14,7 +14,7 @@
  *  3. every public op × {NULL ctx, NULL input, NULL output pointer, wrong
  *     dtype, rank 0, rank 5, a zero-size axis, non-contiguous views,
  *     NaN/inf data}: each returns its documented status, a failure names
- *     the op the caller called and leaves the arenas and the tape where
+ *     the op the caller called (and a NULL argument as NULL) and leaves the arenas and the tape where
  *     they were, and the same op with good inputs then gives the same
  *     result as before. The table is checked against core/ops.def, so a
  *     new op fails this suite until it has an entry;
@@ -33,6 +33,7 @@
 #include "alloc/checked.h"
 #include "core/internal.h"
 #include "core/nn.h"
+#include "core/safetensors.h"
 #include "core/transformer.h"
 #include "tests/gradcheck.h"
 #include "tests/optest.h"
@@ -276,14 +277,14 @@ START_TEST(model_builders_refuse_products_that_wrap)
     OT_OK(eo_params_init(ot_ctx, &ps, 64), "params");
     const int64_t big = (int64_t)1 << 61;
     /* d_model 2^61: 3C and 4C of the block's projections wrap */
-    eo_gpt_config g1 = { 10, 4, big, 1, 1 }, g2 = { 10, 4, 8, 2, (int64_t)1 << 40 };
-    eo_gpt_config g3 = { 10, 4, 8, 3, 1 }, g4 = { 10, 4, 8, 2, 0 };
+    eo_gpt_config g1 = { 10, 4, big, 1, 1, 0 }, g2 = { 10, 4, 8, 2, (int64_t)1 << 40, 0 };
+    eo_gpt_config g3 = { 10, 4, 8, 3, 1, 0 }, g4 = { 10, 4, 8, 2, 0, 0 };
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g1, &gpt), EO_ERR_ARG, "gpt_build", NULL);
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g2, &gpt), EO_ERR_ARG, "gpt_build", "layers");
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g3, &gpt), EO_ERR_ARG, "gpt_build", "heads 3");
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g4, &gpt), EO_ERR_ARG, "gpt_build", NULL);
     /* vocab × d_model that does not fit: the embedding table is refused */
-    eo_gpt_config g5 = { (int64_t)1 << 40, 4, (int64_t)1 << 30, 2, 1 };
+    eo_gpt_config g5 = { (int64_t)1 << 40, 4, (int64_t)1 << 30, 2, 1, 0 };
     REFUSED(eo_gpt_build(ot_ctx, EO_CPU, &g5, &gpt), EO_ERR_SHAPE, "gpt_build", NULL);
     eo_vit_config v1 = { (int64_t)1 << 32, 1 << 16, 8, 2, 1, 10 }, v2 = { 28, 5, 8, 2, 1, 10 };
     eo_vit_config v3 = { 28, 4, 8, 2, (int64_t)1 << 40, 10 };
@@ -376,7 +377,7 @@ START_TEST(failed_inits_give_back_and_refuse_use)
     ck_assert_msg(strncmp(eo_last_error(&c), "optimizer_step: ", 16) == 0, "%s", eo_last_error(&c));
     /* Models and containers. */
     eo_gpt gpt;
-    eo_gpt_config gc = { 16, 8, 16, 2, 2 };
+    eo_gpt_config gc = { 16, 8, 16, 2, 2, 0 };
     before = snap(&c);
     ck_assert_int_eq(eo_gpt_build(&c, EO_CPU, &gc, &gpt), EO_ERR_OOM);
     expect_unchanged("failed gpt_build", &c, before);
@@ -414,7 +415,7 @@ END_TEST
 START_TEST(builds_under_persistent_exhaustion)
 {
     eo_ctx *c = eo_test_ctx(1, 1);
-    eo_gpt_config gc = { 5, 4, 8, 2, 2 };
+    eo_gpt_config gc = { 5, 4, 8, 2, 2, 0 };
     eo_vit_config vc = { 8, 4, 8, 2, 1, 3 };
     int64_t si[2] = { 1, 4 }, sv[2] = { 1, 64 };
     eo_tensor *idx, *img, *y;
@@ -553,7 +554,7 @@ START_TEST(messages_name_the_call_and_failed_composites_leave_nothing)
     ck_assert_int_eq(eo_block_init(&c, NULL, EO_CPU, "h", 16, 2, 1, &b), EO_OK);
     eo_gpt gpt;
     eo_vit vit;
-    eo_gpt_config gc = { 5, 4, 8, 2, 1 };
+    eo_gpt_config gc = { 5, 4, 8, 2, 1, 0 };
     eo_vit_config vc = { 8, 4, 8, 2, 1, 3 };
     ck_assert_int_eq(eo_gpt_build(&c, EO_CPU, &gc, &gpt), EO_OK);
     ck_assert_int_eq(eo_vit_build(&c, EO_CPU, &vc, &vit), EO_OK);
@@ -758,6 +759,96 @@ START_TEST(state_misuse_is_refused_and_said)
 }
 END_TEST
 
+/* Issue 26, item 8: a call that walks a parameter list or is handed a
+ * tensor touches its device memory; a CUDA tensor of an attach that has
+ * ended (here made by hand: a CPU-only context, whose CUDA backend is
+ * also missing) is EO_ERR_STATE from every such entry point, naming it,
+ * and nothing changes -- before, the optimizer, zero_grad, clipping, the
+ * scaler and refresh_low dereferenced the NULL backend and the
+ * all-reduce gave the freed buffers to its hook with EO_OK. The same
+ * calls run on the interpreter after a real detach in cuda_multi. */
+static eo_status count_hook(void *user, const eo_grad_buffer *b, int n, char *msg, size_t len)
+{
+    (void)b; (void)n; (void)msg; (void)len;
+    ++*(int *)user;
+    return EO_OK;
+}
+
+START_TEST(stale_cuda_tensors_refused_everywhere)
+{
+    eo_params ps;
+    eo_module lin;
+    eo_optimizer sgd, adam;
+    eo_grad_scaler sc;
+    OT_OK(eo_params_init(ot_ctx, &ps, 4), "params");
+    OT_OK(eo_linear_init(ot_ctx, &ps, EO_CPU, "l", 3, 2, 1, EO_INIT_KAIMING_UNIFORM, &lin), "lin");
+    OT_OK(eo_sgd_init(ot_ctx, &sgd, &ps, 0.1f, 0.9f, 0, 0), "sgd");
+    OT_OK(eo_adamw_init(ot_ctx, &adam, &ps, 0.1f, 0.9f, 0.999f, 1e-8f, 0), "adamw");
+    OT_OK(eo_grad_scaler_init(ot_ctx, &sc, 1), "scaler");
+    int calls = 0;
+    eo_grad_sync hook = { count_hook, &calls };
+    eo_ctx_set_grad_sync(ot_ctx, hook);
+    /* Each of the three parts of a parameter the calls reach in turn:
+     * the weight, its gradient, its 16-bit working copy. */
+    eo_tensor *w = ps.items[0], *stale;
+    OT_OK(eo_host_alloc(ot_ctx, EO_PERSIST, sizeof *stale, (void **)&stale), "header");
+    for (int part = 0; part < 3; part++) {
+        /* The optimizers keep their own copy of the list (the pointers),
+         * so the weight is made stale in place and restored after. */
+        eo_tensor keep_w = *w, *keep_g = w->grad, *keep_low = w->low;
+        *stale = part == 1 ? *w->grad : *w;
+        stale->device = EO_CUDA;
+        stale->attach = ot_ctx->cuda_attach + 1;
+        if (part == 0) {
+            w->device = EO_CUDA;
+            w->attach = ot_ctx->cuda_attach + 1;
+        } else if (part == 1) {
+            w->grad = stale;
+        } else {
+            w->low = stale;
+        }
+        REFUSED(eo_optimizer_step(ot_ctx, &sgd), EO_ERR_STATE, "optimizer_step", "eo_cuda_attach");
+        REFUSED(eo_optimizer_step(ot_ctx, &adam), EO_ERR_STATE, "optimizer_step", "eo_cuda_attach");
+        REFUSED(eo_params_zero_grad(ot_ctx, &ps), EO_ERR_STATE, "params_zero_grad", "eo_cuda_attach");
+        float norm = -1;
+        REFUSED(eo_clip_grad_norm(ot_ctx, &ps, 1.0f, &norm), EO_ERR_STATE, "clip_grad_norm",
+                "eo_cuda_attach");
+        REFUSED(eo_grad_scaler_unscale(ot_ctx, &sc, &ps), EO_ERR_STATE, "grad_scaler_unscale",
+                "eo_cuda_attach");
+        REFUSED(eo_params_refresh_low(ot_ctx, &ps), EO_ERR_STATE, "params_refresh_low",
+                "eo_cuda_attach");
+        REFUSED(eo_params_enable_low(ot_ctx, &ps, EO_BF16), EO_ERR_STATE, "params_enable_low",
+                "eo_cuda_attach");
+        REFUSED(eo_grad_allreduce(ot_ctx, &ps), EO_ERR_STATE, "grad_allreduce", "eo_cuda_attach");
+        REFUSED(eo_weights_bind(ot_ctx, &ps, NULL, 0, EO_BIND_COPY), EO_ERR_STATE, "weights_bind",
+                "eo_cuda_attach");
+        ck_assert_int_eq(calls, 0);
+        *w = keep_w;
+        w->grad = keep_g;
+        w->low = keep_low;
+    }
+    /* The tensor calls themselves. */
+    *stale = *w;
+    stale->device = EO_CUDA;
+    stale->attach = ot_ctx->cuda_attach + 1;
+    float buf[6] = { 0 };
+    eo_tensor *y;
+    REFUSED(eo_read(ot_ctx, stale, buf, sizeof buf), EO_ERR_STATE, "read", "eo_cuda_attach");
+    REFUSED(eo_write(ot_ctx, stale, buf, sizeof buf), EO_ERR_STATE, "write", "eo_cuda_attach");
+    REFUSED(eo_fill(ot_ctx, stale, 1.0f), EO_ERR_STATE, "fill", "eo_cuda_attach");
+    REFUSED(eo_to_device(ot_ctx, stale, EO_CPU, EO_STEP, &y), EO_ERR_STATE, "to_device",
+            "eo_cuda_attach");
+    REFUSED(eo_init_param(ot_ctx, stale, 0.1f, 0), EO_ERR_STATE, "init_param", "eo_cuda_attach");
+    REFUSED(eo_set_requires_grad(ot_ctx, stale, 1), EO_ERR_STATE, "set_requires_grad",
+            "eo_cuda_attach");
+    /* The list still works once it holds live tensors again. */
+    OT_OK(eo_params_zero_grad(ot_ctx, &ps), "zero_grad after");
+    OT_OK(eo_optimizer_step(ot_ctx, &adam), "step after");
+    eo_grad_sync none = { NULL, NULL };
+    eo_ctx_set_grad_sync(ot_ctx, none);
+}
+END_TEST
+
 START_TEST(null_ctx_everywhere)
 {
     /* Every public call outside the op table (part 3 covers the ops):
@@ -771,7 +862,7 @@ START_TEST(null_ctx_everywhere)
     eo_block b;
     eo_gpt g;
     eo_vit v;
-    eo_gpt_config gc = { 4, 4, 4, 1, 1 };
+    eo_gpt_config gc = { 4, 4, 4, 1, 1, 0 };
     eo_vit_config vc = { 4, 2, 4, 1, 1, 2 };
     float buf[6];
     uint8_t valid[4] = { 1, 1, 1, 1 };
@@ -1049,6 +1140,15 @@ static eo_status one_case(const sweep_op *so, const char *what, eo_ctx *c, eo_te
     return st;
 }
 
+/* A NULL argument is reported as one (issue 26: eo_read's NULL dst was
+ * "holds 48 bytes, asked for 48"), not as a fault found further on. */
+static void expect_says_null(const char *op, const char *what)
+{
+    const char *msg = eo_last_error(ot_ctx);
+    ck_assert_msg(strstr(msg, "NULL") != NULL, "%s (%s): the message \"%s\" does not say NULL", op,
+                  what, msg);
+}
+
 START_TEST(op_sweep)
 {
     const sweep_op *so = &sweep_ops[_i];
@@ -1064,13 +1164,15 @@ START_TEST(op_sweep)
     /* NULL ctx and NULL output pointer. */
     one_case(so, "NULL ctx", NULL, in, &y, EO_ERR_ARG);
     one_case(so, "NULL output pointer", ot_ctx, in, NULL, EO_ERR_ARG);
+    expect_says_null(so->name, "NULL output pointer");
     for (int k = 0; k < so->n_in; k++) {
         char what[64];
         memcpy(bad, in, sizeof bad);
         /* NULL input k */
         bad[k] = NULL;
         snprintf(what, sizeof what, "NULL input %d", k);
-        one_case(so, what, ot_ctx, bad, &y, so->optional[k] ? EO_OK : EO_ERR_ARG);
+        if (one_case(so, what, ot_ctx, bad, &y, so->optional[k] ? EO_OK : EO_ERR_ARG) != EO_OK)
+            expect_says_null(so->name, what);
         eo_rewind(ot_ctx, start);
         /* the other dtype (i32 <-> f32), same shape */
         memcpy(bad, in, sizeof bad);
@@ -1089,6 +1191,16 @@ START_TEST(op_sweep)
         bad[k] = with_rank(in[k], 5);
         snprintf(what, sizeof what, "input %d of rank 5", k);
         one_case(so, what, ot_ctx, bad, &y, EO_ERR_AXIS);
+        eo_rewind(ot_ctx, start);
+        /* a CUDA tensor of an attach that has ended (eo_cuda_detach; this
+         * context never attached): refused as stale before anything reads
+         * its data or asks for its device's backend (issue 26, item 8) */
+        memcpy(bad, in, sizeof bad);
+        bad[k] = with_rank(in[k], in[k]->rank);
+        bad[k]->device = EO_CUDA;
+        bad[k]->attach = ot_ctx->cuda_attach + 1;
+        snprintf(what, sizeof what, "input %d a stale CUDA tensor", k);
+        one_case(so, what, ot_ctx, bad, &y, EO_ERR_STATE);
         eo_rewind(ot_ctx, start);
         /* non-contiguous: the same numbers */
         if (!so->i32[k] && in[k]->rank >= 2) {
@@ -1321,6 +1433,7 @@ Suite *eo_suite_sweep(void)
     tcase_add_test(tc, checked_helpers);
     tcase_add_test(tc, null_ctx_everywhere);
     tcase_add_test(tc, cuda_attach_failure_gives_back);
+    tcase_add_test(tc, stale_cuda_tensors_refused_everywhere);
     tcase_add_test(tc, slice_bounds_do_not_wrap);
     tcase_add_test(tc, reshape_product_does_not_wrap);
     tcase_add_test(tc, tensor_bytes_do_not_wrap);

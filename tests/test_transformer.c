@@ -33,7 +33,7 @@ START_TEST(shapes_through_block_gpt_and_vit)
     ck_assert(y->shape[0] == 2 && y->shape[1] == 5 && y->shape[2] == 16);
 
     eo_gpt g;
-    eo_gpt_config gc = { 11, 8, 16, 2, 2 };
+    eo_gpt_config gc = { 11, 8, 16, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     ck_assert_int_eq(g.params.count, 5 + 12 * 2);
     ck_assert_ptr_nonnull(eo_params_find(&g.params, "lm_head.weight"));
@@ -49,7 +49,7 @@ START_TEST(shapes_through_block_gpt_and_vit)
     int64_t sl[2] = { 1, 9 };
     ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sl, long_ids, &idx), EO_OK);
     ck_assert_int_eq(eo_gpt_forward(ctx, &g, idx, &logits), EO_ERR_SHAPE); /* T > context */
-    eo_gpt_config bad = { 11, 8, 10, 4, 1 };
+    eo_gpt_config bad = { 11, 8, 10, 4, 1, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &bad, &g), EO_ERR_ARG);     /* 10 % 4 != 0 */
 
     eo_vit v;
@@ -69,7 +69,7 @@ START_TEST(gpt_is_causal)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 5);
     eo_gpt g;
-    eo_gpt_config gc = { 7, 6, 8, 2, 2 };
+    eo_gpt_config gc = { 7, 6, 8, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     int32_t a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { 1, 2, 3, 0, 0, 0 };
     float la[6 * 7], lb[6 * 7];
@@ -99,7 +99,7 @@ START_TEST(kv_cache_matches_full_forward)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 9);
     eo_gpt g;
-    eo_gpt_config gc = { V, 10, 8, 2, 2 };
+    eo_gpt_config gc = { V, 10, 8, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     eo_gpt_set_fused(&g, 1);
     eo_set_grad(ctx, 0);
@@ -141,6 +141,93 @@ START_TEST(kv_cache_matches_full_forward)
 }
 END_TEST
 
+/* Issue 26, item 14: under bf16 / f16 autocast the cached forward failed
+ * with EO_ERR_SHAPE (16-bit k, v against an f32 cache). The cache now
+ * takes the autocast dtype it is made under, and generation in pieces
+ * matches the uncached forward under the same autocast within 16-bit
+ * tolerance. A cache made in another dtype than the forward's still
+ * works (converted on the way in and out). Loop: bf16, f16; with and
+ * without 16-bit working copies of the weights. */
+static void read_f32(eo_ctx *ctx, eo_tensor *t, float *out, size_t n)
+{
+    eo_tensor *f = t;
+    if (t->dtype != EO_F32)
+        ck_assert_int_eq(eo_cast(ctx, t, EO_F32, &f), EO_OK);
+    ck_assert_int_eq(eo_read(ctx, f, out, n * sizeof(float)), EO_OK);
+}
+
+START_TEST(kv_cache_under_autocast)
+{
+    enum { B = 2, T = 8, V = 7 };
+    const eo_dtype dt = _i % 2 ? EO_F16 : EO_BF16;
+    eo_ctx *ctx = eo_test_ctx(8, 32);
+    eo_seed(ctx, 5);
+    eo_gpt g;
+    eo_gpt_config gc = { V, 10, 16, 2, 2, 0 };
+    ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
+    if (_i >= 2)
+        ck_assert_int_eq(eo_params_enable_low(ctx, &g.params, dt), EO_OK);
+    eo_gpt_set_fused(&g, 1);
+    eo_set_grad(ctx, 0);
+    ck_assert_int_eq(eo_ctx_set_autocast(ctx, dt), EO_OK);
+    int32_t ids[B * T] = { 1, 2, 3, 4, 5, 6, 0, 1, 2, 6, 5, 4, 3, 2, 1, 0 };
+    float full[B * T * V], got[B * T * V];
+    int64_t si[2] = { B, T };
+    eo_tensor *x, *lg;
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &g, x, &lg), EO_OK);
+    read_f32(ctx, lg, full, B * T * V);
+    /* made under autocast (its dtype), then one made without it */
+    for (int made_off = 0; made_off < 2; made_off++) {
+        eo_gpt_cache c;
+        if (made_off)
+            ck_assert_int_eq(eo_ctx_set_autocast(ctx, EO_F32), EO_OK);
+        ck_assert_int_eq(eo_gpt_cache_init(ctx, &g, B, &c), EO_OK);
+        ck_assert_int_eq(c.k[0]->dtype, made_off ? EO_F32 : dt);
+        ck_assert_int_eq(eo_ctx_set_autocast(ctx, dt), EO_OK);
+        const int pieces[4] = { 3, 1, 1, 3 };
+        int32_t piece[B * T];
+        for (int p = 0, t0 = 0; p < 4; t0 += pieces[p++]) {
+            const int n = pieces[p];
+            for (int b = 0; b < B; b++)
+                memcpy(piece + b * n, ids + b * T + t0, (size_t)n * sizeof *piece);
+            int64_t sp[2] = { B, n };
+            ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, sp, piece, &x), EO_OK);
+            ck_assert_msg(eo_gpt_forward_cached(ctx, &g, &c, x, &lg) == EO_OK, "%s",
+                          eo_last_error(ctx));
+            ck_assert_int_eq(lg->dtype, dt);
+            read_f32(ctx, lg, got, (size_t)(B * n * V));
+            /* 16-bit tolerance: the logits here are below 0.25, where
+             * a bf16 unit in the last place is 2^-10 (on the CPU the two
+             * agree to the bit: the same keys, rounded once) */
+            for (int b = 0; b < B; b++)
+                for (int i = 0; i < n * V; i++) {
+                    float w = full[(b * T + t0) * V + i], v = got[b * n * V + i];
+                    ck_assert_msg(fabsf(v - w) <= 2e-3f + 8e-3f * fabsf(w),
+                                  "%s case %d piece %d row %d: cached %.6g, full %.6g",
+                                  eo_dtype_name(dt), _i, p, b, (double)v, (double)w);
+                }
+        }
+    }
+    /* A cache made under autocast, read by a forward without it (f32
+     * activations): converted, and close to the f32 forward. */
+    eo_gpt_cache c;
+    ck_assert_int_eq(eo_gpt_cache_init(ctx, &g, B, &c), EO_OK);
+    ck_assert_int_eq(eo_ctx_set_autocast(ctx, EO_F32), EO_OK);
+    ck_assert_int_eq(eo_tensor_wrap(ctx, EO_I32, 2, si, ids, &x), EO_OK);
+    ck_assert_int_eq(eo_gpt_forward(ctx, &g, x, &lg), EO_OK);
+    read_f32(ctx, lg, full, B * T * V);
+    ck_assert_msg(eo_gpt_forward_cached(ctx, &g, &c, x, &lg) == EO_OK, "%s", eo_last_error(ctx));
+    ck_assert_int_eq(lg->dtype, EO_F32);
+    read_f32(ctx, lg, got, B * T * V);
+    for (int i = 0; i < B * T * V; i++)
+        ck_assert_msg(fabsf(got[i] - full[i]) <= 2e-3f + 8e-3f * fabsf(full[i]),
+                      "f32 forward over a %s cache [%d]: %.6g vs %.6g", eo_dtype_name(dt), i,
+                      (double)got[i], (double)full[i]);
+    eo_test_ctx_free(ctx);
+}
+END_TEST
+
 /* The cache's public fields are checked before any arithmetic on them:
  * len = INT64_MAX made c->len + T overflow (UBSan), a negative len sliced
  * before the cache, and a cache of another model or batch, or none at
@@ -150,7 +237,7 @@ START_TEST(kv_cache_fields_are_validated)
 {
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_gpt g, other;
-    eo_gpt_config gc = { 11, 8, 8, 2, 1 }, oc = { 11, 6, 8, 2, 1 };
+    eo_gpt_config gc = { 11, 8, 8, 2, 1, 0 }, oc = { 11, 6, 8, 2, 1, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &oc, &other), EO_OK);
     eo_set_grad(ctx, 0);
@@ -237,7 +324,7 @@ START_TEST(fused_attention_gpt_matches_composed)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 21);
     eo_gpt g;
-    eo_gpt_config gc = { 9, 12, 16, 4, 2 };
+    eo_gpt_config gc = { 9, 12, 16, 4, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     for (int i = 0; i < g.params.count; i++)
         ck_assert_int_eq(eo_init_param(ctx, g.params.items[i], 0.3f, 1), EO_OK);
@@ -290,7 +377,7 @@ START_TEST(tiny_gpt_memorises_a_batch)
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_seed(ctx, 1);
     eo_gpt g;
-    eo_gpt_config gc = { 11, 8, 16, 2, 2 };
+    eo_gpt_config gc = { 11, 8, 16, 2, 2, 0 };
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &gc, &g), EO_OK);
     eo_optimizer opt;
     ck_assert_int_eq(eo_adamw_init(ctx, &opt, &g.params, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f), EO_OK);
@@ -366,6 +453,7 @@ Suite *eo_suite_transformer(void)
     tcase_add_test(tc, shapes_through_block_gpt_and_vit);
     tcase_add_test(tc, gpt_is_causal);
     tcase_add_test(tc, kv_cache_matches_full_forward);
+    tcase_add_loop_test(tc, kv_cache_under_autocast, 0, 4);
     tcase_add_test(tc, kv_cache_fields_are_validated);
     tcase_add_test(tc, block_gradient_matches_finite_differences);
     tcase_add_test(tc, fused_attention_gpt_matches_composed);

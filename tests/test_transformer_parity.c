@@ -111,7 +111,7 @@ START_TEST(gpt_matches_pytorch)
                   "repository root)", err);
     eo_ctx *ctx = eo_test_ctx(8, 32);
     eo_gpt_config c = { meta_int(&f, "vocab"), meta_int(&f, "context"), meta_int(&f, "d_model"),
-                        meta_int(&f, "heads"), meta_int(&f, "layers") };
+                        meta_int(&f, "heads"), meta_int(&f, "layers"), 0 };
     eo_gpt m;
     ck_assert_int_eq(eo_gpt_build(ctx, EO_CPU, &c, &m), EO_OK);
     ck_assert_msg(eo_checkpoint_load(ctx, &m.params, GPT_FIXTURE, err, sizeof err) == EO_OK, "%s",

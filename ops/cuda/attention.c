@@ -20,8 +20,7 @@
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
 #include "ops/cuda/launch.h"
 
-enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, BWD_BLOCKED = 32,
-       ATTN_MAX_D = 128 };
+enum { FWD_ROWS = 32, BLOCKED_ROWS = 64, BLOCKED_THREADS = 64, BWD_ROWS = 16, BWD_BLOCKED = 32 };
 
 static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_t Tq, int64_t Tk,
                       int64_t D, int causal, const int64_t *ms, uint32_t v[5], int32_t m[4])
@@ -32,8 +31,10 @@ static int attn_sizes(eo_cuda *cu, const char *who, int64_t B, int64_t H, int64_
             return 0;
         v[i] = (uint32_t)in[i];
     }
-    if (D > ATTN_MAX_D || B * H > MAX_GRID || (causal && Tq > Tk) ||
-        Tq > (int64_t)WORK_BYTES / 4) {
+    /* The core refuses these at the call (eo_backend.limits); this stays
+     * for a caller of the launcher itself. */
+    if (D > EO_CU_ATTN_MAX_D || B * H > EO_CU_ATTN_MAX_BH || (causal && Tq > Tk) ||
+        Tq > (int64_t)EO_CU_ATTN_MAX_TQ) {
         eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, who,
                           ": the CUDA kernel needs D <= 128, B*H <= 65535, Tq <= 2^20 and "
                           "Tq <= Tk when causal",

@@ -18,8 +18,15 @@ void eo_cuda_k_cross_entropy(int64_t rows, int64_t cols, const float *logits,
                              const eo_exec *ex)
 {
     eo_cuda *cu = eo_cuda_ready(ex);
-    if (!cu || !eo_cuda_fits(cu, "cross_entropy", rows) || !eo_cuda_fits(cu, "cross_entropy", cols) || cols == 0)
+    if (!cu || !eo_cuda_fits(cu, "cross_entropy", rows) || !eo_cuda_fits(cu, "cross_entropy", cols))
         return;
+    if (cols == 0) {
+        /* No classes: every target is ignore_index (the ids are checked),
+         * so the loss is that of no kept rows -- 0, or a 0 per row -- as
+         * on the CPU. The kernel would not visit a row. */
+        eo_cuda_k_fill(reduction == EO_CE_NONE ? rows : 1, loss, 0.0f, ex);
+        return;
+    }
     uint32_t r = (uint32_t)rows, c = (uint32_t)cols, red = (uint32_t)reduction;
     uint64_t px = eo_cuda_dp(logits), pt = eo_cuda_dp(target), pst = eo_cuda_dp(stats), ploss = eo_cuda_dp(loss);
     uint64_t pdone = cu->scratch + SCRATCH_CE_DONE;

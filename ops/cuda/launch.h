@@ -49,6 +49,15 @@ enum { EO_CU_BLOCK = 256, EO_CU_MAX_GRID = 65535, EO_CU_SCRATCH_CE = 0, EO_CU_SC
        EO_CU_SCRATCH_WORK = EO_CU_SCRATCH_COLDONE + EO_CU_COLDONE_STRIPS * 4,
        EO_CU_WORK_BYTES = 4 << 20, EO_CU_SCRATCH_IDS = EO_CU_SCRATCH_WORK + EO_CU_WORK_BYTES,
        EO_CU_IDS_BYTES = 4 << 20, EO_CU_SCRATCH_BYTES = EO_CU_SCRATCH_IDS + EO_CU_IDS_BYTES };
+/* The launch limits a caller can reach with ordinary sizes, which the
+ * backend table hands to the core (core/backend.h, eo_backend.limits) so
+ * an op refuses them at the call, not at the next sync: the fused
+ * attention's head dim (the kernels keep a row of D floats per thread
+ * group), its B*H (grid.y) and Tq (a row of the scratch work buffer per
+ * query in the backward), and the 16-bit cross-entropy's rows (its row
+ * losses wait in the work buffer). */
+enum { EO_CU_ATTN_MAX_D = 128, EO_CU_ATTN_MAX_BH = EO_CU_MAX_GRID,
+       EO_CU_ATTN_MAX_TQ = EO_CU_WORK_BYTES / 4, EO_CU_CE16_MAX_ROWS = EO_CU_WORK_BYTES / 4 };
 #define BLOCK EO_CU_BLOCK
 #define MAX_GRID EO_CU_MAX_GRID
 #define WORK_BYTES EO_CU_WORK_BYTES

@@ -6,6 +6,7 @@
  * Each launcher checks that every size fits the PTX's 32-bit indexing
  * (else the failure is recorded in the device state and the launch is
  * skipped) and passes its arguments in the order of ops/cuda/kernels.def. */
+#include <math.h> /* NAN */
 #include "ops/cuda/launch.h"
 
 /* ---- reductions --------------------------------------------------------------------- */
@@ -45,8 +46,16 @@ void eo_cuda_k_reduce(eo_redop op, int64_t outer, int64_t n, int64_t inner, cons
     eo_cuda *cu = eo_cuda_ready(ex);
     if (!cu || !eo_cuda_fits(cu, "reduce", outer) || !eo_cuda_fits(cu, "reduce", n) ||
         !eo_cuda_fits(cu, "reduce", inner) || !eo_cuda_fits(cu, "reduce", outer * inner) ||
-        !eo_cuda_fits(cu, "reduce", outer * n * inner) || outer * inner == 0 || n == 0)
+        !eo_cuda_fits(cu, "reduce", outer * n * inner) || outer * inner == 0)
         return;
+    if (n == 0) {
+        /* Outputs over an empty axis still have values, as on the CPU and
+         * in PyTorch: a sum of nothing is 0, a mean 0/0 = NaN (a max has
+         * none: the core refuses it). The kernels would not run a row. */
+        if (op != EO_RED_MAX)
+            eo_cuda_k_fill(outer * inner, y, op == EO_RED_SUM ? 0.0f : NAN, ex);
+        return;
+    }
     uint32_t o = (uint32_t)op, a = (uint32_t)outer, b = (uint32_t)n, c = (uint32_t)inner;
     uint64_t px = eo_cuda_dp(x), py = eo_cuda_dp(y), pam = eo_cuda_dp(argmax);
     if (op != EO_RED_MAX && reduce_two_stage(cu, o, outer, n, inner, px, py))

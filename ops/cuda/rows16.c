@@ -93,10 +93,14 @@ void eo_cuda_k_cross_entropy16(int dt, int64_t rows, int64_t cols, const void *l
 {
     (void)ws;
     eo_cuda *cu = eo_cuda_ready(ex);
-    if (!cu || !rows_ok(cu, "cross_entropy16", dt, rows, cols) || cols == 0)
+    if (!cu || !rows_ok(cu, "cross_entropy16", dt, rows, cols))
         return;
+    if (cols == 0) { /* every target ignored: 0, or a 0 per row (eo_cuda_k_cross_entropy) */
+        eo_cuda_k_fill16(reduction == EO_CE_NONE ? rows : 1, dt, loss, 0.0f, ex);
+        return;
+    }
     /* The rows' losses wait in the scratch's work buffer for the reduction. */
-    if (rows > WORK_BYTES / 4) {
+    if (rows > EO_CU_CE16_MAX_ROWS) { /* the core refuses it first (eo_backend.limits) */
         eo_cuda_fail_text(cu, EO_ERR_UNSUPPORTED, "cross_entropy16: more than 2^20 rows", NULL,
                           NULL);
         return;

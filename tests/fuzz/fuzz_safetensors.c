@@ -7,7 +7,10 @@
  * inside the data area and equal shape x element size, names and
  * metadata are valid UTF-8 and findable. An accepted file must also
  * survive the round trip: written back with eo_st_write and read again,
- * it gives the same tensors and metadata. */
+ * it gives the same tensors and metadata (plus the writer's data
+ * checksum, EO_ST_CHECKSUM_KEY). An accepted file with a checksum has
+ * the checksum of its data: a mismatch is refused. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/byteorder.h"
@@ -96,7 +99,13 @@ static void round_trip(const eo_st_file *f)
     eo_st_file g;
     st = eo_st_read(path, &g, err, sizeof err);
     EO_FUZZ_CHECK(st == EO_OK, "reading back: %s", err);
-    EO_FUZZ_CHECK(g.count == f->count && g.nmeta == f->nmeta, "count changed");
+    /* The writer adds its data checksum last, in place of any the input
+     * had: the other pairs come back in order. */
+    size_t kept = 0;
+    for (size_t i = 0; i < f->nmeta; i++)
+        kept += strcmp(f->meta[i].key, EO_ST_CHECKSUM_KEY) != 0;
+    EO_FUZZ_CHECK(g.count == f->count && g.nmeta == kept + 1, "count changed");
+    EO_FUZZ_CHECK(strcmp(g.meta[kept].key, EO_ST_CHECKSUM_KEY) == 0, "no checksum written");
     for (size_t i = 0; i < g.count; i++) {
         const eo_st_tensor *a = &f->tensors[i], *b = &g.tensors[i];
         EO_FUZZ_CHECK(strcmp(a->name, b->name) == 0 && a->dtype == b->dtype &&
@@ -105,10 +114,14 @@ static void round_trip(const eo_st_file *f)
                           (a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0),
                       "tensor %zu ('%s') changed in the round trip", i, a->name);
     }
-    for (size_t i = 0; i < g.nmeta; i++)
-        EO_FUZZ_CHECK(strcmp(f->meta[i].key, g.meta[i].key) == 0 &&
-                          strcmp(f->meta[i].value, g.meta[i].value) == 0,
+    for (size_t i = 0, j = 0; i < f->nmeta; i++) {
+        if (strcmp(f->meta[i].key, EO_ST_CHECKSUM_KEY) == 0)
+            continue;
+        EO_FUZZ_CHECK(strcmp(f->meta[i].key, g.meta[j].key) == 0 &&
+                          strcmp(f->meta[i].value, g.meta[j].value) == 0,
                       "metadata %zu changed", i);
+        j++;
+    }
     eo_st_close(&g);
 }
 
@@ -126,6 +139,15 @@ int eo_fuzz_safetensors(const uint8_t *data, size_t size)
         return 0;
     }
     check_file(&f);
+    /* Accepted with a checksum: it is the data's (the reader checked). */
+    const char *crc = eo_st_meta_get(&f, EO_ST_CHECKSUM_KEY);
+    if (crc) {
+        char want[16];
+        snprintf(want, sizeof want, "%08lx",
+                 (unsigned long)eo_st_crc32(0, f.data, f.data_size));
+        EO_FUZZ_CHECK(strlen(crc) == 8 && strtoul(crc, NULL, 16) == strtoul(want, NULL, 16),
+                      "checksum %s accepted for data with %s", crc, want);
+    }
     round_trip(&f);
     eo_st_close(&f);
     return 0;

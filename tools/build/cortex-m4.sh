@@ -10,9 +10,11 @@
 #     never calls) and without, and with -Wdouble-promotion (an accidental
 #     float->double is software emulation on this FPU; -Werror makes it fail);
 #  3. links tools/embedded/infer_tiny.c with the weights make examples
-#     trains (HOSTBUILD/examples/mlp_weights.h) and 100 test images
+#     trains (HOSTBUILD/examples/mlp_image.h, eo-safetensors c-image) and 100 test images
 #     compiled in, startup and linker script for the board
-#     (tools/embedded/), and prints arm-none-eabi-size for each;
+#     (tools/embedded/), prints arm-none-eabi-size for each and the
+#     library's part of the program, and fails when README.md's table
+#     of them has drifted (tools/build/size-check.sh);
 #  4. runs it under qemu-system-arm -M mps2-an386 (output on UART0, exit
 #     through semihosting), runs the same program built for the host, and
 #     fails unless the predictions agree line for line.
@@ -31,7 +33,7 @@ sh tools/build/need-packages.sh \
     gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 
 # The host side: the trained weights as a C header, and the host library.
-$make_cmd --no-print-directory "$hostbuild/examples/mlp_weights.h" "$hostbuild/libeveryo.a" >/dev/null
+$make_cmd --no-print-directory "$hostbuild/examples/mlp_image.h" "$hostbuild/libeveryo.a" >/dev/null
 
 # ---- 2. the library for the M4 --------------------------------------------------
 for v in gc nogc; do
@@ -51,10 +53,24 @@ for v in gc nogc; do
         -T tools/embedded/mps2-an386.ld -nostartfiles --specs=nano.specs --specs=nosys.specs $gc \
         -Wl,-Map,$out/infer_tiny-$v.map "$out/$v/libeveryo-fs.a" -lm -o "$out/infer_tiny-$v.elf"
 done
-echo "cortex-m4: the library (libeveryo-fs.a, CUDA=0, -O2, per-function sections), arm-none-eabi-size -t:"
-arm-none-eabi-size -t "$out/gc/libeveryo-fs.a" | tail -n 1 | sed 's/^/  /'
-echo "cortex-m4: the inference program, linked with and without --gc-sections:"
-arm-none-eabi-size "$out/infer_tiny-gc.elf" "$out/infer_tiny-nogc.elf" | sed 's/^/  /'
+# The sizes, in `make size`'s form, compared with README.md's table
+# (tools/build/size-check.sh): the library alone, the whole program with
+# and without --gc-sections, and the part of the program that is the
+# library (tools/build/map-size.awk over the linker's map).
+{
+    printf '%-52s %10s %8s %8s\n' build text data bss
+    arm-none-eabi-size -t "$out/gc/libeveryo-fs.a" | awk 'END { printf "%-52s %10s %8s %8s\n", "libeveryo-fs.a (CUDA=0, -O2, per-function sections)", $1, $2, $3 }'
+    arm-none-eabi-size "$out/infer_tiny-gc.elf" | awk 'NR == 2 { printf "%-52s %10s %8s %8s\n", "infer_tiny with --gc-sections", $1, $2, $3 }'
+    arm-none-eabi-size "$out/infer_tiny-nogc.elf" | awk 'NR == 2 { printf "%-52s %10s %8s %8s\n", "infer_tiny without --gc-sections", $1, $2, $3 }'
+    for v in gc nogc; do
+        name="infer_tiny's library part, with --gc-sections"; [ $v = nogc ] && name="infer_tiny's library part, without"
+        awk -v lib=libeveryo-fs.a -f tools/build/map-size.awk "$out/infer_tiny-$v.map" |
+            awk -v n="$name" '{ printf "%-52s %10s %8s %8s\n", n, $1, $2, $3 }'
+    done
+} > "$out/size.txt"
+echo "cortex-m4: sizes (arm-none-eabi-size; the program's text includes the 0.8 MB checkpoint and the images):"
+sed 's/^/  /' "$out/size.txt"
+sh tools/build/size-check.sh README.md "$out/size.txt"
 # RAM: .data + .bss + the stack, all inside the 256 KiB region (the linker
 # fails if they are not).
 ram=$(arm-none-eabi-size -A "$out/infer_tiny-gc.elf" | awk '$1 == ".data" || $1 == ".bss" || $1 == ".stack" { s += $2 } END { print s }')

@@ -1,20 +1,24 @@
 /* tools/embedded/infer_tiny.c — the inference example cut down for a
  * microcontroller: the 784-256-10 MLP that `make examples` trains (its
- * weights compiled in by `eo-safetensors c-array`) classifies the first
- * TINY_N Fashion-MNIST test images, compiled in too (tiny_images.h, made
- * by tools/embedded/idx-to-c.sh). It runs unchanged on the host
+ * checkpoint compiled in whole by `eo-safetensors c-image`, mlp_image.h:
+ * one aligned const array, in flash) classifies the first TINY_N
+ * Fashion-MNIST test images, compiled in too (tiny_images.h, made by
+ * tools/embedded/idx-to-c.sh). It runs unchanged on the host
  * (board_host.c) and on a Cortex-M4 (board_mps2.c); `make cortex-m4`
  * checks both print the same lines.
  *
- * Unlike tools/examples/infer_mlp.c it does not build nn modules: their
- * parameters would be copies in the persistent arena (0.8 MB, more than
- * the board's RAM). The layers are written out as the ops a Linear is made
- * of, x W^T + b, over the weights where they lie in flash. No libc: the
+ * Unlike tools/examples/infer_mlp.c it does not build nn modules (their
+ * code and tables are more than this program needs): the library's
+ * safetensors parser checks the image, and the layers are written out as
+ * the ops a Linear is made of, x W^T + b, over the weights where they lie
+ * in flash. The context gets only the CPU kernels those ops run
+ * (eo_ctx_init_kernels), so the link leaves the others out. No libc: the
  * only output is board_puts. */
 #include <stdint.h>
 #include "core/everyo.h"
+#include "core/safetensors.h"
 #include "tools/embedded/board.h"
-#include "mlp_weights.h"
+#include "mlp_image.h" /* eo_image: the safetensors file */
 #include "tiny_images.h"
 
 #define BATCH 10
@@ -48,20 +52,26 @@ static char *put_str(char *p, const char *s)
     return p;
 }
 
-/* The compiled-in tensor called `name`, as a tensor over its const data:
+/* The parsed image (its tables point into st_work) and the parser's
+ * workspace: eo_st_workspace_bytes asks about 6 bytes per header byte,
+ * and this header is about 300 bytes. */
+static eo_st_image st;
+static _Alignas(8) unsigned char st_work[4 << 10];
+
+/* The image's tensor called `name`, as a tensor over its const data:
  * with grad off and outputs in fresh memory, a forward never writes its
- * inputs, so casting const away here is safe. */
+ * inputs, so casting const away here is safe. The data is used in place,
+ * so it must be F32 and aligned for a float (c-image aligns the array
+ * and the writer aligns each tensor); this is a little-endian program
+ * (the board and the host it is compared with). */
 static eo_status weight(eo_ctx *ctx, const char *name, eo_tensor **t)
 {
-    for (unsigned i = 0; i < sizeof eo_weights / sizeof eo_weights[0]; i++) {
-        const struct eo_weight *w = &eo_weights[i];
-        const char *a = w->name, *b = name;
-        while (*a && *a == *b)
-            a++, b++;
-        if (*a == *b)
-            return eo_tensor_wrap(ctx, EO_F32, w->rank, w->shape, (void *)(uintptr_t)w->data, t);
-    }
-    return EO_ERR_ARG;
+    const eo_st_tensor *w = eo_st_image_find(&st, name);
+    if (!w || w->dtype != EO_ST_F32 || w->rank < 1 || w->rank > 2 ||
+        (uintptr_t)w->data % _Alignof(float) != 0)
+        return EO_ERR_ARG;
+    int64_t shape[2] = {(int64_t)w->shape[0], w->rank > 1 ? (int64_t)w->shape[1] : 1};
+    return eo_tensor_wrap(ctx, EO_F32, w->rank, shape, (void *)(uintptr_t)w->data, t);
 }
 
 static eo_status linear(eo_ctx *ctx, eo_tensor *x, eo_tensor *w, eo_tensor *b, eo_tensor **y)
@@ -76,13 +86,24 @@ int eo_tiny_main(void)
     eo_ctx ctx;
     eo_tensor *w1, *b1, *w2, *b2;
     char line[96];
-    eo_status s = eo_ctx_init(&ctx, persist, sizeof persist, step, sizeof step);
+    char err[96] = "";
+    eo_status s = eo_st_image_parse(eo_image, sizeof eo_image, st_work, sizeof st_work,
+                                    "mlp_image.h", &st, err, sizeof err);
+    if (s != EO_OK) {
+        board_puts(err);
+        return 1;
+    }
+    /* Only the kernels of matmul, add and relu: with --gc-sections the
+     * link leaves every other kernel out (eo_ctx_init would link them all). */
+    static eo_cpu_kernels_fn *const kernels[] = {eo_cpu_kernels_matmul, eo_cpu_kernels_elementwise};
+    s = eo_ctx_init_kernels(&ctx, persist, sizeof persist, step, sizeof step, kernels,
+                            sizeof kernels / sizeof kernels[0]);
     if (s == EO_OK) s = weight(&ctx, "0.weight", &w1);
     if (s == EO_OK) s = weight(&ctx, "0.bias", &b1);
     if (s == EO_OK) s = weight(&ctx, "2.weight", &w2);
     if (s == EO_OK) s = weight(&ctx, "2.bias", &b2);
     if (s != EO_OK) {
-        board_puts(s == EO_ERR_ARG ? "infer_tiny: mlp_weights.h lacks a layer" : eo_last_error(&ctx));
+        board_puts(s == EO_ERR_ARG ? "infer_tiny: mlp_image.h lacks an F32 layer 0.weight, 0.bias, 2.weight or 2.bias" : eo_last_error(&ctx));
         return 1;
     }
     eo_set_grad(&ctx, 0);

@@ -31,6 +31,13 @@ static eo_status check_params(const char *fn, eo_ctx *ctx, const eo_params *ps, 
     return EO_OK;
 }
 
+/* Metadata every checkpoint carries (checkpoint.h). */
+static const eo_st_meta default_meta[] = {
+    { "format", "pt" },
+    { "weight_layout", "out_in" },
+};
+#define COUNT_DEFAULTS (sizeof default_meta / sizeof default_meta[0])
+
 eo_status eo_checkpoint_save(eo_ctx *ctx, const eo_params *ps, const char *path,
                              const char *const *keys, const char *const *values, size_t nmeta,
                              char *err, size_t errlen)
@@ -67,7 +74,7 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
         return eo_errf(err, errlen, EO_ERR_OOM,
                        "%s: %zu elements are too many to stage as floats", path, total);
     eo_st_tensor *ts = calloc(n ? n : 1, sizeof *ts);
-    eo_st_meta *meta = calloc(nmeta ? nmeta : 1, sizeof *meta);
+    eo_st_meta *meta = calloc(nmeta + COUNT_DEFAULTS, sizeof *meta);
     float *host = malloc(host_bytes), *p = host;
     eo_status s = (ts && meta && host) ? EO_OK : EO_ERR_OOM;
     if (s != EO_OK)
@@ -113,8 +120,19 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
         meta[i].key = keys[i];
         meta[i].value = values[i];
     }
+    /* What every file says about itself unless the caller said it:
+     * transformers refuses a file without format "pt", and a reader
+     * should not have to guess the weights' orientation. */
+    size_t all = nmeta;
+    for (size_t d = 0; d < COUNT_DEFAULTS && s == EO_OK; d++) {
+        int given = 0;
+        for (size_t i = 0; i < nmeta; i++)
+            given |= keys[i] && strcmp(keys[i], default_meta[d].key) == 0;
+        if (!given)
+            meta[all++] = default_meta[d];
+    }
     if (s == EO_OK)
-        s = eo_st_write(path, ts, n, meta, nmeta, err, errlen);
+        s = eo_st_write(path, ts, n, meta, all, err, errlen);
     free(host);
     free(meta);
     free(ts);

@@ -13,8 +13,19 @@
 #include "core/nn.h"
 #include "core/safetensors.h"
 
+/* Installed as part of libeveryo-io (everyo-io.pc): C and C++ callers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Write every parameter (its name as key, list order) plus optional
- * metadata pairs (keys[i] -> values[i]). An f32 parameter is written as
+ * metadata pairs (keys[i] -> values[i]), followed by the two every file
+ * of EveryO carries unless the caller gave them: "format": "pt" (what
+ * PyTorch's safetensors writer puts there; transformers' from_pretrained
+ * refuses a file without it) and "weight_layout": "out_in" (Linear
+ * weights [out, in], as torch.nn.Linear; GPT-2 files from Hugging Face
+ * say "conv1d_in_out", tools/formats/gpt2.h). The caller gives the
+ * architecture (eo-train: "model" and its sizes). An f32 parameter is written as
  * F32 (under mixed precision that is the master: its 16-bit working copy,
  * eo_params_enable_low, is not saved); a bf16 or f16 parameter (a model
  * built in 16 bits) as BF16 / F16, bit for bit. EO_ERR_IO on write
@@ -47,5 +58,9 @@ eo_status eo_checkpoint_save_as(eo_ctx *ctx, const eo_params *ps, const char *pa
  * (the step arena cannot hold the parser's workspace). */
 eo_status eo_checkpoint_load(eo_ctx *ctx, const eo_params *ps, const char *path, char *err,
                              size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,6 +17,14 @@
  *                                eo_weights_bind(..., EO_BIND_IN_PLACE): the
  *                                weights are used where the program's image
  *                                holds them (tools/examples/infer_mlp.c)
+ *   eo-safetensors convert-gpt2 IN OUT [HEADS]
+ *                                a GPT-2 checkpoint from one layout to the
+ *                                other (tools/formats/gpt2.h): a Hugging
+ *                                Face file (Conv1D [in, out]) becomes
+ *                                EveryO's ([out, in]) and the reverse,
+ *                                through an eo_gpt, so every shape is
+ *                                checked; HEADS when neither the file nor a
+ *                                config.json beside it says
  *
  * Exit status 0 on success, 1 on any error (the message names the file),
  * 2 on a usage error. */
@@ -28,6 +36,8 @@
 #include <unistd.h> /* optind */
 #include "alloc/byteorder.h"
 #include "tools/cli/args.h"
+#include <stdlib.h>
+#include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 
 static void print_header(const eo_st_tensor *t)
@@ -224,10 +234,57 @@ static int c_image(const char *path)
     return 0;
 }
 
+static int convert_gpt2(const char *in, const char *out, const char *heads_arg)
+{
+    int64_t heads = 0;
+    if (heads_arg && !eo_arg_i64_range("HEADS", heads_arg, 1, 1 << 20, &heads))
+        return 2;
+    char err[512];
+    eo_st_file f;
+    if (eo_st_read(in, &f, err, sizeof err) != EO_OK) {
+        fprintf(stderr, "eo-safetensors: %s\n", err);
+        return 1;
+    }
+    /* The model's weights and gradients in the persistent arena, with
+     * room for the layer structs; nothing runs, so the step arena is small. */
+    size_t pb = 2 * f.size + (16u << 20), sb = 1u << 20;
+    void *p = malloc(pb), *s = malloc(sb);
+    eo_ctx ctx;
+    eo_gpt m;
+    eo_gpt2_info info;
+    int rc = 1;
+    if (!p || !s || eo_ctx_init(&ctx, p, pb, s, sb) != EO_OK)
+        fprintf(stderr, "eo-safetensors: out of memory for %s\n", in);
+    else if (eo_gpt2_open(&ctx, EO_CPU, in, heads, &m, &info, err, sizeof err) != EO_OK)
+        fprintf(stderr, "eo-safetensors: %s\n", err);
+    else {
+        eo_gpt2_layout to = info.layout == EO_GPT2_HF ? EO_GPT2_EVERYO : EO_GPT2_HF;
+        /* IN's other metadata (eo-train's vocabulary, steps, ...) goes along */
+        if (eo_gpt2_save_with(&ctx, &m, out, to, f.meta, f.nmeta, err, sizeof err) != EO_OK)
+            fprintf(stderr, "eo-safetensors: %s\n", err);
+        else {
+            printf("%s: GPT-2 n_layer %lld n_head %lld (from %s) n_embd %lld vocab %lld "
+                   "n_positions %lld, %s head, %s layout -> %s: %s layout\n",
+                   in, (long long)m.cfg.layers, (long long)m.cfg.heads, info.heads_from,
+                   (long long)m.cfg.d_model, (long long)m.cfg.vocab, (long long)m.cfg.context,
+                   m.cfg.tied ? "tied" : "untied",
+                   info.layout == EO_GPT2_HF ? "Hugging Face" : "EveryO", out,
+                   to == EO_GPT2_HF ? "Hugging Face (transformers loads it)" : "EveryO");
+            rc = 0;
+        }
+    }
+    eo_st_close(&f);
+    free(p);
+    free(s);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: eo-safetensors ls|dump|sample|c-array|c-image FILE\n"
-               "Inspect a safetensors file, or write the PyTorch interop sample.\n"
+               "       eo-safetensors convert-gpt2 IN OUT [HEADS]\n"
+               "Inspect a safetensors file, write the PyTorch interop sample, or convert a\n"
+               "GPT-2 checkpoint between Hugging Face's layout and EveryO's.\n"
                "\n"
                "  ls FILE       one line per tensor: name, dtype, shape, bytes\n"
                "  dump FILE     the same with the metadata and every value (F32 as exact hex\n"
@@ -236,6 +293,11 @@ static void usage(FILE *f)
                "  c-array FILE  the F32 tensors as a C header (const arrays and a name table)\n"
                "  c-image FILE  the whole file as one aligned const byte array, for\n"
                "                eo_weights_bind(..., EO_BIND_IN_PLACE)\n"
+               "  convert-gpt2 IN OUT [HEADS]\n"
+               "                a GPT-2 file from Hugging Face's layout (Conv1D [in, out],\n"
+               "                'transformer.' names, tied head) to EveryO's ([out, in]) or\n"
+               "                back, detected from IN; HEADS when neither IN's metadata\n"
+               "                nor a config.json beside it gives n_head (default d_model/64)\n"
                "\n"
                "  -h, --help     this text\n"
                "      --version  the program's and the library's version\n");
@@ -247,14 +309,24 @@ int main(int argc, char **argv)
     int rc = eo_args_help_version(argc, argv, usage);
     if (rc >= 0)
         return rc;
-    static const char *const cmds[] = {"ls", "dump", "sample", "c-array", "c-image"};
+    static const char *const cmds[] = {"ls", "dump", "sample", "c-array", "c-image",
+                                       "convert-gpt2"};
     int cmd;
     if (argc - optind == 0) {
-        fprintf(stderr, "eo-safetensors: no command (ls, dump, sample, c-array or c-image)\n");
+        fprintf(stderr, "eo-safetensors: no command (ls, dump, sample, c-array, c-image or "
+                        "convert-gpt2)\n");
         return eo_args_try_help();
     }
-    if (!eo_arg_choice("command", argv[optind], cmds, 5, &cmd))
+    if (!eo_arg_choice("command", argv[optind], cmds, 6, &cmd))
         return eo_args_try_help();
+    if (cmd == 5) {
+        if (argc - optind != 3 && argc - optind != 4) {
+            fprintf(stderr, "eo-safetensors: convert-gpt2 takes IN OUT [HEADS]\n");
+            return eo_args_try_help();
+        }
+        return convert_gpt2(argv[optind + 1], argv[optind + 2],
+                            argc - optind == 4 ? argv[optind + 3] : NULL);
+    }
     if (argc - optind != 2) {
         fprintf(stderr, "eo-safetensors: %s takes one FILE, %d given\n", cmds[cmd], argc - optind - 1);
         return eo_args_try_help();

@@ -19,6 +19,11 @@
 #include <stdio.h>
 #include "alloc/status.h"
 
+/* Installed as part of libeveryo-io (everyo-io.pc): C and C++ callers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define EO_IDX_MAX_RANK 4
 /* No MNIST-like file comes near this; it keeps a corrupt header from
  * asking for an absurd allocation. */
@@ -62,5 +67,9 @@ void eo_idx_shape_str(const eo_idx *x, char *buf, size_t len);
 
 /* Frees the data and empties the struct; safe on an empty one. */
 void eo_idx_free(eo_idx *x);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -30,6 +30,11 @@
 #include "alloc/status.h"
 #include "core/safetensors.h" /* the dtypes, eo_st_tensor, eo_st_meta and the parser */
 
+/* Installed as part of libeveryo-io (everyo-io.pc): C and C++ callers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct eo_st_file {
     eo_st_tensor *tensors; /* in header order */
     size_t count;
@@ -48,7 +53,9 @@ typedef struct eo_st_file {
  * the file and the problem (with the header byte offset for JSON errors).
  * Statuses: EO_ERR_ARG, EO_ERR_IO (cannot open or read; also a path that
  * is not a regular file, such as a directory, or one too large for this
- * process to hold), EO_ERR_FORMAT, EO_ERR_OOM. Release with eo_st_close. */
+ * process to hold), EO_ERR_FORMAT (also a data area whose CRC-32 is not
+ * the EO_ST_CHECKSUM_KEY value: "PATH: corrupt: the tensor data's CRC-32
+ * is ..., the header says ..."), EO_ERR_OOM. Release with eo_st_close. */
 eo_status eo_st_read(const char *path, eo_st_file *f, char *err, size_t errlen);
 
 /* The same checks on a file already in memory; `label` names it in
@@ -66,12 +73,30 @@ const char *eo_st_meta_get(const eo_st_file *f, const char *key);
 /* Frees what the reader allocated and empties *f; safe on an empty one. */
 void eo_st_close(eo_st_file *f);
 
+/* The metadata key of the data checksum: 8 lowercase hex digits, the
+ * CRC-32 (the zlib / IEEE 802.3 one: Python's zlib.crc32) of the whole
+ * data area as stored, i.e. every tensor's little-endian bytes in file
+ * order. eo_st_write always stores it (replacing a caller's pair of that
+ * key, which could only describe other bytes); eo_st_read and eo_st_parse
+ * verify it when present and refuse a mismatch (EO_ERR_FORMAT), so a
+ * bit-flipped or half-written file is never loaded. Files without it
+ * (PyTorch's, older EveryO ones) load as before. The header itself is
+ * not covered: the strict parser is its check. */
+#define EO_ST_CHECKSUM_KEY "everyo.crc32"
+
+/* crc continued over n bytes of data (start with 0): zlib's crc32. */
+uint32_t eo_st_crc32(uint32_t crc, const void *data, size_t n);
+
 /* Writes n tensors in the given order (data in host order; stored
  * little-endian) with contiguous offsets, the header
  * padded with spaces to a multiple of 8 bytes as the reference writer does
  * (so the data area starts 8-aligned), and the optional metadata pairs.
- * The file is written under a temporary name and renamed into place, so a
- * crash mid-write never leaves a half-written file under `path`.
+ * The metadata gets EO_ST_CHECKSUM_KEY. The file replaces `path`
+ * atomically and durably (tools/formats/durable.h: "PATH.tmp" in the same
+ * directory, fsync, rename, directory fsync), so a crash, a full disk or
+ * an I/O error mid-write never leaves a half-written file under `path`:
+ * on failure the previous file is intact and the message names the step
+ * ("PATH: fsync failed: Input/output error (the previous file is kept)").
  * Refuses (EO_ERR_ARG) empty, duplicate, non-UTF-8 or "__metadata__"
  * names, unknown dtypes, rank > EO_ST_MAX_RANK, NULL data for non-empty
  * tensors and duplicate metadata keys. EO_ERR_IO if writing fails.
@@ -82,5 +107,9 @@ eo_status eo_st_write(const char *path, const eo_st_tensor *t, size_t n, const e
 
 /* Writing BF16/F16 from floats rounds with eo_f32_to_bf16 / eo_f32_to_f16
  * (ops/cpu/half.h): nearest even, as PyTorch's .to(torch.bfloat16) / .half(). */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,7 +1,9 @@
 /* tools/formats/safetensors_read.c — reading safetensors files with the
  * library's parser (core/safetensors.h, eo_st_image_parse): the file is
  * read into memory, the parser's workspace comes from malloc, and the
- * result is the same eo_st_file the tools always used. No parsing here. */
+ * result is the same eo_st_file the tools always used. No parsing here;
+ * what is added is the data checksum (EO_ST_CHECKSUM_KEY), which the
+ * freestanding library does not know. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +13,38 @@
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
 #include "tools/formats/safetensors.h"
+
+/* The data checksum, when the header has one (EO_ST_CHECKSUM_KEY): a
+ * value that is not 8 hex digits, or one that the data does not match,
+ * is a corrupt file. Files from other writers have none and pass. */
+static eo_status verify_checksum(const eo_st_file *f, const char *label, char *err, size_t errlen)
+{
+    const char *v = eo_st_meta_get(f, EO_ST_CHECKSUM_KEY);
+    if (!v)
+        return EO_OK;
+    uint32_t want = 0;
+    size_t k = 0;
+    for (; v[k] && k < 9; k++) {
+        char c = v[k];
+        int d = c >= '0' && c <= '9' ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            break;
+        want = want << 4 | (uint32_t)d;
+    }
+    if (k != 8 || v[k])
+        return eo_errf(err, errlen, EO_ERR_FORMAT,
+                       "%s: corrupt: metadata \"%s\" is \"%.32s\", expected 8 hex digits (a "
+                       "CRC-32)", label, EO_ST_CHECKSUM_KEY, v);
+    uint32_t got = eo_st_crc32(0, f->data, f->data_size);
+    if (got != want)
+        return eo_errf(err, errlen, EO_ERR_FORMAT,
+                       "%s: corrupt: the tensor data's CRC-32 is %08lx, the header says %08lx "
+                       "(%zu data bytes; the file was damaged or changed after it was written)",
+                       label, (unsigned long)got, (unsigned long)want, f->data_size);
+    return EO_OK;
+}
 
 eo_status eo_st_parse(const void *buf, size_t size, const char *label, eo_st_file *f, char *err,
                       size_t errlen)
@@ -41,7 +75,12 @@ eo_status eo_st_parse(const void *buf, size_t size, const char *label, eo_st_fil
     f->strings = work;
     f->image = buf;
     f->size = size;
-    return EO_OK;
+    st = verify_checksum(f, label, err, errlen);
+    if (st != EO_OK) {
+        free(work);
+        memset(f, 0, sizeof *f);
+    }
+    return st;
 }
 
 eo_status eo_st_read(const char *path, eo_st_file *f, char *err, size_t errlen)

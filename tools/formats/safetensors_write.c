@@ -3,14 +3,15 @@
  * The header is built in memory first so that every argument is checked
  * before a byte reaches the disk, and so the length prefix is known. Keys
  * are written compactly in the caller's order, metadata first as the
- * reference writer does; the header is then padded with spaces to a
- * multiple of 8 so that the data area starts 8-aligned in the file. */
-#include <errno.h>
+ * reference writer does (our data checksum, EO_ST_CHECKSUM_KEY, last);
+ * the header is then padded with spaces to a multiple of 8 so that the
+ * data area starts 8-aligned in the file. The bytes reach the disk through
+ * tools/formats/durable.h: a temporary, fsync, rename, directory fsync. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/cli/errbuf.h"
-#include "tools/cli/files.h"
+#include "tools/formats/durable.h"
 #include "alloc/byteorder.h"
 #include "alloc/checked.h"
 #include "core/json.h"
@@ -195,15 +196,31 @@ static void build_header(sbuf *b, const eo_st_tensor *t, size_t n, const eo_st_m
         puts_(b, " ");
 }
 
+/* Where a tensor's little-endian bytes go: into the CRC (a first pass,
+ * since the checksum sits in the header before the data) or the file. */
+typedef struct sink {
+    eo_durable_file *f; /* NULL: checksum only */
+    uint32_t crc;
+} sink;
+
+static int emit(sink *k, const void *p, size_t n)
+{
+    if (!k->f) {
+        k->crc = eo_st_crc32(k->crc, p, n);
+        return 1;
+    }
+    return eo_durable_put(k->f, p, n);
+}
+
 /* A tensor's bytes, little-endian: as they are on a little-endian host;
  * element by element through a small buffer on a big-endian one. */
-static int write_le(FILE *fp, const eo_st_tensor *t, size_t bytes)
+static int write_le(sink *k, const eo_st_tensor *t, size_t bytes)
 {
     size_t es = eo_st_dtype_size(t->dtype);
     if (bytes == 0)
         return 1;
     if (eo_host_is_le() || es == 1)
-        return fwrite(t->data, 1, bytes, fp) == bytes;
+        return emit(k, t->data, bytes);
     const unsigned char *src = t->data;
     unsigned char chunk[4096];
     for (size_t at = 0; at < bytes;) {
@@ -211,23 +228,33 @@ static int write_le(FILE *fp, const eo_st_tensor *t, size_t bytes)
         for (size_t i = 0; i < n; i += es)
             for (size_t b = 0; b < es; b++)
                 chunk[i + b] = src[at + i + es - 1 - b];
-        if (fwrite(chunk, 1, n, fp) != n)
+        if (!emit(k, chunk, n))
             return 0;
         at += n;
     }
     return 1;
 }
 
-static eo_status write_all(FILE *fp, const char *tmp, const sbuf *h, const eo_st_tensor *t,
-                           size_t n, const size_t *sizes, char *err, size_t errlen)
+typedef struct job {
+    const sbuf *h;
+    const eo_st_tensor *t;
+    size_t n;
+    const size_t *sizes;
+} job;
+
+/* The durable writer's fill: length, header, data. A failed put stops
+ * here; eo_durable_replace reports it with its errno. */
+static eo_status fill(eo_durable_file *f, void *arg, char *err, size_t errlen)
 {
+    (void)err;
+    (void)errlen;
+    const job *j = arg;
+    sink k = {f, 0};
     unsigned char len[8];
-    eo_le64_store(len, h->n);
-    int ok = fwrite(len, 1, 8, fp) == 8 && fwrite(h->p, 1, h->n, fp) == h->n;
-    for (size_t k = 0; k < n && ok; k++)
-        ok = write_le(fp, &t[k], sizes[k]);
-    if (!ok)
-        return eo_errf(err, errlen, EO_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    eo_le64_store(len, j->h->n);
+    int ok = eo_durable_put(f, len, 8) && eo_durable_put(f, j->h->p, j->h->n);
+    for (size_t i = 0; i < j->n && ok; i++)
+        ok = write_le(&k, &j->t[i], j->sizes[i]);
     return EO_OK;
 }
 
@@ -238,43 +265,37 @@ eo_status eo_st_write(const char *path, const eo_st_tensor *t, size_t n, const e
         return eo_errf(err, errlen, EO_ERR_ARG, "eo_st_write: NULL %s",
                        !path ? "path" : (n > 0 && !t) ? "tensors" : "metadata");
     size_t *sizes = calloc(n ? n : 1, sizeof *sizes);
-    if (!sizes)
+    /* The caller's pairs, less any checksum of theirs, and ours last. */
+    eo_st_meta *all = calloc(nmeta + 1, sizeof *all);
+    if (!sizes || !all) {
+        free(sizes);
+        free(all);
         return eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory", path);
+    }
     sbuf h = {0};
-    char *tmp = NULL;
-    FILE *fp = NULL;
     eo_status st = check_args(path, t, n, meta, nmeta, sizes, err, errlen);
+    char crc[16];
     if (st == EO_OK) {
-        build_header(&h, t, n, meta, nmeta, sizes);
-        size_t tl = strlen(path) + 5;
-        tmp = malloc(tl);
-        if (h.oom || !tmp)
+        sink k = {NULL, 0};
+        for (size_t i = 0; i < n; i++)
+            write_le(&k, &t[i], sizes[i]);
+        snprintf(crc, sizeof crc, "%08lx", (unsigned long)k.crc);
+        size_t m = 0;
+        for (size_t i = 0; i < nmeta; i++)
+            if (strcmp(meta[i].key, EO_ST_CHECKSUM_KEY) != 0)
+                all[m++] = meta[i];
+        all[m].key = EO_ST_CHECKSUM_KEY;
+        all[m].value = crc;
+        build_header(&h, t, n, all, m + 1, sizes);
+        if (h.oom)
             st = eo_errf(err, errlen, EO_ERR_OOM, "%s: out of memory for the header", path);
-        else
-            snprintf(tmp, tl, "%s.tmp", path);
     }
-    /* The finished file is renamed over path: that replaces whatever the
-     * name is, so only a regular file (or nothing) may be there — not a
-     * symlink, a device node or a directory. The temporary name gets the
-     * same checks, and is created without following a link. */
-    if (st == EO_OK)
-        st = eo_file_check_target(path, err, errlen);
-    int made = 0;
-    if (st == EO_OK)
-        made = (st = eo_file_create(tmp, &fp, err, errlen)) == EO_OK;
-    if (st == EO_OK)
-        st = write_all(fp, tmp, &h, t, n, sizes, err, errlen);
-    if (fp) {
-        eo_status cst = eo_file_close(fp, tmp, st == EO_OK ? err : NULL, errlen);
-        st = st == EO_OK ? cst : st;
+    if (st == EO_OK) {
+        job j = {&h, t, n, sizes};
+        st = eo_durable_replace(path, fill, &j, err, errlen);
     }
-    if (st == EO_OK && rename(tmp, path) != 0)
-        st = eo_errf(err, errlen, EO_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
-                     strerror(errno));
-    if (st != EO_OK && made)
-        remove(tmp);
-    free(tmp);
     free(h.p);
+    free(all);
     free(sizes);
     return st;
 }

@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     eo_pcg32_seed(&rng, 99, 1);
     int rc;
     if (strcmp(argv[1], "gpt") == 0) {
-        const eo_gpt_config c = { 11, 8, 16, 2, 2 };
+        const eo_gpt_config c = { 11, 8, 16, 2, 2, 0 };
         eo_gpt m;
         if (eo_gpt_build(&ctx, EO_CPU, &c, &m) != EO_OK)
             return fail(&ctx, "gpt_build");

@@ -8,7 +8,8 @@ used too when it is installed, numpy otherwise):
     python3 tools/reference/safetensors_interop.py [path/to/eo-safetensors]
 
 1. `eo-safetensors sample` writes a file; Python loads it and compares every
-   tensor's bytes, shape, dtype and the metadata with what the C side wrote.
+   tensor's bytes, shape, dtype and the metadata with what the C side wrote,
+   and checks the data checksum the writer adds (everyo.crc32) with zlib.
 2. Python writes a file; `eo-safetensors dump` reads it and the printed bit
    patterns are compared with Python's.
 Exit status 0 when everything matches.
@@ -18,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import numpy as np
 from safetensors import safe_open
@@ -39,6 +41,7 @@ SAMPLE = {
     "empty": np.zeros((0, 3), dtype="<f4"),
 }
 SAMPLE_META = {"format": "pt", "note": 'written by "eo-safetensors" \u00e9'}
+CRC_KEY = "everyo.crc32"  # EO_ST_CHECKSUM_KEY, added by every EveryO writer
 
 
 def same(a, b):
@@ -54,8 +57,15 @@ def c_to_python(tool, d):
     for k, v in SAMPLE.items():
         assert same(got[k], v), f"numpy: {k} differs: {got[k]!r} vs {v!r}"
     with safe_open(path, framework="np") as f:
-        assert f.metadata() == SAMPLE_META, f"metadata differs: {f.metadata()!r}"
-    print(f"C -> Python (numpy): {len(SAMPLE)} tensors and metadata bit-exact")
+        meta = dict(f.metadata())
+    # The writer's data checksum: zlib's CRC-32 of everything after the header.
+    crc = meta.pop(CRC_KEY, None)
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    data = raw[8 + int.from_bytes(raw[:8], "little"):]
+    assert crc == "%08x" % zlib.crc32(data), f"{CRC_KEY} {crc!r} is not the data's CRC-32"
+    assert meta == SAMPLE_META, f"metadata differs: {meta!r}"
+    print(f"C -> Python (numpy): {len(SAMPLE)} tensors, metadata and data CRC-32 bit-exact")
     if torch is not None:
         got = torch_load(path)
         for k, v in SAMPLE.items():

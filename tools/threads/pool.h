@@ -14,6 +14,11 @@
 
 #include "ops/parallel.h"
 
+/* Installed as part of libeveryo-io (everyo-io.pc): C and C++ callers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct eo_pool eo_pool;
 
 /* A pool of `nthreads` workers in all, counting the thread that calls
@@ -41,5 +46,9 @@ int eo_pool_threads(const eo_pool *pool);
 /* Stop and join the workers and free the pool. NULL is a no-op. Must not
  * be called while a run() is in progress. */
 void eo_pool_destroy(eo_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

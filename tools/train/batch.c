@@ -82,7 +82,9 @@ eo_status eo_batcher_get(const eo_batcher *b, size_t i, float *x, int32_t *y, si
                          char *err, size_t errlen)
 {
     if (!b || !b->perm || !x || !y || !rows)
-        return eo_errf(err, errlen, EO_ERR_ARG, "eo_batcher_get: NULL argument");
+        return eo_errf(err, errlen, EO_ERR_ARG, "eo_batcher_get: NULL %s",
+                       !b ? "batcher" : !b->perm ? "permutation (batcher not initialised)"
+                       : !x ? "x" : !y ? "y" : "rows");
     if (i >= b->nbatches)
         return eo_errf(err, errlen, EO_ERR_ARG,
                        "eo_batcher_get: batch %zu out of range: expected 0..%zu", i,

@@ -5,7 +5,9 @@
  *             --top-k 10 --length 300 --seed 7
  *
  * The checkpoint's metadata carries the vocabulary and the model's sizes,
- * so nothing else is needed. Each new character is drawn from the softmax
+ * so nothing else is needed. The file may also be in Hugging Face's GPT-2
+ * layout (eo-safetensors convert-gpt2 keeps the metadata): it is loaded
+ * through tools/formats/gpt2.h, which reads either. Each new character is drawn from the softmax
  * of the last position's logits divided by the temperature, restricted to
  * the k most likely characters when --top-k is given (temperature 0: the
  * most likely one).
@@ -25,10 +27,10 @@
 #include <string.h>
 #include "core/transformer.h"
 #include "tools/cli/args.h"
-#include "tools/formats/checkpoint.h"
 #include "tools/train/arena_size.h"
 #include "tools/train/gpt_limits.h"
 #include "tools/train/pcg32.h"
+#include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/textlm.h"
 
@@ -190,12 +192,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: %s\n", err);
         return 1;
     }
-    eo_gpt_config c;
+    eo_gpt_config c = {0}; /* untied: eo-train saves its own lm_head */
     const char *model = eo_st_meta_get(&f, "model"), *chars = eo_st_meta_get(&f, "vocab");
     eo_vocab voc;
     if (model && strcmp(model, "gpt") != 0) {
         fprintf(stderr, "eo-sample: %s holds a '%s' model, not a GPT (eo-train --load %s --eval "
                         "evaluates it)\n", load, model, load);
+        eo_st_close(&f);
+        return 1;
+    }
+    eo_gpt2_info g2;
+    if (!model && eo_gpt2_inspect(&f, load, 0, &g2, err, sizeof err) == EO_OK) {
+        /* A GPT-2 file of Hugging Face (or converted) without eo-train's
+         * character vocabulary: its weights load (tools/formats/gpt2.h),
+         * but its tokens are byte-level BPE ones this program cannot make. */
+        fprintf(stderr, "eo-sample: %s holds a GPT-2 model (%s layout, n_layer %lld, n_embd %lld, "
+                        "vocab %lld) without a character vocabulary; eo-sample speaks eo-train's "
+                        "characters only, GPT-2's BPE tokenizer is not in EveryO yet (the weights "
+                        "load in C with eo_gpt2_open; eo-safetensors convert-gpt2 converts them)\n",
+                load, g2.layout == EO_GPT2_HF ? "Hugging Face" : "EveryO", (long long)g2.cfg.layers,
+                (long long)g2.cfg.d_model, (long long)g2.cfg.vocab);
         eo_st_close(&f);
         return 1;
     }
@@ -282,12 +298,21 @@ int main(int argc, char **argv)
         goto out;
     }
     attached = cuda;
-    if (eo_gpt_build(&ctx, cuda ? EO_CUDA : EO_CPU, &c, &m) != EO_OK) {
-        fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
+    /* Built from the file's shapes and loaded in either layout (eo-train's
+     * own, or Hugging Face's after eo-safetensors convert-gpt2), tied head
+     * or not; its sizes must be those the metadata gave above. */
+    if (eo_gpt2_open(&ctx, cuda ? EO_CUDA : EO_CPU, load, c.heads, &m, NULL, err, sizeof err) !=
+        EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", err);
         goto out;
     }
-    if (eo_checkpoint_load(&ctx, &m.params, load, err, sizeof err) != EO_OK) {
-        fprintf(stderr, "eo-sample: %s\n", err);
+    if (m.cfg.vocab != c.vocab || m.cfg.context != c.context || m.cfg.d_model != c.d_model ||
+        m.cfg.layers != c.layers) {
+        fprintf(stderr, "eo-sample: %s: the tensors hold vocab %lld, context %lld, d_model %lld, "
+                        "%lld layers; the metadata says %lld, %lld, %lld, %lld\n", load,
+                (long long)m.cfg.vocab, (long long)m.cfg.context, (long long)m.cfg.d_model,
+                (long long)m.cfg.layers, (long long)c.vocab, (long long)c.context,
+                (long long)c.d_model, (long long)c.layers);
         goto out;
     }
     eo_set_grad(&ctx, 0);

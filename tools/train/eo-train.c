@@ -22,6 +22,7 @@
 #include "core/nn.h"
 #include "tools/cli/args.h"
 #include "tools/dist/dist.h"
+#include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/arena_size.h"
 #include "tools/train/gpt_limits.h"
@@ -189,6 +190,9 @@ static void usage_gpt(FILE *f)
             "                         is needed\n"
             "      --precision f32|bf16|f16  as for the image models (f32); f16 with loss scaling\n"
             "      --save FILE        checkpoint (safetensors, vocabulary and sizes in the metadata)\n"
+            "      --load FILE        start from this checkpoint of eo-train --model gpt (EveryO's\n"
+            "                         or Hugging Face's GPT-2 layout, eo-safetensors convert-gpt2):\n"
+            "                         its sizes and characters replace --context ... --layers\n"
             "      --log FILE         per-step CSV: step, train loss, validation loss\n"
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
             "  -q, --quiet            no progress lines\n"
@@ -252,6 +256,7 @@ static const struct option gpt_opts[] = {
     {"val-windows", required_argument, NULL, O_VAL_WINDOWS},
     {"fused", no_argument, NULL, O_FUSED},         {"seed", required_argument, NULL, O_SEED},
     {"threads", required_argument, NULL, 'j'},     {"save", required_argument, NULL, O_SAVE},
+    {"load", required_argument, NULL, O_LOAD},
     {"log", required_argument, NULL, O_LOG},       {"plot", required_argument, NULL, O_PLOT},
     {"device", required_argument, NULL, O_DEVICE}, {"quiet", no_argument, NULL, 'q'},
     {"profile", no_argument, NULL, O_PROFILE},
@@ -309,6 +314,38 @@ static void gpt2_preset(eo_lm_config *c)
     c->plot = "eo-train-gpt2.svg";
 }
 
+/* --load's sizes replace the options': the checkpoint's GPT is trained
+ * further. 0, or -1 with err set (not a GPT file, no character
+ * vocabulary). */
+static int gpt_sizes_from(eo_lm_config *c, char *err, size_t errlen)
+{
+    eo_st_file f;
+    eo_gpt2_info info;
+    if (eo_st_read(c->load, &f, err, errlen) != EO_OK)
+        return -1;
+    int rc = 0;
+    const char *model = eo_st_meta_get(&f, "model");
+    int chars = eo_st_meta_get(&f, "vocab") && model && strcmp(model, "gpt") == 0;
+    /* without eo-train's metadata the head count only matters for the message */
+    if (eo_gpt2_inspect(&f, c->load, chars ? 0 : 1, &info, err, errlen) != EO_OK)
+        rc = -1;
+    else if (!chars) {
+        snprintf(err, errlen, "%s holds a GPT-2 model (n_layer %lld, n_embd %lld, vocab %lld) "
+                              "without eo-train's character vocabulary (metadata model=gpt, "
+                              "vocab): GPT-2's BPE tokenizer is not in EveryO yet",
+                 c->load, (long long)info.cfg.layers, (long long)info.cfg.d_model,
+                 (long long)info.cfg.vocab);
+        rc = -1;
+    } else {
+        c->context = info.cfg.context;
+        c->d_model = info.cfg.d_model;
+        c->heads = info.cfg.heads;
+        c->layers = info.cfg.layers;
+    }
+    eo_st_close(&f);
+    return rc;
+}
+
 static int main_gpt(int argc, char **argv, int gpt2)
 {
     eo_lm_config c;
@@ -347,6 +384,7 @@ static int main_gpt(int argc, char **argv, int gpt2)
         case O_SEED: ok = eo_arg_u64(a, v, &u); c.seed = u; break;
         case 'j': ok = eo_arg_int_range(a, v, 1, MAX_THREADS, &c.threads); break;
         case O_SAVE: c.save = v; break;
+        case O_LOAD: c.load = v; break;
         case O_LOG: c.log = v; break;
         case O_PLOT: c.plot = v; break;
         case 'q': c.quiet = 1; break;
@@ -393,6 +431,13 @@ static int main_gpt(int argc, char **argv, int gpt2)
         fprintf(stderr, "eo-train: --tokens and --text: give one kind of data\n");
         return 2;
     }
+    if (c.tokens && c.load) {
+        /* --load reads a character vocabulary (textlm.c); token ids need
+         * the checkpoint's vocabulary size checked against --vocab first. */
+        fprintf(stderr, "eo-train: --load with --tokens is not supported yet (--load continues "
+                        "a character GPT)\n");
+        return 2;
+    }
     c.min_lr = min_lr != -1 ? min_lr : c.lr / 10;
     if (c.cosine && c.warmup > c.steps) {
         fprintf(stderr, "eo-train: --warmup %d is more than --steps %d\n", c.warmup, c.steps);
@@ -404,6 +449,10 @@ static int main_gpt(int argc, char **argv, int gpt2)
         return 2;
     }
     char err[512];
+    if (c.load && gpt_sizes_from(&c, err, sizeof err) != 0) {
+        fprintf(stderr, "eo-train: --load: %s\n", err);
+        return 1;
+    }
     /* The characters are not known before the text is read: count them as
      * 1, so the estimate stays a lower bound; token data gives --vocab. */
     eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, c.tokens ? c.vocab : 1, c.batch,
@@ -498,13 +547,8 @@ int main(int argc, char **argv)
     }
     if (!model)
         model = file_model[0] ? file_model : "mlp";
-    if (strcmp(model, "gpt") == 0 || strcmp(model, "gpt2") == 0) {
-        if (load) {
-            fprintf(stderr, "eo-train: --model gpt cannot --load yet; use eo-sample with %s\n", load);
-            return 2;
-        }
+    if (strcmp(model, "gpt") == 0 || strcmp(model, "gpt2") == 0) /* --load: a GPT checkpoint, either layout */
         return main_gpt(argc, argv, strcmp(model, "gpt2") == 0);
-    }
     int kind = eo_model_parse(model);
     if (kind < 0) {
         fprintf(stderr, "eo-train: --model: '%s' is not one of mlp, cnn, vit, gpt, gpt2\n", model);

@@ -14,6 +14,7 @@
 #include "alloc/checked.h"
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
+#include "tools/formats/gpt2.h"
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
 #include "tools/train/trainer.h"
@@ -514,17 +515,49 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         free(tok);
         return s;
     }
-    if (!c->tokens) {
-        eo_vocab_build(&voc, text, len);
-        tok = malloc(len * sizeof *tok);
+    if (c->tokens && c->load) {
+        /* --load brings a character vocabulary; token ids would need the
+         * checkpoint's vocabulary size checked against c->vocab. */
+        free(tok);
+        return eo_errf(err, errlen, EO_ERR_ARG, "%s: continuing training on token data "
+                       "(--load with --tokens) is not supported yet", c->load);
     }
+    if (!c->tokens)
+        eo_vocab_build(&voc, text, len);
+    eo_st_file lf = {0};
+    eo_gpt2_info linfo;
+    if (c->load) { /* the checkpoint's vocabulary; the text must fit in it */
+        s = eo_st_read(c->load, &lf, err, errlen);
+        if (s == EO_OK)
+            s = eo_gpt2_inspect(&lf, c->load, c->heads, &linfo, err, errlen);
+        const char *chars = eo_st_meta_get(&lf, "vocab");
+        if (s == EO_OK && (!chars || eo_vocab_from_chars(&voc, chars) != 0)) {
+            snprintf(err, errlen, "%s: no character vocabulary (metadata vocab)", c->load);
+            s = EO_ERR_FORMAT;
+        }
+        for (size_t i = 0; i < len && s == EO_OK; i++)
+            if (voc.id[(unsigned char)text[i]] < 0) {
+                snprintf(err, errlen, "the text's character 0x%02x is not in %s's vocabulary",
+                         (unsigned char)text[i], c->load);
+                s = EO_ERR_ARG;
+            }
+        if (s != EO_OK) {
+            eo_st_close(&lf);
+            free(text);
+            return s;
+        }
+    }
+    if (!c->tokens)
+        tok = malloc(len * sizeof *tok);
     int32_t *ib = malloc((size_t)c->batch * (size_t)T * sizeof *ib);
     int32_t *tb = calloc((size_t)c->batch * (size_t)T, sizeof *tb);
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
     /* The arenas: --persist-mb / --step-mb when given, else measured by
      * running the model's build and one step (tools/train/arena_size.h). */
     size_t pbytes = c->persist_mb << 20, sbytes = c->step_mb << 20;
-    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers };
+    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers, 0 };
+    if (c->load)
+        gc.tied = linfo.cfg.tied;
     eo_lr_schedule sched = { EO_LR_COSINE, c->lr, c->min_lr, 0, 0, c->warmup, c->steps };
     eo_arena_needs need = {0};
     if ((!pbytes || !sbytes) && ib && tb) {
@@ -600,6 +633,14 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             fprintf(out, "device: %s\n", eo_cuda_device_name(&ctx));
     }
     CORE(eo_gpt_build(&ctx, c->cuda ? EO_CUDA : EO_CPU, &gc, &m));
+    if (c->load) { /* shapes checked against the model just built */
+        s = eo_gpt2_load(&ctx, &m, &lf, &linfo, c->load, err, errlen);
+        eo_st_close(&lf);
+        if (s != EO_OK)
+            goto done;
+        if (out)
+            fprintf(out, "loaded %s\n", c->load);
+    }
     eo_gpt_set_fused(&m, c->fused);
     if (dist)
         eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
@@ -762,15 +803,22 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         snprintf(sst, sizeof sst, "%d", c->steps);
         snprintf(sseed, sizeof sseed, "%llu", (unsigned long long)c->seed);
         snprintf(sval, sizeof sval, "%.4f", r->val_loss);
-        /* Token data: the vocabulary is a size, not characters ("vocab"
-         * would make eo-sample read it as the character list). */
-        char svoc[24];
-        snprintf(svoc, sizeof svoc, "%d", voc.size);
-        const char *keys[9] = { "model", c->tokens ? "vocab_size" : "vocab", "context", "d_model",
-                                "heads", "layers", "steps", "seed", "val_loss" };
-        const char *vals[9] = { "gpt", c->tokens ? svoc : voc.chars, sctx, sd, sh, sl, sst, sseed,
-                                sval };
-        s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, 9, err, errlen);
+        const char *keys[9 + EO_GPT2_META_MAX] = { "model", "vocab", "context", "d_model",
+                                                   "heads", "layers", "steps", "seed",
+                                                   "val_loss" };
+        const char *vals[9 + EO_GPT2_META_MAX] = { "gpt", voc.chars, sctx, sd, sh, sl, sst,
+                                                   sseed, sval };
+        size_t k0 = 9;
+        if (c->tokens) { /* no character list ("vocab" would make eo-sample read one):
+                            GPT2Config's vocab_size below says the size */
+            keys[1] = keys[8];
+            vals[1] = vals[8];
+            k0 = 8;
+        }
+        /* and the architecture in GPT2Config's words (tools/formats/gpt2.h) */
+        eo_gpt2_meta_buf mb;
+        size_t nm = k0 + eo_gpt2_meta(&m.cfg, EO_GPT2_EVERYO, &mb, keys + k0, vals + k0);
+        s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, nm, err, errlen);
         if (s != EO_OK)
             goto done;
         if (out)
@@ -782,6 +830,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         s = write_plot(c, r, sx, sy, sn, vx, vy, vn, out, err, errlen);
 #undef CORE
 done:
+    eo_st_close(&lf); /* --load's file, if a failure came before it was used */
     if (s == EO_ERR_OOM && ctx_ready)
         eo_train_arena_hint(&ctx, err, errlen);
     eo_grad_accum_free(&acc);

@@ -62,6 +62,11 @@ typedef struct eo_lm_config {
     int val_windows;      /* K windows of context+1 characters */
     int fused;            /* eo_attention_fused instead of eo_attention */
     const char *save;     /* safetensors checkpoint or NULL */
+    const char *load;     /* start from this GPT checkpoint (either layout of
+                             tools/formats/gpt2.h) or NULL: its vocabulary
+                             is the run's (every character of the text must
+                             be in it) and its sizes must be context,
+                             d_model, heads, layers */
     const char *log;      /* CSV of step, train loss, val loss or NULL */
     const char *plot;     /* SVG of the train and validation loss, or NULL */
     int quiet;
