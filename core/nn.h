@@ -182,6 +182,13 @@ typedef struct eo_optimizer {
     int nesterov;        /* SGD */
     float beta1, beta2, eps; /* AdamW */
     float weight_decay;
+    /* Weight decay only for parameters of rank >= decay_min_rank; the
+     * others are updated with decay 0. Every init sets 0 (all decayed, as
+     * torch.optim with one parameter group); set 2 after the init for
+     * the GPT recipe of nanoGPT's configure_optimizers (decay on matmul
+     * weights and embeddings, none on biases and LayerNorm gains and
+     * biases — "p.dim() >= 2"). Negative values act as 0. */
+    int decay_min_rank;
     int64_t step;        /* updates done so far */
     eo_tensor **m, **v;  /* state per parameter (persistent), NULL if unused */
     /* ZeRO-1 (eo_adamw_init_shard): this optimizer owns only elements

@@ -290,6 +290,8 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
         eo_tensor *p = o->params->items[i];
         const eo_backend *be = eo_backend_of(ctx, p);
         int64_t n = eo_numel(p);
+        /* decay_min_rank: nanoGPT's two parameter groups without groups */
+        const float wd = p->rank >= o->decay_min_rank ? o->weight_decay : 0.0f;
         if (o->sharded) {
             /* ZeRO-1: the elements of this rank's shard only; the kernels
              * are element-wise, so a sub-range updates exactly as the
@@ -302,7 +304,7 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
             EO_NEED_KERNEL(ctx, "adamw", be, adamw);
             be->adamw(hi - lo, (float *)p->data + lo, (const float *)p->grad->data + lo,
                       o->m[i]->data, o->v[i]->data, o->lr, o->beta1, o->beta2, o->eps,
-                      o->weight_decay, o->step, &ctx->exec);
+                      wd, o->step, &ctx->exec);
             EO_CHECK(eo_params_refresh_low_one(ctx, p)); /* the other shards' parts: after
                                                            the program's gather */
             continue;
@@ -311,12 +313,12 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
             EO_NEED_KERNEL(ctx, "sgd", be, sgd);
             /* torch starts the buffer undamped: v = d on the first step */
             be->sgd(n, p->data, p->grad->data, o->v ? o->v[i]->data : NULL, o->lr, o->momentum,
-                    o->step == 1 ? 0.0f : o->dampening, o->weight_decay, o->nesterov,
+                    o->step == 1 ? 0.0f : o->dampening, wd, o->nesterov,
                     &ctx->exec);
         } else {
             EO_NEED_KERNEL(ctx, "adamw", be, adamw);
             be->adamw(n, p->data, p->grad->data, o->m[i]->data, o->v[i]->data, o->lr,
-                      o->beta1, o->beta2, o->eps, o->weight_decay, o->step, &ctx->exec);
+                      o->beta1, o->beta2, o->eps, wd, o->step, &ctx->exec);
         }
         /* Mixed precision: the forward's 16-bit copy follows its master,
          * once per step (core/autocast.c). */

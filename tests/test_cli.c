@@ -170,6 +170,15 @@ START_TEST(train_and_sample_refuse_bad_values)
     refused("eo-train", "--model gpt --context 65536 --batch 65536", "step arena");
     refused("eo-train", "--step-mb 0", "--step-mb: '0' is not a whole number from 1");
     refused("eo-train", "--model gpt --persist-mb 1x", "--persist-mb: '1x'");
+    /* Token data (eo-train --tokens): the pairs that cannot work. */
+    refused("eo-train", "--model gpt2", "--model gpt2 trains on token shards: give --tokens");
+    refused("eo-train", "--model gpt --vocab 10", "--vocab needs --tokens");
+    refused("eo-train", "--model gpt --val-tokens v.bin", "--val-tokens needs --tokens");
+    refused("eo-train", "--model gpt --tokens t.bin --vocab 65537", "--vocab: '65537'");
+    refused("eo-train", "--model gpt --tokens t.bin --steps 10 --schedule cosine --warmup 11",
+            "--warmup 11 is more than --steps 10");
+    refused("eo-train", "--model gpt --warmup 3", "add --schedule cosine");
+    refused("eo-train", "--model gpt --clip -1", "--clip and --min-lr must be >= 0");
     /* An arena too small for the model: which one, needed vs given, the option. */
     static char out[8192];
     ck_assert_int_eq(run("eo-train", "--step-mb 1 --subset 256 --test-subset 100 --epochs 1 -q",
@@ -293,6 +302,13 @@ START_TEST(input_files_must_be_regular)
     fails_saying(line, "is a FIFO");
     snprintf(line, sizeof line, "%s %s --text %s", prog("eo-train"), gpt, fifo);
     fails_saying(line, "is a FIFO, expected a regular text file");
+    snprintf(line, sizeof line, "%s %s --tokens %s", prog("eo-train"), gpt, fifo);
+    fails_saying(line, "is a FIFO, expected a regular token shard file");
+    static const char zeros[1024];
+    const char *bad = eo_tmpdir_file("bad.bin", zeros, sizeof zeros);
+    ck_assert_ptr_nonnull(bad);
+    snprintf(line, sizeof line, "%s %s --tokens %s", prog("eo-train"), gpt, bad);
+    fails_saying(line, "bad.bin: magic 0, expected 20240520: not a token shard");
     snprintf(line, sizeof line, "%s %s --text /dev/zero", prog("eo-train"), gpt);
     fails_saying(line, "/dev/zero: is a character device");
     snprintf(line, sizeof line, "%s %s k", prog("eo-ptxsim"), fifo);

@@ -134,6 +134,50 @@ START_TEST(adamw_two_steps_match_the_paper)
 }
 END_TEST
 
+/* decay_min_rank 2 (nanoGPT's parameter groups): a 2-D weight is decayed,
+ * a 1-D bias and a gain are not. With a zero gradient AdamW's update is
+ * the decay alone (m = v = 0, the ratio 0), so a 2-D weight becomes
+ * w (1 - lr wd) and a 1-D one stays bit-identical; with the default 0
+ * both decay (the old behaviour). */
+START_TEST(adamw_decay_min_rank_spares_1d_parameters)
+{
+    const double lr = 0.1, wd = 0.5;
+    for (int min_rank = 0; min_rank <= 2; min_rank += 2) {
+        eo_ctx *ctx = eo_test_ctx(1, 1);
+        eo_params ps;
+        eo_tensor *w2, *b1;
+        int64_t s2[2] = { 2, 3 }, s1[1] = { 3 };
+        ck_assert_int_eq(eo_params_init(ctx, &ps, 2), EO_OK);
+        ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "w", 2, s2, &w2), EO_OK);
+        ck_assert_int_eq(eo_param_new(ctx, EO_CPU, "b", 1, s1, &b1), EO_OK);
+        ck_assert_int_eq(eo_params_add(ctx, &ps, w2), EO_OK);
+        ck_assert_int_eq(eo_params_add(ctx, &ps, b1), EO_OK);
+        for (int i = 0; i < 6; i++) {
+            ((float *)w2->data)[i] = 1.0f + (float)i;
+            ((float *)w2->grad->data)[i] = 0.0f;
+        }
+        for (int i = 0; i < 3; i++) {
+            ((float *)b1->data)[i] = -1.0f - (float)i;
+            ((float *)b1->grad->data)[i] = 0.0f;
+        }
+        eo_optimizer o;
+        ck_assert_int_eq(eo_adamw_init(ctx, &o, &ps, (float)lr, 0.9f, 0.999f, 1e-8f, (float)wd),
+                         EO_OK);
+        ck_assert_int_eq(o.decay_min_rank, 0); /* the init's default: decay everything */
+        o.decay_min_rank = min_rank;
+        ck_assert_int_eq(eo_optimizer_step(ctx, &o), EO_OK);
+        for (int i = 0; i < 6; i++)
+            ck_assert_double_eq_tol(((float *)w2->data)[i], (1.0 + i) * (1 - lr * wd), 1e-6);
+        for (int i = 0; i < 3; i++) {
+            double b0 = -1.0 - i;
+            ck_assert_double_eq_tol(((float *)b1->data)[i], min_rank == 2 ? b0 : b0 * (1 - lr * wd),
+                                    1e-6);
+        }
+        eo_test_ctx_free(ctx);
+    }
+}
+END_TEST
+
 START_TEST(clip_grad_norm_scales_to_the_limit)
 {
     eo_ctx *ctx = eo_test_ctx(1, 1);
@@ -363,6 +407,7 @@ Suite *eo_suite_optim(void)
     tcase_add_test(tc, sgd_plain_momentum_nesterov_weight_decay);
     tcase_add_test(tc, sgd_dampening_as_torch);
     tcase_add_test(tc, adamw_two_steps_match_the_paper);
+    tcase_add_test(tc, adamw_decay_min_rank_spares_1d_parameters);
     tcase_add_test(tc, clip_grad_norm_scales_to_the_limit);
     tcase_add_test(tc, optimizer_owns_its_parameter_list);
     tcase_add_test(tc, learning_rate_schedules);

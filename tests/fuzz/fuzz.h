@@ -20,7 +20,7 @@
 
 /* Every target, one line each (the replay suite walks this list). */
 #define EO_FUZZ_TARGETS(X) X(idx) X(json) X(safetensors) X(weights) X(checkpoint) X(ptx) X(textlm) X(args) \
-    X(gpt2) X(bpe) X(bpe_files)
+    X(gpt2) X(bpe) X(bpe_files) X(tokens)
 
 #define EO_FUZZ_DECLARE(name) int eo_fuzz_##name(const uint8_t *data, size_t size);
 EO_FUZZ_TARGETS(EO_FUZZ_DECLARE)

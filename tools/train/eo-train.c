@@ -6,6 +6,8 @@
  *   eo-train --model vit           a small Vision Transformer, 1 epoch
  *   eo-train --model gpt           a character-level GPT on the fortunes
  *                                  corpus (or --text FILE); see eo-sample
+ *   eo-train --model gpt2 --tokens train.bin --val-tokens val.bin
+ *                                  GPT-2 124M on llm.c's token shards
  *
  * Options are GNU style (getopt_long): --opt=value or --opt value, -h.
  * Run with --help for every option. The defaults are the figures quoted in
@@ -26,6 +28,7 @@
 #include "tools/train/gpt_limits.h"
 #include "tools/train/precision.h"
 #include "tools/train/textlm.h"
+#include "tools/train/tokens.h"
 #include "tools/train/trainer.h"
 
 /* Bounds far above any sensible run; they turn a typo into a message. */
@@ -102,8 +105,8 @@ static void usage(FILE *f)
             "usage: eo-train [options]\n"
             "Train a classifier on Fashion-MNIST (or, with --model gpt, a character GPT).\n"
             "\n"
-            "  -m, --model mlp|cnn|vit|gpt  network (default mlp, or the one --load's file\n"
-            "                         names); gpt: see eo-train --model gpt --help\n"
+            "  -m, --model mlp|cnn|vit|gpt|gpt2  network (default mlp, or the one --load's\n"
+            "                         file names); gpt, gpt2: see eo-train --model gpt --help\n"
             "      --epochs N         passes over the training set (mlp 15, cnn 4, vit 1)\n"
             "      --steps N          stop after N >= 1 steps in all, then evaluate (off)\n"
             "      --eval             only evaluate the --load checkpoint on the test set\n"
@@ -146,21 +149,36 @@ static void usage(FILE *f)
 static void usage_gpt(FILE *f)
 {
     fprintf(f,
-            "usage: eo-train --model gpt [options]\n"
-            "Train a character-level GPT; sample from it with eo-sample.\n"
+            "usage: eo-train --model gpt|gpt2 [options]\n"
+            "Train a GPT on characters (sample from it with eo-sample) or on token shards.\n"
+            "--model gpt2 is --model gpt with GPT-2 124M's sizes (12 layers, 12 heads,\n"
+            "d_model 768, context 1024, vocabulary 50257, fused attention) and nanoGPT's\n"
+            "recipe (lr 6e-4, weight decay 0.1 on 2-D weights, --clip 1, cosine to lr/10);\n"
+            "it needs --tokens.\n"
             "\n"
+            "      --tokens FILE      train on an llm.c token shard (uint16 ids after a 1 KiB\n"
+            "                         header) instead of characters; batches are llm.c's:\n"
+            "                         consecutive windows, stride batch x context\n"
+            "      --val-tokens FILE  validation shard (default: the last 10%% of --tokens)\n"
+            "      --vocab N          vocabulary of the token ids, each must be below it (50257)\n"
             "      --text FILE        train on this text (default: the fortunes corpus)\n"
             "      --fortunes DIR     where the fortunes are (" EO_FORTUNES_DIR ")\n"
             "      --steps N          training steps (1000)\n"
-            "      --context N        characters of context (64)\n"
+            "      --context N, --ctx N  characters or tokens of context (64; gpt2 1024)\n"
             "      --d-model N        width (128)\n"
             "      --heads N          attention heads, dividing --d-model (4)\n"
             "      --layers N         transformer blocks (4)\n"
             "  -b, --batch N          windows per step (32)\n"
-            "      --lr F             AdamW learning rate, constant (1e-3)\n"
-            "      --weight-decay F   (0.01)\n"
+            "      --lr F             AdamW (peak) learning rate (1e-3)\n"
+            "      --weight-decay F   (0.01); on token data only 2-D weights (matmul weights,\n"
+            "                         embeddings) decay, biases and LayerNorm do not\n"
+            "      --schedule constant|cosine  learning rate (constant; gpt2 cosine)\n"
+            "      --warmup N         cosine: linear warm-up steps (0)\n"
+            "      --min-lr F         cosine: the rate at the last step (lr / 10)\n"
+            "      --clip F           clip the global gradient norm to F (off; gpt2 1)\n"
             "      --eval-every N     validation loss every N steps (100; 0: at the end)\n"
-            "      --val-windows N    validation windows of context+1 chars (512)\n"
+            "      --val-windows N    validation windows of context+1 chars or tokens (512;\n"
+            "                         gpt2 20)\n"
             "      --fused            fused attention instead of the composed one\n"
             "      --seed N           initialisation and batch seed (1)\n"
             "  -j, --threads N        worker threads (2)\n"
@@ -190,7 +208,7 @@ enum {
     O_SCHEDULE, O_WARMUP, O_CLIP, O_SEED, O_DATA, O_SUBSET, O_TEST_SUBSET, O_SAVE, O_LOAD,
     O_LOG, O_PLOT, O_DEVICE, O_VERSION, O_TEXT, O_FORTUNES, O_CONTEXT, O_DMODEL, O_HEADS,
     O_LAYERS, O_EVAL_EVERY, O_VAL_WINDOWS, O_FUSED, O_PROFILE, O_PERSIST_MB, O_STEP_MB,
-    O_PRECISION,
+    O_PRECISION, O_TOKENS, O_VAL_TOKENS, O_VOCAB, O_MIN_LR,
 };
 
 static const char short_opts[] = "m:b:j:qh";
@@ -223,6 +241,13 @@ static const struct option gpt_opts[] = {
     {"model", required_argument, NULL, 'm'},       {"text", required_argument, NULL, O_TEXT},
     {"fortunes", required_argument, NULL, O_FORTUNES},
     {"steps", required_argument, NULL, O_STEPS},   {"context", required_argument, NULL, O_CONTEXT},
+    {"ctx", required_argument, NULL, O_CONTEXT},
+    {"tokens", required_argument, NULL, O_TOKENS},
+    {"val-tokens", required_argument, NULL, O_VAL_TOKENS},
+    {"vocab", required_argument, NULL, O_VOCAB},
+    {"schedule", required_argument, NULL, O_SCHEDULE},
+    {"warmup", required_argument, NULL, O_WARMUP}, {"min-lr", required_argument, NULL, O_MIN_LR},
+    {"clip", required_argument, NULL, O_CLIP},
     {"d-model", required_argument, NULL, O_DMODEL},
     {"heads", required_argument, NULL, O_HEADS},   {"layers", required_argument, NULL, O_LAYERS},
     {"batch", required_argument, NULL, 'b'},       {"lr", required_argument, NULL, O_LR},
@@ -267,6 +292,28 @@ static const char *opt_name(const struct option *table, int code)
     return buf;
 }
 
+/* --model gpt2: GPT-2 124M's sizes (Radford et al. 2019, the smallest of
+ * the four) and nanoGPT's training recipe for it (train.py: lr 6e-4,
+ * weight decay 0.1, clip 1.0, cosine decay to lr/10). */
+static void gpt2_preset(eo_lm_config *c)
+{
+    c->layers = 12;
+    c->heads = 12;
+    c->d_model = 768;
+    c->context = 1024;
+    c->vocab = 50257;
+    c->lr = 6e-4f;
+    c->weight_decay = 0.1f;
+    c->clip = 1.0f;
+    c->cosine = 1;
+    c->batch = 4;
+    /* FlashAttention-style: at context 1024 the composed attention keeps
+     * every [T, T] score matrix of the step (about 20 GiB at batch 4). */
+    c->fused = 1;
+    c->val_windows = 20; /* llm.c's train_gpt2: 5 validation batches of 4 */
+    c->plot = "eo-train-gpt2.svg";
+}
+
 /* --load's sizes replace the options': the checkpoint's GPT is trained
  * further. 0, or -1 with err set (not a GPT file, no character
  * vocabulary). */
@@ -299,14 +346,19 @@ static int gpt_sizes_from(eo_lm_config *c, char *err, size_t errlen)
     return rc;
 }
 
-static int main_gpt(int argc, char **argv)
+static int main_gpt(int argc, char **argv, int gpt2)
 {
     eo_lm_config c;
     eo_lm_defaults(&c);
     c.plot = "eo-train-gpt.svg";
+    c.vocab = 50257; /* GPT-2's, for --tokens without --vocab */
+    if (gpt2)
+        gpt2_preset(&c);
+    float min_lr = -1; /* lr / 10 unless given */
+    static const char *const schedules[] = {"constant", "cosine"};
     dist_opts dopt = {0, 1, 0};
     static const char *const devices[] = {"cpu", "cuda"};
-    int o;
+    int o, vocab_given = 0;
     optind = 0; /* GNU getopt: start over, re-reading the environment */
     while ((o = getopt_long(argc, argv, short_opts, gpt_opts, NULL)) != -1) {
         const char *a = opt_name(gpt_opts, o), *v = optarg;
@@ -341,6 +393,13 @@ static int main_gpt(int argc, char **argv)
         case O_PERSIST_MB: ok = eo_arg_arena_mb(a, v, &c.persist_mb); break;
         case O_STEP_MB: ok = eo_arg_arena_mb(a, v, &c.step_mb); break;
         case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
+        case O_TOKENS: c.tokens = v; break;
+        case O_VAL_TOKENS: c.val_tokens = v; break;
+        case O_VOCAB: ok = eo_arg_int_range(a, v, 1, 65536, &c.vocab); vocab_given = 1; break;
+        case O_SCHEDULE: ok = eo_arg_choice(a, v, schedules, 2, &c.cosine); break;
+        case O_WARMUP: ok = eo_arg_int_range(a, v, 0, MAX_STEPS, &c.warmup); break;
+        case O_MIN_LR: ok = eo_arg_float(a, v, &min_lr); break;
+        case O_CLIP: ok = eo_arg_float(a, v, &c.clip); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
@@ -354,8 +413,39 @@ static int main_gpt(int argc, char **argv)
         fprintf(stderr, "eo-train: --lr must be > 0\n");
         return 2;
     }
-    if (c.weight_decay < 0) {
-        fprintf(stderr, "eo-train: --weight-decay must be >= 0\n");
+    if (c.weight_decay < 0 || c.clip < 0 || (min_lr != -1 && !(min_lr >= 0))) {
+        fprintf(stderr, "eo-train: --weight-decay, --clip and --min-lr must be >= 0\n");
+        return 2;
+    }
+    if (gpt2 && !c.tokens) {
+        fprintf(stderr, "eo-train: --model gpt2 trains on token shards: give --tokens FILE (llm.c's "
+                        "format; --model gpt trains on characters)\n");
+        return 2;
+    }
+    if (!c.tokens && (c.val_tokens || vocab_given)) {
+        fprintf(stderr, "eo-train: --%s needs --tokens FILE\n",
+                c.val_tokens ? "val-tokens" : "vocab");
+        return 2;
+    }
+    if (c.tokens && c.text) {
+        fprintf(stderr, "eo-train: --tokens and --text: give one kind of data\n");
+        return 2;
+    }
+    if (c.tokens && c.load) {
+        /* --load reads a character vocabulary (textlm.c); token ids need
+         * the checkpoint's vocabulary size checked against --vocab first. */
+        fprintf(stderr, "eo-train: --load with --tokens is not supported yet (--load continues "
+                        "a character GPT)\n");
+        return 2;
+    }
+    c.min_lr = min_lr != -1 ? min_lr : c.lr / 10;
+    if (c.cosine && c.warmup > c.steps) {
+        fprintf(stderr, "eo-train: --warmup %d is more than --steps %d\n", c.warmup, c.steps);
+        return 2;
+    }
+    if (!c.cosine && (c.warmup || min_lr != -1)) {
+        fprintf(stderr, "eo-train: --warmup and --min-lr shape the cosine schedule: add "
+                        "--schedule cosine\n");
         return 2;
     }
     char err[512];
@@ -363,14 +453,16 @@ static int main_gpt(int argc, char **argv)
         fprintf(stderr, "eo-train: --load: %s\n", err);
         return 1;
     }
-    /* The vocabulary is not known before the text is read: count it as 1,
-     * so the estimate stays a lower bound. */
-    eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, 1, c.batch, 1};
+    /* The characters are not known before the text is read: count them as
+     * 1, so the estimate stays a lower bound; token data gives --vocab. */
+    eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, c.tokens ? c.vocab : 1, c.batch,
+                       1};
     /* Without --persist-mb / --step-mb the arenas are measured; the most
      * either can be is the machine's memory. */
     size_t mem = eo_memory_bytes();
-    if (!eo_gpt_sizes_check(&sz, c.persist_mb ? c.persist_mb << 20 : mem,
-                            c.step_mb ? c.step_mb << 20 : mem, 1, err, sizeof err)) {
+    if (!eo_gpt_sizes_check_vocab(&sz, EO_GPT_MAX_TOKEN_VOCAB,
+                                  c.persist_mb ? c.persist_mb << 20 : mem,
+                                  c.step_mb ? c.step_mb << 20 : mem, 1, err, sizeof err)) {
         fprintf(stderr, "eo-train: %s%s\n", err,
                 c.persist_mb && c.step_mb ? "" : " (the machine's memory, the most a measured "
                                                   "arena can be)");
@@ -399,8 +491,8 @@ static int main_gpt(int argc, char **argv)
         return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("done: validation loss %.4f nats/char after %d steps (%s), %.1f ms/step, peak "
-           "resident %.1f MiB\n", r.val_loss, c.steps, eo_precision_name(c.precision),
+    printf("done: validation loss %.4f nats/%s after %d steps (%s), %.1f ms/step, peak "
+           "resident %.1f MiB\n", r.val_loss, c.tokens ? "token" : "char", c.steps, eo_precision_name(c.precision),
            r.ms_per_step, ru.ru_maxrss / 1024.0);
     return 0;
 }
@@ -455,11 +547,11 @@ int main(int argc, char **argv)
     }
     if (!model)
         model = file_model[0] ? file_model : "mlp";
-    if (strcmp(model, "gpt") == 0)
-        return main_gpt(argc, argv); /* its --load: a GPT checkpoint, either layout */
+    if (strcmp(model, "gpt") == 0 || strcmp(model, "gpt2") == 0) /* --load: a GPT checkpoint, either layout */
+        return main_gpt(argc, argv, strcmp(model, "gpt2") == 0);
     int kind = eo_model_parse(model);
     if (kind < 0) {
-        fprintf(stderr, "eo-train: --model: '%s' is not one of mlp, cnn, vit, gpt\n", model);
+        fprintf(stderr, "eo-train: --model: '%s' is not one of mlp, cnn, vit, gpt, gpt2\n", model);
         return eo_args_try_help();
     }
     eo_train_config c;

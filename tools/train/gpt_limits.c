@@ -36,6 +36,13 @@ static int range(const char *name, int64_t v, int64_t hi, char *err, size_t errl
 int eo_gpt_sizes_check(const eo_gpt_sizes *s, size_t persist_bytes, size_t step_bytes,
                        int opt_style, char *err, size_t errlen)
 {
+    return eo_gpt_sizes_check_vocab(s, EO_GPT_MAX_VOCAB, persist_bytes, step_bytes, opt_style,
+                                    err, errlen);
+}
+
+int eo_gpt_sizes_check_vocab(const eo_gpt_sizes *s, int64_t max_vocab, size_t persist_bytes,
+                             size_t step_bytes, int opt_style, char *err, size_t errlen)
+{
     const char *nc = opt_style ? "--context" : "context", *nd = opt_style ? "--d-model" : "d_model",
                *nh = opt_style ? "--heads" : "heads", *nl = opt_style ? "--layers" : "layers",
                *nb = opt_style ? "--batch" : "batch";
@@ -43,7 +50,7 @@ int eo_gpt_sizes_check(const eo_gpt_sizes *s, size_t persist_bytes, size_t step_
         !range(nd, s->d_model, EO_GPT_MAX_D_MODEL, err, errlen) ||
         !range(nh, s->heads, s->d_model, err, errlen) ||
         !range(nl, s->layers, EO_GPT_MAX_LAYERS, err, errlen) ||
-        !range("the vocabulary", s->vocab, EO_GPT_MAX_VOCAB, err, errlen) ||
+        !range("the vocabulary", s->vocab, max_vocab, err, errlen) ||
         !range(nb, s->batch, EO_GPT_MAX_BATCH, err, errlen))
         return 0;
     if (s->d_model % s->heads) {

@@ -17,6 +17,7 @@
 #define EO_GPT_MAX_D_MODEL 65536
 #define EO_GPT_MAX_LAYERS 4096
 #define EO_GPT_MAX_VOCAB 256   /* characters: one per byte value */
+#define EO_GPT_MAX_TOKEN_VOCAB 65536 /* token ids: llm.c's shards hold uint16 */
 #define EO_GPT_MAX_BATCH (1 << 20)
 
 typedef struct eo_gpt_sizes {
@@ -30,6 +31,10 @@ typedef struct eo_gpt_sizes {
  * opt_style is 1 and as metadata keys ("d_model") when 0. */
 int eo_gpt_sizes_check(const eo_gpt_sizes *s, size_t persist_bytes, size_t step_bytes,
                        int opt_style, char *err, size_t errlen);
+/* The same for a GPT on token ids (eo-train --tokens): the vocabulary may
+ * be up to max_vocab instead of EO_GPT_MAX_VOCAB. */
+int eo_gpt_sizes_check_vocab(const eo_gpt_sizes *s, int64_t max_vocab, size_t persist_bytes,
+                             size_t step_bytes, int opt_style, char *err, size_t errlen);
 
 /* A generous first guess of the arena bytes a GPT of these sizes needs
  * (for eo_arena_measure, tools/train/arena_size.h, which measures the real

@@ -30,6 +30,7 @@
 #include "tools/train/svgplot.h"
 #include "tools/threads/pool.h"
 #include "tools/train/textlm.h"
+#include "tools/train/tokens.h"
 
 static double now(void)
 {
@@ -272,14 +273,15 @@ static eo_status validate(eo_ctx *ctx, const eo_gpt *m, const int32_t *val, size
 }
 
 static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt,
-                            eo_grad_scaler *sc, int32_t *ib, int32_t *tb, int rows, float *loss)
+                            eo_grad_scaler *sc, int32_t *ib, int32_t *tb, int rows, float clip,
+                            float *loss)
 {
     eo_tensor *x, *y, *L;
     TRY(ids_tensor(ctx, m, rows, m->cfg.context, ib, &x));
     TRY(ids_tensor(ctx, m, rows, m->cfg.context, tb, &y));
     TRY(eo_params_zero_grad(ctx, &m->params));
     TRY(eo_gpt_loss(ctx, m, x, y, NULL, &L));
-    TRY(eo_precision_step(ctx, sc, &m->params, opt, L, 0.0f, NULL));
+    TRY(eo_precision_step(ctx, sc, &m->params, opt, L, clip, NULL));
     return eo_read(ctx, L, loss, sizeof *loss);
 }
 
@@ -289,8 +291,8 @@ static eo_status train_step(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt,
 static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *opt,
                                   eo_grad_scaler *sc, eo_dist *dist, size_t micro,
                                   eo_grad_accum *acc,
-                                  int32_t *ib, int32_t *tb, int rows, double *loss, char *err,
-                                  size_t errlen)
+                                  int32_t *ib, int32_t *tb, int rows, float clip, double *loss,
+                                  char *err, size_t errlen)
 {
 #define CHECKED(x) do { eo_status s_ = (x); if (s_ != EO_OK) return eo_errf(err, errlen, s_, "%s", eo_last_error(ctx)); } while (0)
     const int64_t T = m->cfg.context;
@@ -326,7 +328,7 @@ static eo_status train_step_split(eo_ctx *ctx, const eo_gpt *m, eo_optimizer *op
             return s;
     }
     CHECKED(eo_grad_allreduce(ctx, &m->params));
-    CHECKED(eo_precision_finish(ctx, sc, &m->params, opt, 0.0f, NULL));
+    CHECKED(eo_precision_finish(ctx, sc, &m->params, opt, clip, NULL));
     *loss = part;
     return eo_dist_sum(dist, loss, 1, err, errlen);
 #undef CHECKED
@@ -389,8 +391,12 @@ static eo_status write_plot(const eo_lm_config *c, const eo_lm_result *r, const 
     char title[128], sub[256];
     eo_plot_series ls[2] = { { "train loss", "#93c5fd", sx, sy, sn },
                              { "validation loss", "#dc2626", vx, vy, vn } };
-    eo_plot_panel pn = { "cross-entropy (nats/char)", ls, 2 };
-    snprintf(title, sizeof title, "EveryO char-GPT: validation loss %.3f nats/char", r->val_loss);
+    const char *unit = c->tokens ? "token" : "char";
+    char ylabel[48];
+    snprintf(ylabel, sizeof ylabel, "cross-entropy (nats/%s)", unit);
+    eo_plot_panel pn = { ylabel, ls, 2 };
+    snprintf(title, sizeof title, "EveryO %s: validation loss %.3f nats/%s",
+             c->tokens ? "GPT on tokens" : "char-GPT", r->val_loss, unit);
     snprintf(sub, sizeof sub, "context %lld, d_model %lld, %lld heads, %lld layers, vocabulary %d; "
              "AdamW lr %g, batch %d, %d steps, seed %llu", (long long)c->context,
              (long long)c->d_model, (long long)c->heads, (long long)c->layers, r->vocab,
@@ -423,11 +429,46 @@ static eo_status lm_measure_run(eo_ctx *ctx, void *arg)
     TRY(eo_gpt_build(ctx, EO_CPU, a->gc, &m));
     eo_gpt_set_fused(&m, a->c->fused);
     TRY(eo_adamw_init(ctx, &opt, &m.params, a->c->lr, 0.9f, 0.999f, 1e-8f, a->c->weight_decay));
+    opt.decay_min_rank = a->c->tokens ? 2 : 0;
     TRY(eo_precision_setup(ctx, &m.params, a->c->precision, &sc));
     eo_mark mk = eo_mark_get(ctx);
-    eo_status s = train_step(ctx, &m, &opt, &sc, a->ib, a->tb, a->c->batch, &loss);
+    eo_status s = train_step(ctx, &m, &opt, &sc, a->ib, a->tb, a->c->batch, a->c->clip, &loss);
     eo_rewind(ctx, mk);
     return s;
+}
+
+/* Token data: the train shard, then the validation one (or the last 10%
+ * of the train shard) in one array, as the text's ids are. */
+static eo_status load_token_splits(const eo_lm_config *c, int32_t **tok, size_t *ntrain,
+                                   size_t *nval, char *err, size_t errlen)
+{
+    int32_t *a, *b;
+    size_t na, nb;
+    eo_status s = eo_tokens_load(c->tokens, c->vocab, &a, &na, err, errlen);
+    if (s != EO_OK)
+        return s;
+    if (!c->val_tokens) {
+        *tok = a;
+        *nval = na / 10;
+        *ntrain = na - *nval;
+        return EO_OK;
+    }
+    if ((s = eo_tokens_load(c->val_tokens, c->vocab, &b, &nb, err, errlen)) != EO_OK) {
+        free(a);
+        return s;
+    }
+    int32_t *t = realloc(a, (na + nb ? na + nb : 1) * sizeof *t);
+    if (!t) {
+        free(a);
+        free(b);
+        return eo_errf(err, errlen, EO_ERR_OOM, "out of memory for %zu + %zu tokens", na, nb);
+    }
+    memcpy(t + na, b, nb * sizeof *t);
+    free(b);
+    *tok = t;
+    *ntrain = na;
+    *nval = nb;
+    return EO_OK;
 }
 
 eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
@@ -436,22 +477,54 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     memset(r, 0, sizeof *r);
     double *sx = NULL, *sy = NULL, *vx = NULL, *vy = NULL; /* --plot's curves */
     char *text = NULL;
-    size_t len = 0;
-    eo_status s = c->text ? eo_text_load_file(c->text, &text, &len, err, errlen)
-                          : eo_text_load_fortunes(c->fortunes ? c->fortunes : EO_FORTUNES_DIR,
-                                                  &text, &len, err, errlen);
-    if (s != EO_OK)
-        return s;
+    size_t len = 0, ntrain = 0, nval = 0;
+    int32_t *tok = NULL;
     const int64_t T = c->context;
-    size_t ntrain = len * 9 / 10, nval = len - ntrain;
+    const char *unit = c->tokens ? "token" : "char";
+    eo_vocab voc;
+    eo_status s;
+    if (c->tokens) {
+        if ((s = load_token_splits(c, &tok, &ntrain, &nval, err, errlen)) != EO_OK)
+            return s;
+        len = ntrain + nval;
+        voc.size = c->vocab;
+        voc.chars[0] = 0;
+    } else {
+        s = c->text ? eo_text_load_file(c->text, &text, &len, err, errlen)
+                    : eo_text_load_fortunes(c->fortunes ? c->fortunes : EO_FORTUNES_DIR, &text,
+                                            &len, err, errlen);
+        if (s != EO_OK)
+            return s;
+        ntrain = len * 9 / 10;
+        nval = len - ntrain;
+    }
     if (ntrain < (size_t)T + 2 || nval < (size_t)T + 2 || c->val_windows < 1 || c->batch < 1) {
-        snprintf(err, errlen, "text of %zu characters is too short for context %lld", len,
-                 (long long)T);
+        if (c->tokens)
+            snprintf(err, errlen, "%s: %zu training and %zu validation tokens%s are too few for "
+                     "context %lld (windows of %lld + 1 tokens)", c->tokens, ntrain, nval,
+                     c->val_tokens ? "" : " (the last 10%)", (long long)T, (long long)T);
+        else
+            snprintf(err, errlen, "text of %zu characters is too short for context %lld", len,
+                     (long long)T);
         free(text);
+        free(tok);
         return EO_ERR_ARG;
     }
-    eo_vocab voc;
-    eo_vocab_build(&voc, text, len);
+    eo_token_loader loader = {0};
+    if (c->tokens && (s = eo_token_loader_init(&loader, tok, ntrain, c->batch, T, err,
+                                               errlen)) != EO_OK) {
+        free(tok);
+        return s;
+    }
+    if (c->tokens && c->load) {
+        /* --load brings a character vocabulary; token ids would need the
+         * checkpoint's vocabulary size checked against c->vocab. */
+        free(tok);
+        return eo_errf(err, errlen, EO_ERR_ARG, "%s: continuing training on token data "
+                       "(--load with --tokens) is not supported yet", c->load);
+    }
+    if (!c->tokens)
+        eo_vocab_build(&voc, text, len);
     eo_st_file lf = {0};
     eo_gpt2_info linfo;
     if (c->load) { /* the checkpoint's vocabulary; the text must fit in it */
@@ -475,7 +548,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             return s;
         }
     }
-    int32_t *tok = malloc(len * sizeof *tok);
+    if (!c->tokens)
+        tok = malloc(len * sizeof *tok);
     int32_t *ib = malloc((size_t)c->batch * (size_t)T * sizeof *ib);
     int32_t *tb = calloc((size_t)c->batch * (size_t)T, sizeof *tb);
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
@@ -485,6 +559,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers, 0 };
     if (c->load)
         gc.tied = linfo.cfg.tied;
+    eo_lr_schedule sched = { EO_LR_COSINE, c->lr, c->min_lr, 0, 0, c->warmup, c->steps };
     eo_arena_needs need = {0};
     if ((!pbytes || !sbytes) && ib && tb) {
         memset(ib, 0, (size_t)c->batch * (size_t)T * sizeof *ib);
@@ -525,7 +600,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         s = EO_ERR_OOM;
         goto done;
     }
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len && !c->tokens; i++)
         tok[i] = voc.id[(unsigned char)text[i]];
     const int32_t *val = tok + ntrain;
     r->vocab = voc.size;
@@ -579,6 +654,11 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     if (dist)
         eo_ctx_set_grad_sync(&ctx, eo_dist_grad_sync(dist));
     CORE(eo_adamw_init(&ctx, &opt, &m.params, c->lr, 0.9f, 0.999f, 1e-8f, c->weight_decay));
+    /* Token data trains as nanoGPT and llm.c do: no decay on biases and
+     * LayerNorm parameters. The character GPT keeps its recipe. */
+    opt.decay_min_rank = c->tokens ? 2 : 0;
+    if (c->cosine && c->steps > 0) /* steps 0: validation only, no rate */
+        CORE(eo_lr_schedule_check(&ctx, &sched));
     CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     r->params = eo_params_numel(&m.params);
     if (eo_dist_root(dist) && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
@@ -593,13 +673,19 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         fprintf(log, "step,train_loss,val_loss\n");
     if (out)
         fprintf(out, "model gpt: %lld parameters; vocabulary %d, train %zu / validation %zu "
-                     "chars; context %lld, d_model %lld, %lld heads, %lld layers; batch %d, "
-                     "AdamW lr %g wd %g, %d thread%s, seed %llu%s, precision %s\n",
-                (long long)r->params, voc.size, ntrain, nval, (long long)T,
+                     "%ss; context %lld, d_model %lld, %lld heads, %lld layers; batch %d, "
+                     "AdamW lr %g wd %g%s, %d thread%s, seed %llu%s, precision %s\n",
+                (long long)r->params, voc.size, ntrain, nval, unit, (long long)T,
                 (long long)c->d_model, (long long)c->heads, (long long)c->layers, c->batch,
-                (double)c->lr, (double)c->weight_decay, c->threads, c->threads == 1 ? "" : "s",
+                (double)c->lr, (double)c->weight_decay, c->tokens ? " (2-D weights)" : "",
+                c->threads, c->threads == 1 ? "" : "s",
                 (unsigned long long)c->seed, c->fused ? ", fused attention" : "",
                 eo_precision_name(c->precision));
+    if (out && c->cosine)
+        fprintf(out, "learning rate: linear warm-up over %d steps to %g, then cosine to %g at "
+                     "step %d\n", c->warmup, (double)c->lr, (double)c->min_lr, c->steps);
+    if (out && c->clip > 0)
+        fprintf(out, "gradient norm clipped to %g\n", (double)c->clip);
     if (out && split)
         fprintf(out, "data-parallel: %d rank%s x %zu micro-batch%s per step; gradients summed "
                      "in rank order\n", dist ? dist->size : 1, dist ? "s (MPI)" : "", micro,
@@ -622,11 +708,15 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         vy = calloc((size_t)c->steps + 1, sizeof *vy);
     }
     for (int step = 1; step <= c->steps; step++) {
-        for (int b = 0; b < c->batch; b++) {
+        if (c->tokens)
+            eo_token_loader_next(&loader, ib, tb);
+        for (int b = 0; b < c->batch && !c->tokens; b++) {
             size_t st = eo_pcg32_below(&rng, (uint32_t)(ntrain - (size_t)T));
             memcpy(ib + (size_t)b * T, tok + st, (size_t)T * sizeof *ib);
             memcpy(tb + (size_t)b * T, tok + st + 1, (size_t)T * sizeof *tb);
         }
+        if (c->cosine)
+            opt.lr = eo_lr_at(&sched, step - 1);
         double t0 = now();
         if (c->profile && step > 1) /* the first step faults pages in */
             eo_prof_begin(&prof);
@@ -635,12 +725,12 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         if (split) {
             double dl = 0;
             s = train_step_split(&ctx, &m, &opt, &scaler, dist, micro, &acc, ib, tb, c->batch,
-                                 &dl, err, errlen);
+                                 c->clip, &dl, err, errlen);
             if (s != EO_OK)
                 goto done;
             loss = (float)dl;
         } else {
-            CORE(train_step(&ctx, &m, &opt, &scaler, ib, tb, c->batch, &loss));
+            CORE(train_step(&ctx, &m, &opt, &scaler, ib, tb, c->batch, c->clip, &loss));
         }
         eo_rewind(&ctx, mk);
         if (c->profile && step > 1)
@@ -704,9 +794,9 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         r->step_high = eo_arena_high(st);
         r->skipped_steps = scaler.skipped;
         if (out)
-            fprintf(out, "validation loss %.4f nats/char (%d windows), %.1f ms/step, arenas: "
+            fprintf(out, "validation loss %.4f nats/%s (%d windows), %.1f ms/step, arenas: "
                          "persistent %.1f MiB, step %.1f MiB high-water%s\n",
-                    r->val_loss, c->val_windows, r->ms_per_step, eo_arena_high(ps) / 1048576.0,
+                    r->val_loss, unit, c->val_windows, r->ms_per_step, eo_arena_high(ps) / 1048576.0,
                     eo_arena_high(st) / 1048576.0, c->cuda ? " (device)" : "");
         if (out && scaler.enabled)
             fprintf(out, "loss scaling: %lld step%s skipped (inf/NaN gradients), scale %g at the "
@@ -727,9 +817,16 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                                                    "val_loss" };
         const char *vals[9 + EO_GPT2_META_MAX] = { "gpt", voc.chars, sctx, sd, sh, sl, sst,
                                                    sseed, sval };
+        size_t k0 = 9;
+        if (c->tokens) { /* no character list ("vocab" would make eo-sample read one):
+                            GPT2Config's vocab_size below says the size */
+            keys[1] = keys[8];
+            vals[1] = vals[8];
+            k0 = 8;
+        }
         /* and the architecture in GPT2Config's words (tools/formats/gpt2.h) */
         eo_gpt2_meta_buf mb;
-        size_t nm = 9 + eo_gpt2_meta(&m.cfg, EO_GPT2_EVERYO, &mb, keys + 9, vals + 9);
+        size_t nm = k0 + eo_gpt2_meta(&m.cfg, EO_GPT2_EVERYO, &mb, keys + k0, vals + k0);
         s = eo_checkpoint_save(&ctx, &m.params, c->save, keys, vals, nm, err, errlen);
         if (s != EO_OK)
             goto done;

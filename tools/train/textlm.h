@@ -1,6 +1,8 @@
-/* tools/train/textlm.h — character-level language modelling with the GPT of
- * core/transformer.h: the corpus, its vocabulary, batches of windows,
- * and the training loop behind `eo-train --model gpt` and eo-sample.
+/* tools/train/textlm.h — language modelling with the GPT of
+ * core/transformer.h: the character corpus, its vocabulary, batches of
+ * windows, and the training loop behind `eo-train --model gpt` and
+ * eo-sample; on token ids instead (eo_lm_config.tokens, tools/train/tokens.h)
+ * behind `eo-train --tokens` and `--model gpt2`.
  *
  * Corpus recipe (the one the PyTorch reference figures used): every
  * regular file (not a link) of the fortunes directory except *.dat, in
@@ -75,14 +77,28 @@ typedef struct eo_lm_config {
     int cuda;             /* 1: parameters, optimizer state and activations on the first CUDA device */
     const struct eo_cuda_driver *cuda_driver; /* NULL: the real driver; tests pass the PTX interpreter */
     int precision;        /* EO_F32 (0, default), EO_BF16, EO_F16: tools/train/precision.h */
+    /* Token data (tools/train/tokens.h) instead of characters: tokens is
+     * an llm.c shard (train split), val_tokens one for validation or NULL
+     * (then the last 10% of tokens is the validation split); vocab the
+     * model's vocabulary, every id below it. Batches are llm.c's
+     * DataLoader's (sequential windows of context+1 tokens, stride
+     * batch*context), and AdamW decays 2-D parameters only (nanoGPT). */
+    const char *tokens, *val_tokens;
+    int vocab;
+    /* Learning rate and gradients, both data kinds: cosine 1 gives a
+     * cosine decay from lr to min_lr over the steps after a linear
+     * warm-up of `warmup` steps (eo_lr_at, core/nn.h); 0: constant lr.
+     * clip > 0 clips the global gradient norm to it. Defaults: off. */
+    int cosine, warmup;
+    float min_lr, clip;
 } eo_lm_config;
 
 typedef struct eo_lm_result {
-    double val_loss;      /* nats/char at the end */
+    double val_loss;      /* nats/char (nats/token on token data) at the end */
     double train_loss;    /* mean of the last eval_every steps (or all) */
     double ms_per_step;   /* training steps only, mean */
     int vocab;
-    size_t train_chars, val_chars;
+    size_t train_chars, val_chars; /* characters or tokens per split */
     int64_t params;
     size_t step_high;     /* the step arena's high-water mark, bytes (device arena on CUDA) */
     int64_t skipped_steps;/* f16: steps the loss scaler skipped */
