@@ -282,6 +282,16 @@ EO_PUBLIC(optimizer_step, (eo_ctx *ctx, eo_optimizer *o), (ctx, o))
                            "(keep f32 master weights)", i, p, p->grad);
     }
     EO_CHECK(state_live(ctx, o));
+    /* Every kernel the loop below calls is looked up before anything
+     * changes: a step refused half-way would leave the first parameters
+     * updated, and a retry (the scaler's) would update them twice. */
+    for (int i = 0; i < o->params->count; i++) {
+        const eo_backend *be = eo_backend_of(ctx, o->params->items[i]);
+        if (o->sharded || o->kind != EO_OPTIM_SGD)
+            EO_NEED_KERNEL(ctx, "adamw", be, adamw);
+        else
+            EO_NEED_KERNEL(ctx, "sgd", be, sgd);
+    }
     if (ctx->grads_pending)
         EO_CHECK(eo_grad_allreduce(ctx, o->params));
     o->step++;

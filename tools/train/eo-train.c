@@ -310,6 +310,7 @@ static void gpt2_preset(eo_lm_config *c)
     /* FlashAttention-style: at context 1024 the composed attention keeps
      * every [T, T] score matrix of the step (about 20 GiB at batch 4). */
     c->fused = 1;
+    c->tied = 1; /* lm_head is wte, as in GPT-2: 124 M parameters, not 163 M */
     c->val_windows = 20; /* llm.c's train_gpt2: 5 validation batches of 4 */
     c->plot = "eo-train-gpt2.svg";
 }

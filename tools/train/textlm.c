@@ -556,7 +556,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     /* The arenas: --persist-mb / --step-mb when given, else measured by
      * running the model's build and one step (tools/train/arena_size.h). */
     size_t pbytes = c->persist_mb << 20, sbytes = c->step_mb << 20;
-    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers, 0 };
+    eo_gpt_config gc = { voc.size, T, c->d_model, c->heads, c->layers, c->tied != 0 };
     if (c->load)
         gc.tied = linfo.cfg.tied;
     eo_lr_schedule sched = { EO_LR_COSINE, c->lr, c->min_lr, 0, 0, c->warmup, c->steps };

@@ -61,6 +61,7 @@ typedef struct eo_lm_config {
     int eval_every;       /* validation every N steps and at the end; 0: end only */
     int val_windows;      /* K windows of context+1 characters */
     int fused;            /* eo_attention_fused instead of eo_attention */
+    int tied;             /* the head is wte itself (GPT-2's choice; eo_gpt_config.tied) */
     const char *save;     /* safetensors checkpoint or NULL */
     const char *load;     /* start from this GPT checkpoint (either layout of
                              tools/formats/gpt2.h) or NULL: its vocabulary
