@@ -669,7 +669,9 @@ fixtures: $(BUILD)/eo-transformer-fixture
 # make fixtures-gpt2      regenerate tests/fixtures/gpt2_*.safetensors: tiny random
 #                         GPT2LMHeadModels that transformers makes and saves, with
 #                         its float64 logits, loss and gradients
-#                         (tools/reference/ref_gpt2_hf.py). Needs Debian's
+#                         (tools/reference/ref_gpt2_hf.py), and the greedy-generation
+#                         fixture tests/fixtures/gpt2_gen/ + gpt2_generate.h
+#                         (tools/reference/ref_gpt2_generate.py). Needs Debian's
 #                         python3-torch (1.13); transformers (a version that
 #                         runs on torch 1.13) goes into a venv under build/ on
 #                         first use, from PyPI. No model hub is used. Not run by
@@ -680,6 +682,7 @@ GPT2_PIP ?= transformers==4.40.2 numpy<2
 fixtures-gpt2:
 	@test -x $(GPT2_VENV)/bin/python || { /usr/bin/python3 -m venv --system-site-packages $(GPT2_VENV) && $(GPT2_VENV)/bin/pip install $(foreach p,$(GPT2_PIP),'$(p)'); }
 	$(GPT2_VENV)/bin/python tools/reference/ref_gpt2_hf.py tests/fixtures
+	$(GPT2_VENV)/bin/python tools/reference/ref_gpt2_generate.py tests/fixtures
 
 bench-transformer: $(BUILD)/eo-train
 	@sh tools/build/need-packages.sh "test -d $(FORTUNES) && test -f $(FMNIST)/train-images-idx3-ubyte.gz" fortunes dataset-fashion-mnist

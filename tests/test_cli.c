@@ -20,6 +20,7 @@
 #include "tests/tmpdir.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/cli/args.h"
+#include "tests/fixtures/gpt2_generate.h"
 #include "tests/tmpdir.h"
 
 #ifndef EO_BUILD_DIR
@@ -617,6 +618,77 @@ START_TEST(gpt2_files_on_the_command_line)
 }
 END_TEST
 
+/* Issue 27 item 5: eo-sample with a BPE tokenizer. The program's stdout
+ * is the prompt then transformers' greedy continuation, byte for byte
+ * (tests/fixtures/gpt2_generate.h), with the tokenizer named each way;
+ * a GPT that eo-train --tokens saved (vocab_size, no character list)
+ * samples with a tokenizer and asks for one without. */
+START_TEST(sample_with_a_tokenizer)
+{
+    static char out[16384];
+    char line[2048];
+    const gen_case *gc = &gen_cases[2]; /* the Unicode prompt */
+    static const char *const toks[] = {
+        "--tokenizer tests/fixtures/bpe",
+        "--vocab tests/fixtures/bpe/vocab.json --merges tests/fixtures/bpe/merges.txt",
+    };
+    for (int t = 0; t < 2; t++) {
+        snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
+                 "--prompt '%s' --temperature 0 --max-new-tokens %d 2>/dev/null",
+                 prog("eo-sample"), toks[t], gc->prompt, GEN_NEW);
+        ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+        size_t pl = strlen(gc->prompt);
+        ck_assert_msg(strncmp(out, gc->prompt, pl) == 0, "%s", out);
+        ck_assert_int_eq((int)strlen(out + pl), gc->text_len);
+        ck_assert(memcmp(out + pl, gc->text, (size_t)gc->text_len) == 0);
+    }
+    /* Sampling runs, and a seed repeats it. */
+    static char first[sizeof out];
+    snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
+             "--prompt 'The' --temperature 0.8 --top-k 40 --top-p 0.9 --seed 4 -n 16 "
+             "2>/dev/null", prog("eo-sample"), toks[0]);
+    ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+    snprintf(first, sizeof first, "%s", out);
+    ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+    ck_assert_str_eq(out, first);
+    snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
+             "--top-p 0", prog("eo-sample"), toks[0]);
+    fails_saying(line, "--top-p: '0' is not above 0");
+    snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
+             "--tiktoken x", prog("eo-sample"), toks[0]);
+    fails_saying(line, "give one of --tokenizer DIR");
+    /* A tokenizer larger than the model's vocabulary cannot work. */
+    snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_small.safetensors --heads 3 %s",
+             prog("eo-sample"), toks[0]);
+    fails_saying(line, "the tokenizer has 1500 tokens");
+
+    /* eo-train --tokens' checkpoint: an llm.c shard of ids below 1500. */
+    static unsigned char shard[1024 + 2 * 3000];
+    int32_t hdr[3] = { 20240520, 1, 3000 };
+    memset(shard, 0, sizeof shard);
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 4; b++)
+            shard[4 * i + b] = (unsigned char)((uint32_t)hdr[i] >> (8 * b));
+    for (int i = 0; i < 3000; i++) {
+        unsigned id = (unsigned)(i * 37 % 1500);
+        shard[1024 + 2 * i] = (unsigned char)id;
+        shard[1024 + 2 * i + 1] = (unsigned char)(id >> 8);
+    }
+    const char *sp = eo_tmpdir_file("t.bin", shard, sizeof shard);
+    const char *ck = eo_tmpdir_path("tok.safetensors");
+    snprintf(line, sizeof line, "%s --model gpt --tokens %s --vocab 1500 --context 16 "
+             "--d-model 16 --heads 2 --layers 1 --batch 2 --steps 1 --val-windows 2 -q --save %s "
+             "--plot %s", prog("eo-train"), sp, ck, eo_tmpdir_path("p.svg"));
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    snprintf(line, sizeof line, "%s --load %s --tokenizer tests/fixtures/bpe --prompt 'Hello' "
+             "-n 8 2>/dev/null", prog("eo-sample"), ck);
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strncmp(out, "Hello", 5) == 0, "%s", out);
+    snprintf(line, sizeof line, "%s --load %s --prompt 'Hello'", prog("eo-sample"), ck);
+    fails_saying(line, "without a character vocabulary: give its tokenizer");
+}
+END_TEST
+
 Suite *eo_suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -641,6 +713,7 @@ Suite *eo_suite_cli(void)
     tcase_add_test(files, steps_end_the_run);
     tcase_add_test(files, arenas_fit_the_model);
     tcase_add_test(files, error_exits_free_everything);
+    tcase_add_test(files, sample_with_a_tokenizer);
     suite_add_tcase(s, files);
     return s;
 }

@@ -1,16 +1,20 @@
-/* tools/train/eo-sample.c — generate text with a GPT trained by
- * `eo-train --model gpt --save FILE`:
+/* tools/train/eo-sample.c — generate text with a GPT:
  *
  *   eo-sample --load gpt.safetensors --prompt "the " --temperature 0.8 \
  *             --top-k 10 --length 300 --seed 7
+ *   eo-sample --load gpt2/model.safetensors --tokenizer gpt2 \
+ *             --prompt "Hello" --max-new-tokens 50 --temperature 0
  *
- * The checkpoint's metadata carries the vocabulary and the model's sizes,
- * so nothing else is needed. The file may also be in Hugging Face's GPT-2
- * layout (eo-safetensors convert-gpt2 keeps the metadata): it is loaded
- * through tools/formats/gpt2.h, which reads either. Each new character is drawn from the softmax
- * of the last position's logits divided by the temperature, restricted to
- * the k most likely characters when --top-k is given (temperature 0: the
- * most likely one).
+ * A character GPT of `eo-train --model gpt --save FILE` carries its
+ * vocabulary and sizes in the metadata, so nothing else is needed. A
+ * GPT-2 file (Hugging Face's layout or EveryO's, tied head or not, or
+ * eo-train --tokens' checkpoint) is read through tools/formats/gpt2.h and
+ * needs a byte-level BPE tokenizer (--tokenizer DIR with vocab.json and
+ * merges.txt, --vocab F --merges F, or --tiktoken F; tools/text/): the
+ * prompt is encoded with it and each new token's bytes are written as
+ * they are (a token may end inside a UTF-8 character; the next completes
+ * it). Sampling (temperature, top-k, top-p) and the loop are
+ * tools/text/generate.h.
  *
  * Generation keeps a key/value cache (eo_gpt_forward_cached): the prompt
  * is run once, then each new character costs one position's forward
@@ -34,17 +38,27 @@
 #include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/textlm.h"
+#include "tools/text/bpe_files.h"
+#include "tools/text/generate.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: eo-sample --load FILE [options]\n"
-               "Continue a prompt with a character GPT trained by eo-train --model gpt --save FILE.\n"
+               "Continue a prompt with a character GPT of eo-train --model gpt --save FILE,\n"
+               "or a GPT-2 checkpoint (Hugging Face's or EveryO's layout) and its tokenizer.\n"
                "\n"
                "  -l, --load FILE        the checkpoint (required)\n"
+               "      --tokenizer DIR    GPT-2 BPE tokenizer: DIR/vocab.json and DIR/merges.txt\n"
+               "      --vocab F --merges F   the same two files named one by one\n"
+               "      --tiktoken F       a tiktoken rank file (gpt2.tiktoken) instead\n"
+               "      --heads N          attention heads, when neither the file's metadata nor\n"
+               "                         a config.json beside it says (default: d_model / 64)\n"
                "  -p, --prompt TEXT      text to continue (default: a newline)\n"
                "  -t, --temperature F    softmax temperature, 0 = greedy (1.0)\n"
-               "  -k, --top-k K          sample among the K most likely characters (0: all)\n"
-               "  -n, --length N         characters to generate (300)\n"
+               "  -k, --top-k K          sample among the K most likely tokens (0: all)\n"
+               "      --top-p P          nucleus: the fewest most likely tokens whose\n"
+               "                         probabilities sum to P or more (1: all)\n"
+               "  -n, --length N, --max-new-tokens N   tokens to generate (300)\n"
                "      --seed N           sampling seed (1)\n"
                "      --device cpu|cuda  where the model runs (cpu)\n"
                "      --persist-mb N     persistent arena (weights, key/value cache) in MiB\n"
@@ -70,7 +84,8 @@ static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
     return 1;
 }
 
-enum { O_SEED = 256, O_VERSION, O_DEVICE, O_PERSIST_MB, O_STEP_MB };
+enum { O_SEED = 256, O_VERSION, O_DEVICE, O_PERSIST_MB, O_STEP_MB, O_TOKENIZER, O_VOCAB,
+       O_MERGES, O_TIKTOKEN, O_HEADS, O_TOP_P };
 static const struct option opts[] = {
     {"load", required_argument, NULL, 'l'},   {"prompt", required_argument, NULL, 'p'},
     {"temperature", required_argument, NULL, 't'},
@@ -79,43 +94,32 @@ static const struct option opts[] = {
     {"version", no_argument, NULL, O_VERSION}, {"device", required_argument, NULL, O_DEVICE},
     {"persist-mb", required_argument, NULL, O_PERSIST_MB},
     {"step-mb", required_argument, NULL, O_STEP_MB},
+    {"max-new-tokens", required_argument, NULL, 'n'},
+    {"tokenizer", required_argument, NULL, O_TOKENIZER}, {"vocab", required_argument, NULL, O_VOCAB},
+    {"merges", required_argument, NULL, O_MERGES}, {"tiktoken", required_argument, NULL, O_TIKTOKEN},
+    {"heads", required_argument, NULL, O_HEADS}, {"top-p", required_argument, NULL, O_TOP_P},
     {NULL, 0, NULL, 0},
 };
 
-/* One draw from softmax(logits / temp) over the top k entries. */
-static int sample(const float *logits, int V, float temp, int k, eo_pcg32 *rng)
+/* Where generated tokens go: characters, or a tokenizer's bytes. */
+typedef struct out_sink {
+    const eo_vocab *voc;
+    const eo_bpe *bpe;
+} out_sink;
+
+static int emit_token(void *arg, int32_t t)
 {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[best])
-            best = i;
-    if (temp <= 0)
-        return best;
-    float cut = -INFINITY; /* the k-th largest logit */
-    if (k > 0 && k < V) {
-        float tmp[EO_GPT_MAX_VOCAB]; /* V <= 256: a checkpoint's vocabulary is bytes */
-        memcpy(tmp, logits, (size_t)V * sizeof *tmp);
-        for (int j = 0; j < k; j++) { /* k rounds of selection: V is small */
-            int m = j;
-            for (int i = j + 1; i < V; i++)
-                if (tmp[i] > tmp[m])
-                    m = i;
-            float t = tmp[j]; tmp[j] = tmp[m]; tmp[m] = t;
-        }
-        cut = tmp[k - 1];
+    const out_sink *o = arg;
+    if (o->bpe) {
+        size_t len;
+        const unsigned char *b = eo_bpe_token(o->bpe, (uint32_t)t, &len);
+        if (len)
+            fwrite(b, 1, len, stdout);
+    } else {
+        putchar(o->voc->chars[t]);
     }
-    double z = 0, p[256];
-    for (int i = 0; i < V; i++) {
-        p[i] = logits[i] >= cut ? exp(((double)logits[i] - logits[best]) / temp) : 0.0;
-        z += p[i];
-    }
-    double u = (double)eo_pcg32_next(rng) / 4294967296.0 * z, acc = 0;
-    for (int i = 0; i < V; i++) {
-        acc += p[i];
-        if (u < acc)
-            return i;
-    }
-    return best;
+    fflush(stdout);
+    return ferror(stdout) != 0;
 }
 
 /* The measuring run (tools/train/arena_size.h): what main does before
@@ -146,12 +150,48 @@ static eo_status sample_measure_run(eo_ctx *ctx, void *arg)
     return st;
 }
 
+/* The tokenizer the options name (none: *v stays empty). 1 read, 0
+ * none asked for, -1 an error (printed). */
+static int read_tokenizer(const char *dir, const char *vocab, const char *merges,
+                          const char *tiktoken, eo_bpe_vocab *v)
+{
+    char err[512], vp[4096], mp[4096];
+    eo_status st;
+    if ((dir != NULL) + (vocab || merges) + (tiktoken != NULL) > 1) {
+        fprintf(stderr, "eo-sample: give one of --tokenizer DIR, --vocab F --merges F, "
+                        "--tiktoken F\n");
+        return -1;
+    }
+    if (dir) {
+        snprintf(vp, sizeof vp, "%s/vocab.json", dir);
+        snprintf(mp, sizeof mp, "%s/merges.txt", dir);
+        vocab = vp;
+        merges = mp;
+    }
+    if ((vocab != NULL) != (merges != NULL)) {
+        fprintf(stderr, "eo-sample: --vocab and --merges go together\n");
+        return -1;
+    }
+    if (vocab)
+        st = eo_bpe_read_hf(vocab, merges, v, err, sizeof err);
+    else if (tiktoken)
+        st = eo_bpe_read_tiktoken(tiktoken, v, err, sizeof err);
+    else
+        return 0;
+    if (st != EO_OK) {
+        fprintf(stderr, "eo-sample: %s\n", err);
+        return -1;
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     eo_args_program("eo-sample");
     const char *load = NULL, *prompt = "\n";
-    float temp = 1.0f;
-    int topk = 0, length = 300;
+    const char *tok_dir = NULL, *tok_vocab = NULL, *tok_merges = NULL, *tok_tiktoken = NULL;
+    eo_gen_opts go = { 1.0f, 0, 1.0f, 0 };
+    int length = 300, heads = 0;
     unsigned long long seed = 1;
     int cuda = 0;
     size_t persist_mb = 0, step_mb = 0; /* 0: measured */
@@ -165,18 +205,29 @@ int main(int argc, char **argv)
         case O_VERSION: eo_args_version(stdout); return 0;
         case 'l': load = v; break;
         case 'p': prompt = v; break;
-        case 't': ok = eo_arg_float("--temperature", v, &temp);
-            if (ok && (temp < 0 || temp > 1e4f)) {
+        case 't': ok = eo_arg_float("--temperature", v, &go.temperature);
+            if (ok && (go.temperature < 0 || go.temperature > 1e4f)) {
                 fprintf(stderr, "eo-sample: --temperature: '%s' is not from 0 to 10000\n", v);
                 return 2;
             }
             break;
-        case 'k': ok = eo_arg_int_range("--top-k", v, 0, EO_GPT_MAX_VOCAB, &topk); break;
+        case O_TOP_P: ok = eo_arg_float("--top-p", v, &go.top_p);
+            if (ok && !(go.top_p > 0 && go.top_p <= 1)) {
+                fprintf(stderr, "eo-sample: --top-p: '%s' is not above 0 and at most 1\n", v);
+                return 2;
+            }
+            break;
+        case 'k': ok = eo_arg_int_range("--top-k", v, 0, 1 << 30, &go.top_k); break;
         case 'n': ok = eo_arg_int_range("--length", v, 0, 1 << 24, &length); break;
         case O_SEED: ok = eo_arg_u64("--seed", v, &seed); break;
         case O_DEVICE: ok = eo_arg_choice("--device", v, devices, 2, &cuda); break;
         case O_PERSIST_MB: ok = eo_arg_arena_mb("--persist-mb", v, &persist_mb); break;
         case O_STEP_MB: ok = eo_arg_arena_mb("--step-mb", v, &step_mb); break;
+        case O_TOKENIZER: tok_dir = v; break;
+        case O_VOCAB: tok_vocab = v; break;
+        case O_MERGES: tok_merges = v; break;
+        case O_TIKTOKEN: tok_tiktoken = v; break;
+        case O_HEADS: ok = eo_arg_int_range("--heads", v, 1, 1 << 16, &heads); break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -188,10 +239,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: --load FILE is required (a checkpoint of eo-train --model gpt)\n");
         return eo_args_try_help();
     }
+    eo_bpe_vocab bv = {0};
+    int have_bpe = read_tokenizer(tok_dir, tok_vocab, tok_merges, tok_tiktoken, &bv);
+    if (have_bpe < 0)
+        return 1;
     char err[512];
     eo_st_file f;
     if (eo_st_read(load, &f, err, sizeof err) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", err);
+        eo_bpe_vocab_free(&bv);
         return 1;
     }
     eo_gpt_config c = {0}; /* untied: eo-train saves its own lm_head */
@@ -201,37 +257,65 @@ int main(int argc, char **argv)
         fprintf(stderr, "eo-sample: %s holds a '%s' model, not a GPT (eo-train --load %s --eval "
                         "evaluates it)\n", load, model, load);
         eo_st_close(&f);
+        eo_bpe_vocab_free(&bv);
         return 1;
     }
     eo_gpt2_info g2;
-    if (!model && eo_gpt2_inspect(&f, load, 0, &g2, err, sizeof err) == EO_OK) {
-        /* A GPT-2 file of Hugging Face (or converted) without eo-train's
-         * character vocabulary: its weights load (tools/formats/gpt2.h),
-         * but its tokens are byte-level BPE ones this program cannot make. */
-        fprintf(stderr, "eo-sample: %s holds a GPT-2 model (%s layout, n_layer %lld, n_embd %lld, "
-                        "vocab %lld) without a character vocabulary; eo-sample speaks eo-train's "
-                        "characters only, GPT-2's BPE tokenizer is not in EveryO yet (the weights "
-                        "load in C with eo_gpt2_open; eo-safetensors convert-gpt2 converts them)\n",
-                load, g2.layout == EO_GPT2_HF ? "Hugging Face" : "EveryO", (long long)g2.cfg.layers,
-                (long long)g2.cfg.d_model, (long long)g2.cfg.vocab);
+    if (have_bpe || !chars) {
+        /* Tokens: a GPT-2 file of Hugging Face, or EveryO's (eo-train
+         * --tokens, eo-safetensors convert-gpt2), with a BPE tokenizer. */
+        if (eo_gpt2_inspect(&f, load, heads, &g2, err, sizeof err) != EO_OK) {
+            if (have_bpe)
+                fprintf(stderr, "eo-sample: %s\n", err);
+            else
+                fprintf(stderr, "eo-sample: %s: not a GPT checkpoint of eo-train (metadata "
+                                "model=gpt, vocab, context, d_model, heads, layers) nor a GPT-2 "
+                                "file (%s)\n", load, err);
+            eo_st_close(&f);
+            eo_bpe_vocab_free(&bv);
+            return 1;
+        }
         eo_st_close(&f);
-        return 1;
-    }
-    if (!model || strcmp(model, "gpt") != 0 || !chars || eo_vocab_from_chars(&voc, chars) != 0 ||
-        !meta_int(&f, "context", &c.context) || !meta_int(&f, "d_model", &c.d_model) ||
-        !meta_int(&f, "heads", &c.heads) || !meta_int(&f, "layers", &c.layers)) {
-        fprintf(stderr, "eo-sample: %s: not a GPT checkpoint of eo-train (metadata model=gpt, "
-                        "vocab, context, d_model, heads, layers)\n", load);
+        if (!have_bpe) {
+            fprintf(stderr, "eo-sample: %s holds a GPT-2 model (%s layout, n_layer %lld, n_embd "
+                            "%lld, vocab %lld) without a character vocabulary: give its "
+                            "tokenizer (--tokenizer DIR with vocab.json and merges.txt, --vocab F "
+                            "--merges F, or --tiktoken F)\n",
+                    load, g2.layout == EO_GPT2_HF ? "Hugging Face" : "EveryO",
+                    (long long)g2.cfg.layers, (long long)g2.cfg.d_model, (long long)g2.cfg.vocab);
+            return 1;
+        }
+        size_t tv = eo_bpe_vocab_size(bv.bpe);
+        if ((int64_t)tv > g2.cfg.vocab) {
+            fprintf(stderr, "eo-sample: the tokenizer has %zu tokens, the model of %s only %lld\n",
+                    tv, load, (long long)g2.cfg.vocab);
+            eo_bpe_vocab_free(&bv);
+            return 1;
+        }
+        go.usable = (int64_t)tv; /* a padded vocabulary's extra rows are never drawn */
+        c = g2.cfg;
+        heads = (int)c.heads;
+    } else {
+        if (!model || !chars || eo_vocab_from_chars(&voc, chars) != 0 ||
+            !meta_int(&f, "context", &c.context) || !meta_int(&f, "d_model", &c.d_model) ||
+            !meta_int(&f, "heads", &c.heads) || !meta_int(&f, "layers", &c.layers)) {
+            fprintf(stderr, "eo-sample: %s: not a GPT checkpoint of eo-train (metadata model=gpt, "
+                            "vocab, context, d_model, heads, layers)\n", load);
+            eo_st_close(&f);
+            return 1;
+        }
         eo_st_close(&f);
-        return 1;
+        c.vocab = voc.size;
+        if (!heads)
+            heads = (int)c.heads;
     }
-    eo_st_close(&f);
-    c.vocab = voc.size;
     eo_gpt_sizes sz = {c.context, c.d_model, c.heads, c.layers, c.vocab, 1, 0};
     size_t mem = eo_memory_bytes();
-    if (!eo_gpt_sizes_check(&sz, persist_mb ? persist_mb << 20 : mem,
-                            step_mb ? step_mb << 20 : mem, 0, err, sizeof err)) {
+    if (!eo_gpt_sizes_check_vocab(&sz, have_bpe ? EO_GPT_MAX_TOKEN_VOCAB : EO_GPT_MAX_VOCAB,
+                                  persist_mb ? persist_mb << 20 : mem,
+                                  step_mb ? step_mb << 20 : mem, 0, err, sizeof err)) {
         fprintf(stderr, "eo-sample: %s: %s\n", load, err);
+        eo_bpe_vocab_free(&bv);
         return 1;
     }
     /* The arenas: --persist-mb / --step-mb when given, else measured by
@@ -245,6 +329,7 @@ int main(int argc, char **argv)
         if (eo_arena_measure(pg, sg, (eo_par){0}, sample_measure_run, &c,
                              &need, err, sizeof err) != EO_OK) {
             fprintf(stderr, "eo-sample: %s: %s\n", load, err);
+            eo_bpe_vocab_free(&bv);
             return 1;
         }
         pb = pb ? pb : eo_arena_with_margin(need.persist);
@@ -260,27 +345,41 @@ int main(int argc, char **argv)
     size_t plen = strlen(prompt), n = 0;
     int32_t *toks = malloc((plen + (size_t)length + 1) * sizeof *toks);
     char *pclean = malloc(plen + 1);
-    float *last = malloc((size_t)c.vocab * sizeof *last);
+    uint32_t *ids = have_bpe ? malloc((plen + 1) * sizeof *ids) : NULL;
+    size_t wb = have_bpe ? eo_bpe_encode_work_bytes(plen) : 0;
+    void *work = wb ? malloc(wb) : NULL;
     void *p = malloc(pb), *s = malloc(sb);
     eo_ctx ctx;
     eo_gpt m;
-    if (!toks || !pclean || !last || !p || !s) {
+    if (!toks || !pclean || !p || !s || (have_bpe && (!ids || (wb && !work)))) {
         fprintf(stderr, "eo-sample: out of memory (arenas %zu + %zu MiB)\n", pb >> 20, sb >> 20);
         goto out;
     }
-    /* The prompt, cleaned as the corpus was. */
     memcpy(pclean, prompt, plen + 1);
-    for (size_t i = 0; i < plen; i++) {
-        unsigned char ch = (unsigned char)pclean[i];
-        if (ch == '\t') ch = ' ';
-        if (ch >= 'A' && ch <= 'Z') ch = (unsigned char)(ch - 'A' + 'a');
-        if (voc.id[ch] < 0) {
-            fprintf(stderr, "eo-sample: the prompt's character 0x%02x is not in the model's "
-                            "vocabulary\n", ch);
+    if (have_bpe) {
+        /* The prompt's bytes as they are; GPT2Tokenizer's ids. */
+        size_t cnt;
+        if (eo_bpe_encode(bv.bpe, prompt, plen, work, wb, ids, plen + 1, &cnt, err, sizeof err) !=
+            EO_OK) {
+            fprintf(stderr, "eo-sample: %s\n", err);
             goto out;
         }
-        pclean[i] = (char)ch;
-        toks[n++] = voc.id[ch];
+        for (size_t i = 0; i < cnt; i++)
+            toks[n++] = (int32_t)ids[i];
+    } else {
+        /* The prompt, cleaned as the corpus was. */
+        for (size_t i = 0; i < plen; i++) {
+            unsigned char ch = (unsigned char)pclean[i];
+            if (ch == '\t') ch = ' ';
+            if (ch >= 'A' && ch <= 'Z') ch = (unsigned char)(ch - 'A' + 'a');
+            if (voc.id[ch] < 0) {
+                fprintf(stderr, "eo-sample: the prompt's character 0x%02x is not in the model's "
+                                "vocabulary\n", ch);
+                goto out;
+            }
+            pclean[i] = (char)ch;
+            toks[n++] = voc.id[ch];
+        }
     }
     if (n == 0) {
         fprintf(stderr, "eo-sample: empty prompt\n");
@@ -299,7 +398,7 @@ int main(int argc, char **argv)
     }
     /* On CUDA the weights and activations live in device arenas (as large
      * as the host ones, twice a measured figure: eo_arena_device); only
-     * token ids go up and one row of logits comes down per character. */
+     * token ids go up and one row of logits comes down per token. */
     if (cuda && eo_cuda_attach(&ctx, NULL, 0, eo_arena_device(pb, persist_mb != 0),
                                eo_arena_device(sb, step_mb != 0)) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
@@ -307,10 +406,10 @@ int main(int argc, char **argv)
     }
     attached = cuda;
     /* Built from the file's shapes and loaded in either layout (eo-train's
-     * own, or Hugging Face's after eo-safetensors convert-gpt2), tied head
-     * or not; its sizes must be those the metadata gave above. */
+     * own, or Hugging Face's), tied head or not; its sizes must be those
+     * found above. */
     eo_ctx_set_inference(&ctx, 1); /* weights without gradients, no tape */
-    if (eo_gpt2_open(&ctx, cuda ? EO_CUDA : EO_CPU, load, c.heads, &m, NULL, err, sizeof err) !=
+    if (eo_gpt2_open(&ctx, cuda ? EO_CUDA : EO_CPU, load, heads, &m, NULL, err, sizeof err) !=
         EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", err);
         goto out;
@@ -334,44 +433,31 @@ int main(int argc, char **argv)
     }
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, seed, 0x73616d70); /* "samp" */
-    fputs(pclean, stdout);
+    if (have_bpe)
+        fwrite(prompt, 1, plen, stdout); /* decode(encode(prompt)) is the prompt */
+    else
+        fputs(pclean, stdout);
     fflush(stdout);
-    /* feed: the tokens to run next, toks[n - feed .. n) */
-    size_t feed = n < (size_t)c.context ? n : (size_t)c.context;
-    for (int g = 0; g < length; g++) {
-        if (cache.len + (int64_t)feed > c.context) { /* full: refill from the recent half */
-            eo_gpt_cache_reset(&cache);
-            feed = (size_t)(c.context / 2 > 0 ? c.context / 2 : 1);
-        }
-        eo_mark mk = eo_mark_get(&ctx);
-        eo_tensor *x, *lg, *row;
-        int64_t sh[2] = { 1, (int64_t)feed };
-        eo_status st = eo_tensor_wrap(&ctx, EO_I32, 2, sh, toks + n - feed, &x);
-        if (st == EO_OK && cuda) st = eo_to_device(&ctx, x, EO_CUDA, EO_STEP, &x);
-        if (st == EO_OK) st = eo_gpt_forward_cached(&ctx, &m, &cache, x, &lg);
-        if (st == EO_OK) st = eo_slice(&ctx, lg, 1, (int64_t)feed - 1, 1, &row);
-        if (st == EO_OK) st = eo_contiguous(&ctx, row, &row);
-        if (st == EO_OK) st = eo_read(&ctx, row, last, (size_t)c.vocab * sizeof *last);
-        eo_rewind(&ctx, mk);
-        if (st != EO_OK) {
-            fprintf(stderr, "\neo-sample: %s\n", eo_last_error(&ctx));
-            goto out;
-        }
-        int t = sample(last, (int)c.vocab, temp, topk, &rng);
-        toks[n++] = t;
-        feed = 1;
-        putchar(voc.chars[t]);
-        fflush(stdout);
+    out_sink sink = { have_bpe ? NULL : &voc, have_bpe ? bv.bpe : NULL };
+    eo_status st = eo_gen_run(&ctx, &m, cuda ? EO_CUDA : EO_CPU, &cache, toks, n, length, &go,
+                              &rng, emit_token, &sink, NULL);
+    if (st != EO_OK) {
+        fprintf(stderr, "\neo-sample: %s\n", st == EO_ERR_OOM ? "out of memory"
+                                                              : eo_last_error(&ctx));
+        goto out;
     }
-    putchar('\n');
-    rc = 0;
+    if (!have_bpe)
+        putchar('\n');
+    rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 out:
     if (attached)
         eo_cuda_detach(&ctx);
-    free(last);
     free(toks);
     free(pclean);
+    free(ids);
+    free(work);
     free(p);
     free(s);
+    eo_bpe_vocab_free(&bv);
     return rc;
 }
