@@ -88,6 +88,8 @@ eo_status eo_gen_run(eo_ctx *ctx, const eo_gpt *m, eo_device dev, eo_gpt_cache *
         if (st == EO_OK) st = eo_gpt_forward_cached(ctx, m, cache, x, &lg);
         if (st == EO_OK) st = eo_slice(ctx, lg, 1, (int64_t)feed - 1, 1, &row);
         if (st == EO_OK) st = eo_contiguous(ctx, row, &row);
+        /* Under autocast the logits are 16-bit: widen them exactly. */
+        if (st == EO_OK && row->dtype != EO_F32) st = eo_cast(ctx, row, EO_F32, &row);
         if (st == EO_OK) st = eo_read(ctx, row, last, (size_t)V * sizeof *last);
         eo_rewind(ctx, mk);
         if (st != EO_OK)

@@ -35,6 +35,7 @@
 #include "tools/train/arena_size.h"
 #include "tools/train/gpt_limits.h"
 #include "tools/train/pcg32.h"
+#include "tools/train/precision.h"
 #include "tools/formats/gpt2.h"
 #include "tools/formats/safetensors.h"
 #include "tools/train/textlm.h"
@@ -60,6 +61,9 @@ static void usage(FILE *f)
                "                         probabilities sum to P or more (1: all)\n"
                "  -n, --length N, --max-new-tokens N   tokens to generate (300)\n"
                "      --seed N           sampling seed (1)\n"
+               "      --precision P      f32, or bf16 / f16: the matmuls read 16-bit copies\n"
+               "                         of the weights (kept beside the f32 ones: 1.5x the\n"
+               "                         weights' memory) and the key/value cache is 16-bit\n"
                "      --device cpu|cuda  where the model runs (cpu)\n"
                "      --persist-mb N     persistent arena (weights, key/value cache) in MiB\n"
                "                         (default: measured from the checkpoint's sizes)\n"
@@ -85,7 +89,7 @@ static int meta_int(const eo_st_file *f, const char *key, int64_t *v)
 }
 
 enum { O_SEED = 256, O_VERSION, O_DEVICE, O_PERSIST_MB, O_STEP_MB, O_TOKENIZER, O_VOCAB,
-       O_MERGES, O_TIKTOKEN, O_HEADS, O_TOP_P };
+       O_MERGES, O_TIKTOKEN, O_HEADS, O_TOP_P, O_PRECISION };
 static const struct option opts[] = {
     {"load", required_argument, NULL, 'l'},   {"prompt", required_argument, NULL, 'p'},
     {"temperature", required_argument, NULL, 't'},
@@ -98,6 +102,7 @@ static const struct option opts[] = {
     {"tokenizer", required_argument, NULL, O_TOKENIZER}, {"vocab", required_argument, NULL, O_VOCAB},
     {"merges", required_argument, NULL, O_MERGES}, {"tiktoken", required_argument, NULL, O_TIKTOKEN},
     {"heads", required_argument, NULL, O_HEADS}, {"top-p", required_argument, NULL, O_TOP_P},
+    {"precision", required_argument, NULL, O_PRECISION},
     {NULL, 0, NULL, 0},
 };
 
@@ -126,9 +131,27 @@ static int emit_token(void *arg, int32_t t)
  * generating, then the largest forward generation runs — a whole context
  * against an empty cache. The weights are the random ones of the build:
  * the arenas' figures do not depend on the values. */
+typedef struct measure_arg {
+    const eo_gpt_config *c;
+    int dtype; /* --precision: EO_F32, or the autocast dtype */
+} measure_arg;
+
+/* --precision bf16 / f16: autocast with a 16-bit working copy of every
+ * weight (eo_params_enable_low), the f32 masters kept (what
+ * eo_gpt2_load fills); the key/value cache is made afterwards, so it is
+ * 16-bit too. */
+static eo_status use_precision(eo_ctx *ctx, const eo_gpt *m, int dtype)
+{
+    if (dtype == EO_F32)
+        return EO_OK;
+    eo_status st = eo_ctx_set_autocast(ctx, (eo_dtype)dtype);
+    return st == EO_OK ? eo_params_enable_low(ctx, &m->params, (eo_dtype)dtype) : st;
+}
+
 static eo_status sample_measure_run(eo_ctx *ctx, void *arg)
 {
-    const eo_gpt_config *c = arg;
+    const measure_arg *ma = arg;
+    const eo_gpt_config *c = ma->c;
     eo_gpt m;
     eo_gpt_cache cache;
     eo_tensor *x, *lg;
@@ -139,6 +162,8 @@ static eo_status sample_measure_run(eo_ctx *ctx, void *arg)
     eo_set_grad(ctx, 0);
     eo_set_training(ctx, 0);
     eo_gpt_set_fused(&m, 1);
+    if ((st = use_precision(ctx, &m, ma->dtype)) != EO_OK)
+        return st;
     if ((st = eo_gpt_cache_init(ctx, &m, 1, &cache)) != EO_OK)
         return st;
     int64_t sh[2] = { 1, c->context };
@@ -191,7 +216,7 @@ int main(int argc, char **argv)
     const char *load = NULL, *prompt = "\n";
     const char *tok_dir = NULL, *tok_vocab = NULL, *tok_merges = NULL, *tok_tiktoken = NULL;
     eo_gen_opts go = { 1.0f, 0, 1.0f, 0 };
-    int length = 300, heads = 0;
+    int length = 300, heads = 0, precision = EO_F32;
     unsigned long long seed = 1;
     int cuda = 0;
     size_t persist_mb = 0, step_mb = 0; /* 0: measured */
@@ -227,6 +252,13 @@ int main(int argc, char **argv)
         case O_VOCAB: tok_vocab = v; break;
         case O_MERGES: tok_merges = v; break;
         case O_TIKTOKEN: tok_tiktoken = v; break;
+        case O_PRECISION:
+            precision = eo_precision_parse(v);
+            if (precision < 0) {
+                fprintf(stderr, "eo-sample: --precision: '%s' is not f32, bf16 or f16\n", v);
+                return 2;
+            }
+            break;
         case O_HEADS: ok = eo_arg_int_range("--heads", v, 1, 1 << 16, &heads); break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
@@ -326,7 +358,8 @@ int main(int argc, char **argv)
     if (!pb || !sb) {
         size_t pg, sg;
         eo_gpt_arena_guess(&sz, &pg, &sg);
-        if (eo_arena_measure(pg, sg, (eo_par){0}, sample_measure_run, &c,
+        if (eo_arena_measure(pg, sg, (eo_par){0}, sample_measure_run,
+                             &(measure_arg){ &c, precision },
                              &need, err, sizeof err) != EO_OK) {
             fprintf(stderr, "eo-sample: %s: %s\n", load, err);
             eo_bpe_vocab_free(&bv);
@@ -427,7 +460,8 @@ int main(int argc, char **argv)
     eo_set_training(&ctx, 0);
     eo_gpt_set_fused(&m, 1);
     eo_gpt_cache cache;
-    if (eo_gpt_cache_init(&ctx, &m, 1, &cache) != EO_OK) {
+    if (use_precision(&ctx, &m, precision) != EO_OK ||
+        eo_gpt_cache_init(&ctx, &m, 1, &cache) != EO_OK) {
         fprintf(stderr, "eo-sample: %s\n", eo_last_error(&ctx));
         goto out;
     }
