@@ -12,6 +12,7 @@
 #include "tests/gpt2_generate.h"
 #include "tests/gradcheck.h"
 #include "tools/text/generate.h"
+#include "tools/train/gpt_limits.h"
 
 START_TEST(greedy_matches_transformers)
 {
@@ -80,6 +81,22 @@ START_TEST(greedy_and_usable_ids)
 }
 END_TEST
 
+/* eo-sample refused GPT-2 124M (163 M parameters counted with an untied
+ * head, 8 bytes each: "needing at least 1243.9 MiB (weights and
+ * gradients)") in a persistent arena that holds it: generation keeps the
+ * weights alone (inference mode), 497.8 MB with the tied head. */
+START_TEST(generation_limits_count_weights_only)
+{
+    eo_gpt_sizes s = { 1024, 768, 12, 12, 50257, 1, 0 };
+    char err[512];
+    ck_assert_msg(eo_gpt_sizes_check_vocab(&s, EO_GPT_MAX_TOKEN_VOCAB, (size_t)500 << 20,
+                                           (size_t)240 << 20, 0, err, sizeof err), "%s", err);
+    ck_assert(!eo_gpt_sizes_check_vocab(&s, EO_GPT_MAX_TOKEN_VOCAB, (size_t)400 << 20,
+                                        (size_t)240 << 20, 0, err, sizeof err));
+    ck_assert_msg(strstr(err, "(weights)"), "%s", err);
+}
+END_TEST
+
 Suite *eo_suite_gpt2_generate(void)
 {
     Suite *s = suite_create("gpt2_generate");
@@ -88,6 +105,7 @@ Suite *eo_suite_gpt2_generate(void)
     tcase_add_loop_test(tc, greedy_matches_transformers, 0, eo_gen_fixture_cases());
     tcase_add_test(tc, top_p_keeps_the_smallest_nucleus);
     tcase_add_test(tc, greedy_and_usable_ids);
+    tcase_add_test(tc, generation_limits_count_weights_only);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -59,15 +59,18 @@ int eo_gpt_sizes_check_vocab(const eo_gpt_sizes *s, int64_t max_vocab, size_t pe
         return 0;
     }
     /* Parameters: per block 12 d^2 (attention 4 d^2, MLP 8 d^2) plus the
-     * biases and norms (13 d); the token and position embeddings and the
-     * output head. Counted low, so nothing that fits is refused. */
+     * biases and norms (13 d); the token and position embeddings; the
+     * output head not counted, since it may be wte itself (tied, GPT-2).
+     * Counted low, so nothing that fits is refused. */
     int ok = 1;
     uint64_t d = (uint64_t)s->d_model;
     uint64_t block = add(mul(12, mul(d, d, &ok), &ok), 13 * d, &ok);
     uint64_t params = add(mul((uint64_t)s->layers, block, &ok),
-                          mul(d, add(2 * (uint64_t)s->vocab, (uint64_t)s->context, &ok), &ok), &ok);
-    /* Each parameter is 4 bytes, with its gradient 8, with AdamW's m and v 16. */
-    uint64_t pbytes = mul(params, s->training ? 16 : 8, &ok);
+                          mul(d, add((uint64_t)s->vocab, (uint64_t)s->context, &ok), &ok), &ok);
+    /* Each parameter is 4 bytes, with its gradient 8, with AdamW's m and v
+     * 16; generation (training 0) runs in inference mode: the weights
+     * alone. */
+    uint64_t pbytes = mul(params, s->training ? 16 : 4, &ok);
     /* Activations: at least one [batch, context, d] tensor per block is
      * alive at the end of a forward. */
     uint64_t abytes = mul(mul(mul((uint64_t)s->batch, (uint64_t)s->context, &ok), d, &ok),
@@ -82,7 +85,7 @@ int eo_gpt_sizes_check_vocab(const eo_gpt_sizes *s, int64_t max_vocab, size_t pe
                  "(%s); the persistent arena has %.1f MiB",
                  nd, (long long)s->d_model, nl, (long long)s->layers, (unsigned long long)params,
                  (double)pbytes / 1048576.0,
-                 s->training ? "weights, gradients, AdamW state" : "weights and gradients",
+                 s->training ? "weights, gradients, AdamW state" : "weights",
                  (double)persist_bytes / 1048576.0);
         return 0;
     }
