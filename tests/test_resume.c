@@ -9,11 +9,15 @@
  * Fashion-MNIST (skipped without it, as test_cli's); the GPT runs on a
  * corpus and a token shard the test writes. */
 #include <check.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include "tests/tmpdir.h"
 
 #ifndef EO_BUILD_DIR
@@ -215,6 +219,90 @@ START_TEST(resume_refuses_other_settings)
 }
 END_TEST
 
+/* Starts "sh -c 'exec LINE'" with its output in `log`: the pid is the
+ * training program's own, so SIGKILL hits it and nothing else. */
+static pid_t spawn(const char *line, const char *log)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "exec %s >%s 2>&1 </dev/null", line, log);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Issue 30 item 3 (one process): SIGKILL at random moments — during a
+ * step or while a checkpoint is written, every step writing one — then
+ * resume from whatever file is there (a fresh start if none yet), until
+ * a run ends by itself: the weights, the state and the log equal the
+ * uninterrupted run's. The moments are drawn from a seed printed on
+ * failure. */
+START_TEST(killed_runs_resume_bit_identically)
+{
+    static char out[32768];
+    char base[2048], line[4096];
+    const char *text = corpus();
+    ck_assert_ptr_nonnull(text);
+    const char *runner = getenv("EO_TEST_RUNNER");
+    snprintf(base, sizeof base, "%s%s%s/eo-train --model gpt --steps 60 --batch 8 --context 16 "
+             "--d-model 32 --heads 2 --layers 2 --val-windows 2 --eval-every 20 --schedule "
+             "cosine --warmup 3 --precision f16 -j 2 --text %s -q --checkpoint-every 1 --plot %s",
+             runner ? runner : "", runner ? " " : "", EO_BUILD_DIR, text, path("k.svg"));
+    double t0 = seconds();
+    snprintf(line, sizeof line, "timeout 120 %s --checkpoint %s --log %s --save %s", base,
+             path("a.ck"), path("a.csv"), path("a.st"));
+    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s: %s", line, out);
+    double full = seconds() - t0;
+    unsigned seed = (unsigned)time(NULL);
+    srand(seed);
+    int kills = 0, finished = 0;
+    for (int attempt = 0; attempt < 40 && !finished; attempt++) {
+        int have = access(path("b.ck"), F_OK) == 0;
+        snprintf(line, sizeof line, "%s --checkpoint %s --log %s --save %s%s%s", base,
+                 path("b.ck"), path("b.csv"), path("b.st"), have ? " --resume " : "",
+                 have ? path("b.ck") : "");
+        pid_t pid = spawn(line, path("b.out"));
+        ck_assert_int_gt(pid, 0);
+        if (kills < 8) { /* then let it finish */
+            double d = 0.4 * full * (double)rand() / RAND_MAX; /* a resumed run is shorter */
+            struct timespec ts = { (time_t)d, (long)(1e9 * (d - (double)(time_t)d)) };
+            nanosleep(&ts, NULL);
+            kill(pid, SIGKILL);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+            kills++;
+            continue;
+        }
+        FILE *f = fopen(path("b.out"), "r");
+        size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+        out[n] = '\0';
+        if (f)
+            fclose(f);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "seed %u, after %d kills: %s: %s",
+                      seed, kills, line, out);
+        finished = 1;
+    }
+    ck_assert_msg(finished, "seed %u: no run finished", seed);
+    ck_assert_msg(same_bytes(path("a.st"), path("b.st")), "seed %u, %d kills: weights differ", seed,
+                  kills);
+    ck_assert_msg(same_bytes(path("a.ck"), path("b.ck")), "seed %u, %d kills: state differs", seed,
+                  kills);
+    ck_assert_msg(same_bytes(path("a.csv"), path("b.csv")), "seed %u, %d kills: log differs", seed,
+                  kills);
+}
+END_TEST
+
 Suite *eo_suite_resume(void)
 {
     Suite *s = suite_create("resume");
@@ -224,6 +312,7 @@ Suite *eo_suite_resume(void)
     tcase_add_test(tc, image_models_resume_bit_identically);
     tcase_add_test(tc, gpt_resumes_bit_identically);
     tcase_add_test(tc, resume_refuses_other_settings);
+    tcase_add_test(tc, killed_runs_resume_bit_identically);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -697,6 +697,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     eo_pcg32 rng;
     eo_pcg32_seed(&rng, c->seed, 0x74657874); /* "text": its own stream */
     int start = 0, stopped = 0;  /* steps done before this process (--resume) */
+    double resumed_val = NAN, resumed_train = 0; /* the last validation before it */
     double run_sum = 0;
     int run_n = 0;
     eo_ts_kv settings, saved;
@@ -708,7 +709,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     }
     if (c->resume) {
         int64_t st = 0, gt = 0, sk = 0, rn = 0;
-        uint64_t rs = 0, ri = 0, ds = 0, di = 0, pos = 0, sb = 0;
+        uint64_t rs = 0, ri = 0, ds = 0, di = 0, pos = 0, sb = 0, vb = 0, tb2 = 0;
         s = eo_train_state_load(&ctx, &m.params, &opt, c->resume, &settings, &saved, err, errlen);
         if (s != EO_OK)
             goto done;
@@ -719,6 +720,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             !eo_ts_get_u64(&saved, "data.position", &pos) ||
             !eo_ts_get_u64(&saved, "train.loss_sum", &sb) ||
             !eo_ts_get_i64(&saved, "train.loss_count", &rn) ||
+            !eo_ts_get_u64(&saved, "train.val_loss", &vb) ||
+            !eo_ts_get_u64(&saved, "train.last_train_loss", &tb2) ||
             !eo_ts_get_f32(&saved, "scaler.scale", &scaler.scale) ||
             !eo_ts_get_i64(&saved, "scaler.growth_tracker", &gt) ||
             !eo_ts_get_i64(&saved, "scaler.skipped", &sk) || st < 0 || st > c->steps ||
@@ -735,6 +738,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         loader.pos = (size_t)pos;
         memcpy(&run_sum, &sb, sizeof run_sum);
         run_n = (int)rn;
+        memcpy(&resumed_val, &vb, sizeof resumed_val);
+        memcpy(&resumed_train, &tb2, sizeof resumed_train);
         scaler.growth_tracker = gt;
         scaler.skipped = sk;
         if (out)
@@ -777,7 +782,8 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     int tty = out && isatty(fileno(out));
     int width = tty ? eo_progress_columns(out) : 0;
     double t_train = 0, t_start = now(), last_draw = 0;
-    r->val_loss = NAN;
+    r->val_loss = resumed_val;
+    r->train_loss = resumed_train;
     /* Curves for --plot: bucket means of the train loss, every validation. */
     size_t every = (size_t)c->steps / 1000 + 1, sn = 0, vn = 0, in_bucket = 0;
     double bucket = 0;
@@ -880,6 +886,13 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             eo_ts_set_u64(&kv, "data.position", loader.pos);
             eo_ts_set(&kv, "train.loss_sum", "0x%016llx", (unsigned long long)sb);
             eo_ts_set(&kv, "train.loss_count", "%d", run_n);
+            /* the last validation, for --save's metadata when the run is
+             * resumed at its very end */
+            uint64_t vb, tb2;
+            memcpy(&vb, &r->val_loss, sizeof vb);
+            memcpy(&tb2, &r->train_loss, sizeof tb2);
+            eo_ts_set(&kv, "train.val_loss", "0x%016llx", (unsigned long long)vb);
+            eo_ts_set(&kv, "train.last_train_loss", "0x%016llx", (unsigned long long)tb2);
             eo_ts_set_f32(&kv, "scaler.scale", scaler.scale);
             eo_ts_set_i64(&kv, "scaler.growth_tracker", scaler.growth_tracker);
             eo_ts_set_i64(&kv, "scaler.skipped", scaler.skipped);
