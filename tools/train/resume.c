@@ -11,6 +11,10 @@ eo_status eo_resume_log_open(const char *path, const char *header, long long ste
                              char *err, size_t errlen)
 {
     *out = NULL;
+    /* A symlink or device is refused here as by every other writer. */
+    eo_status ok = eo_file_check_target(path, err, errlen);
+    if (ok != EO_OK)
+        return ok;
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT) {
         eo_status s = eo_file_create(path, out, err, errlen);
