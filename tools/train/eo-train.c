@@ -58,6 +58,63 @@ static const char dist_usage[] =
     "                         image models, no --clip); the same result as 0\n";
 
 enum { O_DIST = 1000, O_MICRO, O_ZERO };
+
+/* --checkpoint / --checkpoint-every / --resume / --stop-after, the same
+ * for every model (tools/formats/train_state.h). */
+typedef struct {
+    const char *checkpoint, *resume;
+    int every;
+    int stop_after;
+} resume_opts;
+enum { O_CHECKPOINT = 1100, O_CHECKPOINT_EVERY, O_RESUME, O_STOP_AFTER };
+#define RESUME_OPTIONS                                                                    \
+    {"checkpoint", required_argument, NULL, O_CHECKPOINT},                                \
+    {"checkpoint-every", required_argument, NULL, O_CHECKPOINT_EVERY},                    \
+    {"resume", required_argument, NULL, O_RESUME},                                        \
+    {"stop-after", required_argument, NULL, O_STOP_AFTER}
+static const char resume_usage[] =
+    "      --checkpoint FILE  the whole training state (weights, optimizer state, step,\n"
+    "                         data position, random and loss-scaler state, settings) as\n"
+    "                         safetensors, written atomically (experimental)\n"
+    "      --checkpoint-every N  write it after every N steps\n"
+    "      --resume FILE      continue the run that wrote FILE, bit for bit (the same\n"
+    "                         options; --log continues its log)\n"
+    "      --stop-after N     stop after N steps in all (writing --checkpoint) without\n"
+    "                         changing the schedule: a planned pause\n";
+
+/* 1: one of the options above, -1: a bad value (reported), 0: another. */
+static int resume_option(resume_opts *r, int code, const char *v)
+{
+    switch (code) {
+    case O_CHECKPOINT: r->checkpoint = v; return 1;
+    case O_RESUME: r->resume = v; return 1;
+    case O_CHECKPOINT_EVERY:
+        return eo_arg_int_range("--checkpoint-every", v, 1, 2000000000, &r->every) ? 1 : -1;
+    case O_STOP_AFTER:
+        return eo_arg_int_range("--stop-after", v, 1, 2000000000, &r->stop_after) ? 1 : -1;
+    default: return 0;
+    }
+}
+
+/* The combinations that cannot work, refused before anything runs. */
+static int resume_check(const resume_opts *r, const char *load, int zero)
+{
+    if (r->every && !r->checkpoint) {
+        fprintf(stderr, "eo-train: --checkpoint-every needs --checkpoint FILE\n");
+        return 0;
+    }
+    if (r->resume && load) {
+        fprintf(stderr, "eo-train: --resume continues a run (its weights included): it takes no "
+                        "--load\n");
+        return 0;
+    }
+    if (zero && (r->checkpoint || r->resume)) {
+        fprintf(stderr, "eo-train: --checkpoint and --resume do not support --zero 1 yet (each "
+                        "rank holds a shard of the optimizer state)\n");
+        return 0;
+    }
+    return 1;
+}
 #define DIST_OPTIONS                                                                      \
     {"dist", required_argument, NULL, O_DIST},                                            \
     {"micro-batches", required_argument, NULL, O_MICRO},                                  \
@@ -140,10 +197,10 @@ static void usage(FILE *f)
             "                         scaling (steps with inf/NaN gradients are skipped)\n"
             "  -q, --quiet            no progress bar\n"
             "      --profile          after training, time per op kind and pass (forward\n"
-            "                         call, backward rule) and its share of the step\n""%s"
+            "                         call, backward rule) and its share of the step\n""%s%s"
             "  -h, --help             this text\n"
             "      --version          the program's and the library's version\n",
-            dist_usage);
+            dist_usage, resume_usage);
 }
 
 static void usage_gpt(FILE *f)
@@ -197,9 +254,10 @@ static void usage_gpt(FILE *f)
             "      --plot FILE        the loss curves as SVG (eo-train-gpt.svg)\n"
             "  -q, --quiet            no progress lines\n"
             "      --profile          after training, time per op kind and pass (forward\n"
-            "                         call, backward rule) and its share of the step\n""%s"
+            "                         call, backward rule) and its share of the step\n""%s%s"
             "  -h, --help             this text\n"
-            "      --version          the program's and the library's version\n", dist_usage);
+            "      --version          the program's and the library's version\n", dist_usage,
+            resume_usage);
 }
 
 /* Long-only options get codes above the character range. */
@@ -234,6 +292,7 @@ static const struct option image_opts[] = {
     {"precision", required_argument, NULL, O_PRECISION},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
+    RESUME_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -265,6 +324,7 @@ static const struct option gpt_opts[] = {
     {"precision", required_argument, NULL, O_PRECISION},
     {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, O_VERSION},
     DIST_OPTIONS,
+    RESUME_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -358,6 +418,7 @@ static int main_gpt(int argc, char **argv, int gpt2)
     float min_lr = -1; /* lr / 10 unless given */
     static const char *const schedules[] = {"constant", "cosine"};
     dist_opts dopt = {0, 1, 0};
+    resume_opts ropt = {0};
     static const char *const devices[] = {"cpu", "cuda"};
     int o, vocab_given = 0;
     optind = 0; /* GNU getopt: start over, re-reading the environment */
@@ -403,6 +464,8 @@ static int main_gpt(int argc, char **argv, int gpt2)
         case O_CLIP: ok = eo_arg_float(a, v, &c.clip); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
+        case O_CHECKPOINT: case O_CHECKPOINT_EVERY: case O_RESUME:
+        case O_STOP_AFTER: ok = resume_option(&ropt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -469,6 +532,12 @@ static int main_gpt(int argc, char **argv, int gpt2)
                                                   "arena can be)");
         return 2;
     }
+    if (!resume_check(&ropt, c.load, dopt.zero))
+        return 2;
+    c.checkpoint = ropt.checkpoint;
+    c.checkpoint_every = ropt.every;
+    c.resume = ropt.resume;
+    c.stop_after = ropt.stop_after;
     eo_lm_result r;
     eo_dist world;
     if (dist_start(&world, &dopt) != 0)
@@ -566,6 +635,7 @@ int main(int argc, char **argv)
     static const char *const devices[] = {"cpu", "cuda"};
     int eval_only = 0, epochs_given = 0;
     dist_opts dopt = {0, 1, 0};
+    resume_opts ropt = {0};
     optind = 0;
     while ((o = getopt_long(argc, argv, short_opts, image_opts, NULL)) != -1) {
         const char *a = opt_name(image_opts, o), *v = optarg;
@@ -618,6 +688,8 @@ int main(int argc, char **argv)
         case O_PRECISION: ok = precision_option(a, v, &c.precision); break;
         case O_DIST:
         case O_MICRO: case O_ZERO: ok = dist_option(&dopt, o, v) > 0; break;
+        case O_CHECKPOINT: case O_CHECKPOINT_EVERY: case O_RESUME:
+        case O_STOP_AFTER: ok = resume_option(&ropt, o, v) > 0; break;
         default: return eo_args_try_help(); /* getopt_long named the problem */
         }
         if (!ok)
@@ -645,6 +717,12 @@ int main(int argc, char **argv)
         }
         c.epochs = 0; /* the trainer's "evaluate only" */
     }
+    if (!resume_check(&ropt, c.load, dopt.zero))
+        return 2;
+    c.checkpoint = ropt.checkpoint;
+    c.checkpoint_every = ropt.every;
+    c.resume = ropt.resume;
+    c.stop_after = (size_t)ropt.stop_after;
     eo_train_result r;
     char err[512];
     eo_dist world;

@@ -15,6 +15,7 @@
 #include "core/nn.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/formats/gpt2.h"
+#include "tools/formats/train_state.h"
 #include "tools/cli/cpu.h"
 #include "tools/cli/errbuf.h"
 #include "tools/cli/files.h"
@@ -26,6 +27,7 @@
 #include "tools/train/pcg32.h"
 #include "tools/train/precision.h"
 #include "tools/train/profile.h"
+#include "tools/train/resume.h"
 #include "tools/train/progress.h"
 #include "tools/train/svgplot.h"
 #include "tools/threads/pool.h"
@@ -471,6 +473,37 @@ static eo_status load_token_splits(const eo_lm_config *c, int32_t **tok, size_t 
     return EO_OK;
 }
 
+/* The settings a resumed run must share with the one that saved the
+ * state (as trainer.c's): everything that changes its numbers. */
+static void lm_settings(const eo_lm_config *c, const eo_gpt_config *gc, size_t ntrain,
+                        eo_ts_kv *kv)
+{
+    memset(kv, 0, sizeof *kv);
+    eo_ts_set(kv, "setting.model", "gpt");
+    eo_ts_set(kv, "setting.data", "%s", c->tokens ? "tokens" : "characters");
+    eo_ts_set(kv, "setting.train_size", "%zu", ntrain);
+    eo_ts_set(kv, "setting.vocab", "%lld", (long long)gc->vocab);
+    eo_ts_set(kv, "setting.context", "%lld", (long long)gc->context);
+    eo_ts_set(kv, "setting.d_model", "%lld", (long long)gc->d_model);
+    eo_ts_set(kv, "setting.heads", "%lld", (long long)gc->heads);
+    eo_ts_set(kv, "setting.layers", "%lld", (long long)gc->layers);
+    eo_ts_set(kv, "setting.tied", "%d", c->tied);
+    eo_ts_set(kv, "setting.fused", "%d", c->fused);
+    eo_ts_set(kv, "setting.precision", "%s", eo_precision_name(c->precision));
+    eo_ts_set(kv, "setting.device", "%s", c->cuda ? "cuda" : "cpu");
+    eo_ts_set(kv, "setting.batch", "%d", c->batch);
+    eo_ts_set(kv, "setting.steps", "%d", c->steps);
+    eo_ts_set_decimal(kv, "setting.lr", c->lr);
+    eo_ts_set_decimal(kv, "setting.weight_decay", c->weight_decay);
+    eo_ts_set(kv, "setting.schedule", "%s", c->cosine ? "cosine" : "constant");
+    eo_ts_set(kv, "setting.warmup", "%d", c->warmup);
+    eo_ts_set_decimal(kv, "setting.min_lr", c->min_lr);
+    eo_ts_set_decimal(kv, "setting.clip", c->clip);
+    eo_ts_set_u64(kv, "setting.seed", c->seed);
+    eo_ts_set(kv, "setting.threads", "%d", c->threads);
+    eo_ts_set(kv, "setting.micro_batches", "%d", c->micro_batches > 1 ? c->micro_batches : 1);
+}
+
 eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, char *err,
                           size_t errlen)
 {
@@ -661,7 +694,62 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         CORE(eo_lr_schedule_check(&ctx, &sched));
     CORE(eo_precision_setup(&ctx, &m.params, c->precision, &scaler));
     r->params = eo_params_numel(&m.params);
-    if (eo_dist_root(dist) && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
+    eo_pcg32 rng;
+    eo_pcg32_seed(&rng, c->seed, 0x74657874); /* "text": its own stream */
+    int start = 0, stopped = 0;  /* steps done before this process (--resume) */
+    double resumed_val = NAN, resumed_train = 0; /* the last validation before it */
+    double run_sum = 0;
+    int run_n = 0;
+    eo_ts_kv settings, saved;
+    lm_settings(c, &gc, ntrain, &settings);
+    if (dist && (c->checkpoint || c->resume)) {
+        s = eo_errf(err, errlen, EO_ERR_ARG, "--checkpoint and --resume work in one process "
+                    "only for now, not across %d MPI ranks", dist->size);
+        goto done;
+    }
+    if (c->resume) {
+        int64_t st = 0, gt = 0, sk = 0, rn = 0;
+        uint64_t rs = 0, ri = 0, ds = 0, di = 0, pos = 0, sb = 0, vb = 0, tb2 = 0;
+        s = eo_train_state_load(&ctx, &m.params, &opt, c->resume, &settings, &saved, err, errlen);
+        if (s != EO_OK)
+            goto done;
+        if (!eo_ts_get_i64(&saved, "train.step", &st) ||
+            !eo_ts_get_u64(&saved, "rng.ctx.state", &rs) || !eo_ts_get_u64(&saved, "rng.ctx.inc", &ri) ||
+            !eo_ts_get_u64(&saved, "rng.data.state", &ds) ||
+            !eo_ts_get_u64(&saved, "rng.data.inc", &di) ||
+            !eo_ts_get_u64(&saved, "data.position", &pos) ||
+            !eo_ts_get_u64(&saved, "train.loss_sum", &sb) ||
+            !eo_ts_get_i64(&saved, "train.loss_count", &rn) ||
+            !eo_ts_get_u64(&saved, "train.val_loss", &vb) ||
+            !eo_ts_get_u64(&saved, "train.last_train_loss", &tb2) ||
+            !eo_ts_get_f32(&saved, "scaler.scale", &scaler.scale) ||
+            !eo_ts_get_i64(&saved, "scaler.growth_tracker", &gt) ||
+            !eo_ts_get_i64(&saved, "scaler.skipped", &sk) || st < 0 || st > c->steps ||
+            (c->tokens && pos > loader.n) || rn < 0 || rn > st) {
+            s = eo_errf(err, errlen, EO_ERR_FORMAT, "%s: the training position (train.*, "
+                        "rng.*, data.*, scaler.*) is missing or out of range", c->resume);
+            goto done;
+        }
+        start = (int)st;
+        ctx.rng_state = rs;
+        ctx.rng_inc = ri;
+        rng.state = ds;
+        rng.inc = di;
+        loader.pos = (size_t)pos;
+        memcpy(&run_sum, &sb, sizeof run_sum);
+        run_n = (int)rn;
+        memcpy(&resumed_val, &vb, sizeof resumed_val);
+        memcpy(&resumed_train, &tb2, sizeof resumed_train);
+        scaler.growth_tracker = gt;
+        scaler.skipped = sk;
+        if (out)
+            fprintf(out, "resumed %s at step %d\n", c->resume, start);
+        if (eo_dist_root(dist) && c->log &&
+            (s = eo_resume_log_open(c->log, "step,train_loss,val_loss", start, &log, err,
+                                    errlen)) != EO_OK)
+            goto done;
+    } else if (eo_dist_root(dist) && c->log &&
+               (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
         goto done;
     /* Find out now, not after the run, that --save or --plot points
      * somewhere unwritable, or at a link or device. */
@@ -669,7 +757,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
     for (int k = 0; k < 2 && eo_dist_root(dist); k++)
         if (outputs[k] && (s = eo_file_probe_target(outputs[k], err, errlen)) != EO_OK)
             goto done;
-    if (log)
+    if (log && !c->resume)
         fprintf(log, "step,train_loss,val_loss\n");
     if (out)
         fprintf(out, "model gpt: %lld parameters; vocabulary %d, train %zu / validation %zu "
@@ -691,13 +779,11 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
                      "in rank order\n", dist ? dist->size : 1, dist ? "s (MPI)" : "", micro,
                 micro > 1 ? "es" : "");
 
-    eo_pcg32 rng;
-    eo_pcg32_seed(&rng, c->seed, 0x74657874); /* "text": its own stream */
     int tty = out && isatty(fileno(out));
     int width = tty ? eo_progress_columns(out) : 0;
-    double t_train = 0, t_start = now(), last_draw = 0, run_sum = 0;
-    int run_n = 0;
-    r->val_loss = NAN;
+    double t_train = 0, t_start = now(), last_draw = 0;
+    r->val_loss = resumed_val;
+    r->train_loss = resumed_train;
     /* Curves for --plot: bucket means of the train loss, every validation. */
     size_t every = (size_t)c->steps / 1000 + 1, sn = 0, vn = 0, in_bucket = 0;
     double bucket = 0;
@@ -707,7 +793,7 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
         vx = calloc((size_t)c->steps + 1, sizeof *vx);
         vy = calloc((size_t)c->steps + 1, sizeof *vy);
     }
-    for (int step = 1; step <= c->steps; step++) {
+    for (int step = start + 1; step <= c->steps && !stopped; step++) {
         if (c->tokens)
             eo_token_loader_next(&loader, ib, tb);
         for (int b = 0; b < c->batch && !c->tokens; b++) {
@@ -779,7 +865,47 @@ eo_status eo_lm_train_run(const eo_lm_config *c, eo_lm_result *r, FILE *out, cha
             run_sum = 0;
             run_n = 0;
         }
+        stopped = c->stop_after > 0 && step >= c->stop_after;
+        if (c->checkpoint &&
+            ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0) || stopped)) {
+            /* The log first, so it holds every step the state counts
+             * (resume.h cuts it there). */
+            if (log && (fflush(log) != 0 || fsync(fileno(log)) != 0)) {
+                s = eo_errf(err, errlen, EO_ERR_IO, "%s: flushing before the checkpoint: %s",
+                            c->log, strerror(errno));
+                goto done;
+            }
+            eo_ts_kv kv = settings;
+            uint64_t sb;
+            memcpy(&sb, &run_sum, sizeof sb);
+            eo_ts_set(&kv, "train.step", "%d", step);
+            eo_ts_set_u64(&kv, "rng.ctx.state", ctx.rng_state);
+            eo_ts_set_u64(&kv, "rng.ctx.inc", ctx.rng_inc);
+            eo_ts_set_u64(&kv, "rng.data.state", rng.state);
+            eo_ts_set_u64(&kv, "rng.data.inc", rng.inc);
+            eo_ts_set_u64(&kv, "data.position", loader.pos);
+            eo_ts_set(&kv, "train.loss_sum", "0x%016llx", (unsigned long long)sb);
+            eo_ts_set(&kv, "train.loss_count", "%d", run_n);
+            /* the last validation, for --save's metadata when the run is
+             * resumed at its very end */
+            uint64_t vb, tb2;
+            memcpy(&vb, &r->val_loss, sizeof vb);
+            memcpy(&tb2, &r->train_loss, sizeof tb2);
+            eo_ts_set(&kv, "train.val_loss", "0x%016llx", (unsigned long long)vb);
+            eo_ts_set(&kv, "train.last_train_loss", "0x%016llx", (unsigned long long)tb2);
+            eo_ts_set_f32(&kv, "scaler.scale", scaler.scale);
+            eo_ts_set_i64(&kv, "scaler.growth_tracker", scaler.growth_tracker);
+            eo_ts_set_i64(&kv, "scaler.skipped", scaler.skipped);
+            s = eo_train_state_save(&ctx, &m.params, &opt, c->checkpoint, &kv, err, errlen);
+            if (s != EO_OK)
+                goto done;
+        }
+        if (stopped && out)
+            fprintf(out, "stopped after step %d (--stop-after)%s%s\n", step,
+                    c->checkpoint ? "; state in " : "", c->checkpoint ? c->checkpoint : "");
     }
+    if (stopped)
+        goto done; /* no final validation, --save or --plot: the run continues with --resume */
     if (c->steps == 0) {
         if ((s = validate(&ctx, &m, val, nval, c->val_windows, c->batch, ib, tb, dist,
                           &r->val_loss, err, errlen)) != EO_OK)

@@ -92,6 +92,13 @@ typedef struct eo_lm_config {
      * clip > 0 clips the global gradient norm to it. Defaults: off. */
     int cosine, warmup;
     float min_lr, clip;
+    /* Training state, as eo_train_config's (tools/train/trainer.h):
+     * --checkpoint FILE every checkpoint_every steps, --resume FILE,
+     * --stop-after N. One process only. */
+    const char *checkpoint;
+    int checkpoint_every;
+    const char *resume;
+    int stop_after;
 } eo_lm_config;
 
 typedef struct eo_lm_result {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "core/nn.h"
 #include "ops/cuda/device.h"
 #include "tools/train/arena_size.h"
@@ -26,10 +27,12 @@
 #include "tools/dist/dist.h"
 #include "tools/dist/nccl.h"
 #include "tools/formats/checkpoint.h"
+#include "tools/formats/train_state.h"
 #include "tools/train/mnist.h"
 #include "tools/train/precision.h"
 #include "tools/threads/pool.h"
 #include "tools/train/profile.h"
+#include "tools/train/resume.h"
 #include "tools/train/progress.h"
 #include "tools/train/svgplot.h"
 #include "tools/train/trainer.h"
@@ -187,6 +190,60 @@ static eo_status train_measure_run(eo_ctx *ctx, void *arg)
     eo_set_training(ctx, was_train);
     eo_set_grad(ctx, was_grad);
     return s;
+}
+
+/* The settings a resumed run must share with the one that saved the
+ * state: everything that changes its numbers (not the file names, the
+ * arenas' sizes or what is printed). */
+static void train_settings(const eo_train_config *c, size_t train_n, eo_ts_kv *kv)
+{
+    memset(kv, 0, sizeof *kv);
+    eo_ts_set(kv, "setting.model", "%s", eo_model_name(c->model));
+    eo_ts_set(kv, "setting.precision", "%s", eo_precision_name(c->precision));
+    eo_ts_set(kv, "setting.device", "%s", c->cuda ? "cuda" : "cpu");
+    eo_ts_set(kv, "setting.optimizer", "%s", c->adamw ? "adamw" : "sgd");
+    eo_ts_set_decimal(kv, "setting.lr", c->lr);
+    eo_ts_set_decimal(kv, "setting.momentum", c->momentum);
+    eo_ts_set(kv, "setting.nesterov", "%d", c->nesterov);
+    eo_ts_set_decimal(kv, "setting.weight_decay", c->weight_decay);
+    eo_ts_set(kv, "setting.schedule", "%d", c->schedule);
+    eo_ts_set(kv, "setting.warmup", "%d", c->warmup);
+    eo_ts_set_decimal(kv, "setting.clip", c->clip);
+    eo_ts_set(kv, "setting.batch", "%d", c->batch);
+    eo_ts_set(kv, "setting.epochs", "%d", c->epochs);
+    eo_ts_set(kv, "setting.steps", "%zu", c->max_steps);
+    eo_ts_set_u64(kv, "setting.seed", c->seed);
+    eo_ts_set(kv, "setting.threads", "%d", c->threads);
+    eo_ts_set(kv, "setting.micro_batches", "%d", c->micro_batches > 1 ? c->micro_batches : 1);
+    eo_ts_set(kv, "setting.train_images", "%zu", train_n);
+}
+
+/* The whole state after `done` steps, the next being batch `index` of
+ * epoch `epoch` (index == batches per epoch: the epoch's evaluation is
+ * next). The log is flushed to disk first, so it holds every step the
+ * checkpoint counts (resume.h cuts it there). */
+static eo_status save_state(eo_ctx *ctx, const eo_train_config *c, const eo_ts_kv *settings,
+                            const eo_classifier *m, const eo_optimizer *opt,
+                            const eo_grad_scaler *sc, size_t done, int epoch, size_t index,
+                            double sum, size_t seen, FILE *log, char *err, size_t errlen)
+{
+    if (log && (fflush(log) != 0 || fsync(fileno(log)) != 0))
+        return eo_errf(err, errlen, EO_ERR_IO, "%s: flushing before the checkpoint: %s", c->log,
+                       strerror(errno));
+    eo_ts_kv kv = *settings;
+    uint64_t sum_bits;
+    memcpy(&sum_bits, &sum, sizeof sum_bits);
+    eo_ts_set(&kv, "train.step", "%zu", done);
+    eo_ts_set(&kv, "train.epoch", "%d", epoch);
+    eo_ts_set(&kv, "train.index", "%zu", index);
+    eo_ts_set(&kv, "train.epoch_loss_sum", "0x%016llx", (unsigned long long)sum_bits);
+    eo_ts_set(&kv, "train.epoch_seen", "%zu", seen);
+    eo_ts_set_u64(&kv, "rng.ctx.state", ctx->rng_state);
+    eo_ts_set_u64(&kv, "rng.ctx.inc", ctx->rng_inc);
+    eo_ts_set_f32(&kv, "scaler.scale", sc->scale);
+    eo_ts_set_i64(&kv, "scaler.growth_tracker", sc->growth_tracker);
+    eo_ts_set_i64(&kv, "scaler.skipped", sc->skipped);
+    return eo_train_state_save(ctx, &m->params, opt, c->checkpoint, &kv, err, errlen);
 }
 
 /* Where this rank's share of a step comes from. */
@@ -354,6 +411,13 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         return s;
     }
 
+    if (dist && (c->checkpoint || c->resume)) {
+        eo_dataset_free(&train);
+        eo_dataset_free(&test);
+        return eo_errf(err, errlen, EO_ERR_ARG,
+                       "--checkpoint and --resume work in one process only for now, not across "
+                       "%d MPI ranks", dist->size);
+    }
     eo_pool *pool = c->threads > 1 ? eo_pool_create(c->threads) : NULL;
     /* The arenas: --persist-mb / --step-mb when given, else measured by
      * running the build and one step (tools/train/arena_size.h). The first
@@ -481,7 +545,47 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     s = eo_batcher_init(&bat, &train, bo, err, errlen);
     if (s != EO_OK)
         goto done;
-    if (root && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
+    eo_ts_kv settings, saved;
+    train_settings(c, train.n, &settings);
+    size_t start_global = 0, start_index = 0;
+    int start_epoch = 0, stopped = 0;
+    double start_sum = 0;
+    size_t start_seen = 0;
+    if (c->resume) {
+        int64_t e64 = 0, gt = 0, sk = 0;
+        uint64_t g = 0, ix = 0, sb = 0, sn = 0, rs = 0, ri = 0;
+        s = eo_train_state_load(&ctx, &m.params, &opt, c->resume, &settings, &saved, err, errlen);
+        if (s != EO_OK)
+            goto done;
+        if (!eo_ts_get_u64(&saved, "train.step", &g) || !eo_ts_get_i64(&saved, "train.epoch", &e64) ||
+            !eo_ts_get_u64(&saved, "train.index", &ix) ||
+            !eo_ts_get_u64(&saved, "train.epoch_loss_sum", &sb) ||
+            !eo_ts_get_u64(&saved, "train.epoch_seen", &sn) ||
+            !eo_ts_get_u64(&saved, "rng.ctx.state", &rs) || !eo_ts_get_u64(&saved, "rng.ctx.inc", &ri) ||
+            !eo_ts_get_f32(&saved, "scaler.scale", &scaler.scale) ||
+            !eo_ts_get_i64(&saved, "scaler.growth_tracker", &gt) ||
+            !eo_ts_get_i64(&saved, "scaler.skipped", &sk) || e64 < 0 || e64 > c->epochs ||
+            ix > bat.nbatches) {
+            s = eo_errf(err, errlen, EO_ERR_FORMAT, "%s: the training position (train.*, rng.*, "
+                        "scaler.*) is missing or out of range", c->resume);
+            goto done;
+        }
+        start_global = (size_t)g;
+        start_epoch = (int)e64;
+        start_index = (size_t)ix;
+        memcpy(&start_sum, &sb, sizeof start_sum);
+        start_seen = (size_t)sn;
+        ctx.rng_state = rs;
+        ctx.rng_inc = ri;
+        scaler.growth_tracker = gt;
+        scaler.skipped = sk;
+        if (out) fprintf(out, "resumed %s at step %zu (epoch %d, batch %zu)\n", c->resume,
+                         start_global, start_epoch + 1, start_index);
+        if (root && c->log &&
+            (s = eo_resume_log_open(c->log, "step,epoch,loss,lr", (long long)start_global, &log,
+                                    err, errlen)) != EO_OK)
+            goto done;
+    } else if (root && c->log && (s = eo_file_create(c->log, &log, err, errlen)) != EO_OK)
         goto done;
     /* Find out now, not after an hour of training, that --save or --plot
      * points somewhere unwritable, or at a link or device. */
@@ -489,7 +593,7 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     for (int k = 0; k < 2 && root; k++)
         if (outputs[k] && (s = eo_file_probe_target(outputs[k], err, errlen)) != EO_OK)
             goto done;
-    if (log)
+    if (log && !c->resume)
         fprintf(log, "step,epoch,loss,lr\n");
     if (out)
         fprintf(out, "model %s: %lld parameters; train %zu, test %zu images; %s lr %g, batch %d, "
@@ -530,8 +634,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
     h.sx = calloc(total / h.every + 2, sizeof(double));
     h.sloss = calloc(total / h.every + 2, sizeof(double));
     double train_time = 0;
-    size_t global = 0, total_steps = 0;
-    for (int e = 0; e < epochs; e++) {
+    size_t global = start_global, total_steps = 0;
+    for (int e = start_epoch; e < epochs && !stopped; e++) {
         eo_batcher_epoch(&bat, (uint64_t)e);
         eo_progress pr;
         size_t epoch_steps = total - global < steps ? total - global : steps;
@@ -540,7 +644,12 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
         double t0 = now(), sum = 0;
         size_t seen = 0;
         size_t done_steps = 0;
-        for (size_t i = 0; i < steps; i++, global++) {
+        size_t i0 = e == start_epoch ? start_index : 0; /* a resumed epoch's first batch */
+        if (e == start_epoch && c->resume) {
+            sum = start_sum;
+            seen = start_seen;
+        }
+        for (size_t i = i0; i < steps; i++, global++) {
             size_t rows;
             if (c->max_steps && global >= c->max_steps)
                 break;
@@ -586,10 +695,28 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
             }
             if (!c->quiet && out)
                 eo_progress_update(&pr, i + 1, sum / (double)(i + 1), seen);
+            stopped = c->stop_after && global + 1 >= c->stop_after;
+            if (c->checkpoint &&
+                ((c->checkpoint_every > 0 && (global + 1) % (size_t)c->checkpoint_every == 0) ||
+                 stopped) &&
+                (s = save_state(&ctx, c, &settings, &m, &opt, &scaler, global + 1, e, i + 1, sum,
+                                seen, log, err, errlen)) != EO_OK)
+                goto done;
+            if (stopped)
+                break;
+        }
+        if (stopped) {
+            if (!c->quiet && out)
+                eo_progress_finish(&pr, "stopped");
+            if (out)
+                fprintf(out, "stopped after step %zu (--stop-after)%s%s\n", global + 1,
+                        c->checkpoint ? "; state in " : "", c->checkpoint ? c->checkpoint : "");
+            break;
         }
         double dt = now() - t0;
         train_time += dt;
         total_steps += done_steps;
+        done_steps += i0; /* the means below are over the whole epoch */
         if (done_steps == 0)
             done_steps = 1; /* only the means below divide by it */
         if (e == 0)
@@ -614,6 +741,8 @@ eo_status eo_train_run(const eo_train_config *c, eo_train_result *r, FILE *out, 
                         sum / (double)done_steps, dt, extra);
         }
     }
+    if (stopped)
+        goto done; /* no evaluation, --save or --plot: the run continues with --resume */
     if (c->epochs == 0 &&
         (s = evaluate(&ctx, &m, &test, dist, &r->test_accuracy, err, errlen)) != EO_OK)
         goto done;

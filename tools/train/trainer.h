@@ -48,6 +48,17 @@ typedef struct eo_train_config {
                                * the ranks; CPU, AdamW, no clip; bit-identical to 0 */
     int precision;            /* EO_F32 (0, the default), EO_BF16 or EO_F16: see
                                * tools/train/precision.h */
+    /* Training state (tools/formats/train_state.h; experimental): every
+     * checkpoint_every steps the whole state goes to `checkpoint`;
+     * `resume` continues a run from such a file (the same settings, bit
+     * for bit); stop_after > 0 ends the run after that many steps in all
+     * (the schedule still that of the whole run), writing `checkpoint`
+     * and skipping evaluation and --save: a planned stop. One process
+     * (no MPI) for now. */
+    const char *checkpoint;
+    int checkpoint_every;
+    const char *resume;
+    size_t stop_after;
 } eo_train_config;
 
 typedef struct eo_train_result {
