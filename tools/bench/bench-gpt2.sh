@@ -78,7 +78,7 @@ for T in $Ts; do
             printf '%-8s %-5s %-8s %10s %10.0f %12s  (%s)\n' PyTorch $T $t "$1" "$(awk "BEGIN{print 4*$T*1000/$1}")" "$2" \
                 "$(head -1 "$tmp/pt")"
         else
-            printf '%-8s %-5s %-8s %s\n' PyTorch $T $t "skipped (apt-get install python3-torch)"
+            printf '%-8s %-5s %-8s %s\n' PyTorch $T $t "skipped (BENCH_TORCH=0, or no torch: apt-get install python3-torch)"
         fi
     done
 done
