@@ -590,6 +590,12 @@ bench-train: $(BUILD)/eo-train
 	@$(BENCH_REFS)
 	sh tools/bench/bench-train.sh ./$(BUILD)/eo-train $(BENCH_EPOCHS)
 
+# ---- GPT-2 124M training beside llm.c and PyTorch (tools/bench/bench-gpt2.sh) ----
+# make bench-gpt2 [LLMC_DIR=llm.c checkout] [BENCH_T=1024] [BENCH_STEPS=3]
+.PHONY: bench-gpt2
+bench-gpt2: $(BUILD)/eo-train
+	LLMC_DIR="$(LLMC_DIR)" BENCH_T="$(BENCH_T)" BENCH_STEPS="$(or $(BENCH_GPT2_STEPS),3)" sh tools/bench/bench-gpt2.sh ./$(BUILD)/eo-train
+
 # ---- CUDA / PTX ----------------------------------------------------------------
 # The CUDA backend's kernels are hand-written PTX in ptx/*.ptx. They are
 # compiled into the library as data: tools/build/ptx-embed.awk turns them into
