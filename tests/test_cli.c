@@ -18,6 +18,7 @@
 #include "core/transformer.h"
 #include "tests/gradcheck.h"
 #include "tests/tmpdir.h"
+#include "tests/run_line.h"
 #include "tools/formats/checkpoint.h"
 #include "tools/cli/args.h"
 #include "tests/fixtures/gpt2_generate.h"
@@ -219,21 +220,6 @@ START_TEST(train_and_sample_refuse_bad_values)
 }
 END_TEST
 
-/* Runs one shell line (the programs named as EO_BUILD_DIR/PROGRAM by the
- * caller) with stdout and stderr captured; `timeout` bounds a program
- * that would hang, so an old FIFO hang fails here instead of stalling
- * the suite. Returns the exit status, or -1 when killed by a signal. */
-static int run_line(const char *line, char *out, size_t len)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "exec 2>&1 </dev/null; %s", line);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* "RUNNER EO_BUILD_DIR/program" for a shell line. */
 static const char *prog(const char *program)
@@ -254,7 +240,7 @@ static const char *prog(const char *program)
 static void fails_saying(const char *line, const char *needle)
 {
     static char out[16384];
-    int rc = run_line(line, out, sizeof out);
+    int rc = eo_test_run_line(line, out, sizeof out);
     ck_assert_msg(rc > 0 && rc != 124, "%s: exit %d (124 means it hung): %s", line, rc, out);
     ck_assert_msg(strstr(out, needle), "%s: exit %d, expected '%s' in: %s", line, rc, needle, out);
     /* In a SANITIZE=1 build the programs are sanitized: an error exit
@@ -375,7 +361,7 @@ START_TEST(output_targets_must_be_regular)
     snprintf(line, sizeof line, "%s %s --save %s --plot %s", prog("eo-train"), gpt, kept,
              eo_tmpdir_path("p.svg"));
     static char out[16384];
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     ck_assert_int_eq(stat(kept, &sb), 0);
     ck_assert_int_gt(sb.st_size, 100);
 }
@@ -427,7 +413,7 @@ START_TEST(failed_save_keeps_the_previous_checkpoint)
              eo_tmpdir_path("p.svg"));
     static char out[16384], before[65536], after[65536];
     snprintf(line, sizeof line, "%s %s --save %s", prog("eo-train"), gpt, ck);
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     FILE *f = fopen(ck, "rb");
     ck_assert_ptr_nonnull(f);
     size_t n = fread(before, 1, sizeof before, f);
@@ -443,7 +429,7 @@ START_TEST(failed_save_keeps_the_previous_checkpoint)
     ck_assert(m == n && memcmp(before, after, n) == 0);
     ck_assert_int_eq(access(tmp, F_OK), -1);
     snprintf(line, sizeof line, "%s ls %s", prog("eo-safetensors"), ck);
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
 }
 END_TEST
 
@@ -462,7 +448,7 @@ START_TEST(ptxsim_scalars_must_fit)
     static char out[4096];
     snprintf(line, sizeof line, "%s --grid 1 --block 1 --arg u32buf:1 --arg u32:4294967295 %s k",
              prog("eo-ptxsim"), ptx);
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
 }
 END_TEST
 
@@ -475,7 +461,7 @@ START_TEST(steps_end_the_run)
     char line[2048];
     snprintf(line, sizeof line, "%s --model mlp --subset 256 --test-subset 100 --batch 64 "
              "--epochs 5 --steps 6 -q --plot %s", prog("eo-train"), eo_tmpdir_path("p.svg"));
-    int rc = run_line(line, out, sizeof out);
+    int rc = eo_test_run_line(line, out, sizeof out);
     if (rc != 0 && strstr(out, "not found")) /* no Fashion-MNIST on this machine */
         return;
     ck_assert_msg(rc == 0, "%s", out);
@@ -496,11 +482,11 @@ START_TEST(arenas_fit_the_model)
     snprintf(line, sizeof line, "%s --model gpt --d-model 384 --layers 6 --heads 6 --context 16 "
              "--batch 1 --steps 1 --val-windows 2 --eval-every 0 -q %s --save %s --plot %s",
              prog("eo-train"), corpus(), ck, eo_tmpdir_path("p.svg"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "10675968 parameters") && strstr(out, "arenas: persistent") &&
                       strstr(out, "measured"), "%s", out);
     snprintf(line, sizeof line, "%s --load %s --length 5 --seed 3", prog("eo-sample"), ck);
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "arenas: persistent"), "%s", out);
     /* An override still rules, and too small still names the option. */
     snprintf(line, sizeof line, "%s --load %s --length 5 --persist-mb 40", prog("eo-sample"), ck);
@@ -525,7 +511,7 @@ START_TEST(error_exits_free_everything)
     snprintf(line, sizeof line, "%s --model gpt --steps 1 --batch 1 --context 8 --d-model 8 "
              "--heads 1 --layers 1 --val-windows 2 -q %s --save %s --plot %s", prog("eo-train"),
              text, ck, eo_tmpdir_path("p.svg"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     char corpus_path[512];
     snprintf(corpus_path, sizeof corpus_path, "%s", text + strlen("--text "));
     const struct { const char *program, *args, *file, *needle; } paths[] = {
@@ -636,7 +622,7 @@ START_TEST(sample_with_a_tokenizer)
         snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
                  "--prompt '%s' --temperature 0 --max-new-tokens %d 2>/dev/null",
                  prog("eo-sample"), toks[t], gc->prompt, GEN_NEW);
-        ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+        ck_assert_int_eq(eo_test_run_line(line, out, sizeof out), 0);
         size_t pl = strlen(gc->prompt);
         ck_assert_msg(strncmp(out, gc->prompt, pl) == 0, "%s", out);
         ck_assert_int_eq((int)strlen(out + pl), gc->text_len);
@@ -648,7 +634,7 @@ START_TEST(sample_with_a_tokenizer)
     snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
              "--prompt '%s' --temperature 0 -n 8 --precision bf16 2>/dev/null",
              prog("eo-sample"), toks[0], gen_cases[0].prompt);
-    ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+    ck_assert_int_eq(eo_test_run_line(line, out, sizeof out), 0);
     ck_assert_msg(strncmp(out, gen_cases[0].prompt, strlen(gen_cases[0].prompt)) == 0 &&
                       strncmp(out + strlen(gen_cases[0].prompt), gen_cases[0].text, 16) == 0,
                   "%s", out);
@@ -657,9 +643,9 @@ START_TEST(sample_with_a_tokenizer)
     snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
              "--prompt 'The' --temperature 0.8 --top-k 40 --top-p 0.9 --seed 4 -n 16 "
              "2>/dev/null", prog("eo-sample"), toks[0]);
-    ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+    ck_assert_int_eq(eo_test_run_line(line, out, sizeof out), 0);
     snprintf(first, sizeof first, "%s", out);
-    ck_assert_int_eq(run_line(line, out, sizeof out), 0);
+    ck_assert_int_eq(eo_test_run_line(line, out, sizeof out), 0);
     ck_assert_str_eq(out, first);
     snprintf(line, sizeof line, "%s --load tests/fixtures/gpt2_gen/model.safetensors %s "
              "--top-p 0", prog("eo-sample"), toks[0]);
@@ -689,10 +675,10 @@ START_TEST(sample_with_a_tokenizer)
     snprintf(line, sizeof line, "%s --model gpt --tokens %s --vocab 1500 --context 16 "
              "--d-model 16 --heads 2 --layers 1 --batch 2 --steps 1 --val-windows 2 -q --save %s "
              "--plot %s", prog("eo-train"), sp, ck, eo_tmpdir_path("p.svg"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     snprintf(line, sizeof line, "%s --load %s --tokenizer tests/fixtures/bpe --prompt 'Hello' "
              "-n 8 2>/dev/null", prog("eo-sample"), ck);
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strncmp(out, "Hello", 5) == 0, "%s", out);
     snprintf(line, sizeof line, "%s --load %s --prompt 'Hello'", prog("eo-sample"), ck);
     fails_saying(line, "without a character vocabulary: give its tokenizer");

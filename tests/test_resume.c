@@ -19,22 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "tests/tmpdir.h"
+#include "tests/run_line.h"
 
 #ifndef EO_BUILD_DIR
 #define EO_BUILD_DIR "build"
 #endif
 
-static int run_line(const char *line, char *out, size_t len)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "exec 2>&1 </dev/null; %s", line);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static const char *train_prog(void)
 {
@@ -82,7 +72,7 @@ static int stop_and_resume(const char *opts, int total, int k)
     snprintf(line, sizeof line, "%s %s -q --checkpoint %s --checkpoint-every %d --log %s "
              "--save %s --plot %s", p, opts, path("a.ck"), total, path("a.csv"), path("a.st"),
              path("a.svg"));
-    int rc = run_line(line, out, sizeof out);
+    int rc = eo_test_run_line(line, out, sizeof out);
     if (rc != 0 && strstr(out, "not found")) /* no Fashion-MNIST on this machine */
         return 0;
     ck_assert_msg(rc == 0, "%s: %s", line, out);
@@ -90,12 +80,12 @@ static int stop_and_resume(const char *opts, int total, int k)
     snprintf(line, sizeof line, "%s %s -q --checkpoint %s --checkpoint-every %d --log %s "
              "--stop-after %d --plot %s", p, opts, path("b.ck"), total, path("b.csv"), k,
              path("b.svg"));
-    rc = run_line(line, out, sizeof out);
+    rc = eo_test_run_line(line, out, sizeof out);
     ck_assert_msg(rc == 0 && strstr(out, "stopped after step"), "%s: %s", line, out);
     snprintf(line, sizeof line, "%s %s -q --checkpoint %s --checkpoint-every %d --log %s "
              "--save %s --resume %s --plot %s", p, opts, path("b.ck"), total, path("b.csv"),
              path("b.st"), path("b.ck"), path("b.svg"));
-    rc = run_line(line, out, sizeof out);
+    rc = eo_test_run_line(line, out, sizeof out);
     ck_assert_msg(rc == 0 && strstr(out, "resumed"), "%s: %s", line, out);
     ck_assert_msg(same_bytes(path("a.st"), path("b.st")), "%s: --save differs after resume", opts);
     ck_assert_msg(same_bytes(path("a.ck"), path("b.ck")), "%s: training state differs", opts);
@@ -198,23 +188,23 @@ START_TEST(resume_refuses_other_settings)
     const char *p = train_prog();
     snprintf(line, sizeof line, "%s " GPT "--text %s -q --checkpoint %s --stop-after 2 "
              "--plot %s", p, text, path("s.ck"), path("s.svg"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     snprintf(line, sizeof line, "%s " GPT "--text %s -q --save %s --plot %s", p, text,
              path("w.st"), path("s.svg"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s", out);
     snprintf(line, sizeof line, "%s " GPT "--text %s -q --lr 0.002 --resume %s", p, text,
              path("s.ck"));
-    ck_assert_msg(run_line(line, out, sizeof out) != 0 && strstr(out, "was saved with lr 0.001, "
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) != 0 && strstr(out, "was saved with lr 0.001, "
                   "this run has lr 0.002"), "%s", out);
     snprintf(line, sizeof line, "%s " GPT "--text %s -q -j 1 --resume %s", p, text, path("s.ck"));
-    ck_assert_msg(run_line(line, out, sizeof out) != 0 && strstr(out, "threads 2"), "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) != 0 && strstr(out, "threads 2"), "%s", out);
     snprintf(line, sizeof line, "%s " GPT "--text %s -q --resume %s", p, text, path("w.st"));
-    ck_assert_msg(run_line(line, out, sizeof out) != 0 && strstr(out, "not a training state"),
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) != 0 && strstr(out, "not a training state"),
                   "%s", out);
     snprintf(line, sizeof line, "%s --zero 1 --resume %s", p, path("s.ck"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 2 && strstr(out, "--zero"), "%s", out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 2 && strstr(out, "--zero"), "%s", out);
     snprintf(line, sizeof line, "%s --checkpoint-every 3", p);
-    ck_assert_msg(run_line(line, out, sizeof out) == 2 && strstr(out, "needs --checkpoint"), "%s",
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 2 && strstr(out, "needs --checkpoint"), "%s",
                   out);
 }
 END_TEST
@@ -260,7 +250,7 @@ START_TEST(killed_runs_resume_bit_identically)
     double t0 = seconds();
     snprintf(line, sizeof line, "timeout 120 %s --checkpoint %s --log %s --save %s", base,
              path("a.ck"), path("a.csv"), path("a.st"));
-    ck_assert_msg(run_line(line, out, sizeof out) == 0, "%s: %s", line, out);
+    ck_assert_msg(eo_test_run_line(line, out, sizeof out) == 0, "%s: %s", line, out);
     double full = seconds() - t0;
     unsigned seed = (unsigned)time(NULL);
     srand(seed);
